@@ -1,0 +1,184 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
+import { SyncError } from '../errors.js';
+import { configSchema, type Config } from './schema.js';
+
+/** The package's own folder, found from this file whether it runs from src/ or dist/src/. */
+export const PACKAGE_ROOT = findPackageRoot(dirname(fileURLToPath(import.meta.url)));
+export const DEFAULT_CONFIG_PATH = join(PACKAGE_ROOT, 'config', 'default.yaml');
+
+function findPackageRoot(start: string): string {
+  let dir = start;
+  while (!existsSync(join(dir, 'package.json'))) {
+    const parent = dirname(dir);
+    if (parent === dir) return start;
+    dir = parent;
+  }
+  return dir;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+type Parse = (raw: string) => unknown;
+
+const asInt: Parse = (raw) => (/^-?\d+$/.test(raw.trim()) ? Number(raw.trim()) : raw);
+const asBool: Parse = (raw) => {
+  const value = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(value)) return true;
+  if (['0', 'false', 'no', 'off'].includes(value)) return false;
+  return raw;
+};
+const asString: Parse = (raw) => raw;
+const asNullableString: Parse = (raw) => (raw.trim() === '' ? null : raw);
+
+/** Environment variable → config path. Secrets are listed in SECRET_VARIABLES instead. */
+export const ENV_VARIABLES: ReadonlyArray<readonly [string, readonly string[], Parse]> = [
+  ['CARRIER_SYNC_API_URL', ['api', 'url'], asNullableString],
+  ['REDIS_URL', ['redis', 'url'], asNullableString],
+  ['CARRIER_SYNC_REDIS_DIR', ['redis', 'managedDir'], asString],
+  ['CARRIER_SYNC_REDIS_PORT', ['redis', 'managedPort'], asInt],
+  ['CARRIER_SYNC_PREFIX', ['prefix'], asString],
+  ['CARRIER_SYNC_SPOOL_DIR', ['spool', 'dir'], asString],
+  ['CARRIER_SYNC_WRITE_STABLE_MS', ['spool', 'writeStableMs'], asInt],
+  ['CARRIER_SYNC_USE_POLLING', ['spool', 'usePolling'], asBool],
+  ['CARRIER_SYNC_HTTP_PORT', ['http', 'port'], asInt],
+  ['CARRIER_SYNC_HTTP_HOST', ['http', 'host'], asString],
+  ['CARRIER_SYNC_RATE_LIMIT_PER_MINUTE', ['delivery', 'ratePerMinute'], asInt],
+  ['CARRIER_SYNC_MAX_ATTEMPTS', ['delivery', 'maxAttempts'], asInt],
+  ['CARRIER_SYNC_BACKOFF_MS', ['delivery', 'backoffMs'], asInt],
+  ['CARRIER_SYNC_MAX_QUEUED', ['delivery', 'maxQueued'], asInt],
+  ['CARRIER_SYNC_CONCURRENCY', ['delivery', 'concurrency'], asInt],
+  ['CARRIER_SYNC_DEDUP_RETENTION_DAYS', ['dedup', 'retentionDays'], asInt],
+  ['CARRIER_SYNC_GRACE_MS', ['shutdown', 'graceMs'], asInt],
+  ['LOG_LEVEL', ['log', 'level'], asString],
+];
+
+/** Secrets: from the environment, or from the file named by `<VAR>_FILE`. Never from a config file. */
+export const SECRET_VARIABLES: ReadonlyArray<readonly [string, readonly string[]]> = [
+  ['CARRIER_SYNC_CARRIER_KEY', ['api', 'carrierKey']],
+  ['CARRIER_SYNC_SELLER_GROUP_KEY', ['api', 'sellerGroupKey']],
+  ['CARRIER_SYNC_UI_PASSWORD', ['http', 'uiPassword']],
+  ['CARRIER_SYNC_INGEST_TOKEN', ['http', 'ingestToken']],
+  ['CARRIER_SYNC_EVENTS_PULL_TOKEN', ['schedules', 'eventsPull', 'token']],
+];
+
+export interface LoadOptions {
+  env: Env;
+  /** Path given with --config, if any. */
+  configPath?: string | undefined;
+  /** Reads a file; injected so the loader stays a pure function of its inputs in tests. */
+  readFile?: (path: string) => string;
+  defaultPath?: string;
+}
+
+/**
+ * default.yaml → --config file → environment → secrets; validated as a whole.
+ * Throws one SyncError(CONFIG_INVALID) whose message lists every problem on one line.
+ */
+export function loadConfig(options: LoadOptions): Readonly<Config> {
+  const readFile = options.readFile ?? ((path: string) => readFileSync(path, 'utf8'));
+  const merged = readYaml(readFile, options.defaultPath ?? DEFAULT_CONFIG_PATH);
+  if (options.configPath !== undefined) {
+    const override = readYaml(readFile, options.configPath);
+    rejectSecretsInFile(override, options.configPath);
+    deepMerge(merged, override);
+  }
+  for (const [name, path, parse] of ENV_VARIABLES) {
+    const raw = options.env[name];
+    if (raw !== undefined) setPath(merged, path, parse(raw));
+  }
+  for (const [name, path] of SECRET_VARIABLES) setPath(merged, path, readSecret(options.env, name, readFile));
+
+  const result = configSchema.safeParse(merged);
+  if (!result.success) {
+    const problems = result.error.issues.map((issue) => `${describePath(issue.path)}: ${issue.message}`);
+    throw new SyncError('CONFIG_INVALID', `invalid configuration: ${problems.join('; ')}`);
+  }
+  return deepFreeze(result.data);
+}
+
+function readYaml(readFile: (path: string) => string, path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFile(path);
+  } catch (cause) {
+    throw new SyncError('CONFIG_INVALID', `cannot read config file ${path}: ${(cause as Error).message}`, { cause });
+  }
+  let value: unknown;
+  try {
+    value = parseYaml(text);
+  } catch (cause) {
+    throw new SyncError('CONFIG_INVALID', `config file ${path} is not valid YAML: ${(cause as Error).message.split('\n')[0] ?? ''}`, { cause });
+  }
+  if (value === null || value === undefined) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    throw new SyncError('CONFIG_INVALID', `config file ${path} must hold a mapping at the top level`);
+  }
+  return value as Record<string, unknown>;
+}
+
+function rejectSecretsInFile(override: Record<string, unknown>, path: string): void {
+  for (const [name, secretPath] of SECRET_VARIABLES) {
+    if (getPath(override, secretPath) !== undefined) {
+      throw new SyncError('CONFIG_INVALID', `${path}: ${secretPath.join('.')} is a secret; set ${name} in the environment instead`);
+    }
+  }
+}
+
+function readSecret(env: Env, name: string, readFile: (path: string) => string): string | null {
+  const direct = env[name];
+  if (direct !== undefined && direct !== '') return direct;
+  const file = env[`${name}_FILE`];
+  if (file === undefined || file === '') return null;
+  try {
+    return readFile(file).trim() || null;
+  } catch {
+    throw new SyncError('CONFIG_INVALID', `${name}_FILE: cannot read ${file}`);
+  }
+}
+
+function describePath(path: ReadonlyArray<PropertyKey>): string {
+  const dotted = path.map(String).join('.');
+  const env = ENV_VARIABLES.find(([, p]) => p.join('.') === dotted)?.[0];
+  return env === undefined ? dotted || '(root)' : `${dotted} [${env}]`;
+}
+
+function getPath(target: Record<string, unknown>, path: readonly string[]): unknown {
+  let node: unknown = target;
+  for (const key of path) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = (node as Record<string, unknown>)[key];
+  }
+  return node;
+}
+
+function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {
+  let node = target;
+  for (const key of path.slice(0, -1)) {
+    const next = node[key];
+    if (next === null || typeof next !== 'object') node[key] = {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[path[path.length - 1]!] = value;
+}
+
+function deepMerge(target: Record<string, unknown>, source: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(source)) {
+    const existing = target[key];
+    if (isPlainObject(value) && isPlainObject(existing)) deepMerge(existing, value);
+    else target[key] = value;
+  }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object') {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,103 @@
+import { z } from 'zod';
+
+const ms = z.number().int().nonnegative();
+const positiveInt = z.number().int().positive();
+const schedule = z.object({ pattern: z.string().min(1).nullable(), tz: z.string().min(1) }).strict();
+
+export const configSchema = z
+  .object({
+    api: z
+      .object({
+        url: z.url({ protocol: /^https?$/ }).nullable(),
+        connectTimeoutMs: positiveInt,
+        headersTimeoutMs: positiveInt,
+        bodyTimeoutMs: positiveInt,
+        connections: positiveInt,
+        carrierKey: z.string().min(1).nullable(),
+        sellerGroupKey: z.string().min(1).nullable(),
+      })
+      .strict(),
+    redis: z
+      .object({
+        url: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').nullable(),
+        managedDir: z.string().min(1),
+        managedPort: z.number().int().min(0).max(65535),
+      })
+      .strict(),
+    prefix: z.string().regex(/^[A-Za-z0-9_{}.-]{1,64}$/, 'letters, digits, _ . - { } only, 1-64 chars'),
+    spool: z
+      .object({
+        dir: z.string().min(1),
+        writeStableMs: ms,
+        usePolling: z.boolean(),
+        pollIntervalMs: positiveInt,
+        rescanIntervalMs: positiveInt,
+        maxLabelBytes: positiveInt,
+        maxCteBytes: positiveInt,
+        maxEventsFileBytes: positiveInt,
+        maxEventLineBytes: positiveInt,
+      })
+      .strict(),
+    delivery: z
+      .object({
+        ratePerMinute: positiveInt,
+        rateWindowMarginMs: ms,
+        maxAttempts: positiveInt,
+        backoffMs: positiveInt,
+        notFoundAttempts: positiveInt,
+        maxQueued: positiveInt,
+        concurrency: positiveInt,
+        maxRateLimitedMs: positiveInt,
+        completedRetentionSec: positiveInt,
+      })
+      .strict(),
+    dedup: z.object({ retentionDays: positiveInt }).strict(),
+    http: z
+      .object({
+        port: z.number().int().min(0).max(65535),
+        host: z.string().min(1),
+        maxIngestBytes: positiveInt,
+        uiPassword: z.string().min(1).nullable(),
+        ingestToken: z.string().min(1).nullable(),
+      })
+      .strict(),
+    shutdown: z.object({ graceMs: ms }).strict(),
+    log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) }).strict(),
+    webhook: z
+      .object({
+        id: z.string().min(1),
+        url: z.url(),
+        headers: z.record(z.string(), z.string()).nullable(),
+        events: z.array(z.string().min(1)),
+      })
+      .strict()
+      .nullable(),
+    schedules: z
+      .object({
+        rescan: schedule,
+        webhookReconcile: schedule,
+        deadLetterSummary: schedule,
+        eventsPull: schedule.extend({
+          url: z.url().nullable(),
+          authHeader: z.string().min(1),
+          token: z.string().min(1).nullable(),
+        }),
+      })
+      .strict(),
+    sandbox: z.object({ seedFile: z.string().min(1).nullable(), port: z.number().int().min(0).max(65535) }).strict(),
+  })
+  .strict()
+  .superRefine((config, ctx) => {
+    if (config.api.url !== null && config.api.carrierKey === null) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['api', 'carrierKey'],
+        message: 'CARRIER_SYNC_CARRIER_KEY is required when CARRIER_SYNC_API_URL is set',
+      });
+    }
+  });
+
+export type Config = z.infer<typeof configSchema>;
+export type ApiConfig = Config['api'];
+export type SpoolConfig = Config['spool'];
+export type DeliveryConfig = Config['delivery'];

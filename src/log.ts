@@ -1,0 +1,58 @@
+import { pino, type Logger, type LoggerOptions } from 'pino';
+
+export type { Logger };
+
+/**
+ * Every path where a secret could ride along in a log object. The header names are the
+ * API's key headers; `*.key`-style paths cover our own config slices.
+ */
+export const REDACT_PATHS = [
+  'headers["x-service-carrier-key"]',
+  'headers["x-service-seller-group-key"]',
+  'req.headers["x-service-carrier-key"]',
+  'req.headers["x-service-seller-group-key"]',
+  'req.headers.authorization',
+  'request.headers["x-service-carrier-key"]',
+  'request.headers["x-service-seller-group-key"]',
+  'request.headers.authorization',
+  '*.headers["x-service-carrier-key"]',
+  '*.headers["x-service-seller-group-key"]',
+  '*.headers.authorization',
+  'carrierKey',
+  'sellerGroupKey',
+  '*.carrierKey',
+  '*.sellerGroupKey',
+  'password',
+  '*.password',
+  'token',
+  '*.token',
+  'ingestToken',
+  '*.ingestToken',
+  'uiPassword',
+  '*.uiPassword',
+];
+
+export interface LogOptions {
+  level: string;
+  /** Pretty output for humans at a terminal; JSON lines otherwise. */
+  isPretty?: boolean;
+  destination?: NodeJS.WritableStream;
+}
+
+export function createLogger(options: LogOptions): Logger {
+  const base: LoggerOptions = {
+    level: options.level,
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    base: { pid: process.pid },
+  };
+  if (options.isPretty === true) {
+    return pino({
+      ...base,
+      transport: { target: 'pino-pretty', options: { colorize: true, destination: 2 } },
+    });
+  }
+  return pino(base, (options.destination as pino.DestinationStream | undefined) ?? pino.destination({ dest: 2, sync: false }));
+}
+
+/** A logger that drops everything, for library code called without one. */
+export const silentLogger: Logger = pino({ level: 'silent' });

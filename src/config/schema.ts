@@ -49,6 +49,7 @@ export const configSchema = z
         concurrency: positiveInt,
         maxRateLimitedMs: positiveInt,
         completedRetentionSec: positiveInt,
+        lockMs: positiveInt,
       })
       .strict(),
     dedup: z.object({ retentionDays: positiveInt }).strict(),

@@ -1,0 +1,92 @@
+/**
+ * The typed client for the eight endpoints of api-contract.md §4. Each call is: endpoint builder
+ * (camelCase → wire request) → keys as headers → http.ts → endpoint reader (wire → camelCase).
+ * Every failure is a SyncError; the keys live only in this closure and in request headers, never
+ * in logs, errors or messages.
+ *
+ * Keys per endpoint (§5):
+ *   4.3 label, 4.4 webhook            x-service-carrier-key
+ *   4.5–4.8 seller-group endpoints    x-service-seller-group-key; without one configured, the call
+ *                                     fails with CONFIG_INVALID before any I/O
+ *   4.1 collecting, 4.2 CT-e          ambiguous in §5 (carrier-key scheme, text asks for the
+ *                                     seller-group key). Decision: send the carrier key always and
+ *                                     the seller-group key too when one is configured, so whichever
+ *                                     header the API enforces is there.
+ */
+import { SyncError } from '../errors.js';
+import { buildCollectingRequest, readCollectingResponse } from './endpoints/collecting.js';
+import { buildCteRequest, readCteResponse } from './endpoints/cte.js';
+import { buildLabelRequest, readLabelResponse } from './endpoints/label.js';
+import { buildOrderEventsRequest, readOrderEventsResponse } from './endpoints/order-events.js';
+import { buildOrderGetRequest, readOrderGetResponse } from './endpoints/order-get.js';
+import { buildOrderUpdateRequest, readOrderUpdateResponse } from './endpoints/order-update.js';
+import { buildQuotationRequest, readQuotationResponse } from './endpoints/quotation.js';
+import { buildWebhookRequest, readWebhookResponse } from './endpoints/webhook.js';
+import { createHttp, type HttpResponse } from './http.js';
+import type { ApiClient, ApiClientOptions, EndpointRequest } from './types.js';
+
+export const CARRIER_KEY_HEADER = 'x-service-carrier-key';
+export const SELLER_GROUP_KEY_HEADER = 'x-service-seller-group-key';
+
+/** A key must fit in a header line; CR, LF or NUL would make undici refuse every request. */
+const isUsableKey = (key: string): boolean => key !== '' && !/[\r\n\0]/.test(key);
+
+export function createApiClient(options: ApiClientOptions): ApiClient {
+  const { carrierKey } = options;
+  const sellerGroupKey = options.sellerGroupKey ?? null;
+  if (!isUsableKey(carrierKey)) {
+    throw new SyncError('CONFIG_INVALID', 'the carrier key (CARRIER_SYNC_CARRIER_KEY) is empty or holds a line break');
+  }
+  if (sellerGroupKey !== null && !isUsableKey(sellerGroupKey)) {
+    throw new SyncError('CONFIG_INVALID', 'the seller-group key (CARRIER_SYNC_SELLER_GROUP_KEY) is empty or holds a line break');
+  }
+  const http = createHttp({
+    baseUrl: options.baseUrl,
+    connectTimeoutMs: options.connectTimeoutMs,
+    headersTimeoutMs: options.headersTimeoutMs,
+    bodyTimeoutMs: options.bodyTimeoutMs,
+    connections: options.connections,
+    logger: options.logger,
+    onResponse: options.onResponse,
+    clock: options.clock,
+  });
+
+  function keyHeaders(request: EndpointRequest): Record<string, string> {
+    switch (request.keys) {
+      case 'carrier':
+        return { [CARRIER_KEY_HEADER]: carrierKey };
+      case 'carrier-and-seller-group':
+        return sellerGroupKey === null
+          ? { [CARRIER_KEY_HEADER]: carrierKey }
+          : { [CARRIER_KEY_HEADER]: carrierKey, [SELLER_GROUP_KEY_HEADER]: sellerGroupKey };
+      case 'seller-group':
+        if (sellerGroupKey === null) {
+          throw new SyncError(
+            'CONFIG_INVALID',
+            `${request.endpoint}: needs a seller-group key (CARRIER_SYNC_SELLER_GROUP_KEY) and none is configured`,
+          );
+        }
+        return { [SELLER_GROUP_KEY_HEADER]: sellerGroupKey };
+    }
+  }
+
+  async function call<T>(request: EndpointRequest, read: (response: HttpResponse) => T): Promise<T> {
+    const headers = keyHeaders(request);
+    const { endpoint, method, path, body } = request;
+    const response = await http.send({ endpoint, method, path, headers, body });
+    return read(response);
+  }
+
+  return {
+    sendCollecting: (input) => call(buildCollectingRequest(input), readCollectingResponse),
+    putCte: (input) => call(buildCteRequest(input), readCteResponse),
+    sendLabel: (input) => call(buildLabelRequest(input), readLabelResponse),
+    patchWebhook: (webhookId, record) => call(buildWebhookRequest(webhookId, record), readWebhookResponse),
+    getOrderEvents: (sellerIdentifier, externalId) =>
+      call(buildOrderEventsRequest(sellerIdentifier, externalId), readOrderEventsResponse),
+    getOrder: (orderId) => call(buildOrderGetRequest(orderId), readOrderGetResponse),
+    updateOrder: (orderId, input) => call(buildOrderUpdateRequest(orderId, input), readOrderUpdateResponse),
+    quoteOrders: (input) => call(buildQuotationRequest(input), readQuotationResponse),
+    close: () => http.close(),
+  };
+}

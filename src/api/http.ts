@@ -1,0 +1,145 @@
+/**
+ * The one HTTP pool to the API: keep-alive connections, connect/headers/body timeouts, JSON in and
+ * out, a timing sample per request. A 2xx comes back as text; anything else is thrown as a
+ * SyncError (see errors.ts). undici never retries here: retrying is the queue's decision.
+ */
+import { performance } from 'node:perf_hooks';
+import { Pool } from 'undici';
+import { systemClock, type Clock } from '../clock.js';
+import { SyncError } from '../errors.js';
+import { silentLogger, type Logger } from '../log.js';
+import { fromTransportError, toSyncError, unreadableSuccess } from './errors.js';
+import type { EndpointName, ResponseSample, ResponseSampleStatus } from './types.js';
+
+/** Largest response body accepted, in bytes; the API's biggest answers are order lists. */
+const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
+/** Idle keep-alive sockets are dropped after this many ms unless the server hints otherwise. */
+const KEEP_ALIVE_MS = 10_000;
+
+export interface HttpOptions {
+  baseUrl: string;
+  connectTimeoutMs: number;
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+  connections: number;
+  logger?: Logger | undefined;
+  onResponse?: ((sample: ResponseSample) => void) | undefined;
+  clock?: Clock | undefined;
+}
+
+export interface HttpRequest {
+  endpoint: EndpointName;
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH';
+  /** Path below the base URL, path parameters already encoded. */
+  path: string;
+  headers: Record<string, string>;
+  /** Sent as JSON when present. */
+  body?: unknown;
+}
+
+export interface HttpResponse {
+  endpoint: EndpointName;
+  status: number;
+  text: string;
+}
+
+export interface Http {
+  send(request: HttpRequest): Promise<HttpResponse>;
+  close(): Promise<void>;
+}
+
+export function createHttp(options: HttpOptions): Http {
+  let base: URL;
+  try {
+    base = new URL(options.baseUrl);
+  } catch (error) {
+    // The URL itself is left out of the message: it may carry credentials.
+    throw new SyncError('CONFIG_INVALID', 'API base URL is not a valid URL', { cause: error });
+  }
+  if (base.protocol !== 'http:' && base.protocol !== 'https:') {
+    throw new SyncError('CONFIG_INVALID', `API base URL must be http or https, not ${base.protocol}`);
+  }
+  const prefix = base.pathname.replace(/\/+$/, '');
+  const pool = new Pool(base.origin, {
+    connections: options.connections,
+    connectTimeout: options.connectTimeoutMs,
+    headersTimeout: options.headersTimeoutMs,
+    bodyTimeout: options.bodyTimeoutMs,
+    keepAliveTimeout: KEEP_ALIVE_MS,
+    maxResponseSize: MAX_RESPONSE_BYTES,
+    connect: { keepAlive: true },
+  });
+  const logger = (options.logger ?? silentLogger).child({ mod: 'api' });
+  const clock = options.clock ?? systemClock;
+  let closing: Promise<void> | undefined;
+
+  const report = (endpoint: EndpointName, status: ResponseSampleStatus, startedAt: number): void => {
+    const durationMs = Math.round((performance.now() - startedAt) * 10) / 10;
+    logger.debug({ endpoint, status, durationMs }, 'api request');
+    try {
+      options.onResponse?.({ endpoint, status, durationMs });
+    } catch (error) {
+      // A broken metrics hook must not turn a delivered item into a failed one.
+      logger.warn({ endpoint, err: error }, 'onResponse hook threw');
+    }
+  };
+
+  async function send(request: HttpRequest): Promise<HttpResponse> {
+    const { endpoint } = request;
+    if (closing !== undefined) throw new SyncError('NETWORK', `${endpoint}: API client is closed`);
+    const headers: Record<string, string> = { accept: 'application/json', ...request.headers };
+    let body: string | undefined;
+    if (request.body !== undefined) {
+      body = JSON.stringify(request.body);
+      headers['content-type'] = 'application/json';
+    }
+    const startedAt = performance.now();
+    let status: number;
+    let text: string;
+    let retryAfter: string | string[] | undefined;
+    try {
+      const response = await pool.request({ path: prefix + request.path, method: request.method, headers, body: body ?? null });
+      status = response.statusCode;
+      retryAfter = response.headers['retry-after'];
+      text = await response.body.text();
+    } catch (error) {
+      const syncError = fromTransportError(endpoint, error);
+      report(endpoint, syncError.code === 'TIMEOUT' ? 'timeout' : 'network', startedAt);
+      throw syncError;
+    }
+    report(endpoint, status, startedAt);
+    if (status < 200 || status > 299) {
+      throw toSyncError({ endpoint, status, body: text, retryAfter, nowMs: clock.now() });
+    }
+    return { endpoint, status, text };
+  }
+
+  return {
+    send,
+    close() {
+      closing ??= pool.close();
+      return closing;
+    },
+  };
+}
+
+/**
+ * The JSON of a 2xx whose body the caller needs, checked by `isExpected`. A body that is not JSON
+ * or not of the expected shape is the API's fault: API_UNAVAILABLE (retry), with the body kept.
+ */
+export function readJson<T>(response: HttpResponse, isExpected: (value: unknown) => value is T): T {
+  let value: unknown;
+  try {
+    value = JSON.parse(response.text);
+  } catch {
+    throw unreadableSuccess(response.endpoint, response.status, response.text);
+  }
+  if (!isExpected(value)) throw unreadableSuccess(response.endpoint, response.status, response.text);
+  return value;
+}
+
+/** One path segment: percent-encoded, and never `.` or `..` (which a server could resolve). */
+export function encodePathParam(value: string): string {
+  const encoded = encodeURIComponent(value);
+  return encoded === '.' || encoded === '..' ? encoded.replaceAll('.', '%2E') : encoded;
+}

@@ -1,0 +1,69 @@
+/**
+ * `carrier-sync backfill <dir> --kind …`: a one-shot enqueue of the files of a folder, in place.
+ * Each file is checked like an inbox file; valid ones are queued (respecting CARRIER_SYNC_MAX_QUEUED:
+ * the command waits for room), invalid ones are listed. Files are not moved: the folder is not a
+ * spool inbox. A progress bar is drawn on a TTY.
+ */
+import { randomBytes } from 'node:crypto';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { SingleBar, Presets } from 'cli-progress';
+import type { Command } from 'commander';
+import { enqueueDocument, enqueueEvents } from '../queue/enqueue.js';
+import { ITEM_KIND_OF, type SpoolKind } from '../queue/keys.js';
+import { collectingJobOf } from '../queue/payloads.js';
+import { backlogOf } from '../queue/queues.js';
+import { prepare } from '../spool/claim.js';
+import { contentIdOf } from '../spool/paths.js';
+import { isIgnoredName } from '../validate/spool-name.js';
+import { UsageError } from './program.js';
+import { cliLogger, print, withContext } from './shared.js';
+
+const KINDS: readonly SpoolKind[] = ['labels', 'cte', 'events'];
+
+export function registerBackfill(program: Command): void {
+  program
+    .command('backfill')
+    .description('one-shot enqueue of the files in a folder (checked like inbox files; not moved)')
+    .argument('<dir>', 'folder holding the files')
+    .requiredOption('--kind <kind>', 'labels, cte or events')
+    .action(async (dir: string, options: { kind: string }, command: Command) => {
+      if (!(KINDS as readonly string[]).includes(options.kind)) throw new UsageError(`--kind: "${options.kind}" must be labels, cte or events`);
+      const kind = options.kind as SpoolKind;
+      const names = (await readdir(dir).catch(() => { throw new UsageError(`${dir}: not a readable folder`); })).filter((name) => !isIgnoredName(name)).sort();
+      const bar = process.stdout.isTTY === true ? new SingleBar({ format: 'backfill {bar} {value}/{total} files | queued {queued} | invalid {invalid}' }, Presets.shades_classic) : null;
+      const totals = { queued: 0, invalid: 0, duplicates: 0 };
+      const invalid: string[] = [];
+      await withContext(command, async (ctx) => {
+        const deps = { spool: ctx.config.spool, clock: ctx.clock, logger: cliLogger(ctx.config), paths: { spoolId: 'backfill' } };
+        bar?.start(names.length, 0, { queued: 0, invalid: 0 });
+        for (const name of names) {
+          const path = join(dir, name);
+          if (!(await stat(path)).isFile()) continue;
+          while ((await backlogOf(ctx.queues.items[ITEM_KIND_OF[kind]])) >= ctx.config.delivery.maxQueued) await new Promise((r) => setTimeout(r, 500));
+          const bytes = await readFile(path);
+          const claimId = `${contentIdOf(bytes)}-${randomBytes(4).toString('hex')}`;
+          const prepared = await prepare(deps, kind, name, bytes, claimId, 'backfill');
+          if ('error' in prepared) {
+            totals.invalid += 1;
+            invalid.push(`${name}: ${prepared.error.code}: ${prepared.error.message}`);
+          } else if ('document' in prepared) {
+            await enqueueDocument(ctx.enqueueDeps, prepared.document);
+            totals.queued += 1;
+          } else {
+            const jobs = prepared.events.records.map((r) => collectingJobOf(r, `backfill:${claimId}:${r.line}`, { source: 'backfill', index: r.line }, new Date().toISOString()));
+            const result = await enqueueEvents(ctx.enqueueDeps, jobs);
+            totals.queued += result.jobIds.length;
+            totals.duplicates += result.duplicates.length;
+            for (const reject of prepared.events.rejects) invalid.push(`${name}:${reject.line}: ${reject.code}: ${reject.message}`);
+            totals.invalid += prepared.events.rejects.length;
+          }
+          bar?.increment(1, { queued: totals.queued, invalid: totals.invalid });
+        }
+        bar?.stop();
+      });
+      for (const line of invalid) print(`INVALID ${line}`);
+      print(`backfill ${kind}: ${totals.queued} queued, ${totals.duplicates} duplicates, ${totals.invalid} invalid`);
+      if (totals.invalid > 0) process.exitCode = 1;
+    });
+}

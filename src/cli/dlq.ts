@@ -1,0 +1,51 @@
+import type { Command } from 'commander';
+import { listDeadLetters, purgeDeadLetters, retryDeadLetters } from '../queue/dead-letter.js';
+import { UsageError } from './program.js';
+import { parseDuration, print, withContext } from './shared.js';
+
+export function registerDlq(program: Command): void {
+  const dlq = program.command('dlq').description('read, replay and purge dead-lettered items');
+  dlq
+    .command('list')
+    .description('dead-lettered items with kind, delivery id, error code, message, attempts, first/last failure time')
+    .option('--json', 'print JSON (with every attempt)')
+    .action(async (options: { json?: boolean }, command: Command) => {
+      const letters = await withContext(command, (ctx) => listDeadLetters(ctx));
+      if (options.json === true) {
+        print(JSON.stringify(letters, null, 2));
+        return;
+      }
+      if (letters.length === 0) {
+        print('no dead-lettered items');
+        return;
+      }
+      for (const l of letters) {
+        print(`${l.id}\n  kind ${l.kind}  delivery ${l.deliveryId}  file ${l.fileName ?? '-'}\n  ${l.errorCode}${l.apiCode === null ? '' : ` / ${l.apiCode}`}${l.status === null ? '' : ` (HTTP ${l.status})`}: ${l.message}\n  attempts ${l.attempts}  first ${l.firstFailureAt ?? '-'}  last ${l.lastFailureAt ?? '-'}`);
+      }
+      print(`\n${letters.length} dead-lettered`);
+    });
+  dlq
+    .command('retry')
+    .description('put dead-lettered items back to work (their files move to archive/ once accepted)')
+    .argument('[ids...]', 'ids from `dlq list`')
+    .option('--all', 'every dead-lettered item')
+    .action(async (ids: string[], options: { all?: boolean }, command: Command) => {
+      if ((options.all === true) === ids.length > 0) throw new UsageError('dlq retry: give ids or --all (not both)');
+      const { retried, missing } = await withContext(command, (ctx) => retryDeadLetters(ctx, options.all === true ? 'all' : ids));
+      print(`retried ${retried.length}${retried.length > 0 ? `: ${retried.join(', ')}` : ''}`);
+      if (missing.length > 0) {
+        print(`not dead-lettered (unknown id): ${missing.join(', ')}`);
+        process.exitCode = 1;
+      }
+    });
+  dlq
+    .command('purge')
+    .description('drop dead-lettered items (their files stay under failed/)')
+    .option('--older-than <duration>', 'only items dead-lettered longer ago than this, e.g. 30d, 12h, 15m')
+    .action(async (options: { olderThan?: string }, command: Command) => {
+      const olderThanMs = options.olderThan === undefined ? null : parseDuration(options.olderThan);
+      if (olderThanMs === null && options.olderThan !== undefined) throw new UsageError(`--older-than: "${options.olderThan}" is not a duration like 30d, 12h, 15m, 45s`);
+      const purged = await withContext(command, (ctx) => purgeDeadLetters(ctx, olderThanMs, Date.now()));
+      print(`purged ${purged.length}`);
+    });
+}

@@ -1,0 +1,37 @@
+/** The command tree. Each command lives in its own file and only parses flags and calls stages. */
+import { Command, CommanderError } from 'commander';
+import { registerBackfill } from './backfill.js';
+import { registerDlq } from './dlq.js';
+import { registerEnqueue } from './enqueue.js';
+import { registerResume } from './resume.js';
+import { registerSandbox } from './sandbox.js';
+import { registerStart } from './start.js';
+import { registerStatus } from './status.js';
+import { registerValidate } from './validate.js';
+import { registerWebhook } from './webhook.js';
+
+/** A flag or argument that makes no sense: exit 2 with one line. */
+export class UsageError extends Error {}
+
+export function buildProgram(): Command {
+  const program = new Command('carrier-sync')
+    .description('Pushes label PDFs, CT-e XMLs and driver collecting events to the Delivery Logistics API, exactly once, under its rate limit.')
+    .option('--config <path>', 'YAML file overriding config/default.yaml (environment variables override both)')
+    .showHelpAfterError(false)
+    .exitOverride()
+    .configureOutput({
+      writeErr: (text) => process.stderr.write(text.startsWith('error:') ? `carrier-sync: ${text.slice(7).trim()} (see --help)\n` : text),
+    });
+  for (const register of [registerStart, registerStatus, registerDlq, registerEnqueue, registerWebhook, registerValidate, registerSandbox, registerBackfill, registerResume]) {
+    register(program);
+  }
+  program.commands.forEach(applyExitOverride);
+  return program;
+}
+
+function applyExitOverride(command: Command): void {
+  command.exitOverride((error: CommanderError) => {
+    throw error;
+  });
+  command.commands.forEach(applyExitOverride);
+}

@@ -1,0 +1,39 @@
+/** What every command needs: the loaded config, a logger on stderr, and the Redis context. */
+import type { Command } from 'commander';
+import { loadConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { createLogger, type Logger } from '../log.js';
+import { openContext, type Context } from '../runtime/context.js';
+
+export function configOf(command: Command): Readonly<Config> {
+  const root = command.optsWithGlobals<{ config?: string }>();
+  return loadConfig({ env: process.env, configPath: root.config });
+}
+
+/** Commands other than `start` log warnings and worse only, unless LOG_LEVEL asks for more. */
+export function cliLogger(config: Readonly<Config>): Logger {
+  const level = process.env['LOG_LEVEL'] === undefined ? 'warn' : config.log.level;
+  return createLogger({ level, isPretty: process.stderr.isTTY === true });
+}
+
+export async function withContext<T>(command: Command, run: (ctx: Context) => Promise<T>): Promise<T> {
+  const config = configOf(command);
+  const ctx = await openContext(config, cliLogger(config), 'cli');
+  try {
+    return await run(ctx);
+  } finally {
+    await ctx.closers.closeAll();
+  }
+}
+
+export function print(text: string): void {
+  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+}
+
+/** `30d`, `12h`, `15m`, `45s`, `500ms` → milliseconds. */
+export function parseDuration(text: string): number | null {
+  const match = /^(\d+)(ms|s|m|h|d|w)$/.exec(text.trim());
+  if (match === null) return null;
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }[match[2] as 'ms' | 's' | 'm' | 'h' | 'd' | 'w'];
+  return Number(match[1]) * unit;
+}

@@ -1,0 +1,46 @@
+import type { Command } from 'commander';
+import { createLogger } from '../log.js';
+import { ROLES, startDaemon, type Role } from '../runtime/start.js';
+import { UsageError } from './program.js';
+import { configOf } from './shared.js';
+
+export function registerStart(program: Command): void {
+  program
+    .command('start')
+    .description('run the daemon (all roles by default); SIGTERM/SIGINT shut it down gracefully, a second signal at once')
+    .option('--roles <list>', `comma-separated roles to run: ${ROLES.join(', ')}`, ROLES.join(','))
+    .action(async (options: { roles: string }, command: Command) => {
+      const roles = options.roles.split(',').map((role) => role.trim()).filter(Boolean);
+      const unknown = roles.filter((role) => !(ROLES as readonly string[]).includes(role));
+      if (roles.length === 0 || unknown.length > 0) throw new UsageError(`--roles: unknown role ${unknown.join(', ') || '(none given)'}; choose from ${ROLES.join(', ')}`);
+      const config = configOf(command);
+      const logger = createLogger({ level: config.log.level, isPretty: process.stderr.isTTY === true });
+      const daemon = startDaemon(config, roles as Role[], logger);
+      let signals = 0;
+      const stopped = new Promise<void>((resolve) => {
+        const onSignal = (signal: NodeJS.Signals): void => {
+          signals += 1;
+          if (signals > 1) {
+            logger.warn({ signal }, 'second signal: exiting at once');
+            logger.flush();
+            process.exitCode = 130;
+            resolve();
+            return;
+          }
+          logger.info({ signal }, 'signal received');
+          void daemon.stop().then(resolve);
+        };
+        process.on('SIGTERM', onSignal);
+        process.on('SIGINT', onSignal);
+      });
+      try {
+        await daemon.ready;
+      } catch (error) {
+        logger.fatal({ err: error }, 'start failed');
+        await daemon.stop();
+        throw error;
+      }
+      await stopped;
+      logger.flush();
+    });
+}

@@ -1,0 +1,69 @@
+import type { Command } from 'commander';
+import { ITEM_KINDS, keyIdOf } from '../queue/keys.js';
+import { createRateLimiter } from '../queue/limiter.js';
+import { print, withContext } from './shared.js';
+
+export function registerStatus(program: Command): void {
+  program
+    .command('status')
+    .description('per queue: waiting, delayed, active, completed, failed, dead-lettered; paused state; rate limiter; schedulers')
+    .option('--json', 'print JSON')
+    .action(async (options: { json?: boolean }, command: Command) => {
+      const report = await withContext(command, async (ctx) => {
+        const stats = await ctx.stats.read();
+        const queues: Record<string, unknown> = {};
+        for (const kind of ITEM_KINDS) {
+          const queue = ctx.queues.items[kind];
+          const counts = await queue.getJobCounts('waiting', 'delayed', 'active', 'completed', 'failed', 'prioritized');
+          queues[kind] = {
+            waiting: (counts['waiting'] ?? 0) + (counts['prioritized'] ?? 0),
+            delayed: counts['delayed'] ?? 0,
+            active: counts['active'] ?? 0,
+            completed: counts['completed'] ?? 0,
+            failed: stats.failed[kind],
+            deadLettered: counts['failed'] ?? 0,
+            paused: await queue.isPaused(),
+            received: stats.received[kind],
+            sent: stats.sent[kind],
+            duplicates: stats.duplicates[kind],
+            superseded: stats.superseded[kind],
+            rateLimited: stats.rate_limited[kind],
+          };
+        }
+        const carrierKey = ctx.config.api.carrierKey;
+        const limiter =
+          carrierKey === null
+            ? null
+            : createRateLimiter(ctx.redis, { windowKey: ctx.keys.limiter(keyIdOf(carrierKey)), pauseKey: ctx.keys.pause(keyIdOf(carrierKey)), ratePerMinute: ctx.config.delivery.ratePerMinute, windowMarginMs: ctx.config.delivery.rateWindowMarginMs });
+        const schedulers = (await ctx.queues.housekeeping.getJobSchedulers(0, -1, true)).map((s) => ({ id: s.key, pattern: s.pattern ?? null, tz: s.tz ?? null, next: s.next === undefined ? null : new Date(s.next).toISOString() }));
+        return {
+          prefix: ctx.config.prefix,
+          queues,
+          authFailure: await ctx.authGate.failure(),
+          rateLimiter: {
+            ratePerMinute: ctx.config.delivery.ratePerMinute,
+            inWindow: limiter === null ? null : await limiter.inWindow(),
+            pausedForMs: limiter === null ? null : await limiter.pausedForMs(),
+            note: limiter === null ? 'window figures need CARRIER_SYNC_CARRIER_KEY (the limiter is kept per key)' : undefined,
+          },
+          schedulers,
+        };
+      });
+      if (options.json === true) {
+        print(JSON.stringify(report, null, 2));
+        return;
+      }
+      const rows = Object.entries(report.queues).map(([kind, q]) => {
+        const c = q as Record<string, number | boolean>;
+        return `${kind.padEnd(11)} ${String(c['waiting']).padStart(8)} ${String(c['delayed']).padStart(8)} ${String(c['active']).padStart(7)} ${String(c['completed']).padStart(10)} ${String(c['failed']).padStart(7)} ${String(c['deadLettered']).padStart(6)} ${String(c['duplicates']).padStart(6)}  ${c['paused'] === true ? 'PAUSED' : ''}`;
+      });
+      print(['queue        waiting  delayed  active  completed  failed    dlq   dups', ...rows].join('\n'));
+      if (report.authFailure !== null) print(`\n!! queues paused: the API refused the key (401) at ${report.authFailure.at}: ${report.authFailure.message}\n   fix the key, then run \`carrier-sync resume\` (a probe also retries with backoff)`);
+      const rl = report.rateLimiter;
+      print(`\nrate limiter: ${rl.inWindow ?? '?'} of ${rl.ratePerMinute} per minute in the window${rl.pausedForMs ? `, paused ${rl.pausedForMs} ms by a 429` : ''}`);
+      if (report.schedulers.length > 0) {
+        print('\nschedulers:');
+        for (const s of report.schedulers) print(`  ${s.id.padEnd(18)} ${String(s.pattern).padEnd(16)} ${String(s.tz).padEnd(6)} next ${s.next ?? '-'}`);
+      }
+    });
+}

@@ -1,0 +1,99 @@
+/**
+ * Prometheus metrics. Item counters and queue depths are read from Redis at scrape time, so every
+ * process's `/metrics` shows the deployment's totals; the API request histogram is this process's
+ * own (a worker process's requests show on its own ops port).
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Queue } from 'bullmq';
+import { ITEM_KINDS, type ItemKind } from '../queue/keys.js';
+import type { Stats } from '../queue/stats.js';
+
+export interface RequestSample {
+  endpoint: string;
+  status: number | 'network' | 'timeout';
+  durationMs: number;
+}
+
+export interface Metrics {
+  registry: Registry;
+  observeRequest(sample: RequestSample): void;
+}
+
+export interface MetricsSources {
+  stats: Stats;
+  queues: Readonly<Record<ItemKind, Queue>>;
+  isAuthPaused(): Promise<boolean>;
+}
+
+const STATES = ['waiting', 'delayed', 'active', 'completed', 'failed', 'prioritized'] as const;
+
+export function createMetrics(): Metrics & { attach(sources: MetricsSources): void } {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'carrier_sync_' });
+  const requestSeconds = new Histogram({
+    name: 'carrier_sync_api_request_seconds',
+    help: 'Duration of requests to the Delivery Logistics API, by endpoint and HTTP status.',
+    labelNames: ['endpoint', 'status'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const tooMany = new Counter({
+    name: 'carrier_sync_api_429_total',
+    help: 'HTTP 429 answers received by this process.',
+    registers: [registry],
+  });
+  let sources: MetricsSources | undefined;
+  // Counters whose value lives in Redis: each scrape sets them to the deployment's total.
+  const totals = (name: string, help: string, counter: Parameters<Stats['add']>[0]): void => {
+    new Counter({
+      name,
+      help,
+      labelNames: ['kind'],
+      registers: [registry],
+      async collect() {
+        if (sources === undefined) return;
+        const read = await sources.stats.read();
+        this.reset();
+        for (const kind of ITEM_KINDS) this.inc({ kind }, read[counter][kind]);
+      },
+    });
+  };
+  totals('carrier_sync_items_received_total', 'Items taken in (files, records, requests), by kind.', 'received');
+  totals('carrier_sync_items_sent_total', 'Items the API accepted, by kind.', 'sent');
+  totals('carrier_sync_items_duplicates_total', 'Collecting events not sent because their event_at repeated an earlier one, by kind.', 'duplicates');
+  totals('carrier_sync_items_failed_total', 'Items refused locally (invalid) and moved to failed/, by kind.', 'failed');
+  totals('carrier_sync_items_dead_lettered_total', 'Items dead-lettered after the API refused them or retries ran out, by kind.', 'dead_lettered');
+  totals('carrier_sync_items_superseded_total', 'Documents not sent because a newer one for the same delivery replaced them, by kind.', 'superseded');
+  totals('carrier_sync_rate_limited_total', 'Times an item was held back by an API 429, by kind (all processes).', 'rate_limited');
+  new Gauge({
+    name: 'carrier_sync_queue_depth',
+    help: 'Jobs in each queue by state.',
+    labelNames: ['kind', 'state'],
+    registers: [registry],
+    async collect() {
+      if (sources === undefined) return;
+      for (const kind of ITEM_KINDS) {
+        const counts = await sources.queues[kind].getJobCounts(...STATES);
+        for (const state of STATES) this.set({ kind, state }, counts[state] ?? 0);
+      }
+    },
+  });
+  new Gauge({
+    name: 'carrier_sync_auth_paused',
+    help: '1 while the queues are paused because the API refused the key (401).',
+    registers: [registry],
+    async collect() {
+      if (sources !== undefined) this.set((await sources.isAuthPaused()) ? 1 : 0);
+    },
+  });
+  return {
+    registry,
+    observeRequest(sample) {
+      requestSeconds.observe({ endpoint: sample.endpoint, status: String(sample.status) }, sample.durationMs / 1000);
+      if (sample.status === 429) tooMany.inc();
+    },
+    attach(next) {
+      sources = next;
+    },
+  };
+}

@@ -1,0 +1,164 @@
+/**
+ * The spool owner's side of a result: files leave the in-flight folder for archive/ or failed/.
+ * Driven by outcome messages (one per finished item that came from a file) and by the claim step
+ * for files that never became jobs. Every step is idempotent, so an outcome delivered twice, or
+ * replayed after a crash, moves nothing twice.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../log.js';
+import type { Batches, BatchState } from '../queue/batches.js';
+import { SPOOL_KIND_OF, type SpoolKind } from '../queue/keys.js';
+import type { OutcomeMessage } from '../queue/payloads.js';
+import { candidateName, type SpoolPaths } from '../spool/paths.js';
+import { failInto, moveInto, type ErrorReport, type ReportBody } from './files.js';
+
+export interface InflightIndex {
+  /** In-flight file names (in `.inflight/<kind>/`) of one content id. */
+  find(kind: SpoolKind, contentId: string): string[];
+  forget(kind: SpoolKind, name: string): void;
+}
+
+export interface OutcomeDeps {
+  paths: SpoolPaths;
+  batches: Batches;
+  inflight: InflightIndex;
+  clock: Clock;
+  logger: Logger;
+}
+
+export interface Outcomes {
+  apply(message: OutcomeMessage): Promise<void>;
+  finishBatch(batchId: string): Promise<void>;
+  /** A file refused before it became a job: straight to failed/ with its reason. */
+  reject(kind: SpoolKind, path: string, fileName: string, report: ReportBody): Promise<void>;
+  /** A file whose identical twin was already accepted: archived without being sent again. */
+  archive(kind: SpoolKind, path: string, fileName: string): Promise<void>;
+}
+
+export function createOutcomes(deps: OutcomeDeps): Outcomes {
+  const now = (): Date => new Date(deps.clock.now());
+  const log = deps.logger;
+
+  const archive: Outcomes['archive'] = async (kind, path, fileName) => {
+    const target = await moveInto(path, deps.paths.archive(kind, now()), fileName);
+    if (target !== null) log.info({ kind, file: fileName, to: target }, 'file archived');
+  };
+
+  const reject: Outcomes['reject'] = async (kind, path, fileName, report) => {
+    const target = await failInto(path, deps.paths.failed(kind), fileName, { ...report, file: fileName, kind, at: now().toISOString() });
+    if (target !== null) log.warn({ kind, file: fileName, to: target, code: report.code, reason: report.message }, 'file refused');
+  };
+
+  async function applyDocument(message: OutcomeMessage & { origin: { contentId: string; fileName: string } }): Promise<void> {
+    const kind = SPOOL_KIND_OF[message.kind];
+    const names = deps.inflight.find(kind, message.origin.contentId);
+    for (const name of names) {
+      const path = join(deps.paths.inflight(kind), name);
+      const fileName = name.slice(name.indexOf('~') + 1);
+      if (message.result === 'dead-lettered') await reject(kind, path, fileName, reportOf(message));
+      else await archive(kind, path, fileName);
+      deps.inflight.forget(kind, name);
+    }
+    if (names.length === 0 && message.result === 'accepted') await archiveReplayed(kind, message);
+  }
+
+  /** A dead letter replayed and accepted: its file leaves failed/ for archive/. */
+  async function archiveReplayed(kind: SpoolKind, message: OutcomeMessage & { origin: { fileName: string } }): Promise<void> {
+    const dir = deps.paths.failed(kind);
+    for (let n = 1; n < 1000; n += 1) {
+      const name = candidateName(message.origin.fileName, n);
+      const report = await readReport(join(dir, `${name}.error.json`));
+      if (report === undefined) return;
+      if (report?.jobId !== message.jobId) continue;
+      const archiveDir = deps.paths.archive(kind, now());
+      await moveInto(join(dir, `${name}.error.json`), archiveDir, `${message.origin.fileName}.dead-letter.json`);
+      await archive(kind, join(dir, name), message.origin.fileName);
+      return;
+    }
+  }
+
+  async function finishBatch(batchId: string): Promise<void> {
+    const state = await deps.batches.read(batchId);
+    if (state === null) return;
+    const { info } = state;
+    const path = join(deps.paths.inflight('events'), info.inflightName);
+    if (state.deadLettered.length > 0) {
+      await reject('events', path, info.fileName, batchReport(state, 'API_REJECTED', `${state.deadLettered.length} of ${state.total} events were dead-lettered`));
+    } else {
+      if (info.rejects.length > 0) {
+        await failInto(path, deps.paths.failed('events'), info.fileName, { ...batchReport(state, 'EVENT_BAD_RECORD', `${info.rejects.length} invalid lines; the valid records were sent`), file: info.fileName, kind: 'events', at: now().toISOString() }).then(async (target) => {
+          // The lines report stays in failed/; the file itself was accepted and belongs in archive/.
+          if (target !== null) await archive('events', target, info.fileName);
+        });
+      } else await archive('events', path, info.fileName);
+    }
+    deps.inflight.forget('events', info.inflightName);
+    log.info({ kind: 'events', file: info.fileName, total: state.total, duplicates: info.duplicates, invalid: info.rejects.length, deadLettered: state.deadLettered.length }, 'events file finished');
+    await deps.batches.drop(batchId);
+  }
+
+  return {
+    archive,
+    reject,
+    finishBatch,
+    async apply(message) {
+      const origin = message.origin;
+      if (origin.source !== 'spool') return;
+      if ('batchId' in origin) {
+        const dead = message.result === 'dead-lettered' ? { line: origin.line, error: message.error ?? {} } : undefined;
+        if (await deps.batches.markDone(origin.batchId, message.jobId, dead)) await finishBatch(origin.batchId);
+        return;
+      }
+      await applyDocument({ ...message, origin });
+    },
+  };
+}
+
+function reportOf(message: OutcomeMessage): ReportBody {
+  const error = message.error ?? {};
+  return {
+    code: String(error['code'] ?? 'API_REJECTED'),
+    message: String(error['apiMessage'] ?? error['message'] ?? 'dead-lettered'),
+    status: typeof error['status'] === 'number' ? error['status'] : null,
+    apiCode: typeof error['apiCode'] === 'string' ? error['apiCode'] : null,
+    apiMessage: typeof error['apiMessage'] === 'string' ? error['apiMessage'] : null,
+    params: error['params'] ?? null,
+    attempts: message.attempts,
+    firstFailureAt: message.firstFailureAt ?? null,
+    lastFailureAt: message.lastFailureAt ?? message.at,
+    jobId: message.jobId,
+    deliveryId: message.deliveryId,
+    hint: message.error?.['apiCode'] === 'DELIVERY_NOT_FOUND' ? 'the API does not know this delivery id: check the file name, or replay with `carrier-sync dlq retry` once the delivery exists' : undefined,
+  };
+}
+
+function batchReport(state: BatchState, code: string, message: string): ReportBody {
+  return {
+    code,
+    message,
+    invalidLines: state.info.rejects,
+    deadLettered: state.deadLettered,
+    duplicates: state.info.duplicates,
+    accepted: state.total - state.deadLettered.length,
+  };
+}
+
+async function readReport(path: string): Promise<ErrorReport | null | undefined> {
+  try {
+    return JSON.parse(await readFile(path, 'utf8')) as ErrorReport;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? undefined : null;
+  }
+}
+
+/** Lists in-flight files of a kind (used to build the index at start). */
+export async function listInflight(paths: SpoolPaths, kind: SpoolKind): Promise<string[]> {
+  try {
+    return await readdir(paths.inflight(kind));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * Checks a job passes before its request is sent.
+ *
+ * Documents (label, CT-e): sending again replaces the delivery's earlier document (4.3 rule 3), so
+ * only the newest document claimed for a delivery may be sent; an older one still pending is
+ * superseded. The check and the send happen under a per-delivery lock, so an older job can never
+ * overwrite a newer document already sent.
+ *
+ * Collecting events: events of one delivery are sent in event_at order. A job waits while an
+ * earlier unfinished event of its delivery exists; a member whose job no longer exists or already
+ * finished is dropped from the order set so it can never block the others.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { ItemKind, Keys } from '../queue/keys.js';
+
+// KEYS[1] lock. ARGV[1] token. Deletes the lock only when we still hold it.
+const UNLOCK = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+// KEYS[1] latest hash. ARGV[1] delivery id, ARGV[2] job id. Forgets the pointer only if it is ours.
+const FORGET_LATEST = `if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0`;
+
+export interface DocumentLock {
+  release(): Promise<void>;
+}
+
+export async function lockDocument(redis: Redis, keys: Keys, kind: ItemKind, deliveryId: string, ttlMs: number): Promise<DocumentLock | null> {
+  const key = keys.documentLock(kind, deliveryId);
+  const token = randomBytes(8).toString('hex');
+  if ((await redis.set(key, token, 'PX', ttlMs, 'NX')) !== 'OK') return null;
+  return {
+    async release() {
+      await redis.eval(UNLOCK, 1, key, token);
+    },
+  };
+}
+
+export async function isLatestDocument(redis: Redis, keys: Keys, kind: ItemKind, deliveryId: string, jobId: string): Promise<boolean> {
+  const latest = await redis.hget(keys.latestDocument(kind), deliveryId);
+  return latest === null || latest === jobId;
+}
+
+export async function forgetLatestDocument(redis: Redis, keys: Keys, kind: ItemKind, deliveryId: string, jobId: string): Promise<void> {
+  await redis.eval(FORGET_LATEST, 1, keys.latestDocument(kind), deliveryId, jobId);
+}
+
+/** True when no earlier unfinished event of the same delivery is waiting to be sent. */
+export async function isNextEvent(redis: Redis, keys: Keys, queue: Queue, deliveryId: string, jobId: string): Promise<boolean> {
+  const key = keys.eventOrder(deliveryId);
+  for (;;) {
+    const head = await redis.zrange(key, 0, 0);
+    const first = head[0];
+    if (first === undefined || first === jobId) return true;
+    const state = await queue.getJobState(first);
+    if (state === 'unknown' || state === 'completed' || state === 'failed') {
+      await redis.zrem(key, first);
+      continue;
+    }
+    return false;
+  }
+}
+
+export async function finishEvent(redis: Redis, keys: Keys, deliveryId: string, jobId: string): Promise<void> {
+  await redis.zrem(keys.eventOrder(deliveryId), jobId);
+}

@@ -1,0 +1,74 @@
+/**
+ * An events file in flight is a batch: the set of job ids its valid records became, and the set
+ * of those that have finished. The file may leave the in-flight folder once every job finished.
+ * Both sets are idempotent, so reprocessing a file after a crash, or an outcome delivered twice,
+ * changes nothing.
+ */
+import type { Redis } from 'ioredis';
+import type { Keys } from './keys.js';
+
+export interface BatchInfo {
+  batchId: string;
+  /** The file's name in the in-flight folder. */
+  inflightName: string;
+  fileName: string;
+  /** Invalid lines and duplicates, reported in `.error.json` / the log when the batch closes. */
+  rejects: Array<{ line: number; code: string; message: string }>;
+  duplicates: number;
+}
+
+export interface BatchState {
+  info: BatchInfo;
+  total: number;
+  done: number;
+  deadLettered: Array<{ jobId: string; line: number; error: Record<string, unknown> }>;
+}
+
+// KEYS[1] jobs set, KEYS[2] done set, KEYS[3] batch hash. ARGV[1] job id, ARGV[2] dead-letter JSON or ''.
+// Returns 1 when the batch is sealed and every job has finished, else 0.
+const MARK_DONE = `
+if redis.call('SADD', KEYS[2], ARGV[1]) == 1 and ARGV[2] ~= '' then
+  redis.call('HSET', KEYS[3], 'dead:' .. ARGV[1], ARGV[2])
+end
+if redis.call('HGET', KEYS[3], 'sealed') ~= '1' then return 0 end
+if redis.call('SCARD', KEYS[2]) >= redis.call('SCARD', KEYS[1]) then return 1 end
+return 0
+`;
+
+export interface Batches {
+  /** Records the batch's jobs and seals it; true when every job has already finished. */
+  seal(info: BatchInfo, jobIds: readonly string[]): Promise<boolean>;
+  markDone(batchId: string, jobId: string, deadLetter?: { line: number; error: Record<string, unknown> }): Promise<boolean>;
+  read(batchId: string): Promise<BatchState | null>;
+  drop(batchId: string): Promise<void>;
+}
+
+export function createBatches(redis: Redis, keys: Keys): Batches {
+  return {
+    async seal(info, jobIds) {
+      const pipeline = redis.pipeline();
+      for (let i = 0; i < jobIds.length; i += 1000) pipeline.sadd(keys.batchJobs(info.batchId), ...jobIds.slice(i, i + 1000));
+      pipeline.hset(keys.batch(info.batchId), 'info', JSON.stringify(info), 'sealed', '1');
+      await pipeline.exec();
+      const [total, done] = await Promise.all([redis.scard(keys.batchJobs(info.batchId)), redis.scard(keys.batchDone(info.batchId))]);
+      return done >= total;
+    },
+    async markDone(batchId, jobId, deadLetter) {
+      const payload = deadLetter === undefined ? '' : JSON.stringify({ jobId, ...deadLetter });
+      const result = await redis.eval(MARK_DONE, 3, keys.batchJobs(batchId), keys.batchDone(batchId), keys.batch(batchId), jobId, payload);
+      return Number(result) === 1;
+    },
+    async read(batchId) {
+      const hash = await redis.hgetall(keys.batch(batchId));
+      if (hash['info'] === undefined) return null;
+      const [total, done] = await Promise.all([redis.scard(keys.batchJobs(batchId)), redis.scard(keys.batchDone(batchId))]);
+      const deadLettered = Object.entries(hash)
+        .filter(([field]) => field.startsWith('dead:'))
+        .map(([, value]) => JSON.parse(value) as BatchState['deadLettered'][number]);
+      return { info: JSON.parse(hash['info']) as BatchInfo, total, done, deadLettered };
+    },
+    async drop(batchId) {
+      await redis.unlink(keys.batch(batchId), keys.batchJobs(batchId), keys.batchDone(batchId));
+    },
+  };
+}

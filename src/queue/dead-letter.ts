@@ -1,0 +1,99 @@
+/**
+ * The dead-letter queue is each item queue's failed set: BullMQ keeps a failed job with its data,
+ * so a dead letter can be read (`dlq list`, the dashboard) and replayed (`dlq retry`, the
+ * dashboard's retry) with nothing copied. Its attempt history comes from the attempt log.
+ */
+import type { Job } from 'bullmq';
+import type { AttemptLog, AttemptRecord } from './attempts.js';
+import type { DedupMemory } from './dedup.js';
+import { ITEM_KINDS, type ItemKind } from './keys.js';
+import type { ItemJob } from './payloads.js';
+import type { QueueSet } from './queues.js';
+
+export interface DeadLetter {
+  id: string;
+  kind: ItemKind;
+  deliveryId: string;
+  fileName: string | null;
+  errorCode: string;
+  apiCode: string | null;
+  message: string;
+  status: number | null;
+  attempts: number;
+  firstFailureAt: string | null;
+  lastFailureAt: string | null;
+  history: AttemptRecord[];
+}
+
+export interface DeadLetterDeps {
+  queues: QueueSet;
+  attempts: AttemptLog;
+  dedup: DedupMemory;
+}
+
+export async function listDeadLetters(deps: DeadLetterDeps): Promise<DeadLetter[]> {
+  const out: DeadLetter[] = [];
+  for (const kind of ITEM_KINDS) {
+    const jobs = (await deps.queues.items[kind].getFailed(0, -1)) as Array<Job<ItemJob>>;
+    for (const job of jobs) out.push(await describe(deps, kind, job));
+  }
+  return out.sort((a, b) => (a.lastFailureAt ?? '').localeCompare(b.lastFailureAt ?? ''));
+}
+
+async function describe(deps: DeadLetterDeps, kind: ItemKind, job: Job<ItemJob>): Promise<DeadLetter> {
+  const history = await deps.attempts.read(String(job.id));
+  const last = history[history.length - 1];
+  return {
+    id: String(job.id),
+    kind,
+    deliveryId: job.data.deliveryId,
+    fileName: 'fileName' in job.data.origin ? job.data.origin.fileName : null,
+    errorCode: last?.code ?? 'UNKNOWN',
+    apiCode: last?.apiCode ?? null,
+    message: last?.apiMessage ?? last?.message ?? job.failedReason,
+    status: last?.status ?? null,
+    attempts: job.attemptsMade,
+    firstFailureAt: history[0]?.at ?? null,
+    lastFailureAt: last?.at ?? (job.finishedOn === undefined ? null : new Date(job.finishedOn).toISOString()),
+    history,
+  };
+}
+
+/** Puts dead letters back to work; returns the ids found and retried. */
+export async function retryDeadLetters(deps: DeadLetterDeps, ids: readonly string[] | 'all'): Promise<{ retried: string[]; missing: string[] }> {
+  const retried: string[] = [];
+  const missing: string[] = [];
+  const wanted = ids === 'all' ? null : new Set(ids);
+  for (const kind of ITEM_KINDS) {
+    const queue = deps.queues.items[kind];
+    const jobs = wanted === null ? await queue.getFailed(0, -1) : await Promise.all([...wanted].filter((id) => id.startsWith(`${kind}.`)).map((id) => queue.getJob(id)));
+    for (const job of jobs) {
+      if (job === undefined || job === null) continue;
+      if ((await job.getState()) !== 'failed') continue;
+      await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+      retried.push(String(job.id));
+    }
+  }
+  if (wanted !== null) for (const id of wanted) if (!retried.includes(id)) missing.push(id);
+  return { retried, missing };
+}
+
+/**
+ * Drops dead letters (their files stay under failed/). A purged collecting event's instant is
+ * released from the event_at memory, so the same event may be sent again later.
+ */
+export async function purgeDeadLetters(deps: DeadLetterDeps, olderThanMs: number | null, now: number): Promise<string[]> {
+  const purged: string[] = [];
+  for (const kind of ITEM_KINDS) {
+    const jobs = (await deps.queues.items[kind].getFailed(0, -1)) as Array<Job<ItemJob>>;
+    for (const job of jobs) {
+      if (olderThanMs !== null && (job.finishedOn ?? now) > now - olderThanMs) continue;
+      const data = job.data;
+      await job.remove();
+      await deps.attempts.forget(String(job.id));
+      if (data.kind === 'collecting') await deps.dedup.release(data.deliveryId, data.instantKey, data.sourceId);
+      purged.push(String(job.id));
+    }
+  }
+  return purged;
+}

@@ -1,0 +1,101 @@
+/**
+ * Putting items into the queues. Job ids are deterministic, so the same item seen twice
+ * (restart, rescan, identical re-drop) is one job:
+ *  - label / CT-e: `<kind>.<delivery id>.<content id>`; the newest document of a delivery is
+ *    recorded so that an older pending job is superseded instead of overwriting a newer one;
+ *  - collecting: `collecting.<delivery id>.<instant hash>`, after a claim in the event_at memory.
+ */
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Clock } from '../clock.js';
+import type { DedupMemory } from './dedup.js';
+import type { Keys } from './keys.js';
+import type { CollectingJob, CteJob, LabelJob } from './payloads.js';
+import type { QueueSet } from './queues.js';
+import type { Stats } from './stats.js';
+
+export interface EnqueueDeps {
+  redis: Redis;
+  keys: Keys;
+  queues: QueueSet;
+  dedup: DedupMemory;
+  stats: Stats;
+  clock: Clock;
+}
+
+export type DocumentEnqueueResult = 'queued' | 'already-queued' | 'already-accepted' | 'replayed';
+
+export function documentJobId(job: LabelJob | CteJob): string {
+  return `${job.kind}.${job.deliveryId}.${job.origin.contentId}`;
+}
+
+export function collectingJobId(deliveryId: string, instantKey: string): string {
+  return `collecting.${deliveryId}.${createHash('sha256').update(instantKey).digest('hex').slice(0, 20)}`;
+}
+
+/**
+ * Queues a label or CT-e. An identical document already accepted is not sent again; one that was
+ * dead-lettered is replayed (dropping the same file again is how an operator says "try again").
+ */
+export async function enqueueDocument(deps: EnqueueDeps, job: LabelJob | CteJob): Promise<{ jobId: string; result: DocumentEnqueueResult }> {
+  const queue = deps.queues.items[job.kind];
+  const jobId = documentJobId(job);
+  const state = await queue.getJobState(jobId);
+  if (state === 'completed') return { jobId, result: 'already-accepted' };
+  if (state === 'failed') {
+    await deps.redis.hset(deps.keys.latestDocument(job.kind), job.deliveryId, jobId);
+    const existing = await queue.getJob(jobId);
+    await existing?.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+    return { jobId, result: 'replayed' };
+  }
+  if (state !== 'unknown') return { jobId, result: 'already-queued' };
+  await deps.redis.hset(deps.keys.latestDocument(job.kind), job.deliveryId, jobId);
+  await queue.add(job.kind, job, { jobId });
+  await deps.stats.add('received', job.kind);
+  return { jobId, result: 'queued' };
+}
+
+export interface EventsEnqueueResult {
+  /** Job ids queued (or found queued from an earlier run of the same source). */
+  jobIds: string[];
+  /** Records whose instant another source had already claimed. */
+  duplicates: Array<{ index: number; deliveryId: string; eventAt: string }>;
+}
+
+/**
+ * Queues collecting events, sorted per delivery by event time. An event due in the future
+ * becomes a delayed job that BullMQ releases when it falls due (it survives restarts in Redis).
+ */
+export async function enqueueEvents(deps: EnqueueDeps, events: readonly CollectingJob[]): Promise<EventsEnqueueResult> {
+  const order = events.map((event, index) => ({ event, index }));
+  order.sort((a, b) => a.event.deliveryId.localeCompare(b.event.deliveryId) || a.event.epochMs - b.event.epochMs);
+  const result: EventsEnqueueResult = { jobIds: [], duplicates: [] };
+  const now = deps.clock.now();
+  const CHUNK = 500;
+  for (let start = 0; start < order.length; start += CHUNK) {
+    const slice = order.slice(start, start + CHUNK);
+    const claims = await Promise.all(slice.map(({ event }) => deps.dedup.claim(event.deliveryId, event.instantKey, event.sourceId)));
+    const toAdd: Array<{ event: CollectingJob; jobId: string }> = [];
+    slice.forEach(({ event, index }, i) => {
+      if (claims[i] === 'duplicate') result.duplicates.push({ index, deliveryId: event.deliveryId, eventAt: event.eventAt });
+      else toAdd.push({ event, jobId: collectingJobId(event.deliveryId, event.instantKey) });
+    });
+    if (toAdd.length > 0) {
+      const pipeline = deps.redis.pipeline();
+      for (const { event, jobId } of toAdd) pipeline.zadd(deps.keys.eventOrder(event.deliveryId), event.epochMs, jobId);
+      await pipeline.exec();
+      await deps.queues.items.collecting.addBulk(
+        toAdd.map(({ event, jobId }) => ({
+          name: 'collecting',
+          data: event,
+          opts: { jobId, delay: Math.max(0, event.epochMs - now) },
+        })),
+      );
+      result.jobIds.push(...toAdd.map(({ jobId }) => jobId));
+    }
+  }
+  const newCount = result.jobIds.length;
+  await deps.stats.add('received', 'collecting', newCount + result.duplicates.length);
+  await deps.stats.add('duplicates', 'collecting', result.duplicates.length);
+  return result;
+}

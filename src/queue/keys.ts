@@ -1,0 +1,77 @@
+/**
+ * Every queue name and Redis key of a deployment, built under its prefix. On Redis Cluster use a
+ * hash-tagged prefix such as `{carrier-sync}` so that BullMQ's keys and ours share one slot.
+ */
+import { createHash } from 'node:crypto';
+
+/** What carrier-sync pushes: one BullMQ queue each. */
+export type ItemKind = 'label' | 'cte' | 'collecting';
+export const ITEM_KINDS: readonly ItemKind[] = ['label', 'cte', 'collecting'];
+
+/** Spool inbox folders, as INTERFACE.md names them. */
+export type SpoolKind = 'labels' | 'cte' | 'events';
+export const SPOOL_KINDS: readonly SpoolKind[] = ['labels', 'cte', 'events'];
+
+export const SPOOL_KIND_OF: Readonly<Record<ItemKind, SpoolKind>> = { label: 'labels', cte: 'cte', collecting: 'events' };
+export const ITEM_KIND_OF: Readonly<Record<SpoolKind, ItemKind>> = { labels: 'label', cte: 'cte', events: 'collecting' };
+
+/** The queue through which final results travel back to the process that owns one spool. */
+export function outcomeQueueName(spoolId: string): string {
+  return `outcome.${spoolId}`;
+}
+/** The queue that holds the cron-scheduled housekeeping jobs. */
+export const HOUSEKEEPING_QUEUE = 'housekeeping';
+
+export interface Keys {
+  /** BullMQ's own `prefix` option. */
+  readonly bullPrefix: string;
+  /** Sliding-window log of requests sent with one API key (a sorted set). */
+  limiter(keyId: string): string;
+  /** Set while sending with one API key is paused by a 429 (PX = Retry-After). */
+  pause(keyId: string): string;
+  /** Set while the API refuses our key (401); holds the reason as JSON. */
+  readonly authFailure: string;
+  /** Per delivery: normalised event_at → the source that claimed it. */
+  dedup(deliveryId: string): string;
+  /** Per delivery: collecting jobs not yet finished, scored by event time (send order gate). */
+  eventOrder(deliveryId: string): string;
+  /** Per kind: delivery id → id of the newest document job (label / CT-e replacement). */
+  latestDocument(kind: ItemKind): string;
+  /** Per kind and delivery: a short lock held while a document is being sent. */
+  documentLock(kind: ItemKind, deliveryId: string): string;
+  /** Errors of every attempt of one job (a list of JSON objects). */
+  attempts(jobId: string): string;
+  /** An events file in flight: its expected and finished job ids. */
+  batch(batchId: string): string;
+  batchJobs(batchId: string): string;
+  batchDone(batchId: string): string;
+  /** Counters shared by every process (hash): received, sent, duplicates, failed, dead-lettered by kind. */
+  readonly stats: string;
+  /** Last applied webhook registration (JSON). */
+  readonly webhookApplied: string;
+}
+
+export function createKeys(prefix: string): Keys {
+  const k = (...parts: string[]): string => [prefix, ...parts].join(':');
+  return {
+    bullPrefix: prefix,
+    limiter: (keyId) => k('limiter', keyId),
+    pause: (keyId) => k('pause', keyId),
+    authFailure: k('auth-failure'),
+    dedup: (deliveryId) => k('dedup', deliveryId),
+    eventOrder: (deliveryId) => k('event-order', deliveryId),
+    latestDocument: (kind) => k('latest', kind),
+    documentLock: (kind, deliveryId) => k('doc-lock', kind, deliveryId),
+    attempts: (jobId) => k('attempts', jobId),
+    batch: (batchId) => k('batch', batchId),
+    batchJobs: (batchId) => k('batch', batchId, 'jobs'),
+    batchDone: (batchId) => k('batch', batchId, 'done'),
+    stats: k('stats'),
+    webhookApplied: k('webhook-applied'),
+  };
+}
+
+/** A stable, non-secret id for an API key: the limiter and pause keys are named by it. */
+export function keyIdOf(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex').slice(0, 12);
+}

@@ -1,0 +1,76 @@
+/**
+ * The BullMQ queues of one deployment: one per item kind, the outcome queue and the
+ * housekeeping queue. Job options live here so every producer adds jobs the same way.
+ *
+ * Job lifecycle: waiting|delayed → active → completed (payload emptied, record kept
+ * `completedRetentionSec` so an identical re-drop is recognised) | failed (= dead-lettered, kept
+ * until `dlq purge`). Retryable errors go back to delayed with exponential backoff and jitter;
+ * 429 and 401 move the job to delayed without spending an attempt.
+ */
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { DeliveryConfig } from '../config/schema.js';
+import { HOUSEKEEPING_QUEUE, ITEM_KINDS, outcomeQueueName, type ItemKind } from './keys.js';
+import type { ItemJob, OutcomeMessage } from './payloads.js';
+
+export interface QueueSet {
+  items: Readonly<Record<ItemKind, Queue<ItemJob>>>;
+  /** The outcome queue of one spool (created on first use). */
+  outcome(spoolId: string): Queue<OutcomeMessage>;
+  housekeeping: Queue;
+  close(): Promise<void>;
+}
+
+export function itemJobOptions(delivery: DeliveryConfig): JobsOptions {
+  return {
+    attempts: delivery.maxAttempts,
+    backoff: { type: 'exponential', delay: delivery.backoffMs, jitter: 0.5 },
+    removeOnComplete: { age: delivery.completedRetentionSec },
+    removeOnFail: false,
+  };
+}
+
+/** Moving a file can fail for a while (a full disk, a share gone): keep trying for about a day. */
+export const OUTCOME_JOB_OPTIONS: JobsOptions = {
+  attempts: 30,
+  backoff: { type: 'exponential', delay: 1000 },
+  removeOnComplete: true,
+  removeOnFail: { count: 10_000 },
+};
+
+export function openQueues(redis: Redis, prefix: string, delivery: DeliveryConfig): QueueSet {
+  const options = { connection: redis, prefix };
+  const items = {} as Record<ItemKind, Queue<ItemJob>>;
+  for (const kind of ITEM_KINDS) {
+    items[kind] = new Queue<ItemJob>(kind, { ...options, defaultJobOptions: itemJobOptions(delivery) });
+  }
+  const outcomes = new Map<string, Queue<OutcomeMessage>>();
+  const outcome = (spoolId: string): Queue<OutcomeMessage> => {
+    let queue = outcomes.get(spoolId);
+    if (queue === undefined) {
+      queue = new Queue<OutcomeMessage>(outcomeQueueName(spoolId), { ...options, defaultJobOptions: OUTCOME_JOB_OPTIONS });
+      outcomes.set(spoolId, queue);
+    }
+    return queue;
+  };
+  const housekeeping = new Queue(HOUSEKEEPING_QUEUE, {
+    ...options,
+    defaultJobOptions: { removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } },
+  });
+  let closing: Promise<void> | undefined;
+  return {
+    items,
+    outcome,
+    housekeeping,
+    close() {
+      closing ??= Promise.allSettled([...Object.values(items), ...outcomes.values(), housekeeping].map((queue) => queue.close())).then(() => undefined);
+      return closing;
+    },
+  };
+}
+
+/** Items of one kind held in Redis and not yet finished: what back-pressure counts. */
+export async function backlogOf(queue: Queue): Promise<number> {
+  const counts = await queue.getJobCounts('waiting', 'delayed', 'active', 'prioritized', 'waiting-children');
+  return Object.values(counts).reduce((sum, n) => sum + n, 0);
+}

@@ -1,0 +1,86 @@
+/**
+ * What every command that touches Redis shares: the connection (a managed redis-server when
+ * REDIS_URL is unset), the deployment's keys, queues and counters. Each resource's close goes on
+ * the shutdown stack as soon as it is open.
+ */
+import type { Redis } from 'ioredis';
+import { systemClock, type Clock } from '../clock.js';
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../log.js';
+import { createAttemptLog, type AttemptLog } from '../queue/attempts.js';
+import { createAuthGate, type AuthGate } from '../queue/auth-gate.js';
+import { createBatches, type Batches } from '../queue/batches.js';
+import { createDedupMemory, type DedupMemory } from '../queue/dedup.js';
+import type { EnqueueDeps } from '../queue/enqueue.js';
+import { createKeys, ITEM_KINDS, type Keys } from '../queue/keys.js';
+import { openQueues, type QueueSet } from '../queue/queues.js';
+import { closeRedis, connectRedis } from '../queue/redis.js';
+import { createStats, type Stats } from '../queue/stats.js';
+import { createClosers, type Closers } from './closers.js';
+import { ensureManagedRedis } from './managed-redis.js';
+
+export interface Context {
+  config: Readonly<Config>;
+  logger: Logger;
+  clock: Clock;
+  closers: Closers;
+  redisUrl: string;
+  redis: Redis;
+  keys: Keys;
+  queues: QueueSet;
+  stats: Stats;
+  dedup: DedupMemory;
+  attempts: AttemptLog;
+  batches: Batches;
+  authGate: AuthGate;
+  enqueueDeps: EnqueueDeps;
+}
+
+export async function openContext(config: Readonly<Config>, logger: Logger, name: string): Promise<Context> {
+  const closers = createClosers(logger);
+  try {
+    const redisUrl = config.redis.url ?? (await ensureManagedRedis(config.redis.managedDir, config.redis.managedPort, logger)).url;
+    const redis = connectRedis(redisUrl, `carrier-sync:${name}`);
+    redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
+    closers.push('redis', () => closeRedis(redis));
+    await redis.ping();
+    const keys = createKeys(config.prefix);
+    const queues = openQueues(redis, config.prefix, config.delivery);
+    closers.push('queues', () => queues.close());
+    const stats = createStats(redis, keys.stats);
+    const dedup = createDedupMemory(redis, keys, config.dedup.retentionDays);
+    const clock = systemClock;
+    return {
+      config,
+      logger,
+      clock,
+      closers,
+      redisUrl,
+      redis,
+      keys,
+      queues,
+      stats,
+      dedup,
+      attempts: createAttemptLog(redis, keys),
+      batches: createBatches(redis, keys),
+      authGate: createAuthGate(redis, keys.authFailure, ITEM_KINDS.map((kind) => queues.items[kind])),
+      enqueueDeps: { redis, keys, queues, dedup, stats, clock },
+    };
+  } catch (error) {
+    await closers.closeAll();
+    throw error;
+  }
+}
+
+/** Warns when Redis could lose queued items: eviction on, or no persistence at all. */
+export async function warnAboutRedisDurability(redis: Redis, logger: Logger): Promise<void> {
+  try {
+    const policy = (await redis.config('GET', 'maxmemory-policy')) as string[];
+    const aof = (await redis.config('GET', 'appendonly')) as string[];
+    const save = (await redis.config('GET', 'save')) as string[];
+    if (policy[1] !== 'noeviction') logger.warn({ policy: policy[1] }, 'Redis maxmemory-policy is not noeviction: queued items can be evicted under memory pressure');
+    if (aof[1] !== 'yes' && (save[1] ?? '') === '') logger.warn('Redis persistence is off (no AOF, no RDB): a Redis restart loses every queued item');
+  } catch (error) {
+    logger.warn({ err: (error as Error).message }, 'cannot read Redis config (CONFIG GET refused?): durability not checked');
+  }
+}

@@ -1,0 +1,39 @@
+/** What each cron-scheduled housekeeping job does. */
+import type { ApiClient } from '../api/index.js';
+import type { Logger } from '../log.js';
+import { listDeadLetters } from '../queue/dead-letter.js';
+import type { Context } from './context.js';
+import { reconcileWebhook } from './webhook.js';
+
+export const HOUSEKEEPING_JOBS = ['rescan', 'webhookReconcile', 'deadLetterSummary', 'eventsPull'] as const;
+export type HousekeepingJob = (typeof HOUSEKEEPING_JOBS)[number];
+
+export interface HousekeepingDeps {
+  ctx: Context;
+  client: ApiClient;
+  rescan: () => Promise<void>;
+  logger: Logger;
+}
+
+export async function runHousekeeping(name: string, deps: HousekeepingDeps): Promise<unknown> {
+  switch (name as HousekeepingJob) {
+    case 'rescan':
+      await deps.rescan();
+      return { rescanned: true };
+    case 'webhookReconcile':
+      return reconcileWebhook(deps.ctx, deps.client, deps.logger);
+    case 'deadLetterSummary': {
+      const letters = await listDeadLetters(deps.ctx);
+      const byCode: Record<string, number> = {};
+      for (const letter of letters) byCode[`${letter.kind}:${letter.apiCode ?? letter.errorCode}`] = (byCode[`${letter.kind}:${letter.apiCode ?? letter.errorCode}`] ?? 0) + 1;
+      deps.logger[letters.length > 0 ? 'warn' : 'info']({ deadLettered: letters.length, byCode }, 'dead-letter summary');
+      return { deadLettered: letters.length, byCode };
+    }
+    case 'eventsPull':
+      deps.logger.warn('eventsPull is not implemented yet');
+      return { skipped: true };
+    default:
+      deps.logger.warn({ name }, 'unknown housekeeping job');
+      return null;
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * `carrier-sync start`: opens the shared context, starts the requested roles, and on the first
+ * signal shuts down in order: stop taking files and ingest (/readyz 503) → workers finish what is
+ * in flight within the grace period → outcome worker, ops server, API client, embedded sandbox,
+ * queues → Redis. The order is the shutdown stack's, reversed from the order things were opened.
+ */
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../log.js';
+import { ITEM_KINDS } from '../queue/keys.js';
+import { createMetrics } from '../ops/metrics.js';
+import { createReadiness } from '../ops/readiness.js';
+import { startOpsServer, type OpsServer } from '../ops/server.js';
+import { resolveApiTarget } from './api-target.js';
+import { openContext, warnAboutRedisDurability } from './context.js';
+import { startSchedulerRole } from './scheduler-role.js';
+import { startWatcherRole } from './watcher-role.js';
+import { startWorkerRole } from './worker-role.js';
+
+export const ROLES = ['watcher', 'worker', 'scheduler', 'http'] as const;
+export type Role = (typeof ROLES)[number];
+
+export interface DaemonHandle {
+  /** Resolves once every role is up. */
+  ready: Promise<void>;
+  /** Begins the shutdown (idempotent); resolves when everything is closed. */
+  stop(): Promise<void>;
+}
+
+export function startDaemon(config: Readonly<Config>, roles: readonly Role[], logger: Logger): DaemonHandle {
+  let stopRequested = false;
+  let ops: OpsServer | null = null;
+  let closeAll: (() => Promise<void>) | null = null;
+  let drain = (): void => {};
+  const ready = (async () => {
+    const ctx = await openContext(config, logger, roles.join('+'));
+    closeAll = () => ctx.closers.closeAll();
+    await warnAboutRedisDurability(ctx.redis, logger);
+    const metrics = createMetrics();
+    metrics.attach({ stats: ctx.stats, queues: ctx.queues.items, isAuthPaused: async () => (await ctx.authGate.failure()) !== null });
+    let isDraining = false;
+    if (roles.includes('http')) {
+      ops = await startOpsServer({
+        host: config.http.host,
+        port: config.http.port,
+        uiPassword: config.http.uiPassword,
+        ingestToken: config.http.ingestToken,
+        maxIngestBytes: config.http.maxIngestBytes,
+        metrics,
+        queues: ctx.queues.items,
+        enqueueDeps: ctx.enqueueDeps,
+        readiness: createReadiness({ redis: ctx.redis, authGate: ctx.authGate, isDraining: () => isDraining }),
+        logger: logger.child({ mod: 'ops' }),
+      });
+      const server = ops;
+      ctx.closers.push('ops server', () => server.close());
+      drain = () => {
+        isDraining = true;
+        server.setDraining(true);
+      };
+    }
+    const needsApi = roles.includes('worker') || roles.includes('scheduler');
+    const target = needsApi ? await resolveApiTarget(config, logger, ctx.closers) : null;
+    if (target !== null && roles.includes('worker')) await startWorkerRole(ctx, target, metrics);
+    let rescan = async (): Promise<void> => {};
+    if (roles.includes('watcher')) {
+      const watcher = await startWatcherRole(ctx);
+      rescan = () => watcher.rescan();
+    }
+    if (target !== null && roles.includes('scheduler')) await startSchedulerRole(ctx, target, rescan);
+    logger.info({ roles, prefix: config.prefix, queues: ITEM_KINDS, opsUrl: ops?.url }, 'carrier-sync started');
+    if (stopRequested) await ctx.closers.closeAll();
+  })();
+  let stopping: Promise<void> | undefined;
+  return {
+    ready,
+    stop() {
+      stopRequested = true;
+      stopping ??= (async () => {
+        await ready.catch(() => undefined);
+        logger.info('shutting down: no new files, finishing in-flight work');
+        drain();
+        await closeAll?.();
+        logger.info('shut down cleanly');
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,65 @@
+/**
+ * The watcher role owns the spool: it claims inbox files, reconciles `.inflight/` at start, and
+ * consumes this spool's outcome queue to move files to archive/ or failed/.
+ */
+import { Worker } from 'bullmq';
+import { outcomeQueueName, SPOOL_KINDS, SPOOL_KIND_OF, ITEM_KIND_OF } from '../queue/keys.js';
+import type { OutcomeMessage } from '../queue/payloads.js';
+import { backlogOf } from '../queue/queues.js';
+import { createOutcomes } from '../outcome/apply.js';
+import type { ClaimDeps } from '../spool/claim.js';
+import { loadInflightIndex } from '../spool/inflight-index.js';
+import { spoolPaths } from '../spool/paths.js';
+import { reconcileInflight } from '../spool/reconcile.js';
+import { startSpoolWatcher, type SpoolWatcher } from '../spool/watcher.js';
+import type { Context } from './context.js';
+import { mkdir } from 'node:fs/promises';
+
+export async function startWatcherRole(ctx: Context): Promise<SpoolWatcher> {
+  const { config, logger } = ctx;
+  const log = logger.child({ mod: 'spool' });
+  const paths = spoolPaths(config.spool.dir);
+  for (const kind of SPOOL_KINDS) await mkdir(paths.inflight(kind), { recursive: true });
+  const index = await loadInflightIndex(paths);
+  const outcomes = createOutcomes({ paths, batches: ctx.batches, inflight: index, clock: ctx.clock, logger: logger.child({ mod: 'outcome' }) });
+
+  const claimDeps: ClaimDeps = {
+    paths,
+    spool: config.spool,
+    enqueue: ctx.enqueueDeps,
+    batches: ctx.batches,
+    sink: {
+      async reject(kind, path, fileName, report) {
+        await outcomes.reject(kind, path, fileName, report);
+        if (kind !== 'events') await ctx.stats.add('failed', ITEM_KIND_OF[kind]);
+      },
+      archive: outcomes.archive,
+      finishBatch: outcomes.finishBatch,
+    },
+    track: (kind, name) => index.track(kind, name),
+    clock: ctx.clock,
+    logger: log,
+  };
+  await reconcileInflight(claimDeps, index, log);
+
+  const outcomeWorker = new Worker<OutcomeMessage>(outcomeQueueName(paths.spoolId), async (job) => outcomes.apply(job.data), {
+    connection: ctx.redis,
+    prefix: config.prefix,
+    concurrency: 4,
+  });
+  outcomeWorker.on('failed', (job, error) => log.error({ jobId: job?.id, err: error.message }, 'moving a file failed; will retry'));
+  outcomeWorker.on('error', (error) => log.error({ err: error.message }, 'outcome worker error'));
+  ctx.closers.push('outcome worker', () => outcomeWorker.close());
+
+  const watcher = await startSpoolWatcher({
+    ...claimDeps,
+    maxQueued: config.delivery.maxQueued,
+    backlog: (kind) => backlogOf(ctx.queues.items[ITEM_KIND_OF[kind]]),
+  });
+  ctx.closers.push('spool watcher', () => watcher.close());
+  log.info(
+    { archive: `${paths.root}/archive/<kind>/<YYYY-MM-DD>/`, failed: `${paths.root}/failed/<kind>/`, spoolId: paths.spoolId, kinds: SPOOL_KINDS.map((k) => `${paths.inbox(k)} → ${SPOOL_KIND_OF[ITEM_KIND_OF[k]]}`) },
+    'files accepted by the API go to archive/, refused or dead-lettered ones to failed/ with a .error.json',
+  );
+  return watcher;
+}

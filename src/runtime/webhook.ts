@@ -1,0 +1,38 @@
+/**
+ * Webhook registration. PATCH overwrites the whole record (4.4): headers left out become null, so
+ * every PATCH carries the complete desired record. The contract has no way to read a registration,
+ * so drift made at the API cannot be seen: the reconcile therefore PATCHes the configured record on
+ * every tick (an idempotent overwrite) and reports whether it differs from what was last applied.
+ */
+import type { ApiClient } from '../api/index.js';
+import type { Logger } from '../log.js';
+import type { Context } from './context.js';
+
+export interface WebhookRecord {
+  url: string;
+  headers: Record<string, string> | null;
+  events: string[];
+}
+
+export async function applyWebhook(ctx: Pick<Context, 'redis' | 'keys'>, client: ApiClient, webhookId: string, record: WebhookRecord): Promise<void> {
+  await client.patchWebhook(webhookId, record);
+  await ctx.redis.set(ctx.keys.webhookApplied, JSON.stringify({ id: webhookId, ...record, at: new Date().toISOString() }));
+}
+
+export async function reconcileWebhook(ctx: Context, client: ApiClient, logger: Logger): Promise<{ changed: boolean }> {
+  const wanted = ctx.config.webhook;
+  if (wanted === null) return { changed: false };
+  const desired: WebhookRecord = { url: wanted.url, headers: wanted.headers === null ? null : { ...wanted.headers }, events: [...wanted.events] };
+  const raw = await ctx.redis.get(ctx.keys.webhookApplied);
+  const applied = raw === null ? null : (JSON.parse(raw) as WebhookRecord & { id: string });
+  const changed = applied === null || applied.id !== wanted.id || !sameRecord(applied, desired);
+  await applyWebhook(ctx, client, wanted.id, desired);
+  logger[changed ? 'info' : 'debug']({ webhookId: wanted.id, url: desired.url, headerNames: Object.keys(desired.headers ?? {}), events: desired.events }, 'webhook registration applied');
+  return { changed };
+}
+
+function sameRecord(a: WebhookRecord, b: WebhookRecord): boolean {
+  const canon = (r: WebhookRecord): string =>
+    JSON.stringify({ url: r.url, headers: r.headers === null ? null : Object.fromEntries(Object.entries(r.headers).sort()), events: [...r.events].sort() });
+  return canon(a) === canon(b);
+}

@@ -1,0 +1,79 @@
+/** The worker role: one BullMQ worker per item kind, sharing one API client and one rate limiter. */
+import { Worker } from 'bullmq';
+import { createApiClient } from '../api/index.js';
+import { ITEM_KINDS, keyIdOf } from '../queue/keys.js';
+import type { ItemJob } from '../queue/payloads.js';
+import { createRateLimiter } from '../queue/limiter.js';
+import { createProcessor } from '../push/processor.js';
+import type { ApiTarget } from './api-target.js';
+import type { Context } from './context.js';
+import type { Metrics } from '../ops/metrics.js';
+
+export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: Metrics): Promise<void> {
+  const { config, logger } = ctx;
+  const log = logger.child({ mod: 'push' });
+  const client = createApiClient({
+    baseUrl: target.url,
+    carrierKey: target.carrierKey,
+    sellerGroupKey: target.sellerGroupKey,
+    connectTimeoutMs: config.api.connectTimeoutMs,
+    headersTimeoutMs: config.api.headersTimeoutMs,
+    bodyTimeoutMs: config.api.bodyTimeoutMs,
+    connections: config.api.connections,
+    logger: log,
+    onResponse: (sample) => metrics.observeRequest(sample),
+  });
+  ctx.closers.push('api client', () => client.close());
+  const keyId = keyIdOf(target.carrierKey);
+  const limiter = createRateLimiter(ctx.redis, {
+    windowKey: ctx.keys.limiter(keyId),
+    pauseKey: ctx.keys.pause(keyId),
+    ratePerMinute: config.delivery.ratePerMinute,
+    windowMarginMs: config.delivery.rateWindowMarginMs,
+  });
+  const workers: Worker[] = [];
+  for (const kind of ITEM_KINDS) {
+    const processor = createProcessor({
+      client,
+      redis: ctx.redis,
+      keys: ctx.keys,
+      limiter,
+      authGate: ctx.authGate,
+      attempts: ctx.attempts,
+      stats: ctx.stats,
+      queues: ctx.queues,
+      itemQueue: ctx.queues.items[kind],
+      delivery: config.delivery,
+      clock: ctx.clock,
+      logger: log,
+    });
+    const worker = new Worker<ItemJob>(kind, processor, {
+      connection: ctx.redis,
+      prefix: config.prefix,
+      concurrency: config.delivery.concurrency,
+      lockDuration: config.delivery.lockMs,
+      stalledInterval: Math.max(1000, Math.floor(config.delivery.lockMs / 2)),
+      maxStalledCount: 1000,
+      autorun: true,
+    });
+    worker.on('error', (error) => log.error({ kind, err: error.message }, 'worker error'));
+    workers.push(worker);
+  }
+  ctx.closers.push('workers', () => closeWorkers(workers, config.shutdown.graceMs, log));
+  log.info({ kinds: ITEM_KINDS, concurrency: config.delivery.concurrency, api: target.url, ratePerMinute: config.delivery.ratePerMinute }, 'workers started');
+}
+
+/** Lets in-flight jobs finish within the grace period, then closes anyway (they stall and are taken up again). */
+async function closeWorkers(workers: Worker[], graceMs: number, log: { warn: (o: object, m: string) => void }): Promise<void> {
+  const graceful = Promise.all(workers.map((worker) => worker.close()));
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<'expired'>((resolve) => {
+    timer = setTimeout(() => resolve('expired'), graceMs);
+    timer.unref();
+  });
+  if ((await Promise.race([graceful, expired])) === 'expired') {
+    log.warn({ graceMs }, 'grace period over: closing workers with jobs still active (they will be taken up again)');
+    await Promise.all(workers.map((worker) => worker.close(true)));
+  }
+  clearTimeout(timer);
+}

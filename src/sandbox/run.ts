@@ -1,0 +1,31 @@
+import type { Logger } from 'pino';
+import { startSandbox, type SandboxHandle } from './server.js';
+
+/**
+ * Entry point of `carrier-sync sandbox [--port N]`: starts the sandbox API and returns its handle;
+ * the caller owns the process (signals, exit) and closes the handle on shutdown.
+ */
+
+export interface RunSandboxOptions {
+  /** Default 0 (a free port; the URL is logged). */
+  port?: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Path of a JSON seed; default config/sandbox-seed.json. */
+  seedFile?: string;
+  logger?: Logger;
+}
+
+export async function runSandbox(options: RunSandboxOptions = {}): Promise<SandboxHandle> {
+  const handle = await startSandbox({
+    ...(options.port === undefined ? {} : { port: options.port }),
+    ...(options.host === undefined ? {} : { host: options.host }),
+    ...(options.seedFile === undefined ? {} : { seed: options.seedFile }),
+    logger: options.logger ?? false,
+  });
+  options.logger?.info(
+    { url: handle.url, carrierKeys: Object.keys(handle.keys.carriers), sellerGroups: Object.keys(handle.keys.sellerGroups) },
+    'sandbox API ready; keys are in the seed file',
+  );
+  return handle;
+}

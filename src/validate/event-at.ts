@@ -1,0 +1,87 @@
+import { SyncError } from '../errors.js';
+
+/**
+ * event_at normalisation. The API drops a collecting event whose event_at equals an earlier one, and
+ * we dedup on the same rule across restarts, so one instant must always give one key:
+ * `instantKey` is the UTC instant with the fraction trimmed of trailing zeros (up to 9 digits), so
+ * 12:00:00.500-03:00 and 15:00:00.5Z give the same key.
+ *
+ * Decision: a time without an offset is refused, never read as local or UTC: the spool is fed by
+ * other systems whose timezone we cannot know, and a wrong guess moves the event by hours.
+ */
+
+export interface EventInstant {
+  /** Canonical UTC instant, fraction trimmed: `2026-03-01T12:00:00Z`, `2026-03-01T12:00:00.5Z`. */
+  instantKey: string;
+  /** Milliseconds since the epoch; digits past the millisecond are truncated. */
+  epochMs: number;
+  /** What is sent as event_at: `YYYY-MM-DDTHH:MM:SS.sssZ`, or the full-precision UTC form. */
+  wire: string;
+}
+
+const PATTERN =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))?$/;
+
+const MAX_OFFSET_MINUTES = 18 * 60;
+
+export function parseEventAt(text: string): EventInstant | SyncError {
+  const match = PATTERN.exec(text);
+  if (match === null) {
+    return bad(
+      text,
+      'is not an ISO 8601 date-time; write it as YYYY-MM-DDTHH:MM:SS(.fraction)(Z|±hh:mm), e.g. 2026-03-01T09:30:00-03:00',
+    );
+  }
+  const [, yearText, monthText, dayText, hourText, minuteText, secondText, fraction, zulu, sign, offH, offM] = match;
+  if (zulu === undefined && sign === undefined) {
+    return bad(text, 'has no UTC offset; add Z or ±hh:mm (we never guess a timezone)');
+  }
+  const year = Number(yearText);
+  const month = Number(monthText);
+  const day = Number(dayText);
+  const hour = Number(hourText);
+  const minute = Number(minuteText);
+  const second = Number(secondText ?? '0');
+  if (month < 1 || month > 12) return bad(text, `has month ${monthText}; use 01–12`);
+  if (day < 1 || day > daysInMonth(year, month)) return bad(text, `has day ${dayText}, which month ${monthText} of ${yearText} does not have`);
+  if (hour > 23) return bad(text, `has hour ${hourText}; use 00–23`);
+  if (minute > 59) return bad(text, `has minute ${minuteText}; use 00–59`);
+  if (second > 59) return bad(text, `has second ${secondText ?? ''}; use 00–59`);
+  let offsetMinutes = 0;
+  if (sign !== undefined) {
+    const offsetHours = Number(offH);
+    const offsetMins = Number(offM);
+    if (offsetMins > 59 || offsetHours * 60 + offsetMins > MAX_OFFSET_MINUTES) {
+      return bad(text, `has offset ${sign}${offH ?? ''}:${offM ?? ''}; an offset is at most ±18:00`);
+    }
+    offsetMinutes = (sign === '-' ? -1 : 1) * (offsetHours * 60 + offsetMins);
+  }
+  const digits = (fraction ?? '').padEnd(9, '0');
+  const date = new Date(0);
+  // setUTCFullYear, unlike Date.UTC, does not map years 0–99 to 1900–1999.
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, Number(digits.slice(0, 3)));
+  const epochMs = date.getTime() - offsetMinutes * 60_000;
+  const utc = new Date(epochMs);
+  const utcYear = utc.getUTCFullYear();
+  if (utcYear < 0 || utcYear > 9999) return bad(text, 'falls outside the years 0000–9999 once moved to UTC');
+  const seconds = utc.toISOString().slice(0, 19);
+  const trimmed = digits.replace(/0+$/, '');
+  const instantKey = `${seconds}${trimmed === '' ? '' : `.${trimmed}`}Z`;
+  const wire = trimmed.length <= 3 ? `${seconds}.${digits.slice(0, 3)}Z` : instantKey;
+  return { instantKey, epochMs, wire };
+}
+
+export function daysInMonth(year: number, month: number): number {
+  if (month === 2) return isLeapYear(year) ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}
+
+function isLeapYear(year: number): boolean {
+  return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+}
+
+function bad(text: string, problem: string): SyncError {
+  const shown = text.length > 60 ? `${text.slice(0, 60)}…` : text;
+  return new SyncError('EVENT_BAD_TIME', `event_at ${JSON.stringify(shown)} ${problem}`, { params: { eventAt: shown } });
+}

@@ -1,0 +1,52 @@
+import { SyncError } from '../errors.js';
+import { parseEventAt } from './event-at.js';
+import { accept, reject, type Verdict } from './verdict.js';
+
+/** One driver collecting event, checked: what `POST /v1/delivery/collecting` will be sent. */
+export interface CollectingEventRecord {
+  deliveryId: string;
+  /** event_at exactly as given, for reports. */
+  eventAt: string;
+  /** The dedup key: the same instant in any offset or precision gives the same key. */
+  instantKey: string;
+  epochMs: number;
+  /** event_at as sent to the API (UTC). */
+  wire: string;
+}
+
+/**
+ * Delivery ids go into spool file names, Redis keys and URLs, so we allow only a safe charset:
+ * no dots, slashes or spaces (no path tricks, no ambiguity with the `__` external-id separator's parts).
+ */
+export const DELIVERY_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+export const DELIVERY_ID_RULE = '1–128 characters of A–Z, a–z, 0–9, "_" and "-"';
+
+export function checkDeliveryId(id: string): SyncError | null {
+  if (DELIVERY_ID_PATTERN.test(id)) return null;
+  const shown = id.length > 60 ? `${id.slice(0, 60)}…` : id;
+  return new SyncError('EVENT_BAD_DELIVERY_ID', `delivery_id ${JSON.stringify(shown)} is not valid: use ${DELIVERY_ID_RULE}`, {
+    params: { deliveryId: shown },
+  });
+}
+
+/** Checks one raw record (a parsed JSON object or a CSV row keyed by its header); extra fields are ignored. */
+export function checkEventRecord(raw: unknown): Verdict<CollectingEventRecord> {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    return reject(new SyncError('EVENT_BAD_RECORD', 'an event must be an object with delivery_id and event_at'));
+  }
+  const record = raw as Record<string, unknown>;
+  const deliveryId = record['delivery_id'];
+  const eventAt = record['event_at'];
+  if (typeof deliveryId !== 'string') return reject(missing('delivery_id', deliveryId));
+  if (typeof eventAt !== 'string') return reject(missing('event_at', eventAt));
+  const idError = checkDeliveryId(deliveryId);
+  if (idError !== null) return reject(idError);
+  const instant = parseEventAt(eventAt);
+  if (instant instanceof SyncError) return reject(instant);
+  return accept({ deliveryId, eventAt, ...instant });
+}
+
+function missing(field: string, value: unknown): SyncError {
+  const problem = value === undefined ? 'is missing' : `must be a string, not ${value === null ? 'null' : typeof value}`;
+  return new SyncError('EVENT_BAD_RECORD', `${field} ${problem}; every event needs delivery_id and event_at as strings`);
+}

@@ -1,0 +1,146 @@
+import { PDFDocument, ParseSpeeds } from 'pdf-lib';
+import { SyncError, type ErrorCode } from '../errors.js';
+import { accept, reject, type Verdict } from './verdict.js';
+
+/**
+ * Label PDF check, in the order an operator fixes things: size, header, trailer, encryption, structure.
+ * The API (4.3) refuses a file that does not START with %PDF and END with %%EOF, so both are checked
+ * on the exact bytes: junk before the header or after the last %%EOF is refused even though most
+ * readers skip it. Only whitespace may follow %%EOF.
+ * Decision: an encrypted PDF is refused, even one that opens without a password, because the
+ * platform must print the label unattended.
+ */
+
+export interface LabelSummary {
+  /** From the header, e.g. '1.7'. */
+  pdfVersion: string;
+  pageCount: number;
+  byteLength: number;
+}
+
+const DATA_URI_PREFIX = 'data:application/pdf;base64,';
+const HEADER = /^%PDF-(\d\.\d)/;
+const TRAILING_WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d, 0x0c]);
+/** /Encrypt as a whole PDF name (not /EncryptMetadata). */
+const ENCRYPT_KEY = /\/Encrypt(?![^\s/<>[\]()%{}])/;
+
+export async function checkLabel(bytes: Uint8Array, options: { maxBytes: number }): Promise<Verdict<LabelSummary>> {
+  const decoded = decodeDataUri(bytes, options.maxBytes);
+  if (decoded instanceof SyncError) return reject(decoded);
+  const pdf = decoded;
+  if (pdf.length > options.maxBytes) {
+    return fail('LABEL_TOO_LARGE', `the label is ${pdf.length} bytes, over the limit of ${options.maxBytes}; export it smaller (fewer pages, compressed images)`);
+  }
+  if (pdf.length === 0) return fail('LABEL_EMPTY', 'the label file is empty; write the PDF completely before moving it into the inbox');
+  const text = Buffer.from(pdf.buffer, pdf.byteOffset, pdf.length).toString('latin1');
+
+  const header = HEADER.exec(text.slice(0, 16));
+  if (header === null) return fail('LABEL_NOT_PDF', headerProblem(text));
+  const trailerProblem = checkTrailer(text);
+  if (trailerProblem !== null) return reject(trailerProblem);
+  if (hasEncryptInTrailer(text)) return encrypted();
+
+  let document: PDFDocument;
+  try {
+    document = await PDFDocument.load(pdf, {
+      updateMetadata: false,
+      ignoreEncryption: true,
+      throwOnInvalidObject: true,
+      parseSpeed: ParseSpeeds.Medium,
+    });
+  } catch (error) {
+    return fail('LABEL_UNREADABLE', `the PDF structure cannot be read (${shorten(error)}); re-export or re-save the label`);
+  }
+  if (document.isEncrypted) return encrypted();
+  let pageCount: number;
+  try {
+    pageCount = document.getPageCount();
+  } catch (error) {
+    return fail('LABEL_UNREADABLE', `the PDF page tree cannot be read (${shorten(error)}); re-export or re-save the label`);
+  }
+  if (pageCount < 1) return fail('LABEL_UNREADABLE', 'the PDF has no pages; export the label with at least one page');
+  return accept({ pdfVersion: header[1] ?? '', pageCount, byteLength: pdf.length }, startxrefWarnings(text));
+}
+
+/** The API takes the base64 with or without this prefix; a file saved with it is decoded first. */
+function decodeDataUri(bytes: Uint8Array, maxBytes: number): Uint8Array | SyncError {
+  const start = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.length, DATA_URI_PREFIX.length)).toString('latin1');
+  if (start.toLowerCase() !== DATA_URI_PREFIX) return bytes;
+  // base64 is 4/3 of the data: no need to decode what is certainly too large.
+  if (bytes.length > Math.ceil(maxBytes / 3) * 4 * 1.1 + 1024) {
+    return new SyncError('LABEL_TOO_LARGE', `the label data URI is ${bytes.length} bytes, so its PDF is over the limit of ${maxBytes} bytes`);
+  }
+  const body = Buffer.from(bytes.buffer, bytes.byteOffset + DATA_URI_PREFIX.length, bytes.length - DATA_URI_PREFIX.length)
+    .toString('latin1')
+    .replace(/\s+/g, '');
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(body) || body.length % 4 !== 0) {
+    return new SyncError('LABEL_NOT_PDF', 'the file starts with data:application/pdf;base64, but what follows is not valid base64; save the raw PDF instead');
+  }
+  return new Uint8Array(Buffer.from(body, 'base64'));
+}
+
+function headerProblem(text: string): string {
+  const at = text.indexOf('%PDF-');
+  if (at > 0) {
+    return `${at} byte${at === 1 ? '' : 's'} precede the %PDF- header; the API requires the file to START with %PDF: remove them`;
+  }
+  if (at === 0) {
+    const seen = JSON.stringify(text.slice(0, 8));
+    return `the header ${seen} has no version of the form %PDF-<digit>.<digit>; re-export the PDF`;
+  }
+  return 'this is not a PDF (no %PDF- header); the API requires a PDF file that starts with %PDF';
+}
+
+function checkTrailer(text: string): SyncError | null {
+  let end = text.length;
+  while (end > 0 && TRAILING_WHITESPACE.has(text.charCodeAt(end - 1))) end -= 1;
+  if (text.slice(0, end).endsWith('%%EOF')) return null;
+  const last = text.lastIndexOf('%%EOF');
+  if (last < 0) {
+    return new SyncError('LABEL_TRUNCATED', 'the file has no %%EOF marker: it is truncated or was not finished; the API requires the file to END with %%EOF: export it again completely');
+  }
+  const extra = text.length - (last + 5);
+  return new SyncError(
+    'LABEL_TRAILING_DATA',
+    `${extra} bytes that are not whitespace follow the last %%EOF; the API requires the file to END with %%EOF: remove them (or re-save the PDF)`,
+    { params: { bytesAfterEof: extra } },
+  );
+}
+
+/** /Encrypt in a trailer dictionary or in a cross-reference stream's dictionary. */
+function hasEncryptInTrailer(text: string): boolean {
+  for (const match of text.matchAll(/trailer\s*<</g)) {
+    const end = text.indexOf('startxref', match.index);
+    if (ENCRYPT_KEY.test(text.slice(match.index, end < 0 ? match.index + 8192 : end))) return true;
+  }
+  for (const match of text.matchAll(/\/Type\s*\/XRef(?![A-Za-z])/g)) {
+    const start = Math.max(0, text.lastIndexOf('obj', match.index));
+    const end = text.indexOf('stream', match.index);
+    if (ENCRYPT_KEY.test(text.slice(start, end < 0 ? match.index + 8192 : end))) return true;
+  }
+  return false;
+}
+
+/** The API does not look at startxref, and readers repair a wrong one, so this is only a warning. */
+function startxrefWarnings(text: string): string[] {
+  const match = /startxref\s+(\d+)\s*%%EOF\s*$/.exec(text.slice(-1024));
+  if (match === null) return ['no "startxref <offset>" before the final %%EOF; readers must rebuild the cross-reference table'];
+  const offset = Number(match[1]);
+  const target = text.slice(offset, offset + 64);
+  if (offset < text.length && (target.startsWith('xref') || /^\d+\s+\d+\s+obj/.test(target))) return [];
+  return [`startxref points to byte ${offset}, where no cross-reference section starts; readers usually repair this, but re-saving the PDF is safer`];
+}
+
+function encrypted(): Verdict<LabelSummary> {
+  return fail('LABEL_ENCRYPTED', 'the PDF is encrypted; the platform must print it without a password: export the label without encryption or security settings');
+}
+
+function fail(code: ErrorCode, message: string): Verdict<LabelSummary> {
+  return reject(new SyncError(code, message));
+}
+
+function shorten(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const line = message.split('\n')[0] ?? '';
+  return line.length > 160 ? `${line.slice(0, 160)}…` : line;
+}

@@ -1,0 +1,53 @@
+import { SyncError } from '../errors.js';
+import { DELIVERY_ID_PATTERN, DELIVERY_ID_RULE } from './event-record.js';
+import { accept, reject, type Verdict } from './verdict.js';
+
+/**
+ * Spool inbox names carry the ids: labels `<delivery_id>.pdf` or `<delivery_id>__<external_id>.pdf`,
+ * CT-e `<delivery_id>.xml`. The first `__` splits a label name, so a delivery id that itself holds
+ * `__` can only be used in a label name that also has an external id after it.
+ */
+
+export type SpoolKind = 'labels' | 'cte';
+export interface SpoolName {
+  deliveryId: string;
+  externalId: string | null;
+}
+
+const EXTERNAL_ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+const EXTENSION: Readonly<Record<SpoolKind, string>> = { labels: '.pdf', cte: '.xml' };
+const SHAPE: Readonly<Record<SpoolKind, string>> = {
+  labels: '<delivery_id>.pdf or <delivery_id>__<external_id>.pdf',
+  cte: '<delivery_id>.xml',
+};
+
+export function parseSpoolName(kind: SpoolKind, fileName: string): Verdict<SpoolName> {
+  const extension = EXTENSION[kind];
+  if (!fileName.toLowerCase().endsWith(extension) || fileName.length === extension.length) {
+    return bad(kind, fileName, `it must end in ${extension}`);
+  }
+  const stem = fileName.slice(0, -extension.length);
+  const split = kind === 'labels' ? stem.indexOf('__') : -1;
+  const deliveryId = split < 0 ? stem : stem.slice(0, split);
+  const externalId = split < 0 ? null : stem.slice(split + 2);
+  if (!DELIVERY_ID_PATTERN.test(deliveryId)) {
+    return bad(kind, fileName, `the delivery id ${JSON.stringify(deliveryId)} must be ${DELIVERY_ID_RULE}`);
+  }
+  if (externalId !== null && (!EXTERNAL_ID_PATTERN.test(externalId) || externalId.includes('..'))) {
+    return bad(kind, fileName, `the external id ${JSON.stringify(externalId)} must be 1–128 characters of A–Z, a–z, 0–9, "_", "-" and "." without ".."`);
+  }
+  return accept({ deliveryId, externalId });
+}
+
+/** Names that writers use while a file is not finished; they are left alone until renamed. */
+export function isIgnoredName(fileName: string): boolean {
+  const lower = fileName.toLowerCase();
+  return lower.startsWith('.') || lower.endsWith('.tmp') || lower.endsWith('.part') || lower.endsWith('.partial');
+}
+
+function bad(kind: SpoolKind, fileName: string, problem: string): Verdict<SpoolName> {
+  const shown = fileName.length > 80 ? `${fileName.slice(0, 80)}…` : fileName;
+  return reject(
+    new SyncError('SPOOL_BAD_NAME', `${kind}/${shown}: ${problem}; name the file ${SHAPE[kind]}`, { params: { kind, fileName: shown } }),
+  );
+}

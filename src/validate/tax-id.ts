@@ -1,0 +1,60 @@
+/**
+ * Brazilian tax ids and the CT-e access key, all guarded by mod-11 check digits.
+ * CNPJ: since 2026 the first 12 characters may be letters (alphanumeric CNPJ); each character counts
+ * as its ASCII code − 48, so digits keep their value and the old numeric CNPJs stay valid.
+ * Each check returns null when the value is good, or what is wrong with it.
+ */
+
+const CNPJ_SHAPE = /^[0-9A-Z]{12}\d{2}$/;
+const CPF_SHAPE = /^\d{11}$/;
+
+export function cnpjProblem(value: string): string | null {
+  if (!CNPJ_SHAPE.test(value)) {
+    return 'must be 14 characters: 12 of 0–9 or A–Z (upper case) then 2 check digits, without dots, slashes or dashes';
+  }
+  const first = cnpjDigit(value.slice(0, 12));
+  const second = cnpjDigit(value.slice(0, 12) + String(first));
+  if (value.slice(12) !== `${first}${second}`) return `has wrong check digits (expected ${first}${second})`;
+  return null;
+}
+
+export function cpfProblem(value: string): string | null {
+  if (!CPF_SHAPE.test(value)) return 'must be 11 digits, without dots or dashes';
+  if (/^(\d)\1{10}$/.test(value)) return 'repeats one digit, which is never a real CPF';
+  const digits = [...value].map(Number);
+  const first = cpfDigit(digits.slice(0, 9));
+  const second = cpfDigit([...digits.slice(0, 9), first]);
+  if (digits[9] !== first || digits[10] !== second) return `has wrong check digits (expected ${first}${second})`;
+  return null;
+}
+
+/** Check digit of the 43 leading characters of an access key (weights 2–9 from the right). */
+export function accessKeyDigit(first43: string): number {
+  return mod11(first43, weightsFromRight(first43.length, 9));
+}
+
+export function isAllZeros(value: string): boolean {
+  return /^0+$/.test(value);
+}
+
+function cnpjDigit(base: string): number {
+  return mod11(base, weightsFromRight(base.length, 9));
+}
+
+function cpfDigit(digits: number[]): number {
+  const sum = digits.reduce((total, digit, index) => total + digit * (digits.length + 1 - index), 0);
+  const rest = (sum * 10) % 11;
+  return rest === 10 ? 0 : rest;
+}
+
+/** Weights 2, 3, …, max, 2, 3, … assigned from the rightmost character leftwards. */
+function weightsFromRight(length: number, max: number): number[] {
+  return Array.from({ length }, (_, index) => 2 + ((length - 1 - index) % (max - 1)));
+}
+
+function mod11(text: string, weights: number[]): number {
+  let sum = 0;
+  for (let index = 0; index < text.length; index += 1) sum += (text.charCodeAt(index) - 48) * (weights[index] ?? 0);
+  const rest = sum % 11;
+  return rest < 2 ? 0 : 11 - rest;
+}

@@ -30,6 +30,11 @@ const STATES = ['waiting', 'delayed', 'active', 'completed', 'failed', 'prioriti
 export function createMetrics(): Metrics & { attach(sources: MetricsSources): void } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'carrier_sync_' });
+  // prom-client names three gauges `*_total`, which Prometheus reserves for counters (`promtool
+  // check metrics` fails on them); the same numbers, by type, stay in the gauges without the suffix.
+  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+    registry.removeSingleMetric(`carrier_sync_${name}`);
+  }
   const requestSeconds = new Histogram({
     name: 'carrier_sync_api_request_seconds',
     help: 'Duration of requests to the Delivery Logistics API, by endpoint and HTTP status.',

@@ -42,7 +42,7 @@ interface Problem {
 }
 
 /** Accepted roots → the element that holds infCte. */
-const DOCUMENT_OF: Readonly<Record<string, string>> = { CTe: 'CTe', cteProc: 'CTe', CTeOS: 'CTeOS', cteOSProc: 'CTeOS' };
+const DOCUMENT_OF: ReadonlyMap<string, string> = new Map([['CTe', 'CTe'], ['cteProc', 'CTe'], ['CTeOS', 'CTeOS'], ['cteOSProc', 'CTeOS']]);
 const STATE_CODES = new Set([11, 12, 13, 14, 15, 16, 17, 21, 22, 23, 24, 25, 26, 27, 28, 29, 31, 32, 33, 35, 41, 42, 43, 50, 51, 52, 53]);
 const DH_EMI = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(Z|[+-]\d{2}:\d{2})?$/;
 const DECIMAL = /^\d{1,13}(\.\d{1,2})?$/;
@@ -87,7 +87,7 @@ export function checkCte(bytes: Uint8Array, options: { maxBytes: number }): Verd
 }
 
 function checkDocument(xml: string, root: string, rootNode: unknown): Verdict<CteSummary> {
-  const documentName = DOCUMENT_OF[root];
+  const documentName = DOCUMENT_OF.get(root);
   if (documentName === undefined) {
     const what = /evento/i.test(root) ? 'is a CT-e event (e.g. a carta de correção), not a CT-e' : 'is not a CT-e';
     return fail('CTE_NOT_CTE', `the root element <${root}> ${what}; expected CTe, cteProc, CTeOS or cteOSProc`);

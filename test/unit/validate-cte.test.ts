@@ -97,6 +97,7 @@ describe('checkCte refusals', () => {
     { name: 'an encoding we do not read', xml: () => VALID.replace('UTF-8', 'EBCDIC-US'), code: 'CTE_NOT_XML', message: /ebcdic-us/ },
     { name: 'a lone <!ENTITY> in a comment', xml: () => VALID.replace('<cteProc', '<!-- <!ENTITY x "y"> --><cteProc'), code: 'CTE_DOCTYPE', message: /ENTITY/ },
     { name: 'an event root', xml: () => '<procEventoCTe versao="3.00"><eventoCTe/></procEventoCTe>', code: 'CTE_NOT_CTE', message: /event/ },
+    { name: 'a root named like an Object property', xml: () => '<isPrototypeOf><infCte/></isPrototypeOf>', code: 'CTE_NOT_CTE', message: /<isPrototypeOf>/ },
     { name: 'a cteProc without its CTe', xml: () => '<cteProc versao="4.00"><protCTe/></cteProc>', code: 'CTE_NOT_CTE', message: /holds no <CTe>/ },
     { name: 'a CTe without infCte', xml: () => '<CTe><Signature/></CTe>', code: 'CTE_FIELD_MISSING', message: /^infCte is missing/ },
     { name: 'a missing dest', xml: () => fixture('cte-missing-dest.xml'), code: 'CTE_FIELD_MISSING', message: /infCte\/dest\/CNPJ \(or dest\/CPF\) is missing/ },

@@ -1,0 +1,58 @@
+/**
+ * What `/readyz` answers. Ready means this process can take work: it is not shutting down, Redis
+ * answers a PING within a short deadline, and the queues are not paused by a 401 from the API
+ * (the auth gate). Each check says why it failed, for the operator reading the 503.
+ */
+import type { Redis } from 'ioredis';
+import type { AuthGate } from '../queue/auth-gate.js';
+
+export interface ReadinessState {
+  isReady: boolean;
+  reason?: string;
+}
+
+export interface ReadinessDeps {
+  redis: Redis;
+  authGate: AuthGate;
+  isDraining: () => boolean;
+  /** How long a Redis command may take before Redis counts as not answering. */
+  timeoutMs?: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 1000;
+
+/** Connection states in which a command would only sit in ioredis's offline queue. */
+const DOWN_STATES = new Set(['end', 'close', 'reconnecting']);
+
+export function createReadiness(deps: ReadinessDeps): () => Promise<ReadinessState> {
+  const timeoutMs = deps.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  return async () => {
+    if (deps.isDraining()) return unready('draining: the process is shutting down');
+    if (DOWN_STATES.has(deps.redis.status)) return unready(`redis is not answering (connection ${deps.redis.status})`);
+    try {
+      await withDeadline(deps.redis.ping(), timeoutMs, `no PING reply within ${timeoutMs} ms`);
+      const failure = await withDeadline(deps.authGate.failure(), timeoutMs, `no reply within ${timeoutMs} ms`);
+      if (failure !== null) {
+        return unready(`queues paused: the API refused our key (401) at ${failure.at} on ${failure.endpoint}: ${failure.message}`);
+      }
+    } catch (error) {
+      return unready(`redis is not answering: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    return { isReady: true };
+  };
+}
+
+function unready(reason: string): ReadinessState {
+  return { isReady: false, reason };
+}
+
+/** Rejects with `message` when `promise` has not settled within `ms`; the late result is dropped. */
+function withDeadline<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+    timer.unref();
+  });
+  promise.catch(() => {}); // a reply that comes after the deadline must not become an unhandled rejection
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,119 @@
+/**
+ * The ops HTTP server: `/healthz`, `/readyz`, `/metrics`, `/ui` (bull-board) and `POST /events`.
+ * It never calls the API; ingest goes through the queue like files do.
+ *
+ * Draining (set at the start of shutdown): `/readyz` turns 503 so load balancers stop sending,
+ * and `POST /events` answers 503 so clients retry elsewhere; the rest keeps answering until close.
+ * Fastify's own logger stays off: it would log request details we do not want in our logs; we log
+ * one line per ingest request and every 5xx ourselves, never a header.
+ */
+import Fastify, { type FastifyError } from 'fastify';
+import type { Queue } from 'bullmq';
+import type { Registry } from 'prom-client';
+import type { Logger } from '../log.js';
+import type { EnqueueDeps } from '../queue/enqueue.js';
+import type { ItemKind } from '../queue/keys.js';
+import { registerDashboard } from './dashboard.js';
+import { registerIngest, tooLargeMessage } from './ingest.js';
+import type { ReadinessState } from './readiness.js';
+
+export interface OpsServerOptions {
+  host: string;
+  /** 0 picks a free port (tests). */
+  port: number;
+  /** Basic auth on `/ui` (user `admin`) when set. */
+  uiPassword: string | null;
+  /** Bearer token required on `POST /events` when set. */
+  ingestToken: string | null;
+  maxIngestBytes: number;
+  metrics: { registry: Registry };
+  /** Shown in bull-board, with their failed set (the dead-letter queue). */
+  queues: Readonly<Record<ItemKind, Queue>>;
+  enqueueDeps: EnqueueDeps;
+  readiness: () => Promise<ReadinessState>;
+  logger: Logger;
+}
+
+export interface OpsServer {
+  url: string;
+  port: number;
+  setDraining(isDraining: boolean): void;
+  /** Idempotent. */
+  close(): Promise<void>;
+}
+
+export const UI_BASE_PATH = '/ui';
+
+export async function startOpsServer(options: OpsServerOptions): Promise<OpsServer> {
+  const { logger } = options;
+  let isDraining = false;
+  const app = Fastify({ logger: false, return503OnClosing: true });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const status = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
+    if (status >= 500) {
+      logger.error({ err: error, method: request.method, url: request.routeOptions.url }, 'ops request failed');
+      return reply.code(status).send({ message: 'internal error; see the carrier-sync log' });
+    }
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(413).send({ message: tooLargeMessage(options.maxIngestBytes) });
+    return reply.code(status).send({ message: error.message });
+  });
+  app.setNotFoundHandler((request, reply) => reply.code(404).send({ message: `no route ${request.method} ${request.url.split('?')[0] ?? ''}` }));
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    const state = isDraining ? { isReady: false, reason: 'draining: the process is shutting down' } : await options.readiness();
+    if (state.isReady) return { status: 'ready' };
+    return reply.code(503).send({ status: 'unready', reason: state.reason ?? 'not ready' });
+  });
+  app.get('/metrics', async (_request, reply) => {
+    const { registry } = options.metrics;
+    const text = await registry.metrics();
+    return reply.type(registry.contentType).send(text);
+  });
+  await registerDashboard(app, { basePath: UI_BASE_PATH, queues: options.queues, uiPassword: options.uiPassword });
+  registerIngest(app, {
+    ingestToken: options.ingestToken,
+    maxIngestBytes: options.maxIngestBytes,
+    enqueueDeps: options.enqueueDeps,
+    isDraining: () => isDraining,
+    logger,
+  });
+
+  try {
+    await app.listen({ host: options.host, port: options.port });
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : options.port;
+  const url = `http://${reachableHost(options.host)}:${port}`;
+  logger.info({ url, isUiProtected: options.uiPassword !== null, isIngestProtected: options.ingestToken !== null }, 'ops server listening');
+  if (!isLoopback(options.host) && (options.uiPassword === null || options.ingestToken === null)) {
+    logger.warn({ host: options.host }, 'ops server is reachable from the network without a UI password or an ingest token');
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    port,
+    setDraining(next) {
+      isDraining = next;
+    },
+    close() {
+      closing ??= app.close().then(() => logger.debug('ops server closed'));
+      return closing;
+    },
+  };
+}
+
+/** The host a client on this machine uses to reach a server bound to `host`. */
+function reachableHost(host: string): string {
+  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+}

@@ -1,0 +1,44 @@
+// Lint: typed rules for promises, plus the import table of STYLE.md §1 (who may import whom).
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const only = (allowed) => ({
+  'no-restricted-imports': [
+    'error',
+    {
+      patterns: [
+        {
+          regex: `^\\.\\./(?!(${allowed.join('|')})/|errors\\.js$|log\\.js$|clock\\.js$)[a-z-]+/`,
+          message: 'STYLE.md §1: this folder may not import that one (data flows one way).',
+        },
+      ],
+    },
+  ],
+});
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'var/**', 'spool/**', 'test-artifacts/**', 'bench-reports/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    languageOptions: {
+      parserOptions: { project: ['./tsconfig.json', './test/tsconfig.json'], tsconfigRootDir: new URL('..', import.meta.url).pathname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': 'error',
+    },
+  },
+  { files: ['src/validate/**/*.ts', 'src/api/**/*.ts', 'src/queue/**/*.ts', 'src/sandbox/**/*.ts'], rules: only(['config', '__none__']) },
+  { files: ['src/spool/**/*.ts'], rules: only(['config', 'validate', 'queue', 'config']) },
+  { files: ['src/push/**/*.ts'], rules: only(['config', 'api', 'queue', 'config']) },
+  { files: ['src/outcome/**/*.ts'], rules: only(['config', 'queue', 'spool', 'config']) },
+  { files: ['src/ops/**/*.ts'], rules: only(['config', 'validate', 'queue', 'config']) },
+  {
+    files: ['src/config/**/*.ts'],
+    rules: only(['config', '__none__']),
+  },
+);

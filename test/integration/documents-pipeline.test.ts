@@ -1,0 +1,181 @@
+/**
+ * Labels and CT-e end to end: files in the spool → validation → BullMQ on real Redis → the
+ * sandbox over real HTTP → archive/ or failed/. Assertions read the sandbox's own request log.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { appendFile, mkdir, readdir, readFile, writeFile, rename } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { retryDeadLetters, listDeadLetters } from '../../src/queue/dead-letter.js';
+import { openContext } from '../../src/runtime/context.js';
+import { createLogger } from '../../src/log.js';
+import { makeCteXml, makePdf } from '../support/builders.js';
+import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
+import { waitFor } from '../support/wait.js';
+
+let running: TestDaemon | undefined;
+afterEach(async () => {
+  await running?.stop();
+  running = undefined;
+});
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (d: string): Promise<void> => {
+    for (const entry of await readdir(d, { withFileTypes: true }).catch(() => [])) {
+      if (entry.isDirectory()) await walk(join(d, entry.name));
+      else out.push(join(d, entry.name).slice(dir.length + 1));
+    }
+  };
+  await walk(dir);
+  return out.sort();
+}
+
+const sha = (bytes: Buffer): string => createHash('sha256').update(bytes).digest('hex');
+const labelRequests = (t: TestDaemon) => t.sandbox.requests().filter((r) => r.endpoint === 'label' && r.status === 200);
+
+describe('labels and CT-e from the spool to the API', () => {
+  it('sends files dropped before start and while running once each, and archives them', async () => {
+    const early = randomUUID();
+    const spoolDir = (await import('node:os')).tmpdir();
+    void spoolDir;
+    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true } });
+    const t = running;
+    // "before start": stop, drop, start again.
+    await t.daemon.stop();
+    const earlyPdf = await makePdf('early');
+    await writeFile(join(t.spool, 'labels', `${early}.pdf`), earlyPdf);
+    await t.restart();
+    const late = randomUUID();
+    const latePdf = await makePdf('late');
+    await writeFile(join(t.spool, 'labels', `${late}__ORD-77.pdf`), latePdf);
+    const cteDelivery = randomUUID();
+    await writeFile(join(t.spool, 'cte', `${cteDelivery}.xml`), makeCteXml());
+
+    await waitFor(async () => (await filesUnder(join(t.spool, 'archive'))).length === 3, { what: '3 archived files' });
+    const archived = await filesUnder(join(t.spool, 'archive'));
+    expect(archived.map((f) => f.replace(/\d{4}-\d{2}-\d{2}/, 'DATE'))).toEqual([`cte/DATE/${cteDelivery}.xml`, `labels/DATE/${early}.pdf`, `labels/DATE/${late}__ORD-77.pdf`].sort());
+    expect(labelRequests(t)).toHaveLength(2);
+    expect(t.sandbox.state.deliveries.get(early)?.label?.sha256).toBe(sha(earlyPdf));
+    expect(t.sandbox.state.deliveries.get(late)?.label?.external_id).toBe('ORD-77');
+    expect(t.sandbox.requests().filter((r) => r.endpoint === 'cte' && r.status === 200)).toHaveLength(1);
+    expect(await filesUnder(join(t.spool, 'labels'))).toEqual([]);
+    expect(await filesUnder(join(t.spool, '.inflight'))).toEqual([]);
+  });
+
+  it('does not read a file while it is still being written, nor temporary names', async () => {
+    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true }, settings: { spool: { writeStableMs: 400 } } });
+    const t = running;
+    const id = randomUUID();
+    const pdf = await makePdf('slow copy', 3);
+    const path = join(t.spool, 'labels', `${id}.pdf`);
+    // A slow copy: the file grows in chunks 100 ms apart, well inside the 400 ms stable window.
+    const chunk = Math.ceil(pdf.length / 8);
+    for (let at = 0; at < pdf.length; at += chunk) {
+      await appendFile(path, pdf.subarray(at, at + chunk));
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // A temporary name is ignored until renamed.
+    const tmpId = randomUUID();
+    const tmpPdf = await makePdf('tmp');
+    await writeFile(join(t.spool, 'labels', `${tmpId}.pdf.part`), tmpPdf);
+    await waitFor(() => labelRequests(t).length === 1, { what: 'the slow file sent' });
+    expect(t.sandbox.state.deliveries.get(id)?.label?.sha256).toBe(sha(pdf));
+    expect(await readdir(join(t.spool, 'labels'))).toEqual([`${tmpId}.pdf.part`]);
+    await rename(join(t.spool, 'labels', `${tmpId}.pdf.part`), join(t.spool, 'labels', `${tmpId}.pdf`));
+    await waitFor(() => labelRequests(t).length === 2, { what: 'the renamed file sent' });
+    expect(t.sandbox.requests().filter((r) => r.endpoint === 'label' && r.status !== 200)).toEqual([]);
+  });
+
+  it('sends an identical re-drop once and lets a newer label replace an older one', async () => {
+    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true } });
+    const t = running;
+    const id = randomUUID();
+    const first = await makePdf('v1');
+    await writeFile(join(t.spool, 'labels', `${id}.pdf`), first);
+    await waitFor(async () => (await filesUnder(join(t.spool, 'archive'))).length === 1);
+    await writeFile(join(t.spool, 'labels', `${id}.pdf`), first);
+    await waitFor(async () => (await filesUnder(join(t.spool, 'archive'))).length === 2, { what: 'the re-drop archived' });
+    expect(labelRequests(t)).toHaveLength(1);
+    const second = await makePdf('v2');
+    await writeFile(join(t.spool, 'labels', `${id}.pdf`), second);
+    await waitFor(async () => (await filesUnder(join(t.spool, 'archive'))).length === 3, { what: 'the new version archived' });
+    expect(labelRequests(t)).toHaveLength(2);
+    expect(t.sandbox.state.deliveries.get(id)?.label?.sha256).toBe(sha(second));
+    expect((await filesUnder(join(t.spool, 'archive'))).filter((f) => f.includes('~2'))).toHaveLength(2);
+  });
+
+  it('refuses every invalid kind locally with a reason, and sends none of them', async () => {
+    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true }, settings: { spool: { maxLabelBytes: 50_000 } } });
+    const t = running;
+    const ok = randomUUID();
+    const drops: Array<[string, string, Buffer | string, string]> = [
+      ['labels', `${randomUUID()}.pdf`, 'oops\n', 'LABEL_NOT_PDF'],
+      ['labels', `${randomUUID()}.pdf`, (await makePdf('x')).subarray(0, 300), 'LABEL_'],
+      ['labels', `${randomUUID()}.pdf`, Buffer.concat([await makePdf('big'), Buffer.alloc(60_000, 32)]), 'LABEL_TOO_LARGE'],
+      ['labels', 'not a delivery id!.pdf', await makePdf('n'), 'SPOOL_BAD_NAME'],
+      ['labels', `${randomUUID()}.txt`, 'hello', 'SPOOL_BAD_NAME'],
+      ['cte', `${randomUUID()}.xml`, '<root/>', 'CTE_NOT_CTE'],
+      ['cte', `${randomUUID()}.xml`, makeCteXml({ cUF: '01' }), 'CTE_FIELD_INVALID'],
+      ['cte', `${randomUUID()}.xml`, '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><CTe/>', 'CTE_DOCTYPE'],
+      ['cte', `${randomUUID()}.xml`, '<CTe><infCte>', 'CTE_NOT_XML'],
+      ['labels', `${ok}.pdf`, await makePdf('ok'), ''],
+    ];
+    for (const [kind, name, body] of drops) await writeFile(join(t.spool, kind, name), body);
+    await mkdir(join(t.spool, 'labels', 'a-directory'));
+    await waitFor(async () => (await filesUnder(join(t.spool, 'failed'))).filter((f) => !f.endsWith('.error.json')).length >= drops.length - 1, { what: 'refused files in failed/' });
+    await waitFor(async () => (await readdir(join(t.spool, 'failed', 'labels'))).includes('a-directory'), { what: 'the directory refused' });
+    for (const [kind, name, , code] of drops.filter(([, , , c]) => c !== '')) {
+      const report = JSON.parse(await readFile(join(t.spool, 'failed', kind, `${name}.error.json`), 'utf8')) as { code: string; message: string };
+      expect(report.code, name).toContain(code);
+      expect(report.message.length, name).toBeGreaterThan(10);
+    }
+    const dirReport = JSON.parse(await readFile(join(t.spool, 'failed', 'labels', 'a-directory.error.json'), 'utf8')) as { code: string };
+    expect(dirReport.code).toBe('SPOOL_NOT_REGULAR_FILE');
+    await waitFor(() => labelRequests(t).length === 1, { what: 'the valid label sent' });
+    expect(t.sandbox.requests().filter((r) => r.endpoint !== 'control')).toHaveLength(1);
+  });
+
+  it('recovers from injected 5xx and socket resets without losing or repeating a file', async () => {
+    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true, faults: { errorRate: 0.3, resetRate: 0.1 } }, settings: { delivery: { maxAttempts: 20, backoffMs: 20 } } });
+    const t = running;
+    const ids = Array.from({ length: 20 }, () => randomUUID());
+    for (const id of ids) await writeFile(join(t.spool, 'labels', `${id}.pdf`), await makePdf(id));
+    await waitFor(async () => (await filesUnder(join(t.spool, 'archive'))).length === ids.length, { timeoutMs: 60_000, what: 'all archived' });
+    const accepted = labelRequests(t).map((r) => r.deliveryId);
+    expect(new Set(accepted).size).toBe(ids.length);
+    expect(accepted).toHaveLength(ids.length);
+    expect(t.sandbox.requests().some((r) => r.fault === 'error')).toBe(true);
+  });
+
+  it('dead-letters permanent refusals, then replays them once the cause is fixed', async () => {
+    running = await startTestDaemon();
+    const t = running;
+    const unknown = randomUUID();
+    const cancelled = t.sandbox.state.addDelivery({ status_name: 'CANCELLED' }).id;
+    await writeFile(join(t.spool, 'labels', `${unknown}.pdf`), await makePdf('u'));
+    await writeFile(join(t.spool, 'labels', `${cancelled}.pdf`), await makePdf('c'));
+    await waitFor(async () => (await filesUnder(join(t.spool, 'failed'))).length === 4, { what: 'two dead letters in failed/' });
+    const notFound = JSON.parse(await readFile(join(t.spool, 'failed', 'labels', `${unknown}.pdf.error.json`), 'utf8')) as Record<string, unknown>;
+    expect(notFound).toMatchObject({ code: 'API_NOT_FOUND', apiCode: 'DELIVERY_NOT_FOUND', status: 404, attempts: 2 });
+    const refused = JSON.parse(await readFile(join(t.spool, 'failed', 'labels', `${cancelled}.pdf.error.json`), 'utf8')) as Record<string, unknown>;
+    expect(refused).toMatchObject({ code: 'API_REJECTED', status: 400, attempts: 1 });
+    expect(JSON.stringify(notFound)).not.toContain(Object.values(t.sandbox.keys.carriers)[0]);
+
+    const ctx = await openContext(t.config, createLogger({ level: 'silent' }), 'test');
+    try {
+      const letters = await listDeadLetters(ctx);
+      expect(letters.map((l) => l.deliveryId).sort()).toEqual([unknown, cancelled].sort());
+      expect(letters.find((l) => l.deliveryId === unknown)).toMatchObject({ kind: 'label', apiCode: 'DELIVERY_NOT_FOUND', attempts: 2 });
+      // Fix the cause: the delivery now exists at the API. Replay it.
+      t.sandbox.state.addDelivery({ id: unknown });
+      const id = letters.find((l) => l.deliveryId === unknown)!.id;
+      expect((await retryDeadLetters(ctx, [id])).retried).toEqual([id]);
+    } finally {
+      await ctx.closers.closeAll();
+    }
+    await waitFor(async () => (await filesUnder(join(t.spool, 'archive'))).some((f) => f.endsWith(`${unknown}.pdf`)), { what: 'the replayed file archived' });
+    expect(t.sandbox.state.deliveries.get(unknown)?.label).not.toBeNull();
+    expect(await readdir(join(t.spool, 'failed', 'labels'))).toEqual([`${cancelled}.pdf`, `${cancelled}.pdf.error.json`]);
+  });
+});

@@ -1,0 +1,272 @@
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../../src/clock.js';
+import type { DeliveryConfig } from '../../src/config/schema.js';
+import { createLogger } from '../../src/log.js';
+import { createMetrics } from '../../src/ops/metrics.js';
+import { createReadiness } from '../../src/ops/readiness.js';
+import { startOpsServer, type OpsServer } from '../../src/ops/server.js';
+import { createAuthGate, type AuthGate } from '../../src/queue/auth-gate.js';
+import { createDedupMemory } from '../../src/queue/dedup.js';
+import { collectingJobId } from '../../src/queue/enqueue.js';
+import { createKeys, ITEM_KINDS } from '../../src/queue/keys.js';
+import { openQueues, type QueueSet } from '../../src/queue/queues.js';
+import { closeRedis, connectRedis } from '../../src/queue/redis.js';
+import { createStats } from '../../src/queue/stats.js';
+import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
+
+const DELIVERY: DeliveryConfig = {
+  ratePerMinute: 300,
+  rateWindowMarginMs: 1000,
+  maxAttempts: 3,
+  backoffMs: 1000,
+  notFoundAttempts: 2,
+  maxQueued: 5000,
+  concurrency: 1,
+  maxRateLimitedMs: 60_000,
+  completedRetentionSec: 3600,
+  lockMs: 30_000,
+};
+const UI_PASSWORD = 'ui-pass-Secret-1';
+const INGEST_TOKEN = 'ingest-tok-Secret-2';
+const MAX_INGEST_BYTES = 4096;
+
+const prefix = uniquePrefix('ops');
+const redis = connectRedis(testRedisUrl(), 'ops-test');
+const keys = createKeys(prefix);
+let queues: QueueSet;
+let authGate: AuthGate;
+let server: OpsServer;
+let isDraining = false;
+const logLines: string[] = [];
+
+const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+const postEvents = (body: unknown, headers: Record<string, string> = { authorization: `Bearer ${INGEST_TOKEN}` }): Promise<Response> =>
+  fetch(`${server.url}/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+
+beforeAll(async () => {
+  queues = openQueues(redis, prefix, DELIVERY);
+  const stats = createStats(redis, keys.stats);
+  const dedup = createDedupMemory(redis, keys, 30);
+  authGate = createAuthGate(redis, keys.authFailure, ITEM_KINDS.map((kind) => queues.items[kind]));
+  const metrics = createMetrics();
+  metrics.attach({ stats, queues: queues.items, isAuthPaused: async () => (await authGate.failure()) !== null });
+  metrics.observeRequest({ endpoint: 'collecting', status: 200, durationMs: 42 });
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logLines.push(...chunk.toString().split('\n').filter((line) => line !== ''));
+      done();
+    },
+  });
+  server = await startOpsServer({
+    host: '127.0.0.1',
+    port: 0,
+    uiPassword: UI_PASSWORD,
+    ingestToken: INGEST_TOKEN,
+    maxIngestBytes: MAX_INGEST_BYTES,
+    metrics,
+    queues: queues.items,
+    enqueueDeps: { redis, keys, queues, dedup, stats, clock: systemClock },
+    readiness: createReadiness({ redis, authGate, isDraining: () => isDraining }),
+    logger: createLogger({ level: 'debug', destination }),
+  });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await server?.close(); // idempotent
+  await queues?.close();
+  await closeRedis(redis);
+  await cleanupPrefix(prefix);
+});
+
+describe('health and readiness', () => {
+  it('/healthz answers 200 {status: ok} while the process is alive', async () => {
+    const response = await fetch(`${server.url}/healthz`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: 'ok' });
+  });
+
+  it('/readyz is 200 while Redis answers and the queues are not auth-paused', async () => {
+    const response = await fetch(`${server.url}/readyz`);
+    expect(response.status).toBe(200);
+  });
+
+  it('/readyz turns 503 with the 401 message and time once the auth gate trips, and 200 again once cleared', async () => {
+    await authGate.trip({ at: '2026-03-01T12:00:00.000Z', endpoint: 'label', message: 'API refused the carrier key' });
+    try {
+      const response = await fetch(`${server.url}/readyz`);
+      expect(response.status).toBe(503);
+      const body = (await response.json()) as { status: string; reason: string };
+      expect(body.status).toBe('unready');
+      expect(body.reason).toContain('API refused the carrier key');
+      expect(body.reason).toContain('2026-03-01T12:00:00.000Z');
+      expect(body.reason).toContain('401');
+    } finally {
+      await authGate.clear();
+    }
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+  });
+
+  it('/readyz is 503 and POST /events refuses with 503 while draining', async () => {
+    server.setDraining(true);
+    try {
+      const ready = await fetch(`${server.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(((await ready.json()) as { reason: string }).reason).toMatch(/draining/);
+      const ingest = await postEvents({ delivery_id: 'DRAIN-1', event_at: '2026-01-01T00:00:00Z' });
+      expect(ingest.status).toBe(503);
+      expect(await ingest.json()).toHaveProperty('message');
+    } finally {
+      server.setDraining(false);
+    }
+    isDraining = true; // the runtime's own draining flag, seen through createReadiness
+    try {
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(503);
+    } finally {
+      isDraining = false;
+    }
+  });
+
+  it('readiness says Redis is not answering when its connection is down', async () => {
+    const dead = connectRedis('redis://127.0.0.1:1', 'ops-test-dead');
+    dead.on('error', () => {});
+    try {
+      const readiness = createReadiness({ redis: dead, authGate, isDraining: () => false, timeoutMs: 300 });
+      const state = await readiness();
+      expect(state.isReady).toBe(false);
+      expect(state.reason).toMatch(/redis is not answering/);
+    } finally {
+      dead.disconnect();
+    }
+  });
+});
+
+describe('/metrics', () => {
+  it('serves Prometheus text with the item counters, queue depth and API request histogram', async () => {
+    const response = await fetch(`${server.url}/metrics`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+    const text = await response.text();
+    expect(text).toContain('carrier_sync_items_received_total');
+    expect(text).toContain('carrier_sync_queue_depth');
+    expect(text).toContain('carrier_sync_api_request_seconds');
+    expect(text).toMatch(/carrier_sync_api_request_seconds_count\{endpoint="collecting",status="200"\} 1/);
+  });
+});
+
+describe('/ui', () => {
+  it('answers 401 with a Basic challenge without the password or with a wrong one', async () => {
+    const bare = await fetch(`${server.url}/ui`);
+    expect(bare.status).toBe(401);
+    expect(bare.headers.get('www-authenticate')).toMatch(/^Basic/);
+    expect((await fetch(`${server.url}/ui`, { headers: { authorization: basic('admin', 'wrong') } })).status).toBe(401);
+    expect((await fetch(`${server.url}/ui`, { headers: { authorization: basic('root', UI_PASSWORD) } })).status).toBe(401);
+    expect((await fetch(`${server.url}/ui/api/queues`)).status).toBe(401);
+  });
+
+  it('serves the dashboard and its API with the password', async () => {
+    const page = await fetch(`${server.url}/ui`, { headers: { authorization: basic('admin', UI_PASSWORD) } });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    const api = await fetch(`${server.url}/ui/api/queues`, { headers: { authorization: basic('admin', UI_PASSWORD) } });
+    expect(api.status).toBe(200);
+    const body = (await api.json()) as { queues: Array<{ name: string }> };
+    expect(body.queues.map((queue) => queue.name).sort()).toEqual(['collecting', 'cte', 'label']);
+  });
+});
+
+describe('POST /events', () => {
+  it('answers 401 {message} without the bearer token or with a wrong one', async () => {
+    const record = { delivery_id: 'AUTH-1', event_at: '2026-01-01T00:00:00Z' };
+    for (const headers of [{}, { authorization: 'Bearer nope' }, { authorization: basic('admin', INGEST_TOKEN) }]) {
+      const response = await postEvents(record, headers);
+      expect(response.status).toBe(401);
+      expect(await response.json()).toEqual({ message: expect.any(String) });
+    }
+    expect(await queues.items.collecting.getJobState(collectingJobId('AUTH-1', '2026-01-01T00:00:00Z'))).toBe('unknown');
+  });
+
+  it('queues a single object and answers 202 with its verdict', async () => {
+    const response = await postEvents({ delivery_id: 'ONE-1', event_at: '2026-02-01T10:00:00-03:00' });
+    expect(response.status).toBe(202);
+    expect(await response.json()).toEqual({ accepted: 1, duplicates: 0, invalid: 0, results: [{ index: 0, status: 'queued' }] });
+    const state = await queues.items.collecting.getJobState(collectingJobId('ONE-1', '2026-02-01T13:00:00Z'));
+    expect(['waiting', 'delayed', 'prioritized']).toContain(state);
+  });
+
+  it('gives each record of an array its verdict by index; a bad record does not hold back the others', async () => {
+    const response = await postEvents([
+      { delivery_id: 'ARR-1', event_at: '2026-02-02T10:00:00Z' },
+      { delivery_id: 'ARR-1', event_at: '2026-02-02 10:00' },
+      { delivery_id: 'bad/id', event_at: '2026-02-02T10:00:00Z' },
+      'not an object',
+      { delivery_id: 'ARR-2', event_at: '2026-02-02T11:00:00Z', extra: true },
+    ]);
+    expect(response.status).toBe(202);
+    const body = (await response.json()) as { accepted: number; invalid: number; duplicates: number; results: Array<Record<string, unknown>> };
+    expect(body).toMatchObject({ accepted: 2, duplicates: 0, invalid: 3 });
+    expect(body.results.map((result) => [result['index'], result['status'], result['code']])).toEqual([
+      [0, 'queued', undefined],
+      [1, 'invalid', 'EVENT_BAD_TIME'],
+      [2, 'invalid', 'EVENT_BAD_DELIVERY_ID'],
+      [3, 'invalid', 'EVENT_BAD_RECORD'],
+      [4, 'queued', undefined],
+    ]);
+    for (const result of body.results.filter((r) => r['status'] === 'invalid')) expect(result['message']).toEqual(expect.any(String));
+  });
+
+  it('counts the same instant written in another offset as a duplicate, across requests and within one', async () => {
+    const first = await postEvents({ delivery_id: 'DUP-1', event_at: '2026-02-03T12:00:00Z' });
+    expect(((await first.json()) as { accepted: number }).accepted).toBe(1);
+    const response = await postEvents([
+      { delivery_id: 'DUP-1', event_at: '2026-02-03T09:00:00-03:00' },
+      { delivery_id: 'DUP-1', event_at: '2026-02-03T14:00:00.000+02:00' },
+      { delivery_id: 'DUP-2', event_at: '2026-02-03T12:00:00Z' },
+      { delivery_id: 'DUP-2', event_at: '2026-02-03T13:00:00.0+01:00' },
+    ]);
+    expect(response.status).toBe(202);
+    const body = (await response.json()) as { results: Array<{ index: number; status: string }> };
+    expect(body).toMatchObject({ accepted: 1, duplicates: 3, invalid: 0 });
+    expect(body.results.map((result) => result.status)).toEqual(['duplicate', 'duplicate', 'queued', 'duplicate']);
+    expect(await queues.items.collecting.getJobCounts('waiting', 'delayed')).toBeDefined();
+  });
+
+  it('lets a client retry with the same Idempotency-Key without its events turning into duplicates', async () => {
+    const record = [{ delivery_id: 'IDEM-1', event_at: '2026-02-04T12:00:00Z' }];
+    const headers = { authorization: `Bearer ${INGEST_TOKEN}`, 'idempotency-key': 'batch-0001' };
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      const response = await postEvents(record, headers);
+      expect(await response.json()).toMatchObject({ accepted: 1, duplicates: 0 });
+    }
+    expect(await (await postEvents(record)).json()).toMatchObject({ accepted: 0, duplicates: 1 });
+  });
+
+  it('answers 413 {message} to a body over maxIngestBytes, and 400 to malformed JSON or a scalar body', async () => {
+    const many = Array.from({ length: 200 }, (_unused, i) => ({ delivery_id: `BIG-${i}`, event_at: '2026-02-05T12:00:00Z' }));
+    expect(JSON.stringify(many).length).toBeGreaterThan(MAX_INGEST_BYTES);
+    const tooLarge = await postEvents(many);
+    expect(tooLarge.status).toBe(413);
+    expect(((await tooLarge.json()) as { message: string }).message).toContain(String(MAX_INGEST_BYTES));
+    expect(await queues.items.collecting.getJobState(collectingJobId('BIG-0', '2026-02-05T12:00:00Z'))).toBe('unknown');
+    const malformed = await postEvents('{"delivery_id": ');
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toEqual({ message: expect.any(String) });
+    expect((await postEvents('42')).status).toBe(400);
+  });
+
+  it('logs one info line per ingest request with its counts, and never the token', async () => {
+    const ingestLines = logLines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line['msg'] === 'events ingested');
+    expect(ingestLines.length).toBeGreaterThanOrEqual(4);
+    for (const line of ingestLines) {
+      expect(line).toMatchObject({ level: 30, accepted: expect.any(Number), duplicates: expect.any(Number), invalid: expect.any(Number) });
+    }
+    const all = logLines.join('\n');
+    expect(all).not.toContain(INGEST_TOKEN);
+    expect(all).not.toContain(UI_PASSWORD);
+  });
+});

@@ -1,0 +1,51 @@
+/** Inputs built in code: tiny valid PDFs and CT-e XMLs, with valid tax ids. */
+import { PDFDocument, StandardFonts } from 'pdf-lib';
+
+export async function makePdf(text = 'label', pages = 1): Promise<Buffer> {
+  const doc = await PDFDocument.create();
+  const font = await doc.embedFont(StandardFonts.Helvetica);
+  for (let i = 0; i < pages; i += 1) doc.addPage([288, 432]).drawText(`${text} p${i + 1}`, { x: 20, y: 400, size: 12, font });
+  return Buffer.from(await doc.save({ useObjectStreams: false }));
+}
+
+function mod11Digit(digits: number[], weights: number[]): number {
+  const sum = digits.reduce((acc, d, i) => acc + d * weights[i]!, 0);
+  const rest = sum % 11;
+  return rest < 2 ? 0 : 11 - rest;
+}
+
+/** A valid numeric CNPJ from 12 base digits. */
+export function cnpj(base12: string): string {
+  const digits = base12.split('').map(Number);
+  const d1 = mod11Digit(digits, [5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2]);
+  const d2 = mod11Digit([...digits, d1], [6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2]);
+  return `${base12}${d1}${d2}`;
+}
+
+/** A valid CPF from 9 base digits. */
+export function cpf(base9: string): string {
+  const digits = base9.split('').map(Number);
+  const d1 = mod11Digit(digits, [10, 9, 8, 7, 6, 5, 4, 3, 2]);
+  const d2 = mod11Digit([...digits, d1], [11, 10, 9, 8, 7, 6, 5, 4, 3, 2]);
+  return `${base9}${d1}${d2}`;
+}
+
+export interface CteFields {
+  cUF?: string;
+  nCT?: string;
+  dhEmi?: string;
+  emitCnpj?: string;
+  vTPrest?: string;
+  destCpf?: string;
+}
+
+export function makeCteXml(fields: CteFields = {}): string {
+  const f = { cUF: '35', nCT: '123', dhEmi: '2026-03-01T10:00:00-03:00', emitCnpj: cnpj('112223330001'), vTPrest: '150.00', destCpf: cpf('123456789'), ...fields };
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<CTe xmlns="http://www.portalfiscal.inf.br/cte"><infCte versao="4.00" Id="CTe35260311222333000181570010000001231000001234">
+<ide><cUF>${f.cUF}</cUF><mod>57</mod><serie>1</serie><nCT>${f.nCT}</nCT><dhEmi>${f.dhEmi}</dhEmi></ide>
+<emit><CNPJ>${f.emitCnpj}</CNPJ><xNome>Transportes Teste</xNome></emit>
+<vPrest><vTPrest>${f.vTPrest}</vTPrest><vRec>${f.vTPrest}</vRec></vPrest>
+<dest><CPF>${f.destCpf}</CPF><xNome>Fulano</xNome></dest>
+</infCte></CTe>`;
+}

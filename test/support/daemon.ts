@@ -1,0 +1,86 @@
+/**
+ * Runs the daemon in this test process against the test Redis (a private key prefix) and a
+ * sandbox API on loopback, with a temporary spool.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { loadConfig } from '../../src/config/load.js';
+import type { Config } from '../../src/config/schema.js';
+import { createLogger } from '../../src/log.js';
+import { startDaemon, type DaemonHandle, type Role } from '../../src/runtime/start.js';
+import { startSandbox, type SandboxHandle, type SandboxOptions } from '../../src/sandbox/server.js';
+import { cleanupPrefix, testRedisUrl, uniquePrefix } from './redis.js';
+
+export interface TestDaemon {
+  config: Readonly<Config>;
+  sandbox: SandboxHandle;
+  spool: string;
+  prefix: string;
+  daemon: DaemonHandle;
+  stop(): Promise<void>;
+  /** Stops the daemon and starts it again on the same Redis, spool and sandbox. */
+  restart(): Promise<void>;
+}
+
+export interface TestDaemonOptions {
+  roles?: Role[];
+  sandbox?: SandboxOptions;
+  /** Settings layered as a --config file. */
+  settings?: Record<string, unknown>;
+  env?: Record<string, string>;
+}
+
+export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<TestDaemon> {
+  const sandbox = await startSandbox({ port: 0, ...options.sandbox });
+  const spool = await mkdtemp(join(tmpdir(), 'cs-spool-'));
+  const prefix = uniquePrefix('d');
+  const configPath = join(spool, '..', `${prefix}.yaml`);
+  await writeFile(
+    configPath,
+    stringify({
+      spool: { writeStableMs: 100, rescanIntervalMs: 1000 },
+      delivery: { backoffMs: 50, notFoundAttempts: 2, maxAttempts: 4, lockMs: 5000, concurrency: 4 },
+      schedules: { rescan: { pattern: null, tz: 'UTC' }, webhookReconcile: { pattern: null, tz: 'UTC' }, deadLetterSummary: { pattern: null, tz: 'UTC' } },
+      ...options.settings,
+    }),
+  );
+  const [carrierKey] = Object.values(sandbox.keys.carriers);
+  const config = loadConfig({
+    configPath,
+    env: {
+      REDIS_URL: testRedisUrl(),
+      CARRIER_SYNC_PREFIX: prefix,
+      CARRIER_SYNC_SPOOL_DIR: spool,
+      CARRIER_SYNC_API_URL: sandbox.url,
+      CARRIER_SYNC_CARRIER_KEY: carrierKey ?? '',
+      CARRIER_SYNC_HTTP_PORT: '0',
+      LOG_LEVEL: process.env['TEST_LOG_LEVEL'] ?? 'silent',
+      ...options.env,
+    },
+  });
+  const roles = options.roles ?? ['watcher', 'worker'];
+  const logger = createLogger({ level: config.log.level });
+  const handle: TestDaemon = {
+    config,
+    sandbox,
+    spool,
+    prefix,
+    daemon: startDaemon(config, roles, logger),
+    async stop() {
+      await handle.daemon.stop();
+      await sandbox.close();
+      await cleanupPrefix(prefix);
+      await rm(spool, { recursive: true, force: true });
+      await rm(configPath, { force: true });
+    },
+    async restart() {
+      await handle.daemon.stop();
+      handle.daemon = startDaemon(config, roles, logger);
+      await handle.daemon.ready;
+    },
+  };
+  await handle.daemon.ready;
+  return handle;
+}

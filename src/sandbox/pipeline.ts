@@ -99,7 +99,7 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps): Pipel
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
     const entry = pending.get(request);
     if (entry !== undefined) entry.bodyBytes = body.length;
-    parseJson(request, body.toString('utf8'), done);
+    void parseJson(request, body.toString('utf8'), done);
   });
 
   app.setErrorHandler((error: { statusCode?: number; message: string }, request, reply) => {

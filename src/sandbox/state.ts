@@ -111,6 +111,16 @@ export class SandboxState {
     return cached.keys.has(key);
   }
 
+  /** Appends an event, keeping the instant index in step. */
+  recordEvent(delivery: SandboxDelivery, event: SandboxEvent): void {
+    const cached = this.#instants.get(delivery.id);
+    delivery.events.push(event);
+    if (cached !== undefined && cached.count === delivery.events.length - 1) {
+      cached.keys.add(instantKey(event.event_at) ?? event.event_at);
+      cached.count = delivery.events.length;
+    }
+  }
+
   sellerOf(sellerId: string): { group: SeedSellerGroup; seller: SeedSeller } | undefined {
     for (const group of this.sellerGroups.values()) {
       const seller = group.sellers.find((candidate) => candidate.id === sellerId);

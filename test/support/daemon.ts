@@ -39,12 +39,16 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
   const configPath = join(spool, '..', `${prefix}.yaml`);
   await writeFile(
     configPath,
-    stringify({
-      spool: { writeStableMs: 100, rescanIntervalMs: 1000 },
-      delivery: { backoffMs: 50, notFoundAttempts: 2, maxAttempts: 4, lockMs: 5000, concurrency: 4 },
-      schedules: { rescan: { pattern: null, tz: 'UTC' }, webhookReconcile: { pattern: null, tz: 'UTC' }, deadLetterSummary: { pattern: null, tz: 'UTC' } },
-      ...options.settings,
-    }),
+    stringify(
+      merge(
+        {
+          spool: { writeStableMs: 100, rescanIntervalMs: 1000 },
+          delivery: { backoffMs: 50, notFoundAttempts: 2, maxAttempts: 4, lockMs: 5000, concurrency: 4 },
+          schedules: { rescan: { pattern: null, tz: 'UTC' }, webhookReconcile: { pattern: null, tz: 'UTC' }, deadLetterSummary: { pattern: null, tz: 'UTC' } },
+        },
+        options.settings ?? {},
+      ),
+    ),
   );
   const [carrierKey] = Object.values(sandbox.keys.carriers);
   const config = loadConfig({
@@ -83,4 +87,16 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
   };
   await handle.daemon.ready;
   return handle;
+}
+
+function merge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    const current = out[key];
+    out[key] =
+      value !== null && typeof value === 'object' && !Array.isArray(value) && current !== null && typeof current === 'object'
+        ? merge(current as Record<string, unknown>, value as Record<string, unknown>)
+        : value;
+  }
+  return out;
 }

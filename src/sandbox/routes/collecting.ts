@@ -43,7 +43,7 @@ export function registerCollecting(app: FastifyInstance, ctx: RouteContext): voi
         const message = `a delivery in status ${delivery.status_name} cannot be collected`;
         return fail(reply, 'A', 400, 'DELIVERY_NOT_ELIGIBLE', message, { delivery_id: deliveryId, status_name: delivery.status_name });
       }
-      delivery.events.push(collectingEvent(delivery, eventAt, ctx.now()));
+      ctx.state.recordEvent(delivery, collectingEvent(delivery, eventAt, ctx.now()));
       delivery.status_name = 'In Transit';
       delivery.sub_status = 'Collecting';
       ctx.pipeline.note(request, { isRepeat: false });

@@ -56,7 +56,8 @@ export function registerSeller(app: FastifyInstance, ctx: RouteContext): void {
       if (invoiceNumber !== undefined && (typeof invoiceNumber !== 'string' || invoiceNumber.trim() === '')) {
         return fail(reply, 'B', 400, 'INVALID_PARAMS', 'invoice_number must be a non-empty string');
       }
-      if (accessKey !== undefined && (typeof accessKey !== 'string' || !/^\d{44}$/.test(accessKey))) {
+      if (accessKey !== undefined && typeof accessKey !== 'string') return fail(reply, 'B', 400, 'INVALID_PARAMS', 'access_key must be a string');
+      if (typeof accessKey === 'string' && !/^\d{44}$/.test(accessKey)) {
         return fail(reply, 'B', 400, 'INVALID_ACCESS_KEY', 'access_key must be 44 digits');
       }
       const order = ownOrder(request, request.params.order_id);

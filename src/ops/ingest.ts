@@ -70,14 +70,16 @@ export async function ingestRecords(deps: EnqueueDeps, records: readonly unknown
 export function registerIngest(app: FastifyInstance, options: IngestOptions): void {
   const { ingestToken, enqueueDeps, logger } = options;
   // Runs before the body is read: an unauthorised or unwelcome client does not get to upload it.
-  const gate = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+  // Fastify stops the request at a hook that returns the reply it has sent.
+  const gate = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     if (ingestToken !== null && !isBearerAccepted(request.headers.authorization, ingestToken)) {
-      await reply.code(401).header('www-authenticate', 'Bearer realm="carrier-sync"').send({ message: 'missing or wrong bearer token' });
-      return;
+      logger.warn({ ip: request.ip, hasAuthorization: request.headers.authorization !== undefined }, 'events refused: missing or wrong bearer token');
+      return reply.code(401).header('www-authenticate', 'Bearer realm="carrier-sync"').send({ message: 'missing or wrong bearer token' });
     }
     if (options.isDraining()) {
-      await reply.code(503).header('retry-after', '5').send({ message: 'shutting down: send the events to another instance or retry later' });
+      return reply.code(503).header('retry-after', '5').send({ message: 'shutting down: send the events to another instance or retry later' });
     }
+    return undefined;
   };
   app.post('/events', { bodyLimit: options.maxIngestBytes, onRequest: gate }, async (request, reply) => {
     const body = request.body;

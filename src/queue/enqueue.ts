@@ -70,6 +70,7 @@ export async function enqueueEvents(deps: EnqueueDeps, events: readonly Collecti
   const order = events.map((event, index) => ({ event, index }));
   order.sort((a, b) => a.event.deliveryId.localeCompare(b.event.deliveryId) || a.event.epochMs - b.event.epochMs);
   const result: EventsEnqueueResult = { jobIds: [], duplicates: [] };
+  let newClaims = 0;
   const now = deps.clock.now();
   const CHUNK = 500;
   for (let start = 0; start < order.length; start += CHUNK) {
@@ -77,6 +78,7 @@ export async function enqueueEvents(deps: EnqueueDeps, events: readonly Collecti
     const claims = await Promise.all(slice.map(({ event }) => deps.dedup.claim(event.deliveryId, event.instantKey, event.sourceId)));
     const toAdd: Array<{ event: CollectingJob; jobId: string }> = [];
     slice.forEach(({ event, index }, i) => {
+      if (claims[i] === 'new') newClaims += 1;
       if (claims[i] === 'duplicate') result.duplicates.push({ index, deliveryId: event.deliveryId, eventAt: event.eventAt });
       else toAdd.push({ event, jobId: collectingJobId(event.deliveryId, event.instantKey) });
     });
@@ -94,8 +96,8 @@ export async function enqueueEvents(deps: EnqueueDeps, events: readonly Collecti
       result.jobIds.push(...toAdd.map(({ jobId }) => jobId));
     }
   }
-  const newCount = result.jobIds.length;
-  await deps.stats.add('received', 'collecting', newCount + result.duplicates.length);
+  // An OWN claim is the same source taken up again after a crash: not received twice.
+  await deps.stats.add('received', 'collecting', newClaims + result.duplicates.length);
   await deps.stats.add('duplicates', 'collecting', result.duplicates.length);
   return result;
 }

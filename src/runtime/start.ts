@@ -24,6 +24,8 @@ export interface DaemonHandle {
   ready: Promise<void>;
   /** Begins the shutdown (idempotent); resolves when everything is closed. */
   stop(): Promise<void>;
+  /** The ops server's URL once ready (http role only). */
+  opsUrl(): string | null;
 }
 
 export function startDaemon(config: Readonly<Config>, roles: readonly Role[], logger: Logger): DaemonHandle {
@@ -73,6 +75,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
   let stopping: Promise<void> | undefined;
   return {
     ready,
+    opsUrl: () => (ops as OpsServer | null)?.url ?? null,
     stop() {
       stopRequested = true;
       stopping ??= (async () => {

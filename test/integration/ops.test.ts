@@ -183,7 +183,8 @@ describe('/ui', () => {
 describe('POST /events', () => {
   it('answers 401 {message} without the bearer token or with a wrong one', async () => {
     const record = { delivery_id: 'AUTH-1', event_at: '2026-01-01T00:00:00Z' };
-    for (const headers of [{}, { authorization: 'Bearer nope' }, { authorization: basic('admin', INGEST_TOKEN) }]) {
+    const attempts: Array<Record<string, string>> = [{}, { authorization: 'Bearer nope' }, { authorization: basic('admin', INGEST_TOKEN) }];
+    for (const headers of attempts) {
       const response = await postEvents(record, headers);
       expect(response.status).toBe(401);
       expect(await response.json()).toEqual({ message: expect.any(String) });

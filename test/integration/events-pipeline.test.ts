@@ -1,0 +1,131 @@
+/**
+ * Collecting events end to end: three ways in (spool file, POST /events, the enqueue path the CLI
+ * uses), one path after; dedup on event_at across all of them; future events held; per-delivery
+ * order; bad lines reported. Assertions read the sandbox's own request log.
+ */
+import { randomUUID } from 'node:crypto';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
+import { enqueueEvents } from '../../src/queue/enqueue.js';
+import { collectingJobOf } from '../../src/queue/payloads.js';
+import { openContext } from '../../src/runtime/context.js';
+import { startDaemon } from '../../src/runtime/start.js';
+import { checkEventRecord } from '../../src/validate/event-record.js';
+import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
+import { waitFor } from '../support/wait.js';
+
+let running: TestDaemon | undefined;
+afterEach(async () => {
+  await running?.stop();
+  running = undefined;
+});
+
+const sent = (t: TestDaemon) => t.sandbox.requests().filter((r) => r.endpoint === 'collecting' && r.status === 200);
+const accepted = (t: TestDaemon) => sent(t).filter((r) => r.isRepeat !== true);
+const ndjson = (rows: Array<{ delivery_id: string; event_at: string }>): string => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+
+async function enqueueLikeCli(t: TestDaemon, deliveryId: string, eventAt: string): Promise<'queued' | 'duplicate'> {
+  const verdict = checkEventRecord({ delivery_id: deliveryId, event_at: eventAt });
+  if (!verdict.ok) throw verdict.error;
+  const ctx = await openContext(t.config, createLogger({ level: 'silent' }), 'test-cli');
+  try {
+    const result = await enqueueEvents(ctx.enqueueDeps, [collectingJobOf(verdict.value, `cli:${randomUUID()}`, { source: 'cli' }, new Date().toISOString())]);
+    return result.duplicates.length > 0 ? 'duplicate' : 'queued';
+  } finally {
+    await ctx.closers.closeAll();
+  }
+}
+
+async function statsOf(t: TestDaemon): Promise<Awaited<ReturnType<Awaited<ReturnType<typeof openContext>>['stats']['read']>>> {
+  const ctx = await openContext(t.config, createLogger({ level: 'silent' }), 'test-stats');
+  try {
+    return await ctx.stats.read();
+  } finally {
+    await ctx.closers.closeAll();
+  }
+}
+
+describe('collecting events', () => {
+  it('sends one request per instant whatever the offset or precision, across files, HTTP and the CLI path', async () => {
+    running = await startTestDaemon({ roles: ['watcher', 'worker', 'http'], sandbox: { autoCreateDeliveries: true } });
+    const t = running;
+    const a = randomUUID();
+    const b = randomUUID();
+    await writeFile(
+      join(t.spool, 'events', 'batch-1.ndjson'),
+      ndjson([
+        { delivery_id: a, event_at: '2026-01-10T10:00:00Z' },
+        { delivery_id: a, event_at: '2026-01-10T07:00:00-03:00' },
+        { delivery_id: a, event_at: '2026-01-10T10:00:00.000000+00:00' },
+        { delivery_id: a, event_at: '2026-01-10T10:00:01.5Z' },
+        { delivery_id: b, event_at: '2026-01-10T10:00:00Z' },
+      ]),
+    );
+    await waitFor(() => accepted(t).length === 3, { what: '3 distinct instants sent' });
+    await writeFile(join(t.spool, 'events', 'batch-2.csv'), `event_at,delivery_id\n2026-01-10T12:00:01.500+02:00,${a}\n2026-01-10T11:00:00Z,${a}\n`);
+    await waitFor(async () => (await readdir(join(t.spool, 'archive', 'events'), { recursive: true })).filter((f) => String(f).includes('.')).length === 2, { what: 'both files archived' });
+    const response = await fetch(`${t.daemon.opsUrl()!}/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify([{ delivery_id: b, event_at: '2026-01-10T09:00:00-01:00' }, { delivery_id: b, event_at: '2026-01-10T10:30:00Z' }]),
+    });
+    expect(response.status).toBe(202);
+    const verdicts = (await response.json()) as { results: Array<{ status: string }> };
+    expect(verdicts.results.map((r) => r.status)).toEqual(['duplicate', 'queued']);
+    expect(await enqueueLikeCli(t, a, '2026-01-10T08:00:00.000-03:00')).toBe('duplicate');
+    expect(await enqueueLikeCli(t, a, '2026-01-10T11:30:00Z')).toBe('queued');
+    await waitFor(() => accepted(t).length === 6, { what: '6 distinct instants sent' });
+    expect(sent(t).filter((r) => r.isRepeat === true)).toEqual([]);
+    const stats = await statsOf(t);
+    expect(stats.duplicates.collecting).toBe(5);
+    expect(stats.sent.collecting).toBe(6);
+  });
+
+  it('sends the events of one delivery in event_at order, and reports bad lines without holding back good ones', async () => {
+    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true } });
+    const t = running;
+    const id = randomUUID();
+    const times = ['2026-02-01T10:05:00Z', '2026-02-01T10:01:00Z', '2026-02-01T10:03:00Z', '2026-02-01T10:02:00Z', '2026-02-01T10:04:00Z'];
+    const lines = times.map((event_at) => JSON.stringify({ delivery_id: id, event_at }));
+    lines.splice(2, 0, '{"delivery_id": "x", "event_at": "2026-02-01T10:00:00"}', 'not json', JSON.stringify({ delivery_id: '../etc', event_at: '2026-02-01T10:00:00Z' }));
+    await writeFile(join(t.spool, 'events', 'mixed.jsonl'), lines.join('\n'));
+    await waitFor(async () => (await readdir(join(t.spool, 'archive', 'events'), { recursive: true })).some((f) => String(f).endsWith('mixed.jsonl')), { what: 'the file archived' });
+    expect(accepted(t).map((r) => r.eventAt)).toEqual([...times].sort().map((s) => s.replace('Z', '.000Z')));
+    const report = JSON.parse(await readFile(join(t.spool, 'failed', 'events', 'mixed.jsonl.error.json'), 'utf8')) as { invalidLines: Array<{ line: number; code: string }> };
+    expect(report.invalidLines.map((l) => [l.line, l.code])).toEqual([
+      [3, 'EVENT_BAD_TIME'],
+      [4, 'EVENT_BAD_RECORD'],
+      [5, 'EVENT_BAD_DELIVERY_ID'],
+    ]);
+  });
+
+  it('holds an event whose event_at lies in the future until it falls due', async () => {
+    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true } });
+    const t = running;
+    const id = randomUUID();
+    const due = Date.now() + 1500;
+    expect(await enqueueLikeCli(t, id, new Date(due).toISOString())).toBe('queued');
+    await waitFor(() => accepted(t).length === 1, { what: 'the future event sent' });
+    expect(accepted(t)[0]!.at).toBeGreaterThanOrEqual(due);
+  });
+
+  it('never lets two worker processes both send one instant', async () => {
+    running = await startTestDaemon({ roles: ['worker'], sandbox: { autoCreateDeliveries: true } });
+    const t = running;
+    const second = startDaemon(t.config, ['worker'], createLogger({ level: 'silent' }));
+    await second.ready;
+    try {
+      const ids = Array.from({ length: 30 }, () => randomUUID());
+      // Every instant is offered twice at once, from two sources, written differently.
+      const offers = ids.flatMap((id) => [enqueueLikeCli(t, id, '2026-03-01T12:00:00Z'), enqueueLikeCli(t, id, '2026-03-01T09:00:00.000-03:00')]);
+      const verdicts = await Promise.all(offers);
+      expect(verdicts.filter((v) => v === 'queued')).toHaveLength(ids.length);
+      await waitFor(() => accepted(t).length === ids.length, { what: 'one send per delivery' });
+      expect(sent(t)).toHaveLength(ids.length);
+    } finally {
+      await second.stop();
+    }
+  });
+});

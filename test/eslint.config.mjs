@@ -23,7 +23,7 @@ export default tseslint.config(
   {
     files: ['**/*.ts'],
     languageOptions: {
-      parserOptions: { project: ['./tsconfig.json', './test/tsconfig.json'], tsconfigRootDir: new URL('..', import.meta.url).pathname },
+      parserOptions: { project: ['./tsconfig.json', './test/tsconfig.json'], tsconfigRootDir: `${import.meta.dirname}/..` },
     },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',

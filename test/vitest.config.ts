@@ -4,7 +4,7 @@ export default defineConfig({
   test: {
     root: new URL('..', import.meta.url).pathname,
     include: ['test/{unit,integration,e2e}/**/*.test.ts'],
-    globalSetup: ['test/support/global-redis.ts'],
+    globalSetup: ['test/support/global-redis.ts', 'test/support/global-build.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

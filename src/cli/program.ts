@@ -1,5 +1,6 @@
 /** The command tree. Each command lives in its own file and only parses flags and calls stages. */
-import { Command, CommanderError } from 'commander';
+import type { CommanderError } from 'commander';
+import { Command } from 'commander';
 import { registerBackfill } from './backfill.js';
 import { registerDlq } from './dlq.js';
 import { registerEnqueue } from './enqueue.js';

@@ -23,6 +23,7 @@ export async function resolveApiTarget(config: Readonly<Config>, logger: Logger,
     port: config.sandbox.port,
     host: '127.0.0.1',
     seedFile: config.sandbox.seedFile ?? undefined,
+    autoCreateDeliveries: true,
     logger: logger.child({ mod: 'sandbox' }),
   });
   closers.push('embedded sandbox', () => sandbox.close());

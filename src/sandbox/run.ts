@@ -14,6 +14,8 @@ export interface RunSandboxOptions {
   /** Path of a JSON seed; default config/sandbox-seed.json. */
   seedFile?: string;
   logger?: Logger;
+  /** Create unknown UUID-shaped deliveries on first use (the daemon's embedded trial mode). */
+  autoCreateDeliveries?: boolean;
 }
 
 export async function runSandbox(options: RunSandboxOptions = {}): Promise<SandboxHandle> {
@@ -22,6 +24,7 @@ export async function runSandbox(options: RunSandboxOptions = {}): Promise<Sandb
     ...(options.host === undefined ? {} : { host: options.host }),
     ...(options.seedFile === undefined ? {} : { seed: options.seedFile }),
     logger: options.logger ?? false,
+    ...(options.autoCreateDeliveries === undefined ? {} : { autoCreateDeliveries: options.autoCreateDeliveries }),
   });
   options.logger?.info(
     { url: handle.url, carrierKeys: Object.keys(handle.keys.carriers), sellerGroups: Object.keys(handle.keys.sellerGroups) },

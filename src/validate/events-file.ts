@@ -1,5 +1,6 @@
 import { parse } from 'csv-parse/sync';
-import { SyncError, type ErrorCode } from '../errors.js';
+import type { SyncError} from '../errors.js';
+import { type ErrorCode } from '../errors.js';
 import { checkEventRecord, type CollectingEventRecord } from './event-record.js';
 
 /**

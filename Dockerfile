@@ -1,0 +1,75 @@
+# syntax=docker/dockerfile:1
+#
+# carrier-sync container image.
+#
+#   docker build -t carrier-sync .
+#   docker run --rm -e REDIS_URL=redis://redis:6379 -e CARRIER_SYNC_API_URL=https://… \
+#     -e CARRIER_SYNC_CARRIER_KEY=… -v carrier-sync-spool:/spool -p 8080:8080 carrier-sync
+#
+# The image has no redis-server: set REDIS_URL (see compose.yaml). Give `docker stop` more time
+# than the shutdown grace period (shutdown.graceMs, 30 s): `docker stop -t 45`, or
+# `stop_grace_period: 45s` in compose. See docs/deploy.md.
+#
+# Only the files the build needs are copied (no `COPY . .`), so a local node_modules/, dist/,
+# spool/ or var/ never ends up in the image even without a .dockerignore.
+
+# ---- build: all dependencies, TypeScript → dist/ ------------------------------------------------
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+# --ignore-scripts: the `prepare` script (tsc) needs the sources, which are not copied yet; the
+# build runs explicitly below. Keeping the install in its own layer caches it across source edits.
+RUN --mount=type=cache,target=/root/.npm npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src ./src
+COPY config ./config
+RUN npm run build
+
+# ---- prod-deps: production dependencies only ----------------------------------------------------
+# A clean install rather than `npm prune`, so no dev-only file can leak into the runtime image.
+# --ignore-scripts again: `prepare` would run tsc, which is a devDependency. No production
+# dependency needs an install script (msgpackr-extract ships prebuilt binaries and msgpackr falls
+# back to plain JS without them).
+FROM node:20-bookworm-slim AS prod-deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+# ---- runtime ------------------------------------------------------------------------------------
+FROM node:20-bookworm-slim AS runtime
+LABEL org.opencontainers.image.title="carrier-sync" \
+      org.opencontainers.image.description="Spool-to-API daemon for the Delivery Logistics API" \
+      org.opencontainers.image.licenses="MIT"
+ENV NODE_ENV=production \
+    CARRIER_SYNC_HTTP_HOST=0.0.0.0 \
+    CARRIER_SYNC_SPOOL_DIR=/spool
+WORKDIR /app
+# Application files stay owned by root: the `node` user can read them, not change them.
+# package.json is needed at run time: the code finds config/ (default.yaml, sandbox-seed.json)
+# from the folder holding it.
+COPY package.json package-lock.json ./
+COPY --from=prod-deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY config ./config
+# The spool belongs to the unprivileged `node` user (uid 1000 in the official image); a named
+# volume mounted at /spool takes this ownership on first use. A bind mount must be writable by
+# uid 1000.
+RUN mkdir -p /spool && chown node:node /spool
+USER node
+VOLUME /spool
+# Ops HTTP server: /healthz, /readyz, /metrics, /ui, POST /events.
+EXPOSE 8080
+# Liveness of the ops server, with node itself (the slim image has no curl or wget). A container
+# started without the `http` role (e.g. `start --roles worker`) has nothing listening here:
+# disable the check for it (compose: `healthcheck: { disable: true }`, docker run: --no-healthcheck).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.CARRIER_SYNC_HTTP_PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1)).catch(() => process.exit(1))"]
+# Exec form: node is PID 1 and receives SIGTERM/SIGINT from `docker stop` itself (no shell in
+# between); the daemon installs its own handlers, finishes in-flight work within
+# shutdown.graceMs and exits 0, and a second signal exits at once. `docker run --init` (or
+# `init: true` in compose) puts tini in front as PID 1 to reap stray children; signals are
+# forwarded to node unchanged, so either way works.
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["node", "dist/src/main.js"]
+# Any other command works too: `docker run … carrier-sync status`, `… dlq list`, `… sandbox`.
+CMD ["start"]

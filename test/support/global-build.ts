@@ -1,0 +1,42 @@
+/**
+ * Vitest global setup: the e2e tests spawn the built binary, so `dist/` must match `src/`. Builds
+ * once per run, and only when dist/src/main.js is missing or older than a source it is built from
+ * (a stat walk: cheap when nothing changed).
+ */
+import { execFile } from 'node:child_process';
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+const BIN = join(ROOT, 'dist', 'src', 'main.js');
+
+export default async function setup(): Promise<void> {
+  const built = await mtimeOf(BIN);
+  const newest = Math.max(await newestMtime(join(ROOT, 'src')), (await mtimeOf(join(ROOT, 'tsconfig.json'))) ?? 0);
+  if (built !== null && built >= newest) return;
+  try {
+    await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json')], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
+  } catch (error) {
+    const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
+    throw new Error(`build for the e2e tests failed (tsc -p tsconfig.json):\n${stdout}${stderr}`);
+  }
+}
+
+async function mtimeOf(path: string): Promise<number | null> {
+  try {
+    return (await stat(path)).mtimeMs;
+  } catch {
+    return null;
+  }
+}
+
+async function newestMtime(dir: string): Promise<number> {
+  let newest = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, await newestMtime(path));
+    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, (await mtimeOf(path)) ?? 0);
+  }
+  return newest;
+}

@@ -44,7 +44,7 @@ export interface PushDeps {
 /** Longest a job holds its worker slot waiting for the shared limiter before stepping aside. */
 const MAX_SLOT_WAIT_MS = 15_000;
 const GATE_RETRY_MS = 200;
-const AUTH_RETRY_MS = 5_000;
+const AUTH_RETRY_MS = 1_000;
 
 export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: string) => Promise<string> {
   return async (job, token) => {
@@ -67,7 +67,7 @@ export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: str
       }
       const result = await sendItem(deps.client, item);
       await finishItem(deps, job, result);
-      deps.logger.info({ kind: item.kind, deliveryId: item.deliveryId, jobId, attempt: job.attemptsMade + 1, durationMs: deps.clock.now() - started, result }, 'item sent');
+      deps.logger.info({ kind: item.kind, deliveryId: item.deliveryId, jobId, attempt: job.attemptsMade + 1, status: 200, durationMs: deps.clock.now() - started, result }, 'item sent');
       return result;
     } catch (error) {
       if (error instanceof DelayedError || error instanceof UnrecoverableError) throw error;

@@ -3,6 +3,7 @@ import type { ApiClient } from '../api/index.js';
 import type { Logger } from '../log.js';
 import { listDeadLetters } from '../queue/dead-letter.js';
 import type { Context } from './context.js';
+import { pullEvents } from './events-pull.js';
 import { reconcileWebhook } from './webhook.js';
 
 export const HOUSEKEEPING_JOBS = ['rescan', 'webhookReconcile', 'deadLetterSummary', 'eventsPull'] as const;
@@ -30,8 +31,7 @@ export async function runHousekeeping(name: string, deps: HousekeepingDeps): Pro
       return { deadLettered: letters.length, byCode };
     }
     case 'eventsPull':
-      deps.logger.warn('eventsPull is not implemented yet');
-      return { skipped: true };
+      return pullEvents(deps.ctx, deps.logger);
     default:
       deps.logger.warn({ name }, 'unknown housekeeping job');
       return null;

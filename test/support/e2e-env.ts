@@ -2,7 +2,7 @@
  * The surroundings of a spawned carrier-sync: a sandbox API in this test process, a temporary
  * spool, a private Redis key prefix, a `--config` file, and the environment the binary gets.
  */
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -73,6 +73,13 @@ export async function createE2eEnv(options: E2eEnvOptions = {}): Promise<E2eEnv>
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Drops a file into an inbox the way a careful producer does: written as `.tmp`, then renamed. */
+export async function dropFile(inbox: string, name: string, content: string | Buffer): Promise<void> {
+  await mkdir(inbox, { recursive: true });
+  await writeFile(join(inbox, `${name}.tmp`), content);
+  await rename(join(inbox, `${name}.tmp`), join(inbox, name));
 }
 
 /** Every file under `dir`, as paths relative to it (empty when it does not exist). */

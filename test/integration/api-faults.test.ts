@@ -1,0 +1,84 @@
+/**
+ * What the daemon does when the API pushes back: 429 pauses sending without spending attempts or
+ * dead-lettering; 401 pauses the queues once, turns /readyz red, and waits for `resume`.
+ */
+import { randomUUID } from 'node:crypto';
+import { readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
+import { listDeadLetters } from '../../src/queue/dead-letter.js';
+import { openContext } from '../../src/runtime/context.js';
+import { makePdf } from '../support/builders.js';
+import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
+import { waitFor } from '../support/wait.js';
+
+let running: TestDaemon | undefined;
+afterEach(async () => {
+  await running?.stop();
+  running = undefined;
+});
+
+const archivedCount = async (t: TestDaemon): Promise<number> => (await readdir(join(t.spool, 'archive', 'labels'), { recursive: true })).filter((f) => String(f).endsWith('.pdf')).length;
+
+async function withCtx<T>(t: TestDaemon, run: (ctx: Awaited<ReturnType<typeof openContext>>) => Promise<T>): Promise<T> {
+  const ctx = await openContext(t.config, createLogger({ level: 'silent' }), 'test');
+  try {
+    return await run(ctx);
+  } finally {
+    await ctx.closers.closeAll();
+  }
+}
+
+describe('API push-back', () => {
+  it('a 429 storm with Retry-After: 1 holds every item back, spends no attempt and dead-letters nothing', async () => {
+    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true }, settings: { delivery: { maxAttempts: 2 } } });
+    const t = running;
+    const stormEnds = Date.now() + 1500;
+    t.sandbox.setFaults({ rateLimitStormUntil: stormEnds, stormRetryAfterSec: 1 });
+    const ids = Array.from({ length: 6 }, () => randomUUID());
+    for (const id of ids) await writeFile(join(t.spool, 'labels', `${id}.pdf`), await makePdf(id));
+    await waitFor(async () => (await archivedCount(t)) === ids.length, { what: 'all labels archived after the storm' });
+    const labels = t.sandbox.requests().filter((r) => r.endpoint === 'label');
+    const tooMany = labels.filter((r) => r.status === 429);
+    expect(tooMany.length).toBeGreaterThan(0);
+    // One pause for everyone: far fewer 429s than a per-item retry loop would cause.
+    expect(tooMany.length).toBeLessThanOrEqual(ids.length * 2);
+    expect(labels.filter((r) => r.status === 200).every((r) => r.at >= stormEnds)).toBe(true);
+    await withCtx(t, async (ctx) => {
+      expect(await listDeadLetters(ctx)).toEqual([]);
+      expect((await ctx.stats.read()).rate_limited.label).toBeGreaterThan(0);
+    });
+  });
+
+  it('a 401 pauses the queues once, turns /readyz red, keeps every item, and resumes on `resume`', async () => {
+    running = await startTestDaemon({ roles: ['watcher', 'worker', 'http'], sandbox: { autoCreateDeliveries: true, faults: { unauthorizedUntil: Date.now() + 3_600_000 } } });
+    const t = running;
+    const ids = Array.from({ length: 8 }, () => randomUUID());
+    for (const id of ids) await writeFile(join(t.spool, 'labels', `${id}.pdf`), await makePdf(id));
+    const readyz = async (): Promise<{ status: number; body: { reason?: string } }> => {
+      const response = await fetch(`${t.daemon.opsUrl()!}/readyz`);
+      return { status: response.status, body: (await response.json()) as { reason?: string } };
+    };
+    const red = await waitFor(async () => {
+      const r = await readyz();
+      return r.status === 503 ? r : null;
+    }, { what: '/readyz 503' });
+    expect(red.body.reason).toMatch(/401/);
+    const unauthorized = t.sandbox.requests().filter((r) => r.status === 401).length;
+    // Only the requests already in flight when the gate closed hit the 401 (concurrency 4), not one per item.
+    expect(unauthorized).toBeLessThanOrEqual(4);
+    await withCtx(t, async (ctx) => {
+      expect(await ctx.queues.items.label.isPaused()).toBe(true);
+      expect(await listDeadLetters(ctx)).toEqual([]);
+    });
+    expect(await archivedCount(t)).toBe(0);
+
+    // The key is fixed at the API; the operator runs `carrier-sync resume`.
+    t.sandbox.setFaults({ unauthorizedUntil: null });
+    await withCtx(t, (ctx) => ctx.authGate.clear());
+    await waitFor(async () => (await archivedCount(t)) === ids.length, { what: 'all labels sent after resume' });
+    expect((await readyz()).status).toBe(200);
+    expect(t.sandbox.requests().filter((r) => r.status === 200 && r.endpoint === 'label')).toHaveLength(ids.length);
+  });
+});

@@ -5,7 +5,6 @@
  * password is configured; the dashboard's assets and API sit behind the same check.
  */
 import { createBullBoard } from '@bull-board/api';
-import type { IServerAdapter } from '@bull-board/api/typings/app';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import fastifyBasicAuth from '@fastify/basic-auth';
@@ -48,10 +47,7 @@ export async function registerDashboard(app: FastifyInstance, options: Dashboard
       serverAdapter.setBasePath(basePath);
       createBullBoard({
         queues: ITEM_KINDS.map((kind) => new BullMQAdapter(options.queues[kind], { description: DESCRIPTIONS[kind] })),
-        // @bull-board/fastify 9.10.1 declares its types against its own nested copy of
-        // @bull-board/api 9.10.1 (private members make the two copies' classes incompatible for
-        // tsc); at run time the adapter only receives plain routes and queues, so the cast is safe.
-        serverAdapter: serverAdapter as unknown as IServerAdapter,
+        serverAdapter,
         options: { uiConfig: { boardTitle: 'carrier-sync', hideDocsLink: true } },
       });
       await scope.register(serverAdapter.registerPlugin());

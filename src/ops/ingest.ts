@@ -64,6 +64,8 @@ export async function ingestRecords(deps: EnqueueDeps, records: readonly unknown
     results[index] = { index, status: 'duplicate', message: `event_at ${duplicate.eventAt} was already received for delivery ${duplicate.deliveryId}` };
   }
   const count = (status: IngestStatus): number => results.filter((result) => result.status === status).length;
+  await deps.stats.add('received', 'collecting', count('invalid'));
+  await deps.stats.add('failed', 'collecting', count('invalid'));
   return { accepted: count('queued'), duplicates: count('duplicate'), invalid: count('invalid'), results };
 }
 

@@ -1,11 +1,10 @@
 /**
  * With no REDIS_URL, carrier-sync runs its own redis-server: data (AOF on, fsync every second)
- * under `managedDir`, loopback only, `noeviction`. Its port is written to `<dir>/port`; a second
- * carrier-sync process (or a CLI command) on the same machine finds and reuses the running one.
- * It is started detached from our process group, so a `kill -9` of the daemon leaves Redis and its
- * data intact for the next start; `carrier-sync` stops it only if this process started it and no
- * other process is using it... which we cannot know cheaply, so by default it is left running
- * (documented): the next start reuses it.
+ * under `managedDir`, loopback only, `noeviction`. Its port is written to `<dir>/port`, so a second
+ * carrier-sync process or a CLI command on the same machine finds and reuses the running one.
+ * It is started detached and left running when carrier-sync exits: a `kill -9` of the daemon
+ * leaves Redis and its data in place, and the next start reuses it. Stop it with
+ * `redis-cli -p $(cat var/redis/port) shutdown`.
  */
 import { spawn } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';

@@ -3,7 +3,7 @@
  * consumes this spool's outcome queue to move files to archive/ or failed/.
  */
 import { Worker } from 'bullmq';
-import { outcomeQueueName, SPOOL_KINDS, SPOOL_KIND_OF, ITEM_KIND_OF } from '../queue/keys.js';
+import { outcomeQueueName, SPOOL_KINDS, ITEM_KIND_OF } from '../queue/keys.js';
 import type { OutcomeMessage } from '../queue/payloads.js';
 import { backlogOf } from '../queue/queues.js';
 import { createOutcomes } from '../outcome/apply.js';
@@ -31,7 +31,9 @@ export async function startWatcherRole(ctx: Context): Promise<SpoolWatcher> {
     sink: {
       async reject(kind, path, fileName, report) {
         await outcomes.reject(kind, path, fileName, report);
-        if (kind !== 'events') await ctx.stats.add('failed', ITEM_KIND_OF[kind]);
+        // A refused events file counts once; its invalid lines are counted when it is parsed.
+        await ctx.stats.add('received', ITEM_KIND_OF[kind]);
+        await ctx.stats.add('failed', ITEM_KIND_OF[kind]);
       },
       archive: outcomes.archive,
       finishBatch: outcomes.finishBatch,
@@ -58,7 +60,7 @@ export async function startWatcherRole(ctx: Context): Promise<SpoolWatcher> {
   });
   ctx.closers.push('spool watcher', () => watcher.close());
   log.info(
-    { archive: `${paths.root}/archive/<kind>/<YYYY-MM-DD>/`, failed: `${paths.root}/failed/<kind>/`, spoolId: paths.spoolId, kinds: SPOOL_KINDS.map((k) => `${paths.inbox(k)} → ${SPOOL_KIND_OF[ITEM_KIND_OF[k]]}`) },
+    { archive: `${paths.root}/archive/<kind>/<YYYY-MM-DD>/`, failed: `${paths.root}/failed/<kind>/`, spoolId: paths.spoolId },
     'files accepted by the API go to archive/, refused or dead-lettered ones to failed/ with a .error.json',
   );
   return watcher;

@@ -10,12 +10,14 @@
  * earlier unfinished event of its delivery exists; a member whose job no longer exists or already
  * finished is dropped from the order set so it can never block the others.
  */
-import { randomBytes } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { ItemKind, Keys } from '../queue/keys.js';
 
-// KEYS[1] lock. ARGV[1] token. Deletes the lock only when we still hold it.
+// KEYS[1] lock. ARGV[1] owner job id, ARGV[2] ttl ms. Takes the lock when it is free or already
+// this job's. Returns 1 when taken, 0 when another job holds it.
+const LOCK = `local owner = redis.call('GET', KEYS[1]) if owner == false or owner == ARGV[1] then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end return 0`;
+// KEYS[1] lock. ARGV[1] owner job id. Deletes the lock only when we still hold it.
 const UNLOCK = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 // KEYS[1] latest hash. ARGV[1] delivery id, ARGV[2] job id. Forgets the pointer only if it is ours.
 const FORGET_LATEST = `if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0`;
@@ -24,13 +26,17 @@ export interface DocumentLock {
   release(): Promise<void>;
 }
 
-export async function lockDocument(redis: Redis, keys: Keys, kind: ItemKind, deliveryId: string, ttlMs: number): Promise<DocumentLock | null> {
+/**
+ * The lock is owned by the job, not by one run of it: a worker killed while holding it (kill -9)
+ * leaves it behind for `ttlMs`, and the same job, taken up again after the restart, must be able to
+ * go on rather than wait for the lock to expire.
+ */
+export async function lockDocument(redis: Redis, keys: Keys, kind: ItemKind, deliveryId: string, jobId: string, ttlMs: number): Promise<DocumentLock | null> {
   const key = keys.documentLock(kind, deliveryId);
-  const token = randomBytes(8).toString('hex');
-  if ((await redis.set(key, token, 'PX', ttlMs, 'NX')) !== 'OK') return null;
+  if (Number(await redis.eval(LOCK, 1, key, jobId, ttlMs)) !== 1) return null;
   return {
     async release() {
-      await redis.eval(UNLOCK, 1, key, token);
+      await redis.eval(UNLOCK, 1, key, jobId);
     },
   };
 }

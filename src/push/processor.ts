@@ -55,7 +55,7 @@ export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: str
     if (item.kind === 'collecting' && !(await isNextEvent(deps.redis, deps.keys, deps.itemQueue, item.deliveryId, jobId))) {
       return stepAside(job, token, GATE_RETRY_MS);
     }
-    const lock = item.kind === 'collecting' ? null : await lockDocument(deps.redis, deps.keys, item.kind, item.deliveryId, deps.delivery.maxRateLimitedMs);
+    const lock = item.kind === 'collecting' ? null : await lockDocument(deps.redis, deps.keys, item.kind, item.deliveryId, jobId, deps.delivery.maxRateLimitedMs);
     if (item.kind !== 'collecting' && lock === null) return stepAside(job, token, GATE_RETRY_MS);
     try {
       if (item.kind !== 'collecting' && !(await isLatestDocument(deps.redis, deps.keys, item.kind, item.deliveryId, jobId))) {

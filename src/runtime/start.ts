@@ -1,8 +1,9 @@
 /**
  * `carrier-sync start`: opens the shared context, starts the requested roles, and on the first
- * signal shuts down in order: stop taking files and ingest (/readyz 503) → workers finish what is
- * in flight within the grace period → outcome worker, ops server, API client, embedded sandbox,
- * queues → Redis. The order is the shutdown stack's, reversed from the order things were opened.
+ * signal shuts down in order: stop taking files and ingest (/readyz 503) → scheduler → workers
+ * finish what is in flight within the grace period → API client, embedded sandbox → outcome worker
+ * (moves the files of what just finished) → ops server → queues → Redis. After the intake steps, the
+ * order is the shutdown stack's, reversed from the order things were opened.
  */
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
@@ -32,7 +33,8 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
   let stopRequested = false;
   let ops: OpsServer | null = null;
   let closeAll: (() => Promise<void>) | null = null;
-  let drain = (): void => {};
+  /** Run first on shutdown, before the stack: what takes in new work (ingest, /readyz, the spool watcher). */
+  const stopIntake: Array<() => void | Promise<void>> = [];
   const ready = (async () => {
     const ctx = await openContext(config, logger, roles.join('+'));
     closeAll = () => ctx.closers.closeAll();
@@ -55,19 +57,22 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
       });
       const server = ops;
       ctx.closers.push('ops server', () => server.close());
-      drain = () => {
+      stopIntake.push(() => {
         isDraining = true;
         server.setDraining(true);
-      };
+      });
     }
-    const needsApi = roles.includes('worker') || roles.includes('scheduler');
-    const target = needsApi ? await resolveApiTarget(config, logger, ctx.closers) : null;
-    if (target !== null && roles.includes('worker')) await startWorkerRole(ctx, target, metrics);
+    // The watcher role opens before the workers so that its outcome worker closes after them: the
+    // files of the items the workers finish during the grace period still reach archive/ or failed/.
     let rescan = async (): Promise<void> => {};
     if (roles.includes('watcher')) {
       const watcher = await startWatcherRole(ctx);
       rescan = () => watcher.rescan();
+      stopIntake.push(() => watcher.close());
     }
+    const needsApi = roles.includes('worker') || roles.includes('scheduler');
+    const target = needsApi ? await resolveApiTarget(config, logger, ctx.closers) : null;
+    if (target !== null && roles.includes('worker')) await startWorkerRole(ctx, target, metrics);
     if (target !== null && roles.includes('scheduler')) await startSchedulerRole(ctx, target, rescan);
     logger.info({ roles, prefix: config.prefix, queues: ITEM_KINDS, opsUrl: ops?.url }, 'carrier-sync started');
     if (stopRequested) await ctx.closers.closeAll();
@@ -81,7 +86,13 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
       stopping ??= (async () => {
         await ready.catch(() => undefined);
         logger.info('shutting down: no new files, finishing in-flight work');
-        drain();
+        for (const step of stopIntake) {
+          try {
+            await step();
+          } catch (error) {
+            logger.error({ err: error }, 'stopping intake failed');
+          }
+        }
         await closeAll?.();
         logger.info('shut down cleanly');
       })();

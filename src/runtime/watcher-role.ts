@@ -2,7 +2,7 @@
  * The watcher role owns the spool: it claims inbox files, reconciles `.inflight/` at start, and
  * consumes this spool's outcome queue to move files to archive/ or failed/.
  */
-import { Worker } from 'bullmq';
+import { Worker, type Queue } from 'bullmq';
 import { outcomeQueueName, SPOOL_KINDS, ITEM_KIND_OF } from '../queue/keys.js';
 import type { OutcomeMessage } from '../queue/payloads.js';
 import { backlogOf } from '../queue/queues.js';
@@ -14,6 +14,23 @@ import { reconcileInflight } from '../spool/reconcile.js';
 import { startSpoolWatcher, type SpoolWatcher } from '../spool/watcher.js';
 import type { Context } from './context.js';
 import { mkdir } from 'node:fs/promises';
+
+/** Longest the shutdown waits for the outcomes of the last finished items before closing anyway. */
+const OUTCOME_DRAIN_MS = 5000;
+
+/**
+ * On shutdown this closes after the item workers: the outcomes they sent while finishing their
+ * in-flight jobs are applied (files moved) before the worker stops, as long as that takes less than
+ * `maxMs`. What is left is applied by the next start.
+ */
+async function drainOutcomes(queue: Queue, maxMs: number): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  while (Date.now() < deadline) {
+    const counts = await queue.getJobCounts('waiting', 'prioritized', 'active');
+    if (Object.values(counts).every((n) => n === 0)) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
 
 export async function startWatcherRole(ctx: Context): Promise<SpoolWatcher> {
   const { config, logger } = ctx;
@@ -48,10 +65,17 @@ export async function startWatcherRole(ctx: Context): Promise<SpoolWatcher> {
     connection: ctx.redis,
     prefix: config.prefix,
     concurrency: 4,
+    // Like the item workers: after a kill -9, a move that was under way is taken up again within
+    // about lockMs of the restart, not after BullMQ's default 30 s lock plus a 30 s stall check.
+    lockDuration: config.delivery.lockMs,
+    stalledInterval: Math.max(1000, Math.floor(config.delivery.lockMs / 2)),
   });
   outcomeWorker.on('failed', (job, error) => log.error({ jobId: job?.id, err: error.message }, 'moving a file failed; will retry'));
   outcomeWorker.on('error', (error) => log.error({ err: error.message }, 'outcome worker error'));
-  ctx.closers.push('outcome worker', () => outcomeWorker.close());
+  ctx.closers.push('outcome worker', async () => {
+    await drainOutcomes(ctx.queues.outcome(paths.spoolId), OUTCOME_DRAIN_MS);
+    await outcomeWorker.close();
+  });
 
   const watcher = await startSpoolWatcher({
     ...claimDeps,

@@ -3,12 +3,14 @@
 # carrier-sync container image.
 #
 #   docker build -t carrier-sync .
-#   docker run --rm -e REDIS_URL=redis://redis:6379 -e CARRIER_SYNC_API_URL=https://… \
-#     -e CARRIER_SYNC_CARRIER_KEY=… -v carrier-sync-spool:/spool -p 8080:8080 carrier-sync
+#   docker run -d --hostname carrier-sync --stop-timeout 45 --env-file /etc/carrier-sync/env \
+#     -v carrier-sync-spool:/spool -p 8080:8080 carrier-sync
 #
-# The image has no redis-server: set REDIS_URL (see compose.yaml). Give `docker stop` more time
-# than the shutdown grace period (shutdown.graceMs, 30 s): `docker stop -t 45`, or
-# `stop_grace_period: 45s` in compose. See docs/deploy.md.
+# The image has no redis-server: set REDIS_URL (see compose.yaml). Secrets (CARRIER_SYNC_CARRIER_KEY,
+# …) come from the environment or <VAR>_FILE at run time, never from the image. Give `docker stop`
+# more time than the shutdown grace period (shutdown.graceMs, 30 s): --stop-timeout 45, or
+# `stop_grace_period: 45s` in compose. A fixed --hostname keeps the watcher's spool id stable
+# across re-created containers. See docs/deploy.md.
 #
 # Only the files the build needs are copied (no `COPY . .`), so a local node_modules/, dist/,
 # spool/ or var/ never ends up in the image even without a .dockerignore.

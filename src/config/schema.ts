@@ -28,6 +28,7 @@ export const configSchema = z
     spool: z
       .object({
         dir: z.string().min(1),
+        id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only, 1-64 chars').nullable(),
         writeStableMs: ms,
         usePolling: z.boolean(),
         pollIntervalMs: positiveInt,

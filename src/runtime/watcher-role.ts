@@ -35,7 +35,7 @@ async function drainOutcomes(queue: Queue, maxMs: number): Promise<void> {
 export async function startWatcherRole(ctx: Context): Promise<SpoolWatcher> {
   const { config, logger } = ctx;
   const log = logger.child({ mod: 'spool' });
-  const paths = spoolPaths(config.spool.dir);
+  const paths = spoolPaths(config.spool.dir, config.spool.id);
   for (const kind of SPOOL_KINDS) await mkdir(paths.inflight(kind), { recursive: true });
   const index = await loadInflightIndex(paths);
   const outcomes = createOutcomes({ paths, batches: ctx.batches, inflight: index, clock: ctx.clock, logger: logger.child({ mod: 'outcome' }) });
@@ -56,6 +56,7 @@ export async function startWatcherRole(ctx: Context): Promise<SpoolWatcher> {
       finishBatch: outcomes.finishBatch,
     },
     track: (kind, name) => index.track(kind, name),
+    untrack: (kind, name) => index.forget(kind, name),
     clock: ctx.clock,
     logger: log,
   };
@@ -83,6 +84,13 @@ export async function startWatcherRole(ctx: Context): Promise<SpoolWatcher> {
     backlog: (kind) => backlogOf(ctx.queues.items[ITEM_KIND_OF[kind]]),
   });
   ctx.closers.push('spool watcher', () => watcher.close());
+  // The same reconcile, periodically, for claims that lost their job or outcome while the process
+  // kept running (Redis away at the wrong moment). Claims younger than a minute are left alone.
+  const reconcileTimer = setInterval(() => {
+    reconcileInflight(claimDeps, index, log, ctx.clock.now() - 60_000).catch((error: unknown) => log.warn({ err: (error as Error).message }, 'in-flight reconcile failed'));
+  }, config.spool.rescanIntervalMs);
+  reconcileTimer.unref();
+  ctx.closers.push('in-flight reconcile', () => clearInterval(reconcileTimer));
   log.info(
     { archive: `${paths.root}/archive/<kind>/<YYYY-MM-DD>/`, failed: `${paths.root}/failed/<kind>/`, spoolId: paths.spoolId },
     'files accepted by the API go to archive/, refused or dead-lettered ones to failed/ with a .error.json',

@@ -221,6 +221,7 @@ interface ComposeService {
   healthcheck?: { test?: string | string[]; disable?: boolean };
   profiles?: string[];
   stop_grace_period?: string;
+  hostname?: string;
 }
 
 interface Compose {
@@ -307,6 +308,8 @@ describe('compose.yaml', () => {
     expect(ports.some((port) => port === String(defaults.http.port) || port.endsWith(`:${defaults.http.port}`))).toBe(true);
     const dependsOn = daemon.depends_on as Record<string, { condition?: string }>;
     expect(dependsOn.redis?.condition).toBe('service_healthy');
+    // The watcher's spool id is derived from hostname + path: it must survive a re-created container.
+    expect(daemon.hostname).toMatch(/\S/);
   });
 
   it('gives the daemon a health check on /healthz (its own or the image HEALTHCHECK)', () => {

@@ -1,0 +1,113 @@
+/**
+ * `npm run bench [-- --quick] [-- --only <name>[,<name>…]]`: runs the scenarios in order against a
+ * Redis (REDIS_URL, else a private redis-server) and sandbox APIs on loopback, prints one table,
+ * and writes bench-reports/latest.json and bench-reports/latest.md. Every figure is a ratio to a
+ * reference measured in the same run, or an absolute with the machine it was measured on.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { cpus, freemem, platform, release, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { PACKAGE_ROOT } from '../../src/config/load.js';
+import { eventsDedupScenario } from './scenarios/events-dedup.js';
+import { goodputScenario } from './scenarios/goodput.js';
+import { ingestScenario } from './scenarios/ingest.js';
+import { latencyScenario } from './scenarios/latency.js';
+import { memoryScenario } from './scenarios/memory.js';
+import { mixedScenario } from './scenarios/mixed-1000.js';
+import { pushScenario } from './scenarios/push.js';
+import { validatorsScenario } from './scenarios/validators.js';
+import { openBenchRedis, redisFacts } from './support/redis.js';
+import { acceptanceBox, consoleTable, writeReports, type BenchEnv, type Machine, type RunReport, type Scenario, type ScenarioResult } from './support/report.js';
+
+const SCENARIOS: readonly Scenario[] = [validatorsScenario, ingestScenario, pushScenario, goodputScenario, latencyScenario, memoryScenario, eventsDedupScenario, mixedScenario];
+
+function parseArgs(argv: readonly string[]): { isQuick: boolean; only: string[] | null } {
+  let isQuick = false;
+  let only: string[] | null = null;
+  for (let i = 0; i < argv.length; i += 1) {
+    const arg = argv[i];
+    if (arg === '--quick') isQuick = true;
+    else if (arg === '--only') only = (argv[++i] ?? '').split(',').filter(Boolean);
+    else if (arg?.startsWith('--only=') === true) only = arg.slice('--only='.length).split(',').filter(Boolean);
+    else throw new Error(`unknown argument ${arg ?? ''}; use --quick and/or --only <name>[,<name>…] (${SCENARIOS.map((s) => s.name).join(', ')})`);
+  }
+  const unknown = (only ?? []).filter((name) => !SCENARIOS.some((s) => s.name === name));
+  if (unknown.length > 0) throw new Error(`--only: unknown scenario ${unknown.join(', ')}; choose from ${SCENARIOS.map((s) => s.name).join(', ')}`);
+  return { isQuick, only };
+}
+
+function machine(redisVersion: string, redisOrigin: string): Machine {
+  const sh = (cmd: string, args: string[]): string => {
+    try {
+      return execFileSync(cmd, args, { encoding: 'utf8' }).trim();
+    } catch {
+      return 'unknown';
+    }
+  };
+  const gib = (bytes: number): string => `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
+  return {
+    nproc: Number(sh('nproc', [])) || cpus().length,
+    memory: `${gib(totalmem())} total, ${gib(freemem())} free at start (free -g: ${sh('free', ['-g']).split('\n')[1]?.replace(/\s+/g, ' ') ?? '?'})`,
+    cpu: cpus()[0]?.model ?? 'unknown',
+    node: process.version,
+    redis: redisVersion,
+    redisOrigin,
+    os: `${platform()} ${release()}`,
+  };
+}
+
+async function main(): Promise<void> {
+  const { isQuick, only } = parseArgs(process.argv.slice(2));
+  const selected = SCENARIOS.filter((s) => only === null || only.includes(s.name));
+  const startedAt = new Date().toISOString();
+  const redis = await openBenchRedis();
+  const facts = await redisFacts(redis.url);
+  const workDir = await mkdtemp(join(tmpdir(), 'cs-bench-'));
+  const reportDir = join(PACKAGE_ROOT, 'bench-reports');
+  const env: BenchEnv = { isQuick, redisUrl: redis.url, workDir, logDir: join(reportDir, 'logs') };
+  await mkdir(env.logDir, { recursive: true });
+  const info = machine(facts.version, `${redis.origin}, maxmemory ${facts.maxmemoryBytes > 0 ? `${Math.round(facts.maxmemoryBytes / 1024 ** 2)} MB` : 'unbounded'}, ${facts.policy}`);
+  process.stdout.write(`carrier-sync bench (${isQuick ? 'quick' : 'full'}): ${selected.map((s) => s.name).join(', ')}\nmachine: ${info.nproc} cores, node ${info.node}, redis ${info.redis} (${info.redisOrigin})\n\n`);
+
+  const results: ScenarioResult[] = [];
+  try {
+    for (const scenario of selected) {
+      process.stdout.write(`▶ ${scenario.name} … `);
+      const started = performance.now();
+      let result: ScenarioResult;
+      try {
+        result = { name: scenario.name, ...(await scenario.run(env)), durationMs: performance.now() - started };
+      } catch (error) {
+        const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
+        result = { name: scenario.name, durationMs: performance.now() - started, figures: [], notes: [], error: message };
+      }
+      results.push(result);
+      process.stdout.write(`${result.error === undefined ? 'done' : 'FAILED'} in ${(result.durationMs / 1000).toFixed(1)} s\n`);
+      if (result.error !== undefined) process.stdout.write(`${result.error}\n`);
+    }
+  } finally {
+    await redis.stop();
+    await rm(workDir, { recursive: true, force: true });
+  }
+
+  const report: RunReport = {
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    command: `npm run bench${isQuick || only !== null ? ' --' : ''}${isQuick ? ' --quick' : ''}${only === null ? '' : ` --only ${only.join(',')}`}`,
+    mode: isQuick ? 'quick' : 'full',
+    machine: info,
+    results,
+  };
+  process.stdout.write(`\n${consoleTable(results)}\n\n`);
+  for (const result of results) if (result.acceptance !== undefined) process.stdout.write(`${acceptanceBox(result.acceptance)}\n\n`);
+  const written = await writeReports(reportDir, report);
+  process.stdout.write(`reports: ${written.json}, ${written.md}; daemon logs under ${env.logDir}\n`);
+  const isFailed = results.some((r) => r.error !== undefined || r.acceptance?.isPassed === false);
+  process.exitCode = isFailed ? 1 : 0;
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 2;
+});

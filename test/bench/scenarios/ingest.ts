@@ -1,0 +1,86 @@
+/**
+ * ingest: N labels + N CT-e appear at once in the inboxes of a daemon running only the watcher role
+ * (no workers: what is measured is the way in, up to "queued"), with MAX_QUEUED above 2N. Figure:
+ * files/s from the drop until the queues' backlog reaches 2N, and the daemon's peak RSS. Reference:
+ * reading and sha256-hashing the same files in one loop in this process.
+ */
+import { createHash } from 'node:crypto';
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { randomUUID } from 'node:crypto';
+import { backlogOf } from '../../../src/queue/queues.js';
+import { spawnDaemon } from '../support/daemon.js';
+import { cnpj, cteXml, dropAll, labelPdf, stageFiles } from '../support/inputs.js';
+import { benchPrefix, cleanupPrefix } from '../support/redis.js';
+import type { Scenario } from '../support/report.js';
+import { MB, sampleRss } from '../support/rss.js';
+import { round, waitFor } from '../support/wait.js';
+
+export const ingestScenario: Scenario = {
+  name: 'ingest',
+  async run(env) {
+    const n = env.isQuick ? 1000 : 10_000;
+    const prefix = benchPrefix('ingest');
+    const spool = join(env.workDir, 'ingest-spool');
+    const labels = Array.from({ length: n }, (_, i) => ({ name: `${randomUUID()}.pdf`, bytes: labelPdf(`ingest label ${i}`, 2048) }));
+    const ctes = Array.from({ length: n }, (_, i) => ({ name: `${randomUUID()}.xml`, bytes: Buffer.from(cteXml({ nCT: 1 + i, emitCnpj: cnpj(String(112223330000 + (i % 9999))) })) }));
+    const labelDir = await stageFiles(join(env.workDir, 'staging'), labels);
+    const cteDir = await stageFiles(join(env.workDir, 'staging'), ctes);
+    const totalBytes = [...labels, ...ctes].reduce((sum, f) => sum + f.bytes.length, 0);
+
+    // Reference: one loop that reads and hashes every file (page cache warm, as for the daemon).
+    const refStarted = performance.now();
+    for (const [dir, files] of [[labelDir, labels], [cteDir, ctes]] as const) {
+      for (const file of files) createHash('sha256').update(await readFile(join(dir, file.name))).digest('hex');
+    }
+    const refFilesPerSec = (2 * n * 1000) / (performance.now() - refStarted);
+
+    const daemon = await spawnDaemon(
+      { redisUrl: env.redisUrl, prefix, apiUrl: 'http://127.0.0.1:9', carrierKey: 'unused-by-the-watcher', spool, logFile: join(env.logDir, 'ingest.log'), env: { CARRIER_SYNC_MAX_QUEUED: String(10 * n) } },
+      ['watcher'],
+    );
+    const redis = new Redis(env.redisUrl, { maxRetriesPerRequest: null });
+    const queues = [new Queue('label', { connection: redis, prefix }), new Queue('cte', { connection: redis, prefix })];
+    try {
+      await daemon.ready;
+      const rss = sampleRss(daemon.pid, 100);
+      const idleRss = (await rss.sampleNow())?.rssBytes ?? 0;
+      const started = performance.now();
+      await Promise.all([dropAll(labelDir, join(spool, 'labels'), labels.map((f) => f.name)), dropAll(cteDir, join(spool, 'cte'), ctes.map((f) => f.name))]);
+      const dropMs = performance.now() - started;
+      let backlog = 0;
+      await waitFor(async () => (backlog = (await Promise.all(queues.map(backlogOf))).reduce((a, b) => a + b, 0)) >= 2 * n, { timeoutMs: 600_000, what: `${2 * n} jobs queued`, intervalMs: 50 });
+      const elapsedMs = performance.now() - started;
+      await rss.stop();
+      const filesPerSec = (2 * n * 1000) / elapsedMs;
+      return {
+        figures: [
+          {
+            metric: `files/s, drop → queued (${(2 * n).toLocaleString('en-US')} files)`,
+            value: Math.round(filesPerSec),
+            unit: 'files/s',
+            reference: `read+sha256 loop: ${Math.round(refFilesPerSec).toLocaleString('en-US')} files/s (ratio ${round(filesPerSec / refFilesPerSec, 3)})`,
+            target: '≥ 1,000 files/s',
+            isMet: filesPerSec >= 1000,
+          },
+          { metric: 'daemon peak RSS', value: round(rss.peakBytes() / MB), unit: 'MB', reference: `idle before the drop: ${round(idleRss / MB)} MB` },
+        ],
+        notes: [
+          `${n.toLocaleString('en-US')} labels (2 KB PDF) + ${n.toLocaleString('en-US')} CT-e (${round(ctes[0]!.bytes.length / 1024)} KB), ${round(totalBytes / MB)} MB in all, renamed into the inboxes in ${Math.round(dropMs)} ms; writeStableMs 100; daemon roles: watcher; MAX_QUEUED ${10 * n}`,
+          `elapsed ${round(elapsedMs / 1000, 2)} s until the backlog reached ${backlog}; daemon error lines: ${daemon.errorCount()}`,
+        ],
+        details: { n, elapsedMs, dropMs, filesPerSec, refFilesPerSec, peakRssBytes: rss.peakBytes(), idleRssBytes: idleRss },
+      };
+    } finally {
+      await daemon.stop();
+      await Promise.all(queues.map((q) => q.close()));
+      redis.disconnect();
+      await cleanupPrefix(env.redisUrl, prefix);
+      await rm(spool, { recursive: true, force: true });
+      await rm(labelDir, { recursive: true, force: true });
+      await rm(cteDir, { recursive: true, force: true });
+    }
+  },
+};

@@ -1,0 +1,170 @@
+/**
+ * Daemons under benchmark. `spawnDaemon` runs the built binary (`node dist/src/main.js start`) as
+ * its own process, so its RSS is its own; `startInProcess` runs `startDaemon` in this process, for
+ * scenarios compared with references that also run here. Both get a private spool, key prefix and
+ * a config file, point at a sandbox API on loopback, and log to a file under bench-reports/logs/.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { loadConfig, PACKAGE_ROOT } from '../../../src/config/load.js';
+import type { Config } from '../../../src/config/schema.js';
+import { createLogger, type Logger } from '../../../src/log.js';
+import { startDaemon, type DaemonHandle, type Role } from '../../../src/runtime/start.js';
+
+export const BIN = join(PACKAGE_ROOT, 'dist', 'src', 'main.js');
+
+export interface DaemonSetup {
+  redisUrl: string;
+  prefix: string;
+  apiUrl: string;
+  carrierKey: string;
+  /** Settings layered over the bench defaults as a --config file. */
+  settings?: Record<string, unknown>;
+  /** Extra environment (CARRIER_SYNC_* variables). */
+  env?: Record<string, string>;
+  /** An existing spool; default a new temporary one. */
+  spool?: string;
+  logFile: string;
+  logLevel?: string;
+}
+
+/** Schedules off (no scheduler role anyway), short backoff so retries do not dominate a run. */
+const BENCH_DEFAULTS: Record<string, unknown> = {
+  spool: { writeStableMs: 100, rescanIntervalMs: 30_000 },
+  delivery: { backoffMs: 100 },
+  schedules: { rescan: { pattern: null, tz: 'UTC' }, webhookReconcile: { pattern: null, tz: 'UTC' }, deadLetterSummary: { pattern: null, tz: 'UTC' } },
+};
+
+async function prepare(setup: DaemonSetup): Promise<{ spool: string; configPath: string; env: Record<string, string> }> {
+  const spool = setup.spool ?? (await mkdtemp(join(tmpdir(), 'cs-bench-spool-')));
+  const configPath = join(await mkdtemp(join(tmpdir(), 'cs-bench-config-')), 'config.yaml');
+  await writeFile(configPath, stringify(merge(BENCH_DEFAULTS, setup.settings ?? {})));
+  const env: Record<string, string> = {
+    REDIS_URL: setup.redisUrl,
+    CARRIER_SYNC_PREFIX: setup.prefix,
+    CARRIER_SYNC_SPOOL_DIR: spool,
+    CARRIER_SYNC_API_URL: setup.apiUrl,
+    CARRIER_SYNC_CARRIER_KEY: setup.carrierKey,
+    CARRIER_SYNC_HTTP_PORT: '0',
+    LOG_LEVEL: setup.logLevel ?? 'info',
+    ...setup.env,
+  };
+  return { spool, configPath, env };
+}
+
+export interface SpawnedDaemon {
+  child: ChildProcess;
+  pid: number;
+  spool: string;
+  /** Resolves when the daemon logged `carrier-sync started`. */
+  ready: Promise<void>;
+  /** Log lines at error level or above. */
+  errorCount(): number;
+  lastLines(): string[];
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves on exit. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+export async function spawnDaemon(setup: DaemonSetup, roles: readonly Role[]): Promise<SpawnedDaemon> {
+  const { spool, configPath, env } = await prepare(setup);
+  await mkdir(join(setup.logFile, '..'), { recursive: true });
+  const log = createWriteStream(setup.logFile, { flags: 'a' });
+  const child = spawn(process.execPath, [BIN, 'start', '--roles', roles.join(','), '--config', configPath], {
+    cwd: tmpdir(),
+    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? tmpdir(), TZ: 'UTC', LANG: 'C.UTF-8', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let errors = 0;
+  const tail: string[] = [];
+  let onStarted: () => void = () => {};
+  let onFailed: (error: Error) => void = () => {};
+  const ready = new Promise<void>((resolve, reject) => {
+    onStarted = resolve;
+    onFailed = reject;
+  });
+  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  void exited.then(() => onFailed(new Error(`daemon exited before it was ready:\n${tail.join('\n')}`)));
+  let partial = '';
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    log.write(chunk);
+    partial += chunk;
+    let at: number;
+    while ((at = partial.indexOf('\n')) >= 0) {
+      const line = partial.slice(0, at);
+      partial = partial.slice(at + 1);
+      tail.push(line);
+      if (tail.length > 40) tail.shift();
+      if (line.includes('"level":50') || line.includes('"level":60')) errors += 1;
+      if (line.includes('"msg":"carrier-sync started"')) onStarted();
+    }
+  });
+  const timer = setTimeout(() => onFailed(new Error(`daemon not ready in 30 s:\n${tail.join('\n')}`)), 30_000);
+  timer.unref();
+  void ready.finally(() => clearTimeout(timer)).catch(() => undefined);
+  return {
+    child,
+    pid: child.pid ?? -1,
+    spool,
+    ready,
+    errorCount: () => errors,
+    lastLines: () => [...tail],
+    async stop(graceMs = 30_000) {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const killer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+        await exited;
+        clearTimeout(killer);
+      }
+      await new Promise<void>((resolve) => log.end(() => resolve()));
+    },
+  };
+}
+
+export interface InProcessDaemon {
+  config: Readonly<Config>;
+  spool: string;
+  daemon: DaemonHandle;
+  logger: Logger;
+  stop(): Promise<void>;
+}
+
+export async function loadBenchConfig(setup: DaemonSetup): Promise<{ config: Readonly<Config>; spool: string }> {
+  const { spool, configPath, env } = await prepare(setup);
+  return { config: loadConfig({ configPath, env }), spool };
+}
+
+export async function startInProcess(setup: DaemonSetup, roles: readonly Role[]): Promise<InProcessDaemon> {
+  const { config, spool } = await loadBenchConfig(setup);
+  await mkdir(join(setup.logFile, '..'), { recursive: true });
+  const stream: WriteStream = createWriteStream(setup.logFile, { flags: 'a' });
+  const logger = createLogger({ level: config.log.level, destination: stream });
+  const daemon = startDaemon(config, roles, logger);
+  await daemon.ready;
+  return {
+    config,
+    spool,
+    daemon,
+    logger,
+    async stop() {
+      await daemon.stop();
+      logger.flush();
+      await new Promise<void>((resolve) => stream.end(() => resolve()));
+    },
+  };
+}
+
+function merge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    const current = out[key];
+    out[key] =
+      value !== null && typeof value === 'object' && !Array.isArray(value) && current !== null && typeof current === 'object'
+        ? merge(current as Record<string, unknown>, value as Record<string, unknown>)
+        : value;
+  }
+  return out;
+}

@@ -1,0 +1,120 @@
+/**
+ * The Redis a benchmark talks to. REDIS_URL wins when set; otherwise a private redis-server on a
+ * free loopback port with nothing on disk (`--save "" --appendonly no`), `noeviction`, and a
+ * `--maxmemory` bound so the memory scenario can show Redis stays under it. Each scenario works
+ * under its own key prefix and deletes only that prefix afterwards.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { Redis } from 'ioredis';
+
+export interface BenchRedis {
+  url: string;
+  /** 'private' when this run started it, 'REDIS_URL' when it was given. */
+  origin: 'private' | 'REDIS_URL';
+  stop(): Promise<void>;
+}
+
+export async function openBenchRedis(options: { maxmemoryMb?: number } = {}): Promise<BenchRedis> {
+  const fromEnv = process.env['REDIS_URL'];
+  if (fromEnv !== undefined && fromEnv !== '') return { url: fromEnv, origin: 'REDIS_URL', stop: async () => {} };
+  return startPrivateRedis(options.maxmemoryMb ?? 1024);
+}
+
+export async function startPrivateRedis(maxmemoryMb: number): Promise<BenchRedis> {
+  const port = await freePort();
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction', '--maxmemory', `${maxmemoryMb}mb`];
+  const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  await waitForReady(child);
+  let stopping: Promise<void> | undefined;
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    origin: 'private',
+    stop() {
+      stopping ??= new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      });
+      return stopping;
+    },
+  };
+}
+
+export function benchPrefix(scenario: string): string {
+  return `cs-bench-${scenario}-${randomBytes(3).toString('hex')}`;
+}
+
+/** Deletes every key under `prefix` (and only those). */
+export async function cleanupPrefix(url: string, prefix: string): Promise<void> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 3 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 5000);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+export interface RedisFacts {
+  version: string;
+  maxmemoryBytes: number;
+  policy: string;
+}
+
+export async function redisFacts(url: string): Promise<RedisFacts> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 3 });
+  try {
+    const info = await redis.info('server');
+    const version = /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
+    const maxmemory = ((await redis.config('GET', 'maxmemory')) as string[])[1] ?? '0';
+    const policy = ((await redis.config('GET', 'maxmemory-policy')) as string[])[1] ?? 'unknown';
+    return { version, maxmemoryBytes: Number(maxmemory), policy };
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** `used_memory` of the Redis, in bytes. */
+export async function usedMemory(redis: Redis): Promise<number> {
+  const info = await redis.info('memory');
+  return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 'NaN');
+}
+
+function waitForReady(child: ChildProcess): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const timer = setTimeout(() => reject(new Error(`redis-server did not start in 10 s:\n${output}`)), 10_000);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot start redis-server (is it installed?): ${error.message}`));
+    });
+    let isReady = false;
+    // The listener stays attached so the pipe keeps draining; only the start-up text is kept.
+    child.stdout?.on('data', (chunk: Buffer) => {
+      if (isReady) return;
+      output += chunk.toString();
+      if (output.includes('Ready to accept connections')) {
+        isReady = true;
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}

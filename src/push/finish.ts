@@ -23,8 +23,8 @@ export async function finishItem(deps: PushDeps, job: Job<ItemJob>, result: Item
   if (item.kind === 'collecting') await finishEvent(deps.redis, deps.keys, item.deliveryId, jobId);
   else {
     await forgetLatestDocument(deps.redis, deps.keys, item.kind, item.deliveryId, jobId);
-    if (result !== 'dead-lettered') {
-      await job.updateData(item.kind === 'label' ? { ...item, pdfBase64: '' } : { ...item, xml: '' });
+    if (result === 'accepted' || result === 'superseded') {
+      await job.updateData(item.kind === 'label' ? { ...item, pdfBase64: '', finished: result } : { ...item, xml: '', finished: result });
     }
   }
   await deps.redis.unlink(deps.keys.attempts(`${jobId}:held`));

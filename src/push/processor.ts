@@ -52,6 +52,12 @@ export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: str
     const jobId = String(job.id);
     const started = deps.clock.now();
 
+    if (item.kind !== 'collecting' && item.finished !== undefined) {
+      // An earlier run finished it and emptied the payload, then died before the job completed:
+      // finish again (the outcome may not have been sent), never send the emptied document.
+      await finishItem(deps, job, item.finished);
+      return item.finished;
+    }
     if (item.kind === 'collecting' && !(await isNextEvent(deps.redis, deps.keys, deps.itemQueue, item.deliveryId, jobId))) {
       return stepAside(job, token, GATE_RETRY_MS);
     }

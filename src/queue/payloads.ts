@@ -39,6 +39,12 @@ export interface LabelJob {
   byteLength: number;
   origin: FileOrigin;
   receivedAt: string;
+  /**
+   * Set when the payload was emptied after its result: a run of this job taken up again after a
+   * crash (the worker died before BullMQ recorded the completion) ends the same way instead of
+   * sending an empty document.
+   */
+  finished?: 'accepted' | 'superseded';
 }
 
 export interface CteJob {
@@ -48,6 +54,12 @@ export interface CteJob {
   byteLength: number;
   origin: FileOrigin;
   receivedAt: string;
+  /**
+   * Set when the payload was emptied after its result: a run of this job taken up again after a
+   * crash (the worker died before BullMQ recorded the completion) ends the same way instead of
+   * sending an empty document.
+   */
+  finished?: 'accepted' | 'superseded';
 }
 
 export interface CollectingJob {

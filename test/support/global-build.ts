@@ -19,7 +19,13 @@ export default async function setup(): Promise<void> {
     await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json')], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
   } catch (error) {
     const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
-    throw new Error(`build for the e2e tests failed (tsc -p tsconfig.json):\n${stdout}${stderr}`);
+    // tsc emits despite type errors; errors outside src/ (test/bench is in that project too) do not
+    // change the binary under test, so they only warn here. The typecheck step reports them.
+    const srcErrors = stdout.split('\n').filter((line) => line.startsWith('src/'));
+    if (srcErrors.length > 0 || stderr.trim() !== '' || (await mtimeOf(BIN)) === null) {
+      throw new Error(`build for the e2e tests failed (tsc -p tsconfig.json):\n${stdout}${stderr}`);
+    }
+    process.stderr.write(`global-build: tsc reported errors outside src/ (dist/ was still emitted):\n${stdout}`);
   }
 }
 

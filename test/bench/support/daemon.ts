@@ -73,7 +73,10 @@ export async function spawnDaemon(setup: DaemonSetup, roles: readonly Role[]): P
   const { spool, configPath, env } = await prepare(setup);
   await mkdir(join(setup.logFile, '..'), { recursive: true });
   const log = createWriteStream(setup.logFile, { flags: 'a' });
-  const child = spawn(process.execPath, [BIN, 'start', '--roles', roles.join(','), '--config', configPath], {
+  // BENCH_CPU_PROF_DIR=<dir>: every spawned daemon writes a V8 CPU profile there when it exits.
+  const profDir = process.env['BENCH_CPU_PROF_DIR'];
+  const nodeArgs = profDir === undefined || profDir === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${profDir}`];
+  const child = spawn(process.execPath, [...nodeArgs, BIN, 'start', '--roles', roles.join(','), '--config', configPath], {
     cwd: tmpdir(),
     env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? tmpdir(), TZ: 'UTC', LANG: 'C.UTF-8', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],

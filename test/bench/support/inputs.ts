@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { accessKeyDigit } from '../../../src/validate/tax-id.js';
 
 /** A one-page PDF of about `targetBytes` (at least ~700), with a correct xref table. */
 export function labelPdf(text: string, targetBytes = 2048): Buffer {
@@ -75,8 +76,11 @@ export function cteXml(options: CteOptions = {}): string {
   const dest = options.hasDest === false ? '' : `<dest><CPF>${cpf(String(100000000 + (nCT % 899999999)).slice(0, 9))}</CPF><xNome>Destinatario ${nCT}</xNome></dest>`;
   const cargo = Array.from({ length: options.cargoItems ?? 2 }, (_, i) => `<infQ><cUnid>01</cUnid><tpMed>PESO BRUTO</tpMed><qCarga>${(i + 1) * 1.5}</qCarga></infQ>`).join('');
   const doctype = options.doctype === true ? '<!DOCTYPE CTe [<!ENTITY x "y">]>\n' : '';
+  // cUF, AAMM, CNPJ, mod, serie, nCT, tpEmis, cCT, then the check digit: no warning in the log.
+  const first43 = `352603${emit}57001${String(nCT).padStart(9, '0')}1${String(nCT % 1e8).padStart(8, '0')}`;
+  const accessKey = `${first43}${accessKeyDigit(first43)}`;
   return `<?xml version="1.0" encoding="UTF-8"?>
-${doctype}<CTe xmlns="http://www.portalfiscal.inf.br/cte"><infCte versao="4.00" Id="CTe35260311222333000181570010000001231000001234">
+${doctype}<CTe xmlns="http://www.portalfiscal.inf.br/cte"><infCte versao="4.00" Id="CTe${accessKey}">
 <ide><cUF>35</cUF><mod>57</mod><serie>1</serie><nCT>${nCT}</nCT><dhEmi>2026-03-01T10:00:00-03:00</dhEmi></ide>
 <emit><CNPJ>${emit}</CNPJ><xNome>Transportes Bench</xNome></emit>
 <vPrest><vTPrest>150.00</vTPrest><vRec>150.00</vRec></vPrest>

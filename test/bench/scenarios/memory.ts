@@ -1,0 +1,187 @@
+/**
+ * memory: a flood of small files (half labels, half CT-e) appears at once in the inboxes of a
+ * daemon (watcher + worker in one process) with MAX_QUEUED at its default 5000 and the limits
+ * lifted. Sampled until every item is sent: the daemon's RSS, Redis `used_memory` and the queue
+ * backlog — back-pressure keeps the waiting part of Redis bounded while the rest waits in the
+ * inbox. Then a soak: a steady trickle of files, RSS and used_memory sampled throughout.
+ * Redis: a private redis-server with a --maxmemory bound (or REDIS_URL, with its own bound).
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { backlogOf } from '../../../src/queue/queues.js';
+import { createKeys } from '../../../src/queue/keys.js';
+import { createStats } from '../../../src/queue/stats.js';
+import { startSandbox } from '../../../src/sandbox/server.js';
+import { spawnDaemon } from '../support/daemon.js';
+import { cnpj, cteXml, dropAll, labelPdf, stageFiles } from '../support/inputs.js';
+import { benchPrefix, cleanupPrefix, redisFacts, startPrivateRedis, usedMemory, type BenchRedis } from '../support/redis.js';
+import type { Scenario } from '../support/report.js';
+import { MB, sampleRss, slopePerMinute } from '../support/rss.js';
+import { round, sleep } from '../support/wait.js';
+
+const UNLIMITED = 1_000_000_000;
+const MAXMEMORY_MB = 512;
+const MAX_QUEUED = 5000;
+
+interface Sample {
+  at: number;
+  rssBytes: number;
+  redisBytes: number;
+  backlog: number;
+  sent: number;
+}
+
+export const memoryScenario: Scenario = {
+  name: 'memory',
+  async run(env) {
+    const total = env.isQuick ? 10_000 : 100_000;
+    const soakMs = env.isQuick ? 30_000 : 600_000;
+    const tricklePerSec = 10;
+    const ownRedis: BenchRedis | null = process.env['REDIS_URL'] ? null : await startPrivateRedis(MAXMEMORY_MB);
+    const redisUrl = ownRedis?.url ?? env.redisUrl;
+    const facts = await redisFacts(redisUrl);
+    const sandbox = await startSandbox({ ratePerMinute: UNLIMITED, autoCreateDeliveries: true });
+    const prefix = benchPrefix('memory');
+    const spool = join(env.workDir, 'memory-spool');
+    const staging = join(env.workDir, 'memory-staging');
+    const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+    const queues = [new Queue('label', { connection: redis, prefix }), new Queue('cte', { connection: redis, prefix })];
+    const stats = createStats(redis, createKeys(prefix).stats);
+    const fileOf = (i: number): { name: string; bytes: Buffer } =>
+      i % 2 === 0
+        ? { name: `${randomUUID()}.pdf`, bytes: labelPdf(`m${i}`, 1024) }
+        : { name: `${randomUUID()}.xml`, bytes: Buffer.from(cteXml({ nCT: 1 + (i % 999_999_999), emitCnpj: cnpj(String(112223330000 + (i % 9999))), cargoItems: 1 })) };
+    const daemon = await spawnDaemon(
+      {
+        redisUrl,
+        prefix,
+        apiUrl: sandbox.url,
+        carrierKey: Object.values(sandbox.keys.carriers)[0] ?? '',
+        spool,
+        logFile: join(env.logDir, 'memory.log'),
+        logLevel: 'warn',
+        env: { CARRIER_SYNC_RATE_LIMIT_PER_MINUTE: String(UNLIMITED), CARRIER_SYNC_MAX_QUEUED: String(MAX_QUEUED) },
+      },
+      ['watcher', 'worker'],
+    );
+    const samples: Sample[] = [];
+    const sentNow = async (): Promise<number> => {
+      const s = await stats.read();
+      return s.sent.label + s.sent.cte;
+    };
+    const rss = sampleRss(daemon.pid, 500);
+    let isSampling = true;
+    let sampler: Promise<void> = Promise.resolve();
+    try {
+      await daemon.ready;
+      const baselineRedis = await usedMemory(redis);
+      const idleRss = (await rss.sampleNow())?.rssBytes ?? 0;
+      sampler = (async () => {
+        while (isSampling) {
+          const [rssBytes, redisBytes, backlogs, sent] = await Promise.all([
+            rss.sampleNow().then((s) => s?.rssBytes ?? 0),
+            usedMemory(redis),
+            Promise.all(queues.map(backlogOf)),
+            sentNow(),
+          ]);
+          samples.push({ at: Date.now(), rssBytes, redisBytes, backlog: Math.max(...backlogs), sent });
+          await sleep(1000);
+        }
+      })();
+
+      // The flood.
+      const files = Array.from({ length: total }, (_, i) => fileOf(i));
+      const labels = files.filter((f) => f.name.endsWith('.pdf'));
+      const ctes = files.filter((f) => f.name.endsWith('.xml'));
+      const labelDir = await stageFiles(staging, labels);
+      const cteDir = await stageFiles(staging, ctes);
+      const floodStarted = Date.now();
+      await Promise.all([dropAll(labelDir, join(spool, 'labels'), labels.map((f) => f.name)), dropAll(cteDir, join(spool, 'cte'), ctes.map((f) => f.name))]);
+      const dropMs = Date.now() - floodStarted;
+      const deadline = Date.now() + (env.isQuick ? 300_000 : 1_200_000);
+      while ((await sentNow()) < total) {
+        if (Date.now() > deadline) throw new Error(`flood not sent in time: ${await sentNow()} of ${total}`);
+        await sleep(500);
+      }
+      const floodMs = Date.now() - floodStarted;
+      const floodSamples = samples.filter((s) => s.at >= floodStarted);
+
+      // The soak: a steady trickle.
+      await mkdir(staging, { recursive: true });
+      const soakStarted = Date.now();
+      let trickled = 0;
+      while (Date.now() - soakStarted < soakMs) {
+        const file = fileOf(total + trickled);
+        await writeFile(join(staging, file.name), file.bytes);
+        await rename(join(staging, file.name), join(spool, file.name.endsWith('.pdf') ? 'labels' : 'cte', file.name));
+        trickled += 1;
+        await sleep(Math.max(0, soakStarted + (trickled * 1000) / tricklePerSec - Date.now()));
+      }
+      const soakEnded = Date.now();
+      while ((await sentNow()) < total + trickled && Date.now() < soakEnded + 30_000) await sleep(200);
+      isSampling = false;
+      await sampler;
+      const soak = samples.filter((s) => s.at >= soakStarted && s.at <= soakEnded);
+      const tenth = Math.max(1, Math.floor(soak.length / 10));
+      const avg = (list: Sample[], pick: (s: Sample) => number): number => list.reduce((sum, s) => sum + pick(s), 0) / Math.max(1, list.length);
+      const rssStart = avg(soak.slice(0, tenth), (s) => s.rssBytes);
+      const rssEnd = avg(soak.slice(-tenth), (s) => s.rssBytes);
+      const rssSlope = slopePerMinute(soak.map((s) => ({ at: s.at, value: s.rssBytes / MB })));
+      const redisSlope = slopePerMinute(soak.map((s) => ({ at: s.at, value: s.redisBytes / MB })));
+      const sentInSoak = (soak[soak.length - 1]?.sent ?? 0) - (soak[0]?.sent ?? 0);
+      const bytesPerCompleted = sentInSoak > 0 ? (((soak[soak.length - 1]?.redisBytes ?? 0) - (soak[0]?.redisBytes ?? 0)) / sentInSoak) : 0;
+      const peakRss = Math.max(...samples.map((s) => s.rssBytes), rss.peakBytes());
+      const peakRedis = Math.max(...samples.map((s) => s.redisBytes));
+      const maxBacklog = Math.max(...floodSamples.map((s) => s.backlog));
+      const bound = facts.maxmemoryBytes;
+      return {
+        figures: [
+          { metric: `flood: ${total.toLocaleString('en-US')} files sent`, value: Math.round((total * 1000) / floodMs), unit: `files/s (${round(floodMs / 1000)} s)` },
+          { metric: 'daemon peak RSS (flood + soak)', value: round(peakRss / MB), unit: 'MB', reference: `idle ${round(idleRss / MB)} MB`, target: '≤ 200 MB', isMet: peakRss <= 200 * MB },
+          {
+            metric: 'Redis used_memory peak',
+            value: round(peakRedis / MB),
+            unit: 'MB',
+            reference: `bound ${bound > 0 ? `${round(bound / MB)} MB` : 'none'}; before the flood ${round(baselineRedis / MB)} MB; max backlog per kind ${maxBacklog} (MAX_QUEUED ${MAX_QUEUED})`,
+            target: 'under the bound, backlog ≤ MAX_QUEUED',
+            isMet: (bound === 0 || peakRedis < bound) && maxBacklog <= MAX_QUEUED + 64,
+          },
+          {
+            metric: `soak ${soakMs / 60_000} min at ${tricklePerSec} files/s: daemon RSS`,
+            value: `${round(rssStart / MB)} → ${round(rssEnd / MB)}`,
+            unit: `MB (slope ${round(rssSlope, 2)} MB/min)`,
+            target: 'flat, ≤ 200 MB',
+            isMet: rssEnd <= 200 * MB && rssEnd - rssStart <= 0.1 * rssStart + 5 * MB,
+          },
+          {
+            metric: 'soak: Redis used_memory',
+            value: `${round((soak[0]?.redisBytes ?? 0) / MB)} → ${round((soak[soak.length - 1]?.redisBytes ?? 0) / MB)}`,
+            unit: `MB (slope ${round(redisSlope, 2)} MB/min)`,
+            reference: `≈ ${Math.round(bytesPerCompleted)} B per item sent: the completed-job record kept completedRetentionSec (7 days) for re-drop dedup`,
+          },
+        ],
+        notes: [
+          `${labels.length.toLocaleString('en-US')} labels (1 KB) + ${ctes.length.toLocaleString('en-US')} CT-e (~1 KB) renamed into the inboxes in ${round(dropMs / 1000, 1)} s; daemon roles watcher+worker, LOG_LEVEL warn (logs to file), MAX_QUEUED ${MAX_QUEUED}, limits lifted; Redis ${ownRedis === null ? 'from REDIS_URL' : `private, --maxmemory ${MAXMEMORY_MB}mb noeviction`}`,
+          `soak: ${trickled} files over ${round((soakEnded - soakStarted) / 1000)} s; ${samples.length} samples (1 s); daemon error log lines ${daemon.errorCount()}`,
+          'Redis grows with every item sent by design — the completed job (payload emptied) is kept 7 days so an identical re-drop is archived without a second send; what back-pressure bounds is the waiting backlog',
+        ],
+        details: { total, floodMs, dropMs, idleRss, peakRss, peakRedis, baselineRedis, maxBacklog, rssStart, rssEnd, rssSlope, redisSlope, bytesPerCompleted, samples },
+      };
+    } finally {
+      isSampling = false;
+      await sampler.catch(() => undefined);
+      await rss.stop();
+      await daemon.stop();
+      await Promise.all(queues.map((q) => q.close()));
+      redis.disconnect();
+      await sandbox.close();
+      if (ownRedis === null) await cleanupPrefix(redisUrl, prefix);
+      else await ownRedis.stop();
+      await rm(spool, { recursive: true, force: true });
+      await rm(staging, { recursive: true, force: true });
+    }
+  },
+};

@@ -51,6 +51,7 @@ export const configSchema = z
         maxRateLimitedMs: positiveInt,
         completedRetentionSec: positiveInt,
         lockMs: positiveInt,
+        authProbeMs: positiveInt,
       })
       .strict(),
     dedup: z.object({ retentionDays: positiveInt }).strict(),

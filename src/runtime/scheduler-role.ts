@@ -10,7 +10,6 @@ import type { ApiTarget } from './api-target.js';
 import type { Context } from './context.js';
 import { runHousekeeping, HOUSEKEEPING_JOBS } from './housekeeping.js';
 
-const PROBE_FIRST_MS = 10_000;
 const PROBE_MAX_MS = 300_000;
 
 export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan: () => Promise<void>): Promise<void> {
@@ -44,6 +43,7 @@ export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan
   ctx.closers.push('housekeeping worker', () => worker.close());
 
   // The 401 probe: while the gate is closed, ask the API whether the key works again, backing off.
+  const PROBE_FIRST_MS = config.delivery.authProbeMs;
   let delayMs = PROBE_FIRST_MS;
   let timer: NodeJS.Timeout | undefined;
   const probe = async (): Promise<void> => {

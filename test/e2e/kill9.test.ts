@@ -89,7 +89,6 @@ async function killAndRecover(env: E2eEnv, daemon: DaemonProcess, drop: Drop, ki
   const killedAt = Date.now();
   expect(exit.signal).toBe('SIGKILL');
   const answeredAtKill = env.sandbox.requests().length;
-  { const { Redis } = await import('ioredis'); const r = new Redis(env.env.REDIS_URL); const keys = await r.keys(`${env.prefix}:*outcome*:active`); for (const k of keys) console.info('OUTCOME ACTIVE', k, await r.llen(k)); r.disconnect(); }
   const inflightAtKill = (await listFiles(join(env.spool, '.inflight'))).length;
   expect(answeredAtKill, 'the kill came before the work was done').toBeLessThan(TOTAL_REQUESTS);
 

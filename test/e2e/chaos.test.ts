@@ -1,0 +1,138 @@
+/**
+ * Chaos: a few hundred mixed items flow while the sandbox misbehaves (5xx, socket resets, latency,
+ * a 429 storm, a 401 window) and the daemon is killed with SIGKILL several times and Redis is
+ * restarted once (AOF on). Afterwards every invariant is checked from the sandbox's own request
+ * log and state and from the spool:
+ *  - every dropped file ends exactly once under archive/ or failed/ (nothing left in flight);
+ *  - every valid label and CT-e reached its delivery, with the right bytes;
+ *  - every distinct valid event instant was recorded once, and repeats stayed rare;
+ *  - nothing was dead-lettered for a 429 or a 401.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { makeCteXml, makePdf } from '../support/builders.js';
+import { createE2eEnv, dropFile, listFiles, type E2eEnv } from '../support/e2e-env.js';
+import { startOwnRedis, type OwnRedis } from '../support/own-redis.js';
+import { killAllDaemons, spawnDaemon, waitUntilStarted, type DaemonProcess } from '../support/process.js';
+import { waitFor } from '../support/wait.js';
+
+let env: E2eEnv | undefined;
+let redis: OwnRedis | undefined;
+afterAll(async () => {
+  await killAllDaemons();
+  await env?.close().catch(() => undefined);
+  await redis?.close();
+});
+
+const sha = (bytes: Buffer): string => createHash('sha256').update(bytes).digest('hex');
+
+describe('chaos', () => {
+  it('loses nothing and sends nothing twice through faults, kill -9s and a Redis restart', async () => {
+    redis = await startOwnRedis();
+    env = await createE2eEnv({
+      sandbox: { autoCreateDeliveries: true, faults: { errorRate: 0.1, resetRate: 0.05, latencyMs: 5, latencyJitterMs: 40 } },
+      settings: { delivery: { maxAttempts: 30, backoffMs: 50, lockMs: 2000, authProbeMs: 500, concurrency: 8 }, spool: { rescanIntervalMs: 1000 } },
+    });
+    const e = env;
+    const daemonEnv = { ...e.env, REDIS_URL: redis.url, CARRIER_SYNC_BACKOFF_MS: '50' };
+    const start = async (): Promise<DaemonProcess> => {
+      const daemon = spawnDaemon(daemonEnv, { args: e.args('start') });
+      await waitUntilStarted(daemon);
+      return daemon;
+    };
+
+    // The items: labels, CT-e, events (with cross-file duplicates), and some invalid files.
+    const labels = new Map<string, string>();
+    const ctes = new Set<string>();
+    const instants = new Map<string, Set<string>>();
+    const dropped: string[] = [];
+    const drop = async (kind: string, name: string, body: Buffer | string): Promise<void> => {
+      await dropFile(join(e.spool, kind), name, body);
+      dropped.push(`${kind}/${name}`);
+    };
+    const dropBatch = async (round: number): Promise<void> => {
+      for (let i = 0; i < 40; i += 1) {
+        const id = randomUUID();
+        const pdf = await makePdf(`${round}-${i}`);
+        labels.set(id, sha(pdf));
+        await drop('labels', `${id}.pdf`, pdf);
+      }
+      for (let i = 0; i < 15; i += 1) {
+        const id = randomUUID();
+        ctes.add(id);
+        await drop('cte', `${id}.xml`, makeCteXml({ nCT: String(100 + i) }));
+      }
+      const lines: string[] = [];
+      for (let i = 0; i < 30; i += 1) {
+        const id = randomUUID();
+        const at = new Date(Date.UTC(2026, 5, 1, 10, round, i)).toISOString();
+        instants.set(id, new Set([at]));
+        lines.push(JSON.stringify({ delivery_id: id, event_at: at }));
+        if (i % 5 === 0) lines.push(JSON.stringify({ delivery_id: id, event_at: at.replace('Z', '+00:00') }));
+      }
+      await drop('events', `round-${round}.ndjson`, `${lines.join('\n')}\n`);
+      await drop('labels', `${randomUUID()}.pdf`, 'not a pdf');
+      await drop('cte', `${randomUUID()}.xml`, '<root/>');
+    };
+
+    let daemon = await start();
+    let kills = 0;
+    const accepted = () => e.sandbox.requests().filter((r) => r.status === 200).length;
+    const killAndRestart = async (): Promise<void> => {
+      daemon.kill('SIGKILL');
+      await daemon.exited;
+      kills += 1;
+      daemon = await start();
+    };
+
+    await dropBatch(1);
+    await waitFor(() => accepted() >= 20, { timeoutMs: 60_000, what: 'first sends' });
+    await killAndRestart();
+    e.sandbox.setFaults({ rateLimitStormUntil: Date.now() + 1500, stormRetryAfterSec: 1 });
+    await dropBatch(2);
+    await waitFor(() => accepted() >= 70, { timeoutMs: 60_000, what: 'sends after the first kill' });
+    await redis.restart();
+    await killAndRestart();
+    e.sandbox.setFaults({ unauthorizedUntil: Date.now() + 1500 });
+    await dropBatch(3);
+    await waitFor(() => accepted() >= 120, { timeoutMs: 60_000, what: 'sends after the Redis restart' });
+    await killAndRestart();
+
+    const total = labels.size + ctes.size;
+    await waitFor(
+      async () => {
+        const inFlight = (await listFiles(join(e.spool, '.inflight'))).length;
+        const inboxes = (await Promise.all(['labels', 'cte', 'events'].map((k) => listFiles(join(e.spool, k))))).flat().length;
+        return inFlight === 0 && inboxes === 0 && [...labels.keys()].every((id) => e.sandbox.state.deliveries.get(id)?.label !== null && e.sandbox.state.deliveries.get(id)?.label !== undefined);
+      },
+      { timeoutMs: 120_000, intervalMs: 250, what: `all ${total} documents and ${dropped.length} files settled` },
+    );
+
+    // Every dropped file exactly once under archive/ or failed/.
+    const archived = (await listFiles(join(e.spool, 'archive'))).map((f) => f.replace(/^([a-z]+)\/\d{4}-\d{2}-\d{2}\//, '$1/'));
+    const failed = (await listFiles(join(e.spool, 'failed'))).filter((f) => !f.endsWith('.error.json'));
+    expect([...archived, ...failed].sort()).toEqual([...dropped].sort());
+    expect(failed.every((f) => f.endsWith('.pdf') || f.endsWith('.xml'))).toBe(true);
+    expect(failed).toHaveLength(6);
+
+    // Documents: the right bytes reached every delivery.
+    for (const [id, digest] of labels) expect(e.sandbox.state.deliveries.get(id)?.label?.sha256, id).toBe(digest);
+    for (const id of ctes) expect(e.sandbox.state.deliveries.get(id)?.cte, id).not.toBeNull();
+
+    // Events: each distinct instant recorded once; repeats (a send whose record a kill cut off) rare.
+    for (const [id, set] of instants) {
+      const recorded = e.sandbox.state.deliveries.get(id)?.events.map((ev) => ev.event_at) ?? [];
+      expect(recorded.map((at) => new Date(at).toISOString()), id).toEqual([...set]);
+    }
+    const repeats = e.sandbox.requests().filter((r) => r.endpoint === 'collecting' && r.isRepeat === true).length;
+    // A repeat needs a request in flight when a kill or the Redis restart cut off its record: at most
+    // the collecting concurrency (8) per interruption.
+    expect(repeats).toBeLessThanOrEqual((kills + 1) * 8);
+
+    // Nothing dead-lettered, and nothing for a 429 or a 401 in particular.
+    const dlq = await (await import('../support/process.js')).runCli(e.args('dlq', 'list', '--json'), { env: daemonEnv, timeoutMs: 20_000 });
+    expect(JSON.parse(dlq.stdout)).toEqual([]);
+    console.log(JSON.stringify({ chaos: { files: dropped.length, documents: total, events: instants.size, kills, redisRestarts: 1, requests: e.sandbox.requests().length, faults: e.sandbox.requests().filter((r) => r.fault !== undefined).length, repeats } }));
+  }, 300_000);
+});

@@ -1,0 +1,64 @@
+/**
+ * A redis-server of a test's own, with AOF on, that the test may stop and start again (the
+ * shared test Redis must not be restarted under other test files).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { freePort } from './global-redis.js';
+
+export interface OwnRedis {
+  url: string;
+  /** Stops Redis (SHUTDOWN: the AOF is flushed) and starts it again on the same port and data. */
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startOwnRedis(): Promise<OwnRedis> {
+  const dir = await mkdtemp(join(tmpdir(), 'cs-redis-'));
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const start = async (): Promise<void> => {
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--maxmemory-policy', 'noeviction'], {
+      stdio: 'ignore',
+    });
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const probe = new Redis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      probe.on('error', () => {});
+      try {
+        await probe.connect();
+        if ((await probe.ping()) === 'PONG') return;
+      } catch {
+        if (Date.now() > deadline) throw new Error('own redis-server did not start');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      } finally {
+        probe.disconnect();
+      }
+    }
+  };
+  const stop = async (): Promise<void> => {
+    const running = child;
+    if (running === undefined || running.exitCode !== null) return;
+    const exited = new Promise<void>((resolve) => running.once('exit', () => resolve()));
+    const admin = new Redis({ port, maxRetriesPerRequest: 0 });
+    admin.on('error', () => {});
+    await admin.call('SHUTDOWN').catch(() => undefined);
+    admin.disconnect();
+    await exited;
+  };
+  await start();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    async restart() {
+      await stop();
+      await start();
+    },
+    async close() {
+      await stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -3,7 +3,8 @@
  * sandbox over real HTTP → archive/ or failed/. Assertions read the sandbox's own request log.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { appendFile, mkdir, readdir, readFile, writeFile, rename } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { appendFile, mkdir, readdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { retryDeadLetters, listDeadLetters } from '../../src/queue/dead-letter.js';
@@ -122,6 +123,10 @@ describe('labels and CT-e from the spool to the API', () => {
     ];
     for (const [kind, name, body] of drops) await writeFile(join(t.spool, kind, name), body);
     await mkdir(join(t.spool, 'labels', 'a-directory'));
+    const target = join(t.spool, '..', `${t.prefix}-outside.pdf`);
+    await writeFile(target, await makePdf('outside'));
+    await symlink(target, join(t.spool, 'labels', `${randomUUID()}-link.pdf`));
+    execFileSync('mkfifo', [join(t.spool, 'cte', 'a-fifo.xml')]);
     await waitFor(async () => (await filesUnder(join(t.spool, 'failed'))).filter((f) => !f.endsWith('.error.json')).length >= drops.length - 1, {
       what: 'refused files in failed/',
     }).catch(async (error: unknown) => {
@@ -135,6 +140,13 @@ describe('labels and CT-e from the spool to the API', () => {
     }
     const dirReport = JSON.parse(await readFile(join(t.spool, 'failed', 'labels', 'a-directory.error.json'), 'utf8')) as { code: string };
     expect(dirReport.code).toBe('SPOOL_NOT_REGULAR_FILE');
+    await waitFor(async () => (await readdir(join(t.spool, 'failed', 'cte'))).includes('a-fifo.xml.error.json'), { what: 'the FIFO refused' });
+    const links = (await readdir(join(t.spool, 'failed', 'labels'))).filter((f) => f.endsWith('-link.pdf.error.json'));
+    expect(links).toHaveLength(1);
+    const linkReport = JSON.parse(await readFile(join(t.spool, 'failed', 'labels', links[0]!), 'utf8')) as { code: string; message: string };
+    expect(linkReport).toMatchObject({ code: 'SPOOL_NOT_REGULAR_FILE' });
+    expect(linkReport.message).toContain('symbolic link');
+    await rm(target, { force: true });
     await waitFor(() => labelRequests(t).length === 1, { what: 'the valid label sent' });
     expect(t.sandbox.requests().filter((r) => r.endpoint !== 'control')).toHaveLength(1);
   });

@@ -23,7 +23,7 @@ export default async function setup(): Promise<void> {
     // change the binary under test, so they only warn here. The typecheck step reports them.
     const srcErrors = stdout.split('\n').filter((line) => line.startsWith('src/'));
     if (srcErrors.length > 0 || stderr.trim() !== '' || (await mtimeOf(BIN)) === null) {
-      throw new Error(`build for the e2e tests failed (tsc -p tsconfig.json):\n${stdout}${stderr}`);
+      throw new Error(`build for the e2e tests failed (tsc -p tsconfig.json):\n${stdout}${stderr}`, { cause: error });
     }
     process.stderr.write(`global-build: tsc reported errors outside src/ (dist/ was still emitted):\n${stdout}`);
   }

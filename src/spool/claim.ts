@@ -1,0 +1,184 @@
+import type { Stats } from 'node:fs';
+/**
+ * Claiming one stable inbox file: check it, then either refuse it (straight to failed/ with its
+ * reason) or move it in flight and queue it. The order makes a crash at any point harmless:
+ *   read + validate (nothing moved)  →  rename into .inflight/  →  queue (idempotent job ids)
+ * A file found in .inflight/ at start goes through `resume*` below: validated again and queued
+ * again, which adds nothing if its job already exists.
+ */
+import { lstat, readFile, rename } from 'node:fs/promises';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import type { SpoolConfig } from '../config/schema.js';
+import { SyncError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Batches } from '../queue/batches.js';
+import { enqueueDocument, enqueueEvents, type EnqueueDeps } from '../queue/enqueue.js';
+import type { SpoolKind } from '../queue/keys.js';
+import { collectingJobOf, type CteJob, type LabelJob } from '../queue/payloads.js';
+import { checkCte } from '../validate/cte.js';
+import { eventsFormatOf, parseEventsFile } from '../validate/events-file.js';
+import { checkLabel } from '../validate/label.js';
+import { parseSpoolName } from '../validate/spool-name.js';
+import { contentIdOf, inflightName, type SpoolPaths } from './paths.js';
+
+/** Where files go that do not become jobs; the outcome stage implements it. */
+export interface SpoolSink {
+  reject(kind: SpoolKind, path: string, fileName: string, report: { code: string; message: string; [more: string]: unknown }): Promise<void>;
+  archive(kind: SpoolKind, path: string, fileName: string): Promise<void>;
+  finishBatch(batchId: string): Promise<void>;
+}
+
+export interface ClaimDeps {
+  paths: SpoolPaths;
+  spool: SpoolConfig;
+  enqueue: EnqueueDeps;
+  batches: Batches;
+  sink: SpoolSink;
+  /** Records a file moved in flight (the outcome stage finds it by content id). */
+  track(kind: SpoolKind, name: string): void;
+  untrack(kind: SpoolKind, name: string): void;
+  clock: Clock;
+  logger: Logger;
+}
+
+export type ClaimResult = 'queued' | 'refused' | 'duplicate' | 'changed';
+
+/** Claims `<inbox>/<fileName>`. 'changed': it moved or grew while being read; try again later. */
+export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: string, seen: { size: number; mtimeMs: number }): Promise<ClaimResult> {
+  const path = join(deps.paths.inbox(kind), fileName);
+  const stat = await lstatOrNull(path);
+  if (stat === null) return 'changed';
+  if (!stat.isFile()) {
+    const what = stat.isSymbolicLink() ? 'a symbolic link' : stat.isDirectory() ? 'a directory' : stat.isFIFO() ? 'a FIFO' : 'not a regular file';
+    await deps.sink.reject(kind, path, fileName, { code: 'SPOOL_NOT_REGULAR_FILE', message: `${fileName} is ${what}; drop regular files only` });
+    return 'refused';
+  }
+  if (stat.size !== seen.size || stat.mtimeMs !== seen.mtimeMs) return 'changed';
+  const limit = limitOf(deps.spool, kind);
+  if (stat.size > limit.bytes) {
+    await deps.sink.reject(kind, path, fileName, { code: limit.code, message: `${fileName} is ${stat.size} bytes; the limit is ${limit.bytes}` });
+    return 'refused';
+  }
+  const bytes = await readFile(path);
+  const after = await lstatOrNull(path);
+  if (after === null || after.size !== bytes.length || after.mtimeMs !== stat.mtimeMs) return 'changed';
+
+  const claimId = `${contentIdOf(bytes)}-${randomBytes(4).toString('hex')}`;
+  const prepared = await prepare(deps, kind, fileName, bytes, claimId);
+  if ('error' in prepared) {
+    await deps.sink.reject(kind, path, fileName, { code: prepared.error.code, message: prepared.error.message });
+    return 'refused';
+  }
+  const name = inflightName(claimId, fileName);
+  const inflightPath = join(deps.paths.inflight(kind), name);
+  await rename(path, inflightPath);
+  deps.track(kind, name);
+  try {
+    return await queue(deps, kind, name, fileName, prepared);
+  } catch (error) {
+    // Redis went away between the rename and the add: put the file back so it is claimed again;
+    // if even that fails, the in-flight reconcile takes it up.
+    await rename(inflightPath, path).then(
+      () => deps.untrack(kind, name),
+      () => undefined,
+    );
+    throw error;
+  }
+}
+
+/** Takes up a file found in .inflight/ (a claim interrupted by a crash, or a lost outcome). */
+export async function resumeInflight(deps: ClaimDeps, kind: SpoolKind, name: string, claimId: string, fileName: string): Promise<ClaimResult> {
+  const path = join(deps.paths.inflight(kind), name);
+  const bytes = await readFile(path);
+  const prepared = await prepare(deps, kind, fileName, bytes, claimId);
+  if ('error' in prepared) {
+    await deps.sink.reject(kind, path, fileName, { code: prepared.error.code, message: prepared.error.message });
+    return 'refused';
+  }
+  deps.track(kind, name);
+  return queue(deps, kind, name, fileName, prepared);
+}
+
+export type Prepared = { document: LabelJob | CteJob } | { events: ReturnType<typeof parseEventsFile> & { batchId: string } } | { error: SyncError };
+
+/** Checks a file's bytes and builds what will be queued; used by claims and by `backfill`. */
+export async function prepare(
+  deps: Pick<ClaimDeps, 'spool' | 'clock' | 'logger'> & { paths: Pick<SpoolPaths, 'spoolId'> },
+  kind: SpoolKind,
+  fileName: string,
+  bytes: Buffer,
+  claimId: string,
+  source: 'spool' | 'backfill' = 'spool',
+): Promise<Prepared> {
+  const receivedAt = new Date(deps.clock.now()).toISOString();
+  const origin = { source, spoolId: deps.paths.spoolId, fileName, contentId: claimId.slice(0, 16) };
+  if (kind === 'events') {
+    const format = eventsFormatOf(fileName);
+    if (format === null) return { error: badName(fileName) };
+    return { events: { ...parseEventsFile(bytes.toString('utf8'), format, { maxLineBytes: deps.spool.maxEventLineBytes }), batchId: claimId } };
+  }
+  const name = parseSpoolName(kind, fileName);
+  if (!name.ok) return { error: name.error };
+  if (kind === 'labels') {
+    const verdict = await checkLabel(bytes, { maxBytes: deps.spool.maxLabelBytes });
+    if (!verdict.ok) return { error: verdict.error };
+    const pdf = bytes.subarray(0, 5).toString('latin1') === 'data:' ? Buffer.from(bytes.toString('latin1').slice(bytes.indexOf(',') + 1), 'base64') : bytes;
+    return { document: { kind: 'label', deliveryId: name.value.deliveryId, externalId: name.value.externalId, pdfBase64: pdf.toString('base64'), byteLength: pdf.length, origin, receivedAt } };
+  }
+  const verdict = checkCte(bytes, { maxBytes: deps.spool.maxCteBytes });
+  if (!verdict.ok) return { error: verdict.error };
+  for (const warning of verdict.warnings) deps.logger.warn({ kind, deliveryId: name.value.deliveryId, file: fileName, warning }, 'CT-e accepted with a warning');
+  return { document: { kind: 'cte', deliveryId: name.value.deliveryId, xml: verdict.value.xml, byteLength: bytes.length, origin, receivedAt } };
+}
+
+async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: string, prepared: Prepared): Promise<ClaimResult> {
+  const path = join(deps.paths.inflight(kind), name);
+  if ('document' in prepared) {
+    const { jobId, result } = await enqueueDocument(deps.enqueue, prepared.document);
+    deps.logger.info({ kind, deliveryId: prepared.document.deliveryId, file: fileName, jobId, result }, 'file queued');
+    if (result === 'already-accepted') {
+      await deps.sink.archive(kind, path, fileName);
+      return 'duplicate';
+    }
+    return 'queued';
+  }
+  if ('events' in prepared) {
+    const { batchId, records, rejects } = prepared.events;
+    const receivedAt = new Date(deps.clock.now()).toISOString();
+    const jobs = records.map((record) =>
+      collectingJobOf(record, `file:${batchId}:${record.line}`, { source: 'spool', spoolId: deps.paths.spoolId, fileName, batchId, line: record.line }, receivedAt),
+    );
+    const { jobIds, duplicates } = await enqueueEvents(deps.enqueue, jobs);
+    await deps.enqueue.stats.add('received', 'collecting', rejects.length);
+    await deps.enqueue.stats.add('failed', 'collecting', rejects.length);
+    for (const duplicate of duplicates) {
+      deps.logger.info({ kind: 'collecting', deliveryId: duplicate.deliveryId, file: fileName, line: records[duplicate.index]?.line, eventAt: duplicate.eventAt }, 'duplicate event_at: not sent');
+    }
+    const isDone = await deps.batches.seal({ batchId, inflightName: name, fileName, rejects, duplicates: duplicates.length }, jobIds);
+    deps.logger.info({ kind, file: fileName, queued: jobIds.length, duplicates: duplicates.length, invalid: rejects.length }, 'events file queued');
+    if (isDone) await deps.sink.finishBatch(batchId);
+    return 'queued';
+  }
+  return 'refused';
+}
+
+function limitOf(spool: SpoolConfig, kind: SpoolKind): { bytes: number; code: 'LABEL_TOO_LARGE' | 'CTE_TOO_LARGE' | 'EVENT_FILE_TOO_LARGE' } {
+  if (kind === 'labels') return { bytes: spool.maxLabelBytes, code: 'LABEL_TOO_LARGE' };
+  if (kind === 'cte') return { bytes: spool.maxCteBytes, code: 'CTE_TOO_LARGE' };
+  return { bytes: spool.maxEventsFileBytes, code: 'EVENT_FILE_TOO_LARGE' };
+}
+
+function badName(fileName: string): SyncError {
+  return new SyncError('SPOOL_BAD_NAME', `${fileName}: events files must end in .ndjson, .jsonl or .csv`);
+}
+
+async function lstatOrNull(path: string): Promise<Stats | null> {
+  try {
+    return await lstat(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * The in-flight files of this spool, by content id, kept in memory by the process that owns the
+ * spool. Built from `.inflight/` at start; claims add to it, outcomes take from it. It saves a
+ * directory listing per outcome, which would cost O(n²) with thousands of files in flight.
+ */
+import { readdir } from 'node:fs/promises';
+import { SPOOL_KINDS, type SpoolKind } from '../queue/keys.js';
+import { parseInflightName, type SpoolPaths } from './paths.js';
+
+export interface InflightIndex {
+  track(kind: SpoolKind, name: string): void;
+  find(kind: SpoolKind, contentId: string): string[];
+  forget(kind: SpoolKind, name: string): void;
+  all(kind: SpoolKind): string[];
+  /** Names tracked before `before` (epoch ms): settled claims, safe for a periodic reconcile. */
+  olderThan(kind: SpoolKind, before: number): string[];
+}
+
+export async function loadInflightIndex(paths: SpoolPaths): Promise<InflightIndex> {
+  const byKind: Record<SpoolKind, Map<string, Set<string>>> = { labels: new Map(), cte: new Map(), events: new Map() };
+  const trackedAt = new Map<string, number>();
+  const at = (kind: SpoolKind, name: string): string => `${kind}/${name}`;
+  const index: InflightIndex = {
+    track(kind, name) {
+      const parsed = parseInflightName(name);
+      if (parsed === null) return;
+      let names = byKind[kind].get(parsed.contentId);
+      if (names === undefined) byKind[kind].set(parsed.contentId, (names = new Set()));
+      names.add(name);
+      if (!trackedAt.has(at(kind, name))) trackedAt.set(at(kind, name), isLoading ? 0 : Date.now());
+    },
+    find: (kind, contentId) => [...(byKind[kind].get(contentId) ?? [])],
+    forget(kind, name) {
+      const parsed = parseInflightName(name);
+      if (parsed === null) return;
+      const names = byKind[kind].get(parsed.contentId);
+      names?.delete(name);
+      if (names?.size === 0) byKind[kind].delete(parsed.contentId);
+      trackedAt.delete(at(kind, name));
+    },
+    all: (kind) => [...byKind[kind].values()].flatMap((names) => [...names]),
+    olderThan: (kind, before) => index.all(kind).filter((name) => (trackedAt.get(at(kind, name)) ?? 0) < before),
+  };
+  let isLoading = true;
+  for (const kind of SPOOL_KINDS) {
+    const names = await readdir(paths.inflight(kind)).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return [] as string[];
+      throw error;
+    });
+    for (const name of names) index.track(kind, name);
+  }
+  isLoading = false;
+  return index;
+}

@@ -1,0 +1,67 @@
+/**
+ * Every path of the spool. A file's lifecycle, each step a rename on one filesystem:
+ *
+ *   <kind>/<name>                              inbox: dropped by the warehouse
+ *   .inflight/<kind>/<claimId>~<name>          claimed: validated and queued (or being queued)
+ *   archive/<kind>/<YYYY-MM-DD>/<name>         the API accepted it            } exactly one of
+ *   failed/<kind>/<name> + <name>.error.json   refused locally or dead-lettered } these, once
+ *
+ * The claim id is `<content id>-<token>`: the content id (a hash prefix) ties the file to its job,
+ * the token makes two drops of one name distinct. Nothing is ever deleted; a name already taken
+ * in archive/ or failed/ gets a `~2`, `~3`… suffix before its extension.
+ */
+import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
+import { basename, extname, join, resolve } from 'node:path';
+import type { SpoolKind } from '../queue/keys.js';
+
+export interface SpoolPaths {
+  root: string;
+  /** Host + absolute folder: names this spool in outcome messages. */
+  spoolId: string;
+  inbox(kind: SpoolKind): string;
+  inflight(kind: SpoolKind): string;
+  archive(kind: SpoolKind, at: Date): string;
+  failed(kind: SpoolKind): string;
+}
+
+/** `id`: the configured spool id; by default a hash of host name and folder. */
+export function spoolPaths(root: string, id: string | null = null): SpoolPaths {
+  const absolute = resolve(root);
+  return {
+    root: absolute,
+    spoolId: id ?? createHash('sha256').update(`${hostname()}:${absolute}`).digest('hex').slice(0, 12),
+    inbox: (kind) => join(absolute, kind),
+    inflight: (kind) => join(absolute, '.inflight', kind),
+    archive: (kind, at) => join(absolute, 'archive', kind, at.toISOString().slice(0, 10)),
+    failed: (kind) => join(absolute, 'failed', kind),
+  };
+}
+
+export interface ClaimName {
+  claimId: string;
+  contentId: string;
+  fileName: string;
+}
+
+export function inflightName(claimId: string, fileName: string): string {
+  return `${claimId}~${fileName}`;
+}
+
+/** Reads `<contentId>-<token>~<name>`; null for anything else. */
+export function parseInflightName(name: string): ClaimName | null {
+  const match = /^([0-9a-f]{16})-([0-9a-f]{8})~(.+)$/.exec(name);
+  if (match === null) return null;
+  return { claimId: `${match[1]}-${match[2]}`, contentId: match[1]!, fileName: match[3]! };
+}
+
+/** `name`, then `name~2.ext`, `name~3.ext`…: the n-th candidate for a free target name. */
+export function candidateName(fileName: string, n: number): string {
+  if (n <= 1) return fileName;
+  const ext = extname(fileName);
+  return `${basename(fileName, ext)}~${n}${ext}`;
+}
+
+export function contentIdOf(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex').slice(0, 16);
+}

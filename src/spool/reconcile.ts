@@ -1,0 +1,60 @@
+/**
+ * Start-up (and periodic) reconcile of `.inflight/`: every file there either has a job that will
+ * send an outcome, or is taken up again. This is what makes `kill -9` of the spool owner harmless:
+ *  - no job (crash between the rename and the add) → validated and queued again;
+ *  - job completed or dead-lettered but the file still here (its outcome was lost or raced) →
+ *    moved as its job ended;
+ *  - an events file whose batch was never sealed → ingested again (its claims come back as OWN);
+ *    a sealed batch whose jobs all finished → finished.
+ */
+import type { Logger } from '../log.js';
+import { documentJobId } from '../queue/enqueue.js';
+import type { SpoolKind } from '../queue/keys.js';
+import { resumeInflight, type ClaimDeps } from './claim.js';
+import type { InflightIndex } from './inflight-index.js';
+import { parseInflightName } from './paths.js';
+import { join } from 'node:path';
+import { parseSpoolName } from '../validate/spool-name.js';
+
+/** `settledBefore`: only files claimed before this time (a periodic pass leaves fresh claims alone). */
+export async function reconcileInflight(deps: ClaimDeps, index: InflightIndex, logger: Logger, settledBefore = Number.POSITIVE_INFINITY): Promise<{ resumed: number; settled: number }> {
+  let resumed = 0;
+  let settled = 0;
+  for (const kind of ['labels', 'cte'] as const) {
+    const queue = deps.enqueue.queues.items[kind === 'labels' ? 'label' : 'cte'];
+    for (const name of index.olderThan(kind, settledBefore)) {
+      const parsed = parseInflightName(name);
+      const spoolName = parsed === null ? null : parseSpoolName(kind, parsed.fileName);
+      if (parsed === null || spoolName === null || !spoolName.ok) continue;
+      const jobId = documentJobId({ kind: kind === 'labels' ? 'label' : 'cte', deliveryId: spoolName.value.deliveryId, origin: { contentId: parsed.contentId } } as Parameters<typeof documentJobId>[0]);
+      const state = await queue.getJobState(jobId);
+      if (state === 'unknown') {
+        await resumeInflight(deps, kind, name, parsed.claimId, parsed.fileName);
+        resumed += 1;
+      } else if (state === 'completed') {
+        await deps.sink.archive(kind, join(deps.paths.inflight(kind), name), parsed.fileName);
+        index.forget(kind, name);
+        settled += 1;
+      } else if (state === 'failed') {
+        const job = await queue.getJob(jobId);
+        await deps.sink.reject(kind, join(deps.paths.inflight(kind), name), parsed.fileName, { code: 'API_REJECTED', message: job?.failedReason ?? 'dead-lettered', jobId });
+        index.forget(kind, name);
+        settled += 1;
+      }
+    }
+  }
+  for (const name of index.olderThan('events' satisfies SpoolKind, settledBefore)) {
+    const parsed = parseInflightName(name);
+    if (parsed === null) continue;
+    const batch = await deps.batches.read(parsed.claimId);
+    if (batch === null) {
+      await resumeInflight(deps, 'events', name, parsed.claimId, parsed.fileName);
+      resumed += 1;
+    } else if (batch.done >= batch.total) {
+      await deps.sink.finishBatch(parsed.claimId);
+      settled += 1;
+    }
+  }
+  if (resumed + settled > 0) logger.info({ resumed, settled }, 'in-flight files reconciled');
+  return { resumed, settled };
+}

@@ -1,0 +1,175 @@
+/**
+ * Watching the inboxes. chokidar tells us a name appeared or changed; we decide when its write has
+ * finished ourselves, because chokidar's awaitWriteFinish compares only sizes and is skipped for
+ * files found by the initial scan. A file is read once its size and mtime have stayed the same for
+ * `writeStableMs`, whether it was there at start, arrived later, or was copied slowly onto a share.
+ *
+ * Back-pressure: a kind whose queue already holds `maxQueued` unfinished items takes no new files;
+ * they wait in the inbox, in arrival order (mtime order for files found by a scan), until room frees.
+ */
+import { mkdir, readdir, lstat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { watch, type FSWatcher } from 'chokidar';
+import { SPOOL_KINDS, type SpoolKind } from '../queue/keys.js';
+import { isIgnoredName } from '../validate/spool-name.js';
+import { claimFile, type ClaimDeps } from './claim.js';
+
+export interface WatcherDeps extends ClaimDeps {
+  /** Unfinished items of the kind fed by this inbox. */
+  backlog(kind: SpoolKind): Promise<number>;
+  maxQueued: number;
+}
+
+export interface SpoolWatcher {
+  /** Lists the inboxes again (safety net for missed watcher events). */
+  rescan(): Promise<void>;
+  /** Files seen in each inbox and not yet claimed. */
+  pending(): Record<SpoolKind, number>;
+  close(): Promise<void>;
+}
+
+interface Candidate {
+  size: number;
+  mtimeMs: number;
+  stableSince: number;
+}
+
+const CLAIMS_AT_ONCE = 8;
+
+export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher> {
+  const { paths, spool, logger } = deps;
+  for (const kind of SPOOL_KINDS) {
+    for (const dir of [paths.inbox(kind), paths.inflight(kind), paths.failed(kind), join(paths.root, 'archive', kind)]) await mkdir(dir, { recursive: true });
+  }
+  const candidates: Record<SpoolKind, Map<string, Candidate>> = { labels: new Map(), cte: new Map(), events: new Map() };
+  const throttled = new Set<SpoolKind>();
+  let isClosed = false;
+
+  const observe = (kind: SpoolKind, name: string, size: number, mtimeMs: number): void => {
+    if (isIgnoredName(name)) return;
+    const known = candidates[kind].get(name);
+    const now = deps.clock.now();
+    if (known === undefined) candidates[kind].set(name, { size, mtimeMs, stableSince: now });
+    else if (known.size !== size || known.mtimeMs !== mtimeMs) Object.assign(known, { size, mtimeMs, stableSince: now });
+  };
+
+  async function scan(kind: SpoolKind): Promise<void> {
+    const entries = await readdir(paths.inbox(kind));
+    const found: Array<{ name: string; size: number; mtimeMs: number }> = [];
+    for (const name of entries) {
+      if (isIgnoredName(name) || candidates[kind].has(name)) continue;
+      const stat = await lstat(join(paths.inbox(kind), name)).catch(() => null);
+      if (stat !== null) found.push({ name, size: stat.size, mtimeMs: stat.mtimeMs });
+    }
+    found.sort((a, b) => a.mtimeMs - b.mtimeMs || a.name.localeCompare(b.name));
+    for (const file of found) observe(kind, file.name, file.size, file.mtimeMs);
+  }
+
+  /** One pass over a kind: stat the head of the line, claim what is stable, as room allows. */
+  async function pump(kind: SpoolKind): Promise<void> {
+    const queue = candidates[kind];
+    if (queue.size === 0) return;
+    const room = deps.maxQueued - (await deps.backlog(kind));
+    if (room <= 0) {
+      if (!throttled.has(kind)) logger.warn({ kind, waitingInInbox: queue.size, maxQueued: deps.maxQueued }, 'back-pressure: queue full, files wait in the inbox');
+      throttled.add(kind);
+      return;
+    }
+    if (throttled.delete(kind)) logger.info({ kind }, 'back-pressure released');
+    const ready: Array<[string, Candidate]> = [];
+    let looked = 0;
+    for (const [name, candidate] of queue) {
+      if (ready.length >= room || looked >= room + 64) break;
+      looked += 1;
+      const stat = await lstat(join(paths.inbox(kind), name)).catch(() => null);
+      if (stat === null) {
+        queue.delete(name);
+        continue;
+      }
+      observe(kind, name, stat.size, stat.mtimeMs);
+      if (deps.clock.now() - candidate.stableSince >= spool.writeStableMs) ready.push([name, candidate]);
+    }
+    for (let i = 0; i < ready.length; i += CLAIMS_AT_ONCE) {
+      await Promise.all(
+        ready.slice(i, i + CLAIMS_AT_ONCE).map(async ([name, candidate]) => {
+          try {
+            const result = await claimFile(deps, kind, name, candidate);
+            if (result !== 'changed') queue.delete(name);
+          } catch (error) {
+            logger.error({ kind, file: name, err: error }, 'claim failed; will try again');
+            candidate.stableSince = deps.clock.now();
+          }
+        }),
+      );
+    }
+  }
+
+  const watcher: FSWatcher = watch(
+    SPOOL_KINDS.map((kind) => paths.inbox(kind)),
+    { ignoreInitial: true, depth: 0, usePolling: spool.usePolling, interval: spool.pollIntervalMs, alwaysStat: true, ignored: (path) => isIgnoredName(path.slice(path.lastIndexOf('/') + 1)) },
+  );
+  const kindOf = (path: string): SpoolKind | undefined => SPOOL_KINDS.find((kind) => path.startsWith(`${paths.inbox(kind)}/`));
+  const onFile = (path: string, stats?: { size: number; mtimeMs: number }): void => {
+    const kind = kindOf(path);
+    if (kind !== undefined) observe(kind, path.slice(path.lastIndexOf('/') + 1), stats?.size ?? -1, stats?.mtimeMs ?? -1);
+  };
+  watcher.on('add', onFile).on('change', onFile).on('addDir', onFile);
+  watcher.on('unlink', (path) => {
+    const kind = kindOf(path);
+    if (kind !== undefined) candidates[kind].delete(path.slice(path.lastIndexOf('/') + 1));
+  });
+  watcher.on('error', (error) => logger.error({ err: error }, 'inbox watcher error'));
+  // Files created while chokidar is still starting count as "initial" and raise no event: list the
+  // inboxes only once it is ready, so nothing falls between the listing and the first event.
+  await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
+  for (const kind of SPOOL_KINDS) await scan(kind);
+
+  const tickMs = Math.min(100, Math.max(10, Math.floor(spool.writeStableMs / 5)));
+  let running: Promise<void> = Promise.resolve();
+  // While Redis is away every pass fails the same way: say so once, and again when it is back.
+  let failingSince: number | null = null;
+  const onPassError = (kind: SpoolKind, error: unknown): void => {
+    if (failingSince === null) logger.error({ kind, err: error }, 'inbox pass failed; files stay in the inbox until it works again');
+    failingSince ??= deps.clock.now();
+  };
+  const loop = async (): Promise<void> => {
+    while (!isClosed) {
+      let hasFailed = false;
+      running = Promise.all(
+        SPOOL_KINDS.map((kind) =>
+          pump(kind).catch((error: unknown) => {
+            hasFailed = true;
+            onPassError(kind, error);
+          }),
+        ),
+      ).then(() => undefined);
+      await running;
+      if (!hasFailed && failingSince !== null) {
+        logger.info({ failedForMs: deps.clock.now() - failingSince }, 'inbox passes work again');
+        failingSince = null;
+      }
+      await new Promise((resolve) => setTimeout(resolve, tickMs).unref());
+    }
+  };
+  void loop();
+  const rescanTimer = setInterval(() => void Promise.all(SPOOL_KINDS.map(scan)).catch((error: unknown) => logger.error({ err: error }, 'rescan failed')), spool.rescanIntervalMs);
+  rescanTimer.unref();
+
+  logger.info({ spool: paths.root, inboxes: SPOOL_KINDS.map((kind) => paths.inbox(kind)), polling: spool.usePolling }, 'watching the spool');
+  let closing: Promise<void> | undefined;
+  return {
+    async rescan() {
+      await Promise.all(SPOOL_KINDS.map(scan));
+    },
+    pending: () => ({ labels: candidates.labels.size, cte: candidates.cte.size, events: candidates.events.size }),
+    close() {
+      closing ??= (async () => {
+        isClosed = true;
+        clearInterval(rescanTimer);
+        await watcher.close();
+        await running;
+      })();
+      return closing;
+    },
+  };
+}

@@ -53,7 +53,12 @@ export function createOutcomes(deps: OutcomeDeps): Outcomes {
 
   async function applyDocument(message: OutcomeMessage & { origin: { contentId: string; fileName: string } }): Promise<void> {
     const kind = SPOOL_KIND_OF[message.kind];
-    const names = deps.inflight.find(kind, message.origin.contentId);
+    // Identical bytes dropped for two deliveries share a content id: take only this delivery's files.
+    const isThisDelivery = (name: string): boolean => {
+      const fileName = name.slice(name.indexOf('~') + 1);
+      return fileName.startsWith(`${message.deliveryId}.`) || fileName.startsWith(`${message.deliveryId}__`);
+    };
+    const names = deps.inflight.find(kind, message.origin.contentId).filter(isThisDelivery);
     for (const name of names) {
       const path = join(deps.paths.inflight(kind), name);
       const fileName = name.slice(name.indexOf('~') + 1);

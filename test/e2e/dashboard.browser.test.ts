@@ -39,6 +39,7 @@ const DELIVERY: DeliveryConfig = {
   maxRateLimitedMs: 60_000,
   completedRetentionSec: 3600,
   lockMs: 30_000,
+  authProbeMs: 10_000,
 };
 
 const prefix = uniquePrefix('ui');

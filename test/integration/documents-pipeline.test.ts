@@ -193,4 +193,17 @@ describe('labels and CT-e from the spool to the API', () => {
     expect(t.sandbox.state.deliveries.get(unknown)?.label).not.toBeNull();
     expect(await readdir(join(t.spool, 'failed', 'labels'))).toEqual([`${cancelled}.pdf`, `${cancelled}.pdf.error.json`]);
   });
+
+  it('keeps the outcomes of identical bytes dropped for two deliveries apart', async () => {
+    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true } });
+    const t = running;
+    const good = randomUUID();
+    const cancelled = t.sandbox.state.addDelivery({ status_name: 'CANCELLED' }).id;
+    const pdf = await makePdf('same bytes');
+    await writeFile(join(t.spool, 'labels', `${good}.pdf`), pdf);
+    await writeFile(join(t.spool, 'labels', `${cancelled}.pdf`), pdf);
+    await waitFor(async () => (await filesUnder(join(t.spool, 'archive'))).length === 1 && (await filesUnder(join(t.spool, 'failed'))).length === 2, { what: 'one archived, one refused' });
+    expect((await filesUnder(join(t.spool, 'archive')))[0]).toMatch(new RegExp(`${good}\\.pdf$`));
+    expect(await readdir(join(t.spool, 'failed', 'labels'))).toEqual([`${cancelled}.pdf`, `${cancelled}.pdf.error.json`]);
+  });
 });

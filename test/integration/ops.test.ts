@@ -26,6 +26,7 @@ const DELIVERY: DeliveryConfig = {
   maxRateLimitedMs: 60_000,
   completedRetentionSec: 3600,
   lockMs: 30_000,
+  authProbeMs: 10_000,
 };
 const UI_PASSWORD = 'ui-pass-Secret-1';
 const INGEST_TOKEN = 'ingest-tok-Secret-2';

@@ -22,6 +22,7 @@ export const configSchema = z
         url: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').nullable(),
         managedDir: z.string().min(1),
         managedPort: z.number().int().min(0).max(65535),
+        cluster: z.boolean(),
       })
       .strict(),
     prefix: z.string().regex(/^[A-Za-z0-9_{}.-]{1,64}$/, 'letters, digits, _ . - { } only, 1-64 chars'),
@@ -91,6 +92,12 @@ export const configSchema = z
   })
   .strict()
   .superRefine((config, ctx) => {
+    if (config.redis.cluster && config.redis.url === null) {
+      ctx.addIssue({ code: 'custom', path: ['redis', 'url'], message: 'REDIS_URL (the cluster seed nodes) is required when redis.cluster is on' });
+    }
+    if (config.redis.cluster && !/^\{[^{}]+\}$/.test(config.prefix)) {
+      ctx.addIssue({ code: 'custom', path: ['prefix'], message: 'on Redis Cluster the prefix must be one hash tag, e.g. {carrier-sync}, so every key of a deployment shares a slot' });
+    }
     if (config.api.url !== null && config.api.carrierKey === null) {
       ctx.addIssue({
         code: 'custom',

@@ -3,7 +3,7 @@
  * answers a PING within a short deadline, and the queues are not paused by a 401 from the API
  * (the auth gate). Each check says why it failed, for the operator reading the 503.
  */
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../queue/redis.js';
 import type { AuthGate } from '../queue/auth-gate.js';
 
 export interface ReadinessState {
@@ -12,7 +12,7 @@ export interface ReadinessState {
 }
 
 export interface ReadinessDeps {
-  redis: Redis;
+  redis: RedisConnection;
   authGate: AuthGate;
   isDraining: () => boolean;
   /** How long a Redis command may take before Redis counts as not answering. */

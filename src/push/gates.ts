@@ -11,7 +11,7 @@
  * finished is dropped from the order set so it can never block the others.
  */
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../queue/redis.js';
 import type { ItemKind, Keys } from '../queue/keys.js';
 
 // KEYS[1] lock. ARGV[1] owner job id, ARGV[2] ttl ms. Takes the lock when it is free or already
@@ -31,7 +31,7 @@ export interface DocumentLock {
  * leaves it behind for `ttlMs`, and the same job, taken up again after the restart, must be able to
  * go on rather than wait for the lock to expire.
  */
-export async function lockDocument(redis: Redis, keys: Keys, kind: ItemKind, deliveryId: string, jobId: string, ttlMs: number): Promise<DocumentLock | null> {
+export async function lockDocument(redis: RedisConnection, keys: Keys, kind: ItemKind, deliveryId: string, jobId: string, ttlMs: number): Promise<DocumentLock | null> {
   const key = keys.documentLock(kind, deliveryId);
   if (Number(await redis.eval(LOCK, 1, key, jobId, ttlMs)) !== 1) return null;
   return {
@@ -41,17 +41,17 @@ export async function lockDocument(redis: Redis, keys: Keys, kind: ItemKind, del
   };
 }
 
-export async function isLatestDocument(redis: Redis, keys: Keys, kind: ItemKind, deliveryId: string, jobId: string): Promise<boolean> {
+export async function isLatestDocument(redis: RedisConnection, keys: Keys, kind: ItemKind, deliveryId: string, jobId: string): Promise<boolean> {
   const latest = await redis.hget(keys.latestDocument(kind), deliveryId);
   return latest === null || latest === jobId;
 }
 
-export async function forgetLatestDocument(redis: Redis, keys: Keys, kind: ItemKind, deliveryId: string, jobId: string): Promise<void> {
+export async function forgetLatestDocument(redis: RedisConnection, keys: Keys, kind: ItemKind, deliveryId: string, jobId: string): Promise<void> {
   await redis.eval(FORGET_LATEST, 1, keys.latestDocument(kind), deliveryId, jobId);
 }
 
 /** True when no earlier unfinished event of the same delivery is waiting to be sent. */
-export async function isNextEvent(redis: Redis, keys: Keys, queue: Queue, deliveryId: string, jobId: string): Promise<boolean> {
+export async function isNextEvent(redis: RedisConnection, keys: Keys, queue: Queue, deliveryId: string, jobId: string): Promise<boolean> {
   const key = keys.eventOrder(deliveryId);
   for (;;) {
     const head = await redis.zrange(key, 0, 0);
@@ -66,6 +66,6 @@ export async function isNextEvent(redis: Redis, keys: Keys, queue: Queue, delive
   }
 }
 
-export async function finishEvent(redis: Redis, keys: Keys, deliveryId: string, jobId: string): Promise<void> {
+export async function finishEvent(redis: RedisConnection, keys: Keys, deliveryId: string, jobId: string): Promise<void> {
   await redis.zrem(keys.eventOrder(deliveryId), jobId);
 }

@@ -9,7 +9,7 @@
  *   dead-letter  → UnrecoverableError: the job stays in the failed set (the DLQ)
  */
 import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../queue/redis.js';
 import type { ApiClient } from '../api/index.js';
 import type { Clock } from '../clock.js';
 import type { DeliveryConfig } from '../config/schema.js';
@@ -28,7 +28,7 @@ import { sendItem } from './send.js';
 
 export interface PushDeps {
   client: ApiClient;
-  redis: Redis;
+  redis: RedisConnection;
   keys: Keys;
   limiter: RateLimiter;
   authGate: AuthGate;

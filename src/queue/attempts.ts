@@ -3,7 +3,7 @@
  * (BullMQ keeps only stack traces). Entries hold our SyncError's JSON, which never carries
  * request headers, so no key can reach a DLQ listing through here.
  */
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './redis.js';
 import type { Keys } from './keys.js';
 
 export interface AttemptRecord {
@@ -26,7 +26,7 @@ export interface AttemptLog {
   forget(jobId: string): Promise<void>;
 }
 
-export function createAttemptLog(redis: Redis, keys: Keys): AttemptLog {
+export function createAttemptLog(redis: RedisConnection, keys: Keys): AttemptLog {
   return {
     async record(jobId, entry) {
       const key = keys.attempts(jobId);

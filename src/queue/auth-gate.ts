@@ -4,7 +4,7 @@
  * is dead-lettered for a bad key. `carrier-sync resume` or the scheduler's probe clears the gate.
  */
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './redis.js';
 
 export interface AuthFailure {
   at: string;
@@ -19,7 +19,7 @@ export interface AuthGate {
   failure(): Promise<AuthFailure | null>;
 }
 
-export function createAuthGate(redis: Redis, key: string, queues: readonly Queue[]): AuthGate {
+export function createAuthGate(redis: RedisConnection, key: string, queues: readonly Queue[]): AuthGate {
   return {
     async trip(failure) {
       const isFirst = (await redis.set(key, JSON.stringify(failure), 'NX')) === 'OK';

@@ -4,7 +4,7 @@
  * Both sets are idempotent, so reprocessing a file after a crash, or an outcome delivered twice,
  * changes nothing.
  */
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './redis.js';
 import type { Keys } from './keys.js';
 
 export interface BatchInfo {
@@ -43,7 +43,7 @@ export interface Batches {
   drop(batchId: string): Promise<void>;
 }
 
-export function createBatches(redis: Redis, keys: Keys): Batches {
+export function createBatches(redis: RedisConnection, keys: Keys): Batches {
   return {
     async seal(info, jobIds) {
       const pipeline = redis.pipeline();

@@ -11,7 +11,7 @@
  * The memory outlives BullMQ's job records (BullMQ forgets a job id once the job is removed),
  * and expires `retentionDays` after a delivery's last claim.
  */
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './redis.js';
 import type { Keys } from './keys.js';
 
 // KEYS[1] dedup hash. ARGV[1] instant key, ARGV[2] source id, ARGV[3] ttl seconds.
@@ -41,7 +41,7 @@ if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then redis.call('HDEL', KEYS[
 return 1
 `;
 
-export function createDedupMemory(redis: Redis, keys: Keys, retentionDays: number): DedupMemory {
+export function createDedupMemory(redis: RedisConnection, keys: Keys, retentionDays: number): DedupMemory {
   const ttlSeconds = retentionDays * 86_400;
   return {
     async claim(deliveryId, instantKey, sourceId) {

@@ -6,7 +6,7 @@
  *  - collecting: `collecting.<delivery id>.<instant hash>`, after a claim in the event_at memory.
  */
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './redis.js';
 import type { Clock } from '../clock.js';
 import type { DedupMemory } from './dedup.js';
 import type { Keys } from './keys.js';
@@ -15,7 +15,7 @@ import type { QueueSet } from './queues.js';
 import type { Stats } from './stats.js';
 
 export interface EnqueueDeps {
-  redis: Redis;
+  redis: RedisConnection;
   keys: Keys;
   queues: QueueSet;
   dedup: DedupMemory;

@@ -10,7 +10,7 @@
  * of different machines do not matter. A 429 sets a pause key that holds every process back.
  */
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './redis.js';
 
 // KEYS[1] window sorted set, KEYS[2] pause key. ARGV[1] window ms, ARGV[2] limit, ARGV[3] member.
 // Returns 0 when a slot was taken, else the milliseconds to wait before asking again.
@@ -61,7 +61,7 @@ export interface RateLimiter {
   inWindow(): Promise<number>;
 }
 
-export function createRateLimiter(redis: Redis, options: RateLimiterOptions): RateLimiter {
+export function createRateLimiter(redis: RedisConnection, options: RateLimiterOptions): RateLimiter {
   const windowMs = (options.windowMs ?? 60_000) + options.windowMarginMs;
   const tryAcquire = async (): Promise<number> => {
     const member = `${Date.now()}-${randomBytes(6).toString('hex')}`;

@@ -8,7 +8,7 @@
  * 429 and 401 move the job to delayed without spending an attempt.
  */
 import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './redis.js';
 import type { DeliveryConfig } from '../config/schema.js';
 import { HOUSEKEEPING_QUEUE, ITEM_KINDS, outcomeQueueName, type ItemKind } from './keys.js';
 import type { ItemJob, OutcomeMessage } from './payloads.js';
@@ -38,7 +38,7 @@ export const OUTCOME_JOB_OPTIONS: JobsOptions = {
   removeOnFail: { count: 10_000 },
 };
 
-export function openQueues(redis: Redis, prefix: string, delivery: DeliveryConfig): QueueSet {
+export function openQueues(redis: RedisConnection, prefix: string, delivery: DeliveryConfig): QueueSet {
   const options = { connection: redis, prefix };
   const items = {} as Record<ItemKind, Queue<ItemJob>>;
   for (const kind of ITEM_KINDS) {

@@ -2,7 +2,7 @@
  * Counters shared by every process, kept in one Redis hash so that `/metrics` and `status` show
  * the deployment's totals whichever process serves them. Field names: `<counter>:<kind>`.
  */
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './redis.js';
 import type { ItemKind } from './keys.js';
 
 export const COUNTERS = ['received', 'sent', 'duplicates', 'failed', 'dead_lettered', 'rate_limited', 'superseded'] as const;
@@ -13,7 +13,7 @@ export interface Stats {
   read(): Promise<Record<Counter, Record<ItemKind, number>>>;
 }
 
-export function createStats(redis: Redis, statsKey: string): Stats {
+export function createStats(redis: RedisConnection, statsKey: string): Stats {
   return {
     async add(counter, kind, by = 1) {
       if (by !== 0) await redis.hincrby(statsKey, `${counter}:${kind}`, by);

@@ -3,7 +3,7 @@
  * REDIS_URL is unset), the deployment's keys, queues and counters. Each resource's close goes on
  * the shutdown stack as soon as it is open.
  */
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../queue/redis.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
@@ -25,7 +25,7 @@ export interface Context {
   clock: Clock;
   closers: Closers;
   redisUrl: string;
-  redis: Redis;
+  redis: RedisConnection;
   keys: Keys;
   queues: QueueSet;
   stats: Stats;
@@ -40,7 +40,7 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
   const closers = createClosers(logger);
   try {
     const redisUrl = config.redis.url ?? (await ensureManagedRedis(config.redis.managedDir, config.redis.managedPort, logger)).url;
-    const redis = connectRedis(redisUrl, `carrier-sync:${name}`);
+    const redis = connectRedis(redisUrl, `carrier-sync:${name}`, config.redis.cluster);
     redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
     closers.push('redis', () => closeRedis(redis));
     await redis.ping();
@@ -73,7 +73,7 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
 }
 
 /** Warns when Redis could lose queued items: eviction on, or no persistence at all. */
-export async function warnAboutRedisDurability(redis: Redis, logger: Logger): Promise<void> {
+export async function warnAboutRedisDurability(redis: RedisConnection, logger: Logger): Promise<void> {
   try {
     const policy = (await redis.config('GET', 'maxmemory-policy')) as string[];
     const aof = (await redis.config('GET', 'appendonly')) as string[];

@@ -6,7 +6,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { cpus, freemem, platform, release, tmpdir, totalmem } from 'node:os';
+import { cpus, freemem, loadavg, platform, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../../src/config/load.js';
 import { eventsDedupScenario } from './scenarios/events-dedup.js';
@@ -54,6 +54,7 @@ function machine(redisVersion: string, redisOrigin: string): Machine {
     redis: redisVersion,
     redisOrigin,
     os: `${platform()} ${release()}`,
+    loadAvg: loadavg().map((l) => l.toFixed(2)).join(' / '),
   };
 }
 
@@ -77,13 +78,13 @@ async function main(): Promise<void> {
       const started = performance.now();
       let result: ScenarioResult;
       try {
-        result = { name: scenario.name, ...(await scenario.run(env)), durationMs: performance.now() - started };
+        result = { name: scenario.name, ...(await scenario.run(env)), durationMs: performance.now() - started, loadAvg1: loadavg()[0] ?? 0 };
       } catch (error) {
         const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
         result = { name: scenario.name, durationMs: performance.now() - started, figures: [], notes: [], error: message };
       }
       results.push(result);
-      process.stdout.write(`${result.error === undefined ? 'done' : 'FAILED'} in ${(result.durationMs / 1000).toFixed(1)} s\n`);
+      process.stdout.write(`${result.error === undefined ? 'done' : 'FAILED'} in ${(result.durationMs / 1000).toFixed(1)} s (load average ${loadavg()[0]?.toFixed(2) ?? '?'})\n`);
       if (result.error !== undefined) process.stdout.write(`${result.error}\n`);
     }
   } finally {

@@ -36,8 +36,10 @@ describe('chaos', () => {
     });
     const e = env;
     const daemonEnv = { ...e.env, REDIS_URL: redis.url, CARRIER_SYNC_BACKOFF_MS: '50' };
+    const daemons: DaemonProcess[] = [];
     const start = async (): Promise<DaemonProcess> => {
       const daemon = spawnDaemon(daemonEnv, { args: e.args('start') });
+      daemons.push(daemon);
       await waitUntilStarted(daemon);
       return daemon;
     };
@@ -112,6 +114,12 @@ describe('chaos', () => {
     // Every dropped file exactly once under archive/ or failed/.
     const archived = (await listFiles(join(e.spool, 'archive'))).map((f) => f.replace(/^([a-z]+)\/\d{4}-\d{2}-\d{2}\//, '$1/'));
     const failed = (await listFiles(join(e.spool, 'failed'))).filter((f) => !f.endsWith('.error.json'));
+    const extra = [...archived, ...failed].filter((f) => !dropped.includes(f));
+    if (extra.length > 0 || archived.length + failed.length !== dropped.length) {
+      const ids = extra.map((f) => /([0-9a-f-]{36})/.exec(f)?.[1] ?? f);
+      for (const [n, d] of daemons.entries()) for (const line of d.stderrLines.filter((l) => ids.some((id) => l.includes(id)))) console.log(`daemon ${n}: ${line}`);
+      console.log(JSON.stringify(e.sandbox.requests().filter((r) => ids.some((id) => r.deliveryId === id))));
+    }
     expect([...archived, ...failed].sort()).toEqual([...dropped].sort());
     expect(failed.every((f) => f.endsWith('.pdf') || f.endsWith('.xml'))).toBe(true);
     expect(failed).toHaveLength(6);

@@ -26,6 +26,8 @@ export interface Acceptance {
 export interface ScenarioResult {
   name: string;
   durationMs: number;
+  /** 1-minute load average when the scenario ended (other work on the machine skews figures). */
+  loadAvg1?: number;
   figures: Figure[];
   acceptance?: Acceptance;
   notes: string[];
@@ -55,6 +57,8 @@ export interface Machine {
   redis: string;
   redisOrigin: string;
   os: string;
+  /** 1/5/15-minute load averages when the run started. */
+  loadAvg: string;
 }
 
 export interface RunReport {
@@ -110,7 +114,7 @@ export function markdownReport(report: RunReport): string {
     '',
     `- started ${report.startedAt}, finished ${report.finishedAt}`,
     `- command: \`${report.command}\``,
-    `- machine: ${m.nproc} cores (${m.cpu}), ${m.memory}, ${m.os}; node ${m.node}; redis ${m.redis} (${m.redisOrigin})`,
+    `- machine: ${m.nproc} cores (${m.cpu}), ${m.memory}, ${m.os}; node ${m.node}; redis ${m.redis} (${m.redisOrigin}); load average at start ${m.loadAvg}`,
     '',
     `| ${HEADER.join(' | ')} |`,
     `|${HEADER.map(() => '---').join('|')}|`,
@@ -122,7 +126,8 @@ export function markdownReport(report: RunReport): string {
   }
   for (const result of report.results) {
     if (result.notes.length === 0) continue;
-    out.push(`**${result.name}** (${(result.durationMs / 1000).toFixed(1)} s)`, '', ...result.notes.map((n) => `- ${n}`), '');
+    const load = result.loadAvg1 === undefined ? '' : `, load average ${result.loadAvg1.toFixed(2)} at its end`;
+    out.push(`**${result.name}** (${(result.durationMs / 1000).toFixed(1)} s${load})`, '', ...result.notes.map((n) => `- ${n}`), '');
   }
   return out.join('\n');
 }

@@ -7,13 +7,9 @@
 import { randomBytes } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SingleBar, Presets } from 'cli-progress';
 import type { Command } from 'commander';
-import { enqueueDocument, enqueueEvents } from '../queue/enqueue.js';
 import { ITEM_KIND_OF, type SpoolKind } from '../queue/keys.js';
 import { collectingJobOf } from '../queue/payloads.js';
-import { backlogOf } from '../queue/queues.js';
-import { prepare } from '../spool/claim.js';
 import { contentIdOf } from '../spool/paths.js';
 import { isIgnoredName } from '../validate/spool-name.js';
 import { UsageError } from './program.js';
@@ -30,6 +26,12 @@ export function registerBackfill(program: Command): void {
     .action(async (dir: string, options: { kind: string }, command: Command) => {
       if (!(KINDS as readonly string[]).includes(options.kind)) throw new UsageError(`--kind: "${options.kind}" must be labels, cte or events`);
       const kind = options.kind as SpoolKind;
+      const [{ SingleBar, Presets }, { enqueueDocument, enqueueEvents }, { backlogOf }, { prepare }] = await Promise.all([
+        import('cli-progress'),
+        import('../queue/enqueue.js'),
+        import('../queue/queues.js'),
+        import('../spool/claim.js'),
+      ]);
       const names = (await readdir(dir).catch(() => { throw new UsageError(`${dir}: not a readable folder`); })).filter((name) => !isIgnoredName(name)).sort();
       const bar = process.stdout.isTTY === true ? new SingleBar({ format: 'backfill {bar} {value}/{total} files | queued {queued} | invalid {invalid}' }, Presets.shades_classic) : null;
       const totals = { queued: 0, invalid: 0, duplicates: 0 };

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { createLogger } from '../log.js';
-import { runSandbox } from '../sandbox/run.js';
 import { UsageError } from './program.js';
 import { configOf, print } from './shared.js';
 
@@ -16,6 +15,7 @@ export function registerSandbox(program: Command): void {
       if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port: "${options.port}" is not a port number`);
       const config = configOf(command);
       const logger = createLogger({ level: config.log.level, isPretty: process.stderr.isTTY === true });
+      const { runSandbox } = await import('../sandbox/run.js');
       const handle = await runSandbox({ port, host: options.host, ...(options.seed === undefined ? {} : { seedFile: options.seed }), logger });
       print(`sandbox API listening on ${handle.url}`);
       await new Promise<void>((resolve) => {

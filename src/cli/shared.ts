@@ -1,9 +1,13 @@
-/** What every command needs: the loaded config, a logger on stderr, and the Redis context. */
+/**
+ * What every command needs: the loaded config, a logger on stderr, and the Redis context.
+ * Heavy modules (BullMQ, the HTTP stacks, pdf-lib) are imported inside the commands that use
+ * them, so `--help` and light commands start quickly.
+ */
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { createLogger, type Logger } from '../log.js';
-import { openContext, type Context } from '../runtime/context.js';
+import type { Context } from '../runtime/context.js';
 
 export function configOf(command: Command): Readonly<Config> {
   const root = command.optsWithGlobals<{ config?: string }>();
@@ -18,6 +22,7 @@ export function cliLogger(config: Readonly<Config>): Logger {
 
 export async function withContext<T>(command: Command, run: (ctx: Context) => Promise<T>): Promise<T> {
   const config = configOf(command);
+  const { openContext } = await import('../runtime/context.js');
   const ctx = await openContext(config, cliLogger(config), 'cli');
   try {
     return await run(ctx);

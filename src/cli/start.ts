@@ -1,7 +1,10 @@
 import type { Command } from 'commander';
 import { createLogger } from '../log.js';
-import { ROLES, startDaemon, type Role } from '../runtime/start.js';
+import type { Role } from '../runtime/start.js';
 import { UsageError } from './program.js';
+
+/** The daemon's roles (runtime/start.ts has the same list; kept here so --help loads nothing heavy). */
+const ROLES: readonly Role[] = ['watcher', 'worker', 'scheduler', 'http'];
 import { configOf } from './shared.js';
 
 export function registerStart(program: Command): void {
@@ -10,6 +13,7 @@ export function registerStart(program: Command): void {
     .description('run the daemon (all roles by default); SIGTERM/SIGINT shut it down gracefully, a second signal at once')
     .option('--roles <list>', `comma-separated roles to run: ${ROLES.join(', ')}`, ROLES.join(','))
     .action(async (options: { roles: string }, command: Command) => {
+      const { startDaemon } = await import('../runtime/start.js');
       const roles = options.roles.split(',').map((role) => role.trim()).filter(Boolean);
       const unknown = roles.filter((role) => !(ROLES as readonly string[]).includes(role));
       if (roles.length === 0 || unknown.length > 0) throw new UsageError(`--roles: unknown role ${unknown.join(', ') || '(none given)'}; choose from ${ROLES.join(', ')}`);

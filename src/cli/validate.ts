@@ -2,9 +2,6 @@ import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
-import { checkCte } from '../validate/cte.js';
-import { eventsFormatOf, parseEventsFile } from '../validate/events-file.js';
-import { checkLabel } from '../validate/label.js';
 import { print } from './shared.js';
 
 export function registerValidate(program: Command): void {
@@ -38,6 +35,7 @@ async function verdictOf(file: string, spool: { maxLabelBytes: number; maxCteByt
     return { ok: false, code: 'UNREADABLE', message: (error as Error).message, notes: [] };
   }
   const name = basename(file).toLowerCase();
+  const { checkCte, checkLabel, eventsFormatOf, parseEventsFile } = await import('../validate/index.js');
   if (name.endsWith('.pdf')) {
     const v = await checkLabel(bytes, { maxBytes: spool.maxLabelBytes });
     return v.ok ? { ok: true, notes: [`PDF ${v.value.pdfVersion}, ${v.value.pageCount} page(s)`, ...v.warnings] } : { ok: false, code: v.error.code, message: v.error.message, notes: [] };

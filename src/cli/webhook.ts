@@ -1,8 +1,5 @@
 import type { Command } from 'commander';
-import { createApiClient } from '../api/index.js';
 import { createLogger } from '../log.js';
-import { resolveApiTarget } from '../runtime/api-target.js';
-import { applyWebhook } from '../runtime/webhook.js';
 import { UsageError } from './program.js';
 import { configOf, print, withContext } from './shared.js';
 
@@ -25,6 +22,7 @@ export function registerWebhook(program: Command): void {
       }
       const record = { url: options.url, headers: options.header.length === 0 ? null : headers, events: options.events.split(',').map((e) => e.trim()).filter(Boolean) };
       const config = configOf(command);
+      const [{ createApiClient }, { resolveApiTarget }, { applyWebhook }] = await Promise.all([import('../api/index.js'), import('../runtime/api-target.js'), import('../runtime/webhook.js')]);
       await withContext(command, async (ctx) => {
         const target = await resolveApiTarget(config, createLogger({ level: 'warn' }), ctx.closers);
         const client = createApiClient({ baseUrl: target.url, carrierKey: target.carrierKey, sellerGroupKey: target.sellerGroupKey, connectTimeoutMs: config.api.connectTimeoutMs, headersTimeoutMs: config.api.headersTimeoutMs, bodyTimeoutMs: config.api.bodyTimeoutMs, connections: 1 });

@@ -206,4 +206,13 @@ describe('labels and CT-e from the spool to the API', () => {
     expect((await filesUnder(join(t.spool, 'archive')))[0]).toMatch(new RegExp(`${good}\\.pdf$`));
     expect(await readdir(join(t.spool, 'failed', 'labels'))).toEqual([`${cancelled}.pdf`, `${cancelled}.pdf.error.json`]);
   });
+
+  it('works in polling mode (network shares without inotify)', async () => {
+    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true }, settings: { spool: { usePolling: true, pollIntervalMs: 100, rescanIntervalMs: 60_000 } } });
+    const t = running;
+    const id = randomUUID();
+    await writeFile(join(t.spool, 'labels', `${id}.pdf`), await makePdf('polled'));
+    await waitFor(() => labelRequests(t).length === 1, { what: 'the polled file sent' });
+    await waitFor(async () => (await filesUnder(join(t.spool, 'archive'))).length === 1, { what: 'archived' });
+  });
 });

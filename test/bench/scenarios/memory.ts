@@ -62,7 +62,7 @@ export const memoryScenario: Scenario = {
         carrierKey: Object.values(sandbox.keys.carriers)[0] ?? '',
         spool,
         logFile: join(env.logDir, 'memory.log'),
-        logLevel: 'warn',
+        logFileLevel: 'warn',
         env: { CARRIER_SYNC_RATE_LIMIT_PER_MINUTE: String(UNLIMITED), CARRIER_SYNC_MAX_QUEUED: String(MAX_QUEUED) },
       },
       ['watcher', 'worker'],
@@ -164,7 +164,7 @@ export const memoryScenario: Scenario = {
           },
         ],
         notes: [
-          `${labels.length.toLocaleString('en-US')} labels (1 KB) + ${ctes.length.toLocaleString('en-US')} CT-e (~1 KB) renamed into the inboxes in ${round(dropMs / 1000, 1)} s; daemon roles watcher+worker, LOG_LEVEL warn (logs to file), MAX_QUEUED ${MAX_QUEUED}, limits lifted; Redis ${ownRedis === null ? 'from REDIS_URL' : `private, --maxmemory ${MAXMEMORY_MB}mb noeviction`}`,
+          `${labels.length.toLocaleString('en-US')} labels (1 KB) + ${ctes.length.toLocaleString('en-US')} CT-e (~1 KB) renamed into the inboxes in ${round(dropMs / 1000, 1)} s; daemon roles watcher+worker, LOG_LEVEL info (warnings and worse kept in the log file), MAX_QUEUED ${MAX_QUEUED}, limits lifted; Redis ${ownRedis === null ? 'from REDIS_URL' : `private, --maxmemory ${MAXMEMORY_MB}mb noeviction`}`,
           `soak: ${trickled} files over ${round((soakEnded - soakStarted) / 1000)} s; ${samples.length} samples (1 s); daemon error log lines ${daemon.errorCount()}`,
           'Redis grows with every item sent by design — the completed job (payload emptied) is kept 7 days so an identical re-drop is archived without a second send; what back-pressure bounds is the waiting backlog',
         ],

@@ -30,6 +30,8 @@ export interface DaemonSetup {
   spool?: string;
   logFile: string;
   logLevel?: string;
+  /** 'warn': the daemon logs at its level, but only warnings and worse reach the log file. */
+  logFileLevel?: 'all' | 'warn';
 }
 
 /** Schedules off (no scheduler role anyway), short backoff so retries do not dominate a run. */
@@ -92,8 +94,9 @@ export async function spawnDaemon(setup: DaemonSetup, roles: readonly Role[]): P
   const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
   void exited.then(() => onFailed(new Error(`daemon exited before it was ready:\n${tail.join('\n')}`)));
   let partial = '';
+  const isAll = setup.logFileLevel !== 'warn';
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    log.write(chunk);
+    if (isAll) log.write(chunk);
     partial += chunk;
     let at: number;
     while ((at = partial.indexOf('\n')) >= 0) {
@@ -101,6 +104,7 @@ export async function spawnDaemon(setup: DaemonSetup, roles: readonly Role[]): P
       partial = partial.slice(at + 1);
       tail.push(line);
       if (tail.length > 40) tail.shift();
+      if (!isAll && !/"level":[1-3]\d,/.test(line)) log.write(`${line}\n`);
       if (line.includes('"level":50') || line.includes('"level":60')) errors += 1;
       if (line.includes('"msg":"carrier-sync started"')) onStarted();
     }

@@ -32,7 +32,7 @@ describe('chaos', () => {
     redis = await startOwnRedis();
     env = await createE2eEnv({
       sandbox: { autoCreateDeliveries: true, faults: { errorRate: 0.1, resetRate: 0.05, latencyMs: 5, latencyJitterMs: 40 } },
-      settings: { delivery: { maxAttempts: 30, backoffMs: 50, lockMs: 2000, authProbeMs: 500, concurrency: 8 }, spool: { rescanIntervalMs: 1000 } },
+      settings: { delivery: { maxAttempts: 30, backoffMs: 50, lockMs: 5000, authProbeMs: 500, concurrency: 8 }, spool: { rescanIntervalMs: 1000 } },
     });
     const e = env;
     const daemonEnv = { ...e.env, REDIS_URL: redis.url, CARRIER_SYNC_BACKOFF_MS: '50' };

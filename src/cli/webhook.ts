@@ -22,10 +22,10 @@ export function registerWebhook(program: Command): void {
       }
       const record = { url: options.url, headers: options.header.length === 0 ? null : headers, events: options.events.split(',').map((e) => e.trim()).filter(Boolean) };
       const config = configOf(command);
-      const [{ createApiClient }, { resolveApiTarget }, { applyWebhook }] = await Promise.all([import('../api/index.js'), import('../runtime/api-target.js'), import('../runtime/webhook.js')]);
+      const [{ apiClientFor }, { resolveApiTarget }, { applyWebhook }] = await Promise.all([import('../runtime/api-client.js'), import('../runtime/api-target.js'), import('../runtime/webhook.js')]);
       await withContext(command, async (ctx) => {
         const target = await resolveApiTarget(config, createLogger({ level: 'warn' }), ctx.closers);
-        const client = createApiClient({ baseUrl: target.url, carrierKey: target.carrierKey, sellerGroupKey: target.sellerGroupKey, connectTimeoutMs: config.api.connectTimeoutMs, headersTimeoutMs: config.api.headersTimeoutMs, bodyTimeoutMs: config.api.bodyTimeoutMs, connections: 1 });
+        const client = apiClientFor(config, target, { connections: 1 });
         ctx.closers.push('api client', () => client.close());
         await applyWebhook(ctx, client, webhookId, record);
       });

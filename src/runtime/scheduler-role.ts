@@ -3,7 +3,7 @@
  * scheduler processes run: the scheduler id is the dedup key), their worker, and the 401 probe.
  */
 import { Worker, type Job } from 'bullmq';
-import { createApiClient } from '../api/index.js';
+import { apiClientFor } from './api-client.js';
 import { isSyncError } from '../errors.js';
 import { HOUSEKEEPING_QUEUE } from '../queue/keys.js';
 import type { ApiTarget } from './api-target.js';
@@ -23,16 +23,7 @@ export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan
     }
     await ctx.queues.housekeeping.upsertJobScheduler(name, { pattern: schedule.pattern, tz: schedule.tz }, { name, data: {} });
   }
-  const client = createApiClient({
-    baseUrl: target.url,
-    carrierKey: target.carrierKey,
-    sellerGroupKey: target.sellerGroupKey,
-    connectTimeoutMs: config.api.connectTimeoutMs,
-    headersTimeoutMs: config.api.headersTimeoutMs,
-    bodyTimeoutMs: config.api.bodyTimeoutMs,
-    connections: 2,
-    logger: log,
-  });
+  const client = apiClientFor(config, target, { connections: 2, logger: log });
   ctx.closers.push('scheduler api client', () => client.close());
   const worker = new Worker(HOUSEKEEPING_QUEUE, async (job: Job) => runHousekeeping(job.name, { ctx, client, rescan, logger: log }), {
     connection: ctx.redis,

@@ -1,6 +1,6 @@
 /** The worker role: one BullMQ worker per item kind, sharing one API client and one rate limiter. */
 import { Worker } from 'bullmq';
-import { createApiClient } from '../api/index.js';
+import { apiClientFor } from './api-client.js';
 import { ITEM_KINDS, keyIdOf } from '../queue/keys.js';
 import type { ItemJob } from '../queue/payloads.js';
 import { createRateLimiter } from '../queue/limiter.js';
@@ -12,17 +12,7 @@ import type { Metrics } from '../ops/metrics.js';
 export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: Metrics): Promise<void> {
   const { config, logger } = ctx;
   const log = logger.child({ mod: 'push' });
-  const client = createApiClient({
-    baseUrl: target.url,
-    carrierKey: target.carrierKey,
-    sellerGroupKey: target.sellerGroupKey,
-    connectTimeoutMs: config.api.connectTimeoutMs,
-    headersTimeoutMs: config.api.headersTimeoutMs,
-    bodyTimeoutMs: config.api.bodyTimeoutMs,
-    connections: config.api.connections,
-    logger: log,
-    onResponse: (sample) => metrics.observeRequest(sample),
-  });
+  const client = apiClientFor(config, target, { logger: log, onResponse: (sample) => metrics.observeRequest(sample) });
   ctx.closers.push('api client', () => client.close());
   const keyId = keyIdOf(target.carrierKey);
   const limiter = createRateLimiter(ctx.redis, {

@@ -5,7 +5,7 @@
  * reference measured in the same run, or an absolute with the machine it was measured on.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { cpus, freemem, loadavg, platform, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../../src/config/load.js';
@@ -68,6 +68,10 @@ async function main(): Promise<void> {
   const reportDir = join(PACKAGE_ROOT, 'bench-reports');
   const env: BenchEnv = { isQuick, redisUrl: redis.url, workDir, logDir: join(reportDir, 'logs') };
   await mkdir(env.logDir, { recursive: true });
+  // Daemons append to their log: start each selected scenario's logs afresh.
+  for (const name of await readdir(env.logDir)) {
+    if (selected.some((s) => name.startsWith(s.name))) await rm(join(env.logDir, name), { force: true });
+  }
   const info = machine(facts.version, `${redis.origin}, maxmemory ${facts.maxmemoryBytes > 0 ? `${Math.round(facts.maxmemoryBytes / 1024 ** 2)} MB` : 'unbounded'}, ${facts.policy}`);
   process.stdout.write(`carrier-sync bench (${isQuick ? 'quick' : 'full'}): ${selected.map((s) => s.name).join(', ')}\nmachine: ${info.nproc} cores, node ${info.node}, redis ${info.redis} (${info.redisOrigin})\n\n`);
 

@@ -5,7 +5,6 @@
  */
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
-import { runSandbox } from '../sandbox/run.js';
 import type { Closers } from './closers.js';
 
 export interface ApiTarget {
@@ -19,6 +18,7 @@ export async function resolveApiTarget(config: Readonly<Config>, logger: Logger,
   if (config.api.url !== null) {
     return { url: config.api.url, carrierKey: config.api.carrierKey ?? '', sellerGroupKey: config.api.sellerGroupKey, isSandbox: false };
   }
+  const { runSandbox } = await import('../sandbox/run.js');
   const sandbox = await runSandbox({
     port: config.sandbox.port,
     host: '127.0.0.1',

@@ -10,7 +10,7 @@ import type { Logger } from '../log.js';
 import { ITEM_KINDS } from '../queue/keys.js';
 import { createMetrics } from '../ops/metrics.js';
 import { createReadiness } from '../ops/readiness.js';
-import { startOpsServer, type OpsServer } from '../ops/server.js';
+import type { OpsServer } from '../ops/server.js';
 import { resolveApiTarget } from './api-target.js';
 import { openContext, warnAboutRedisDurability } from './context.js';
 import { startSchedulerRole } from './scheduler-role.js';
@@ -43,6 +43,8 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
     metrics.attach({ stats: ctx.stats, queues: ctx.queues.items, isAuthPaused: async () => (await ctx.authGate.failure()) !== null });
     let isDraining = false;
     if (roles.includes('http')) {
+      // Imported here: a process without the http role never loads fastify and bull-board.
+      const { startOpsServer } = await import('../ops/server.js');
       ops = await startOpsServer({
         host: config.http.host,
         port: config.http.port,

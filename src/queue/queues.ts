@@ -25,7 +25,8 @@ export function itemJobOptions(delivery: DeliveryConfig): JobsOptions {
   return {
     attempts: delivery.maxAttempts,
     backoff: { type: 'exponential', delay: delivery.backoffMs, jitter: 0.5 },
-    removeOnComplete: { age: delivery.completedRetentionSec },
+    // Bounded by age and count: a sustained 300/min would otherwise keep ~1.5 KB per item for the whole age.
+    removeOnComplete: { age: delivery.completedRetentionSec, count: 50_000 },
     removeOnFail: false,
   };
 }

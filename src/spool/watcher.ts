@@ -37,6 +37,7 @@ interface Candidate {
 }
 
 const CLAIMS_AT_ONCE = 8;
+const STATS_AT_ONCE = 32;
 
 export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher> {
   const { paths, spool, logger } = deps;
@@ -107,28 +108,37 @@ export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher
   }
 
   /**
-   * One lstat per inbox event: inotify (fs.watch) names the file, the lstat tells the rest. An event
-   * for a name whose lstat is still running marks it for one more lstat, so none is lost or piled up.
+   * One lstat per inbox event: inotify (fs.watch) names the file, the lstat tells the rest. Events
+   * wait in arrival order and at most STATS_AT_ONCE lstats run at once, so a flood of files does not
+   * hold a pending promise per file. A name is never stat'ed twice at once (answers could cross): an
+   * event for a name being stat'ed queues it once more.
    */
-  const statPending = new Set<string>();
+  const eventQueue = new Map<string, { kind: SpoolKind; name: string }>();
+  const statRunning = new Set<string>();
   const statAgain = new Set<string>();
+  const drainEvents = (): void => {
+    for (const [key, { kind, name }] of eventQueue) {
+      if (statRunning.size >= STATS_AT_ONCE) return;
+      eventQueue.delete(key);
+      statRunning.add(key);
+      void lstat(join(paths.inbox(kind), name))
+        .then(
+          (stat) => observe(kind, name, stat.size, stat.mtimeMs),
+          () => candidates[kind].delete(name),
+        )
+        .finally(() => {
+          statRunning.delete(key);
+          if (statAgain.delete(key)) eventQueue.set(key, { kind, name });
+          drainEvents();
+        });
+    }
+  };
   const onEvent = (kind: SpoolKind, name: string): void => {
     if (isIgnoredName(name)) return;
     const key = `${kind}/${name}`;
-    if (statPending.has(key)) {
-      statAgain.add(key);
-      return;
-    }
-    statPending.add(key);
-    void lstat(join(paths.inbox(kind), name))
-      .then(
-        (stat) => observe(kind, name, stat.size, stat.mtimeMs),
-        () => candidates[kind].delete(name),
-      )
-      .finally(() => {
-        statPending.delete(key);
-        if (statAgain.delete(key)) onEvent(kind, name);
-      });
+    if (statRunning.has(key)) statAgain.add(key);
+    else if (!eventQueue.has(key)) eventQueue.set(key, { kind, name });
+    drainEvents();
   };
 
   // Local disks: inotify. chokidar is kept for polling (network shares, where inotify sees nothing):

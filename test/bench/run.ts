@@ -63,10 +63,23 @@ async function main(): Promise<void> {
   const selected = SCENARIOS.filter((s) => only === null || only.includes(s.name));
   const startedAt = new Date().toISOString();
   const redis = await openBenchRedis();
+  // A signal or a crash must not leave the private redis-server (or a daemon) behind.
+  const onFatal = (why: string): void => {
+    process.stderr.write(`bench: ${why}; stopping\n`);
+    void redis.stop().finally(() => process.exit(130));
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => onFatal(`received ${signal}`));
+  process.on('uncaughtException', (error) => onFatal(`uncaught exception: ${error.stack ?? error.message}`));
   const facts = await redisFacts(redis.url);
   const workDir = await mkdtemp(join(tmpdir(), 'cs-bench-'));
   const reportDir = join(PACKAGE_ROOT, 'bench-reports');
-  const env: BenchEnv = { isQuick, redisUrl: redis.url, workDir, logDir: join(reportDir, 'logs') };
+  const env: BenchEnv = {
+    isQuick,
+    redisUrl: redis.url,
+    workDir,
+    logDir: join(reportDir, 'logs'),
+    progress: (message) => process.stderr.write(`  [${new Date().toISOString().slice(11, 19)}] ${message}\n`),
+  };
   await mkdir(env.logDir, { recursive: true });
   // Daemons append to their log: start each selected scenario's logs afresh.
   for (const name of await readdir(env.logDir)) {

@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -41,9 +41,18 @@ const BENCH_DEFAULTS: Record<string, unknown> = {
   schedules: { rescan: { pattern: null, tz: 'UTC' }, webhookReconcile: { pattern: null, tz: 'UTC' }, deadLetterSummary: { pattern: null, tz: 'UTC' } },
 };
 
-async function prepare(setup: DaemonSetup): Promise<{ spool: string; configPath: string; env: Record<string, string> }> {
+interface Prepared {
+  spool: string;
+  configPath: string;
+  env: Record<string, string>;
+  /** Removes the config file's folder, and the spool when it was made here. */
+  cleanup(): Promise<void>;
+}
+
+async function prepare(setup: DaemonSetup): Promise<Prepared> {
   const spool = setup.spool ?? (await mkdtemp(join(tmpdir(), 'cs-bench-spool-')));
-  const configPath = join(await mkdtemp(join(tmpdir(), 'cs-bench-config-')), 'config.yaml');
+  const configDir = await mkdtemp(join(tmpdir(), 'cs-bench-config-'));
+  const configPath = join(configDir, 'config.yaml');
   await writeFile(configPath, stringify(merge(BENCH_DEFAULTS, setup.settings ?? {})));
   const env: Record<string, string> = {
     REDIS_URL: setup.redisUrl,
@@ -55,7 +64,11 @@ async function prepare(setup: DaemonSetup): Promise<{ spool: string; configPath:
     LOG_LEVEL: setup.logLevel ?? 'info',
     ...setup.env,
   };
-  return { spool, configPath, env };
+  const cleanup = async (): Promise<void> => {
+    await rm(configDir, { recursive: true, force: true });
+    if (setup.spool === undefined) await rm(spool, { recursive: true, force: true });
+  };
+  return { spool, configPath, env, cleanup };
 }
 
 export interface SpawnedDaemon {
@@ -72,17 +85,18 @@ export interface SpawnedDaemon {
 }
 
 export async function spawnDaemon(setup: DaemonSetup, roles: readonly Role[]): Promise<SpawnedDaemon> {
-  const { spool, configPath, env } = await prepare(setup);
+  const { spool, configPath, env, cleanup } = await prepare(setup);
   await mkdir(join(setup.logFile, '..'), { recursive: true });
   const log = createWriteStream(setup.logFile, { flags: 'a' });
-  // BENCH_CPU_PROF_DIR=<dir>: every spawned daemon writes a V8 CPU profile there when it exits.
-  const profDir = process.env['BENCH_CPU_PROF_DIR'];
-  const nodeArgs = profDir === undefined || profDir === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${profDir}`];
+  // BENCH_DAEMON_NODE_ARGS: node flags for every spawned daemon, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+  const nodeArgs = (process.env['BENCH_DAEMON_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
   const child = spawn(process.execPath, [...nodeArgs, BIN, 'start', '--roles', roles.join(','), '--config', configPath], {
     cwd: tmpdir(),
     env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? tmpdir(), TZ: 'UTC', LANG: 'C.UTF-8', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // The daemon writes nothing on stdout; node flags such as --trace-gc do: keep it with the log.
+  child.stdout?.on('data', (chunk: Buffer) => log.write(chunk));
   let errors = 0;
   const tail: string[] = [];
   let onStarted: () => void = () => {};
@@ -126,7 +140,8 @@ export async function spawnDaemon(setup: DaemonSetup, roles: readonly Role[]): P
         await exited;
         clearTimeout(killer);
       }
-      await new Promise<void>((resolve) => log.end(() => resolve()));
+      if (!log.closed) await new Promise<void>((resolve) => log.end(() => resolve()));
+      await cleanup();
     },
   };
 }
@@ -139,13 +154,19 @@ export interface InProcessDaemon {
   stop(): Promise<void>;
 }
 
+/** The config a daemon of this setup would run with (the config file is read, then removed). */
 export async function loadBenchConfig(setup: DaemonSetup): Promise<{ config: Readonly<Config>; spool: string }> {
-  const { spool, configPath, env } = await prepare(setup);
-  return { config: loadConfig({ configPath, env }), spool };
+  const { spool, configPath, env } = await prepare({ ...setup, spool: setup.spool ?? join(tmpdir(), 'cs-bench-unused-spool') });
+  try {
+    return { config: loadConfig({ configPath, env }), spool };
+  } finally {
+    await rm(join(configPath, '..'), { recursive: true, force: true });
+  }
 }
 
 export async function startInProcess(setup: DaemonSetup, roles: readonly Role[]): Promise<InProcessDaemon> {
-  const { config, spool } = await loadBenchConfig(setup);
+  const { spool, configPath, env, cleanup } = await prepare(setup);
+  const config = loadConfig({ configPath, env });
   await mkdir(join(setup.logFile, '..'), { recursive: true });
   const stream: WriteStream = createWriteStream(setup.logFile, { flags: 'a' });
   const logger = createLogger({ level: config.log.level, destination: stream });
@@ -160,6 +181,7 @@ export async function startInProcess(setup: DaemonSetup, roles: readonly Role[])
       await daemon.stop();
       logger.flush();
       await new Promise<void>((resolve) => stream.end(() => resolve()));
+      await cleanup();
     },
   };
 }

@@ -42,6 +42,8 @@ export interface BenchEnv {
   /** Scratch folder of this run (spools, staged files). */
   workDir: string;
   logDir: string;
+  /** One line on stderr while a long scenario runs. */
+  progress(message: string): void;
 }
 
 export interface Scenario {

@@ -77,9 +77,10 @@ export function createOutcomes(deps: OutcomeDeps): Outcomes {
       const report = await readReport(join(dir, `${name}.error.json`));
       if (report === undefined) return;
       if (report?.jobId !== message.jobId) continue;
-      const archiveDir = deps.paths.archive(kind, now());
-      await moveInto(join(dir, `${name}.error.json`), archiveDir, `${message.origin.fileName}.dead-letter.json`);
+      // The file first: a crash between the two moves leaves a report without its file, which the
+      // start-up sweep clears, never a file in failed/ without its reason.
       await archive(kind, join(dir, name), message.origin.fileName);
+      await moveInto(join(dir, `${name}.error.json`), deps.paths.archive(kind, now()), `${message.origin.fileName}.dead-letter.json`);
       return;
     }
   }

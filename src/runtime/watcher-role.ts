@@ -7,6 +7,7 @@ import { outcomeQueueName, SPOOL_KINDS, ITEM_KIND_OF } from '../queue/keys.js';
 import type { OutcomeMessage } from '../queue/payloads.js';
 import { backlogOf } from '../queue/queues.js';
 import { createOutcomes } from '../outcome/apply.js';
+import { sweepInterruptedMoves } from '../outcome/files.js';
 import type { ClaimDeps } from '../spool/claim.js';
 import { loadInflightIndex } from '../spool/inflight-index.js';
 import { spoolPaths } from '../spool/paths.js';
@@ -60,6 +61,10 @@ export async function startWatcherRole(ctx: Context): Promise<SpoolWatcher> {
     clock: ctx.clock,
     logger: log,
   };
+  for (const kind of SPOOL_KINDS) {
+    const swept = await sweepInterruptedMoves(paths.failed(kind), kind !== 'events');
+    if (swept.length > 0) log.warn({ kind, swept }, 'cleared what interrupted moves left in failed/ (their files are decided again)');
+  }
   await reconcileInflight(claimDeps, index, log);
 
   const outcomeWorker = new Worker<OutcomeMessage>(outcomeQueueName(paths.spoolId), async (job) => outcomes.apply(job.data), {

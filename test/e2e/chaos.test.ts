@@ -6,7 +6,9 @@
  *  - every dropped file ends exactly once under archive/ or failed/ (nothing left in flight);
  *  - every valid label and CT-e reached its delivery, with the right bytes;
  *  - every distinct valid event instant was recorded once, and repeats stayed rare;
- *  - nothing was dead-lettered for a 429 or a 401.
+ *  - nothing was dead-lettered for a 429 or a 401;
+ *  - the shared rate limit held in every sliding 60 s window, and no 429 was self-caused;
+ *  - the 401 window was logged as one error line.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
@@ -27,15 +29,29 @@ afterAll(async () => {
 
 const sha = (bytes: Buffer): string => createHash('sha256').update(bytes).digest('hex');
 
+/** The key's limit: the daemon's default, and the sandbox's, so the limiter is in play throughout. */
+const RATE_LIMIT = 300;
+
+/** Most timestamps (ms) in any window of `windowMs`. */
+function maxInSlidingWindow(times: number[], windowMs: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let max = 0;
+  for (let first = 0, last = 0; last < sorted.length; last += 1) {
+    while ((sorted[last] ?? 0) - (sorted[first] ?? 0) >= windowMs) first += 1;
+    max = Math.max(max, last - first + 1);
+  }
+  return max;
+}
+
 describe('chaos', () => {
   it('loses nothing and sends nothing twice through faults, kill -9s and a Redis restart', async () => {
     redis = await startOwnRedis();
     env = await createE2eEnv({
-      sandbox: { autoCreateDeliveries: true, faults: { errorRate: 0.1, resetRate: 0.05, latencyMs: 5, latencyJitterMs: 40 } },
+      sandbox: { autoCreateDeliveries: true, ratePerMinute: RATE_LIMIT, faults: { errorRate: 0.1, resetRate: 0.05, latencyMs: 5, latencyJitterMs: 40 } },
       settings: { delivery: { maxAttempts: 30, backoffMs: 50, lockMs: 5000, authProbeMs: 500, concurrency: 8 }, spool: { rescanIntervalMs: 1000 } },
     });
     const e = env;
-    const daemonEnv = { ...e.env, REDIS_URL: redis.url, CARRIER_SYNC_BACKOFF_MS: '50' };
+    const daemonEnv = { ...e.env, REDIS_URL: redis.url, CARRIER_SYNC_BACKOFF_MS: '50', CARRIER_SYNC_RATE_LIMIT_PER_MINUTE: String(RATE_LIMIT) };
     const daemons: DaemonProcess[] = [];
     const start = async (): Promise<DaemonProcess> => {
       const daemon = spawnDaemon(daemonEnv, { args: e.args('start') });
@@ -138,9 +154,25 @@ describe('chaos', () => {
     // the collecting concurrency (8) per interruption.
     expect(repeats).toBeLessThanOrEqual((kills + 1) * 8);
 
+    // The shared limit held in every sliding 60 s window of the sandbox's own log (restarts and the
+    // Redis restart included), and every 429 was the injected storm, none caused by us.
+    const requests = e.sandbox.requests().filter((r) => r.endpoint !== 'control');
+    const maxInWindow = maxInSlidingWindow(requests.map((r) => r.at), 60_000);
+    expect(maxInWindow).toBeLessThanOrEqual(RATE_LIMIT);
+    expect(requests.filter((r) => r.status === 429 && r.fault !== 'storm')).toEqual([]);
+    // The 401 window: one error line for the episode, not one per item or per process.
+    const authLines = daemons.flatMap((d) => d.stderrLines.filter((l) => l.includes('API refused the key (401)')));
+    expect(authLines.length).toBeGreaterThanOrEqual(1);
+    expect(authLines.length).toBeLessThanOrEqual(1);
+
+    // Any refusal or dead letter of a valid item on the way (even one a later run undid) is shown.
+    const valid = [...labels.keys(), ...ctes];
+    const detours = daemons.flatMap((d, n) => d.stderrLines.filter((l) => /item dead-lettered|file refused/.test(l) && valid.some((id) => l.includes(id))).map((l) => `daemon ${n}: ${l}`));
+    for (const line of detours) console.log(line);
+
     // Nothing dead-lettered, and nothing for a 429 or a 401 in particular.
     const dlq = await (await import('../support/process.js')).runCli(e.args('dlq', 'list', '--json'), { env: daemonEnv, timeoutMs: 20_000 });
     expect(JSON.parse(dlq.stdout)).toEqual([]);
-    console.log(JSON.stringify({ chaos: { files: dropped.length, documents: total, events: instants.size, kills, redisRestarts: 1, requests: e.sandbox.requests().length, faults: e.sandbox.requests().filter((r) => r.fault !== undefined).length, repeats } }));
+    console.log(JSON.stringify({ chaos: { files: dropped.length, documents: total, events: instants.size, kills, redisRestarts: 1, requests: e.sandbox.requests().length, faults: e.sandbox.requests().filter((r) => r.fault !== undefined).length, repeats, maxInWindow, limit: RATE_LIMIT, detours: detours.length } }));
   }, 300_000);
 });

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { ITEM_KINDS, keyIdOf } from '../queue/keys.js';
-import { createRateLimiter } from '../queue/limiter.js';
+import { ITEM_KINDS } from '../queue/keys.js';
+import { rateLimiterFor } from '../queue/limiter.js';
 import { print, withContext } from './shared.js';
 
 export function registerStatus(program: Command): void {
@@ -34,7 +34,7 @@ export function registerStatus(program: Command): void {
         const limiter =
           carrierKey === null
             ? null
-            : createRateLimiter(ctx.redis, { windowKey: ctx.keys.limiter(keyIdOf(carrierKey)), pauseKey: ctx.keys.pause(keyIdOf(carrierKey)), ratePerMinute: ctx.config.delivery.ratePerMinute, windowMarginMs: ctx.config.delivery.rateWindowMarginMs });
+            : rateLimiterFor(ctx, carrierKey);
         const schedulers = (await ctx.queues.housekeeping.getJobSchedulers(0, -1, true)).map((s) => ({ id: s.key, pattern: s.pattern ?? null, tz: s.tz ?? null, next: s.next === undefined ? null : new Date(s.next).toISOString() }));
         return {
           prefix: ctx.config.prefix,

@@ -22,12 +22,12 @@ export function registerWebhook(program: Command): void {
       }
       const record = { url: options.url, headers: options.header.length === 0 ? null : headers, events: options.events.split(',').map((e) => e.trim()).filter(Boolean) };
       const config = configOf(command);
-      const [{ apiClientFor }, { resolveApiTarget }, { applyWebhook }] = await Promise.all([import('../runtime/api-client.js'), import('../runtime/api-target.js'), import('../runtime/webhook.js')]);
+      const [{ apiClientFor }, { rateLimiterFor }, { resolveApiTarget }, { applyWebhook }] = await Promise.all([import('../runtime/api-client.js'), import('../queue/limiter.js'), import('../runtime/api-target.js'), import('../runtime/webhook.js')]);
       await withContext(command, async (ctx) => {
         const target = await resolveApiTarget(config, createLogger({ level: 'warn' }), ctx.closers);
         const client = apiClientFor(config, target, { connections: 1 });
         ctx.closers.push('api client', () => client.close());
-        await applyWebhook(ctx, client, webhookId, record);
+        await applyWebhook(ctx, { client, limiter: rateLimiterFor(ctx, target.carrierKey) }, webhookId, record);
       });
       if (record.headers === null) print(`webhook ${webhookId} set (no headers given: the registration's headers are now null)`);
       else print(`webhook ${webhookId} set with headers ${Object.keys(record.headers).join(', ')}`);

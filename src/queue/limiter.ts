@@ -3,13 +3,17 @@
  *
  * Why not BullMQ's limiter: it is per queue (three queues would send three times the limit on one
  * key) and counts fixed windows (a burst at a window's end and the next one's start puts nearly
- * twice the limit into one 60 s). Here every request takes a slot in one sorted set per key; a slot
+ * twice the limit into one 60 s). Here every request made with the key — items of every kind, the
+ * 401 probe, webhook PATCHes — takes a slot in one sorted set per key; a slot
  * is free when fewer than `limit` requests were taken in the last `windowMs`. The window is the
  * API's 60 s plus a margin, so jitter between taking a slot and the request's arrival never puts
  * limit + 1 requests into any 60 s as the API counts them. Time comes from Redis (TIME), so clocks
  * of different machines do not matter. A 429 sets a pause key that holds every process back.
  */
 import { randomBytes } from 'node:crypto';
+import type { DeliveryConfig } from '../config/schema.js';
+import { SyncError } from '../errors.js';
+import { keyIdOf, type Keys } from './keys.js';
 import type { RedisConnection } from './redis.js';
 
 // KEYS[1] window sorted set, KEYS[2] pause key. ARGV[1] window ms, ARGV[2] limit, ARGV[3] member.
@@ -92,4 +96,24 @@ export function createRateLimiter(redis: RedisConnection, options: RateLimiterOp
       return redis.zcount(options.windowKey, now - windowMs, '+inf');
     },
   };
+}
+
+/** The limiter shared by every process sending with `carrierKey` (kept in Redis under the key's id). */
+export function rateLimiterFor(ctx: { redis: RedisConnection; keys: Pick<Keys, 'limiter' | 'pause'>; config: { delivery: Pick<DeliveryConfig, 'ratePerMinute' | 'rateWindowMarginMs'> } }, carrierKey: string): RateLimiter {
+  const keyId = keyIdOf(carrierKey);
+  return createRateLimiter(ctx.redis, {
+    windowKey: ctx.keys.limiter(keyId),
+    pauseKey: ctx.keys.pause(keyId),
+    ratePerMinute: ctx.config.delivery.ratePerMinute,
+    windowMarginMs: ctx.config.delivery.rateWindowMarginMs,
+  });
+}
+
+/**
+ * A slot for a one-off request outside the item queues (a webhook PATCH): waits up to `maxWaitMs`
+ * for the window or a 429 pause, else throws API_RATE_LIMITED so the caller tries again later.
+ */
+export async function takeSlot(limiter: RateLimiter, maxWaitMs: number, what: string): Promise<void> {
+  if (await limiter.acquire(maxWaitMs)) return;
+  throw new SyncError('API_RATE_LIMITED', `${what}: no slot of the shared rate limit freed within ${maxWaitMs} ms; try again later`);
 }

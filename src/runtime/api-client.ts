@@ -1,4 +1,7 @@
-/** One API client built from the config's timeouts and the resolved target (real API or sandbox). */
+/**
+ * One API client built from the config's timeouts and the resolved target (real API or sandbox).
+ * Every request it makes takes a slot of the key's shared limiter first (`rateLimiterFor`).
+ */
 import { createApiClient, type ApiClient, type ApiClientOptions } from '../api/index.js';
 import type { Config } from '../config/schema.js';
 import type { ApiTarget } from './api-target.js';

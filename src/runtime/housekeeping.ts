@@ -1,6 +1,7 @@
 /** What each cron-scheduled housekeeping job does. */
 import type { ApiClient } from '../api/index.js';
 import type { Logger } from '../log.js';
+import type { RateLimiter } from '../queue/limiter.js';
 import { listDeadLetters } from '../queue/dead-letter.js';
 import type { Context } from './context.js';
 import { pullEvents } from './events-pull.js';
@@ -12,6 +13,8 @@ export type HousekeepingJob = (typeof HOUSEKEEPING_JOBS)[number];
 export interface HousekeepingDeps {
   ctx: Context;
   client: ApiClient;
+  /** The key's shared limiter: API calls made here take slots like items do. */
+  limiter: RateLimiter;
   rescan: () => Promise<void>;
   logger: Logger;
 }
@@ -22,7 +25,7 @@ export async function runHousekeeping(name: string, deps: HousekeepingDeps): Pro
       await deps.rescan();
       return { rescanned: true };
     case 'webhookReconcile':
-      return reconcileWebhook(deps.ctx, deps.client, deps.logger);
+      return reconcileWebhook(deps.ctx, deps, deps.logger);
     case 'deadLetterSummary': {
       const letters = await listDeadLetters(deps.ctx);
       const byCode: Record<string, number> = {};

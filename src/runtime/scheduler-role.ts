@@ -4,6 +4,7 @@
  */
 import { Worker, type Job } from 'bullmq';
 import { apiClientFor } from './api-client.js';
+import { rateLimiterFor } from '../queue/limiter.js';
 import { isSyncError } from '../errors.js';
 import { HOUSEKEEPING_QUEUE } from '../queue/keys.js';
 import type { ApiTarget } from './api-target.js';
@@ -11,6 +12,8 @@ import type { Context } from './context.js';
 import { runHousekeeping, HOUSEKEEPING_JOBS } from './housekeeping.js';
 
 const PROBE_MAX_MS = 300_000;
+/** Longest the probe waits for a slot of the shared rate limit before trying again later. */
+const PROBE_SLOT_WAIT_MS = 5_000;
 
 export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan: () => Promise<void>): Promise<void> {
   const { config, logger } = ctx;
@@ -25,7 +28,8 @@ export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan
   }
   const client = apiClientFor(config, target, { connections: 2, logger: log });
   ctx.closers.push('scheduler api client', () => client.close());
-  const worker = new Worker(HOUSEKEEPING_QUEUE, async (job: Job) => runHousekeeping(job.name, { ctx, client, rescan, logger: log }), {
+  const limiter = rateLimiterFor(ctx, target.carrierKey);
+  const worker = new Worker(HOUSEKEEPING_QUEUE, async (job: Job) => runHousekeeping(job.name, { ctx, client, limiter, rescan, logger: log }), {
     connection: ctx.redis,
     prefix: config.prefix,
     concurrency: 1,
@@ -43,10 +47,17 @@ export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan
       delayMs = PROBE_FIRST_MS;
       return;
     }
+    // The probe is a request with the key like any other: it takes a slot, and waits out a 429 pause.
+    if (!(await limiter.acquire(PROBE_SLOT_WAIT_MS))) return;
     try {
       // An empty label: a valid key gets a 400/404 validation answer, a refused key a 401.
       await client.sendLabel({ deliveryId: 'carrier-sync-auth-probe', pdfBase64: '' });
     } catch (error) {
+      if (isSyncError(error) && error.code === 'API_RATE_LIMITED') {
+        // A 429 says nothing about the key: hold every process back as the items do, ask again later.
+        await limiter.pause(error.retryAfterMs ?? delayMs);
+        return;
+      }
       if (isSyncError(error) && (error.code === 'API_UNAUTHORIZED' || error.code === 'NETWORK' || error.code === 'TIMEOUT' || error.code === 'API_UNAVAILABLE')) {
         delayMs = Math.min(delayMs * 2, PROBE_MAX_MS);
         log.debug({ code: error.code, nextInMs: delayMs }, 'auth probe: key still refused or API unreachable');

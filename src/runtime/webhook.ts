@@ -6,7 +6,11 @@
  */
 import type { ApiClient } from '../api/index.js';
 import type { Logger } from '../log.js';
+import { takeSlot, type RateLimiter } from '../queue/limiter.js';
 import type { Context } from './context.js';
+
+/** Longest a webhook PATCH waits for a slot of the shared rate limit. */
+const SLOT_WAIT_MS = 30_000;
 
 export interface WebhookRecord {
   url: string;
@@ -14,19 +18,20 @@ export interface WebhookRecord {
   events: string[];
 }
 
-export async function applyWebhook(ctx: Pick<Context, 'redis' | 'keys'>, client: ApiClient, webhookId: string, record: WebhookRecord): Promise<void> {
-  await client.patchWebhook(webhookId, record);
+export async function applyWebhook(ctx: Pick<Context, 'redis' | 'keys'>, api: { client: ApiClient; limiter: RateLimiter }, webhookId: string, record: WebhookRecord): Promise<void> {
+  await takeSlot(api.limiter, SLOT_WAIT_MS, `webhook ${webhookId}`);
+  await api.client.patchWebhook(webhookId, record);
   await ctx.redis.set(ctx.keys.webhookApplied, JSON.stringify({ id: webhookId, ...record, at: new Date().toISOString() }));
 }
 
-export async function reconcileWebhook(ctx: Context, client: ApiClient, logger: Logger): Promise<{ changed: boolean }> {
+export async function reconcileWebhook(ctx: Context, api: { client: ApiClient; limiter: RateLimiter }, logger: Logger): Promise<{ changed: boolean }> {
   const wanted = ctx.config.webhook;
   if (wanted === null) return { changed: false };
   const desired: WebhookRecord = { url: wanted.url, headers: wanted.headers === null ? null : { ...wanted.headers }, events: [...wanted.events] };
   const raw = await ctx.redis.get(ctx.keys.webhookApplied);
   const applied = raw === null ? null : (JSON.parse(raw) as WebhookRecord & { id: string });
   const changed = applied === null || applied.id !== wanted.id || !sameRecord(applied, desired);
-  await applyWebhook(ctx, client, wanted.id, desired);
+  await applyWebhook(ctx, api, wanted.id, desired);
   logger[changed ? 'info' : 'debug']({ webhookId: wanted.id, url: desired.url, headerNames: Object.keys(desired.headers ?? {}), events: desired.events }, 'webhook registration applied');
   return { changed };
 }

@@ -1,9 +1,9 @@
 /** The worker role: one BullMQ worker per item kind, sharing one API client and one rate limiter. */
 import { Worker } from 'bullmq';
 import { apiClientFor } from './api-client.js';
-import { ITEM_KINDS, keyIdOf } from '../queue/keys.js';
+import { rateLimiterFor } from '../queue/limiter.js';
+import { ITEM_KINDS } from '../queue/keys.js';
 import type { ItemJob } from '../queue/payloads.js';
-import { createRateLimiter } from '../queue/limiter.js';
 import { createProcessor } from '../push/processor.js';
 import type { ApiTarget } from './api-target.js';
 import type { Context } from './context.js';
@@ -14,13 +14,7 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
   const log = logger.child({ mod: 'push' });
   const client = apiClientFor(config, target, { logger: log, onResponse: (sample) => metrics.observeRequest(sample) });
   ctx.closers.push('api client', () => client.close());
-  const keyId = keyIdOf(target.carrierKey);
-  const limiter = createRateLimiter(ctx.redis, {
-    windowKey: ctx.keys.limiter(keyId),
-    pauseKey: ctx.keys.pause(keyId),
-    ratePerMinute: config.delivery.ratePerMinute,
-    windowMarginMs: config.delivery.rateWindowMarginMs,
-  });
+  const limiter = rateLimiterFor(ctx, target.carrierKey);
   const workers: Worker[] = [];
   for (const kind of ITEM_KINDS) {
     const processor = createProcessor({

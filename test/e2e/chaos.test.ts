@@ -158,6 +158,14 @@ describe('chaos', () => {
     // Redis restart included), and every 429 was the injected storm, none caused by us.
     const requests = e.sandbox.requests().filter((r) => r.endpoint !== 'control');
     const maxInWindow = maxInSlidingWindow(requests.map((r) => r.at), 60_000);
+    if (maxInWindow > RATE_LIMIT) {
+      const byWhat = new Map<string, number>();
+      for (const r of requests) {
+        const what = `${r.endpoint} ${r.status}${r.deliveryId === 'carrier-sync-auth-probe' ? ' (auth probe)' : ''}`;
+        byWhat.set(what, (byWhat.get(what) ?? 0) + 1);
+      }
+      console.log('requests by endpoint and status:', JSON.stringify(Object.fromEntries(byWhat)));
+    }
     expect(maxInWindow).toBeLessThanOrEqual(RATE_LIMIT);
     expect(requests.filter((r) => r.status === 429 && r.fault !== 'storm')).toEqual([]);
     // The 401 window: one error line for the episode, not one per item or per process.

@@ -12,19 +12,25 @@ import type { Context } from './context.js';
 /** Longest a webhook PATCH waits for a slot of the shared rate limit. */
 const SLOT_WAIT_MS = 30_000;
 
+/** The client and its key's shared limiter: a PATCH takes a slot like any request with the key. */
+export interface KeyedApi {
+  client: ApiClient;
+  limiter: RateLimiter;
+}
+
 export interface WebhookRecord {
   url: string;
   headers: Record<string, string> | null;
   events: string[];
 }
 
-export async function applyWebhook(ctx: Pick<Context, 'redis' | 'keys'>, api: { client: ApiClient; limiter: RateLimiter }, webhookId: string, record: WebhookRecord): Promise<void> {
+export async function applyWebhook(ctx: Pick<Context, 'redis' | 'keys'>, api: KeyedApi, webhookId: string, record: WebhookRecord): Promise<void> {
   await takeSlot(api.limiter, SLOT_WAIT_MS, `webhook ${webhookId}`);
   await api.client.patchWebhook(webhookId, record);
   await ctx.redis.set(ctx.keys.webhookApplied, JSON.stringify({ id: webhookId, ...record, at: new Date().toISOString() }));
 }
 
-export async function reconcileWebhook(ctx: Context, api: { client: ApiClient; limiter: RateLimiter }, logger: Logger): Promise<{ changed: boolean }> {
+export async function reconcileWebhook(ctx: Context, api: KeyedApi, logger: Logger): Promise<{ changed: boolean }> {
   const wanted = ctx.config.webhook;
   if (wanted === null) return { changed: false };
   const desired: WebhookRecord = { url: wanted.url, headers: wanted.headers === null ? null : { ...wanted.headers }, events: [...wanted.events] };

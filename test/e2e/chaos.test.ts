@@ -8,15 +8,17 @@
  *  - every distinct valid event instant was recorded once, and repeats stayed rare;
  *  - nothing was dead-lettered for a 429 or a 401;
  *  - the shared rate limit held in every sliding 60 s window, and no 429 was self-caused;
- *  - the 401 window was logged as one error line.
+ *  - the 401 window was logged as one error line;
+ *  - the key appears in no log line, error report or DLQ listing.
  */
 import { createHash, randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeCteXml, makePdf } from '../support/builders.js';
 import { createE2eEnv, dropFile, listFiles, type E2eEnv } from '../support/e2e-env.js';
 import { startOwnRedis, type OwnRedis } from '../support/own-redis.js';
-import { killAllDaemons, spawnDaemon, waitUntilStarted, type DaemonProcess } from '../support/process.js';
+import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type DaemonProcess } from '../support/process.js';
 import { waitFor } from '../support/wait.js';
 
 let env: E2eEnv | undefined;
@@ -179,8 +181,13 @@ describe('chaos', () => {
     for (const line of detours) console.log(line);
 
     // Nothing dead-lettered, and nothing for a 429 or a 401 in particular.
-    const dlq = await (await import('../support/process.js')).runCli(e.args('dlq', 'list', '--json'), { env: daemonEnv, timeoutMs: 20_000 });
+    const dlq = await runCli(e.args('dlq', 'list', '--json'), { env: daemonEnv, timeoutMs: 20_000 });
     expect(JSON.parse(dlq.stdout)).toEqual([]);
+
+    // The key is in no log line of any run and in no error report.
+    const reports = await Promise.all((await listFiles(join(e.spool, 'failed'))).filter((f) => f.endsWith('.error.json')).map((f) => readFile(join(e.spool, 'failed', f), 'utf8')));
+    expect(reports).toHaveLength(6);
+    expect([...daemons.flatMap((d) => [...d.stdoutLines, ...d.stderrLines]), ...reports, dlq.stdout].filter((text) => text.includes(e.carrierKey))).toEqual([]);
     console.log(JSON.stringify({ chaos: { files: dropped.length, documents: total, events: instants.size, kills, redisRestarts: 1, requests: e.sandbox.requests().length, faults: e.sandbox.requests().filter((r) => r.fault !== undefined).length, repeats, maxInWindow, limit: RATE_LIMIT, detours: detours.length } }));
   }, 300_000);
 });

@@ -6,7 +6,7 @@ import { accept, reject, type Verdict } from './verdict.js';
  * Label PDF check, in the order an operator fixes things: size, header, trailer, encryption, structure.
  * The API (4.3) refuses a file that does not START with %PDF and END with %%EOF, so both are checked
  * on the exact bytes: junk before the header or after the last %%EOF is refused even though most
- * readers skip it. Only whitespace may follow %%EOF.
+ * readers skip it. Only space, tab, CR and LF may follow %%EOF.
  * Decision: an encrypted PDF is refused, even one that opens without a password, because the
  * platform must print the label unattended.
  */
@@ -20,7 +20,12 @@ export interface LabelSummary {
 
 const DATA_URI_PREFIX = 'data:application/pdf;base64,';
 const HEADER = /^%PDF-(\d\.\d)/;
-const TRAILING_WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d, 0x0c]);
+/**
+ * What may follow %%EOF: space, tab, CR, LF — line ends and padding that tools add. The PDF spec
+ * also counts form feed and NUL as whitespace, but the API wants the file to END with %%EOF, so
+ * anything else is refused rather than risk an API refusal (a property test found form feed).
+ */
+const TRAILING_WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
 /** /Encrypt as a whole PDF name (not /EncryptMetadata). */
 const ENCRYPT_KEY = /\/Encrypt(?![^\s/<>[\]()%{}])/;
 
@@ -102,7 +107,7 @@ function checkTrailer(text: string): SyncError | null {
   const extra = text.length - (last + 5);
   return new SyncError(
     'LABEL_TRAILING_DATA',
-    `${extra} bytes that are not whitespace follow the last %%EOF; the API requires the file to END with %%EOF: remove them (or re-save the PDF)`,
+    `${extra} bytes other than line ends, tabs and spaces follow the last %%EOF; the API requires the file to END with %%EOF: remove them (or re-save the PDF)`,
     { params: { bytesAfterEof: extra } },
   );
 }

@@ -76,11 +76,13 @@ describe('checkLabel on PDFs built in code', () => {
     expect((await checkLabel(pdf, { maxBytes: pdf.length })).ok).toBe(true);
   });
 
-  it('allows only whitespace after %%EOF: CR, LF, tab, form feed and space pass, NUL does not', async () => {
+  it('allows only line ends and padding after %%EOF: CR, LF, tab and space pass; form feed and NUL do not', async () => {
     const pdf = latin1(await minimalPdf());
-    expect((await checkLabel(bytesOf(`${pdf}\r\r\n\t\f  `), LIMIT)).ok).toBe(true);
-    const nul = await checkLabel(bytesOf(`${pdf}\0\0`), LIMIT);
-    expect(!nul.ok && nul.error.code).toBe('LABEL_TRAILING_DATA');
+    expect((await checkLabel(bytesOf(`${pdf}\r\r\n\t  `), LIMIT)).ok).toBe(true);
+    for (const tail of ['\0\0', '\f', '\n\f\n']) {
+      const verdict = await checkLabel(bytesOf(`${pdf}${tail}`), LIMIT);
+      expect(!verdict.ok && verdict.error.code, JSON.stringify(tail)).toBe('LABEL_TRAILING_DATA');
+    }
   });
 
   it('counts one leading byte in the singular', async () => {

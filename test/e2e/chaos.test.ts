@@ -5,7 +5,8 @@
  * log and state and from the spool:
  *  - every dropped file ends exactly once under archive/ or failed/ (nothing left in flight);
  *  - every valid label and CT-e reached its delivery, with the right bytes;
- *  - every distinct valid event instant was recorded once, and repeats stayed rare;
+ *  - every distinct valid event instant was recorded once; a repeat send (answered success:false)
+ *    only of a request a kill or the Redis restart cut off, at most the concurrency per interruption;
  *  - nothing was dead-lettered for a 429 or a 401;
  *  - the shared rate limit held in every sliding 60 s window, and no 429 was self-caused;
  *  - the 401 window was logged as one error line;
@@ -98,12 +99,21 @@ describe('chaos', () => {
 
     let daemon = await start();
     let kills = 0;
+    /** When each kill or Redis restart began and ended: the only moments a record can be cut off. */
+    const interruptions: { from: number; to: number }[] = [];
     const accepted = () => e.sandbox.requests().filter((r) => r.status === 200).length;
     const killAndRestart = async (): Promise<void> => {
+      const from = Date.now();
       daemon.kill('SIGKILL');
       await daemon.exited;
       kills += 1;
+      interruptions.push({ from, to: Date.now() });
       daemon = await start();
+    };
+    const restartRedis = async (): Promise<void> => {
+      const from = Date.now();
+      await redis!.restart();
+      interruptions.push({ from, to: Date.now() });
     };
 
     await dropBatch(1);
@@ -112,7 +122,7 @@ describe('chaos', () => {
     e.sandbox.setFaults({ rateLimitStormUntil: Date.now() + 1500, stormRetryAfterSec: 1 });
     await dropBatch(2);
     await waitFor(() => accepted() >= 70, { timeoutMs: 60_000, what: 'sends after the first kill' });
-    await redis.restart();
+    await restartRedis();
     await killAndRestart();
     e.sandbox.setFaults({ unauthorizedUntil: Date.now() + 1500 });
     await dropBatch(3);
@@ -151,10 +161,19 @@ describe('chaos', () => {
       const recorded = e.sandbox.state.deliveries.get(id)?.events.map((ev) => ev.event_at) ?? [];
       expect(recorded.map((at) => new Date(at).toISOString()), id).toEqual([...set]);
     }
-    const repeats = e.sandbox.requests().filter((r) => r.endpoint === 'collecting' && r.isRepeat === true).length;
+    const collecting = e.sandbox.requests().filter((r) => r.endpoint === 'collecting');
+    const repeatRequests = collecting.filter((r) => r.isRepeat === true);
+    const repeats = repeatRequests.length;
     // A repeat needs a request in flight when a kill or the Redis restart cut off its record: at most
-    // the collecting concurrency (8) per interruption.
+    // the collecting concurrency (8) per interruption, and only across one — never from a retry,
+    // a stalled job or the dedup while everything ran.
     expect(repeats).toBeLessThanOrEqual((kills + 1) * 8);
+    for (const repeat of repeatRequests) {
+      const first = collecting.find((r) => r.status === 200 && r.isRepeat !== true && r.deliveryId === repeat.deliveryId && Date.parse(r.eventAt ?? '') === Date.parse(repeat.eventAt ?? ''));
+      expect(first, `first send of ${repeat.deliveryId} ${repeat.eventAt}`).toBeDefined();
+      const across = interruptions.some((i) => first!.at <= i.to && repeat.at >= i.from);
+      expect(across, `repeat of ${repeat.deliveryId} ${repeat.eventAt} (first at ${first!.at}, again at ${repeat.at}) spans no kill or restart ${JSON.stringify(interruptions)}`).toBe(true);
+    }
 
     // The shared limit held in every sliding 60 s window of the sandbox's own log (restarts and the
     // Redis restart included), and every 429 was the injected storm, none caused by us.

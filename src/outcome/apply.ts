@@ -11,8 +11,8 @@ import type { Logger } from '../log.js';
 import type { Batches, BatchState } from '../queue/batches.js';
 import { SPOOL_KIND_OF, type SpoolKind } from '../queue/keys.js';
 import type { OutcomeMessage } from '../queue/payloads.js';
-import { candidateName, type SpoolPaths } from '../spool/paths.js';
-import { failInto, moveInto, type ErrorReport, type ReportBody } from './files.js';
+import { originalName, type SpoolPaths } from '../spool/paths.js';
+import { failInto, moveInto, REPORT, type ErrorReport, type ReportBody } from './files.js';
 
 export interface InflightIndex {
   /** In-flight file names (in `.inflight/<kind>/`) of one content id. */
@@ -72,15 +72,15 @@ export function createOutcomes(deps: OutcomeDeps): Outcomes {
   /** A dead letter replayed and accepted: its file leaves failed/ for archive/. */
   async function archiveReplayed(kind: SpoolKind, message: OutcomeMessage & { origin: { fileName: string } }): Promise<void> {
     const dir = deps.paths.failed(kind);
-    for (let n = 1; n < 1000; n += 1) {
-      const name = candidateName(message.origin.fileName, n);
-      const report = await readReport(join(dir, `${name}.error.json`));
-      if (report === undefined) return;
+    const { fileName } = message.origin;
+    const reports = (await listDir(dir)).filter((name) => name.endsWith(REPORT) && originalName(name.slice(0, -REPORT.length)) === fileName);
+    for (const reportName of reports) {
+      const report = await readReport(join(dir, reportName));
       if (report?.jobId !== message.jobId) continue;
-      // The file first: a crash between the two moves leaves a report without its file, which the
-      // start-up sweep clears, never a file in failed/ without its reason.
-      await archive(kind, join(dir, name), message.origin.fileName);
-      await moveInto(join(dir, `${name}.error.json`), deps.paths.archive(kind, now()), `${message.origin.fileName}.dead-letter.json`);
+      // The file first, so a file is never in failed/ without its reason; a crash between the two
+      // moves leaves the report, which the outcome, taken up again, moves on.
+      await archive(kind, join(dir, reportName.slice(0, -REPORT.length)), fileName);
+      await moveInto(join(dir, reportName), deps.paths.archive(kind, now()), `${fileName}.dead-letter.json`);
       return;
     }
   }
@@ -159,10 +159,9 @@ async function readReport(path: string): Promise<ErrorReport | null | undefined>
   }
 }
 
-/** Lists in-flight files of a kind (used to build the index at start). */
-export async function listInflight(paths: SpoolPaths, kind: SpoolKind): Promise<string[]> {
+async function listDir(dir: string): Promise<string[]> {
   try {
-    return await readdir(paths.inflight(kind));
+    return await readdir(dir);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw error;

@@ -2,12 +2,12 @@
  * Moving a file to its final place. Each move is a rename; `.error.json` is written (tmp + rename)
  * before its file arrives in failed/, so a file is never in failed/ without its reason. Redoing a
  * move after a crash is safe: a source that is gone was already moved. What a crash can leave
- * behind in failed/ — a report's temp file, or a label's or CT-e's report whose file never
- * followed it — is swept by `sweepInterruptedMoves` when the spool owner starts.
+ * behind in failed/ — a report's temp file, or a report whose file never followed it — is swept by
+ * `sweepInterruptedMoves` when the spool owner starts.
  */
-import { copyFile, lstat, mkdir, readdir, rename, unlink, writeFile } from 'node:fs/promises';
+import { copyFile, lstat, mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { candidateName } from '../spool/paths.js';
+import { candidateName, originalName, parseInflightName } from '../spool/paths.js';
 
 /** Why a file is in failed/: our code and message first, then whatever helps the operator. */
 export interface ReportBody {
@@ -30,38 +30,52 @@ export async function moveInto(source: string, dir: string, fileName: string): P
   }
 }
 
-/** Moves `source` into `dir` with `<name>.error.json` beside it. */
+/**
+ * Moves `source` into `dir` with `<name>.error.json` beside it, under a name whose file and report
+ * are both free (an events file's bad-lines report stays in failed/ after its file was archived;
+ * a later file of that name must not overwrite it). A report names the claim of an in-flight
+ * source, which lets the start-up sweep tell a report cut off by a crash from a finished one.
+ */
 export async function failInto(source: string, dir: string, fileName: string, report: ErrorReport): Promise<string | null> {
   if (!(await exists(source))) return null;
   await mkdir(dir, { recursive: true });
+  const claim = parseInflightName(basename(source))?.claimId;
   for (let n = 1; ; n += 1) {
     const target = join(dir, candidateName(fileName, n));
-    if (await exists(target)) continue;
-    await writeErrorReport(`${target}.error.json`, { ...report, file: candidateName(fileName, n) });
+    if ((await exists(target)) || (await exists(`${target}${REPORT}`))) continue;
+    await writeErrorReport(`${target}${REPORT}`, { ...report, file: candidateName(fileName, n), ...(claim === undefined ? {} : { claim }) });
     await renameAcross(source, target);
     return target;
   }
 }
 
-const REPORT = '.error.json';
+export const REPORT = '.error.json';
 /** `.<name>.error.json.<pid>.tmp`: hidden, and recognisable by the sweep. */
 const REPORT_TMP = /^\..+\.error\.json\.\d+\.tmp$/;
 
-export async function writeErrorReport(path: string, report: ErrorReport): Promise<void> {
+async function writeErrorReport(path: string, report: ErrorReport): Promise<void> {
   const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   await writeFile(tmp, `${JSON.stringify(report, null, 2)}\n`);
   await rename(tmp, path);
 }
 
+/** What is still waiting to be decided when the spool owner starts. */
+export interface Pending {
+  /** Claim ids of the files in `.inflight/<kind>/`. */
+  claims: ReadonlySet<string>;
+  /** Names of the files in the inbox. */
+  inbox: ReadonlySet<string>;
+}
+
 /**
- * Clears what an interrupted move left in one failed/ folder: report temp files, and (with
- * `reportsNeedTheirFile`, for labels and CT-e) reports whose file is not beside them. Such a
- * report belongs to a refusal that never finished: its file is still in flight, and is refused
- * again with a fresh report or archived. (An events file's report of bad lines stays in failed/
- * while the file is archived, so events reports are left alone.) Run by the spool owner at start,
- * before anything moves files. Returns the names removed.
+ * Clears what an interrupted `failInto` left in one failed/ folder: report temp files, and reports
+ * without their file whose source is still waiting — its claim still in flight, or (refused at
+ * claim time, no claim yet) its name still in the inbox. That source is refused again with a fresh
+ * report, or archived. Any other report without its file is kept: an events file's bad-lines
+ * report (the file was archived), or one whose file an operator took away. Run by the spool owner
+ * at start, before anything moves files. Returns the names removed.
  */
-export async function sweepInterruptedMoves(dir: string, reportsNeedTheirFile: boolean): Promise<string[]> {
+export async function sweepInterruptedMoves(dir: string, pending: Pending): Promise<string[]> {
   let names: string[];
   try {
     names = await readdir(dir);
@@ -70,9 +84,27 @@ export async function sweepInterruptedMoves(dir: string, reportsNeedTheirFile: b
     throw error;
   }
   const present = new Set(names);
-  const stale = names.filter((name) => REPORT_TMP.test(name) || (reportsNeedTheirFile && name.endsWith(REPORT) && !present.has(name.slice(0, -REPORT.length))));
+  const stale: string[] = [];
+  for (const name of names) {
+    if (REPORT_TMP.test(name)) stale.push(name);
+    else if (name.endsWith(REPORT) && !present.has(name.slice(0, -REPORT.length))) {
+      const claim = await readClaim(join(dir, name));
+      const isWaiting = claim === undefined ? pending.inbox.has(originalName(name.slice(0, -REPORT.length))) : claim !== null && pending.claims.has(claim);
+      if (isWaiting) stale.push(name);
+    }
+  }
   for (const name of stale) await unlink(join(dir, name)).catch(ignoreMissing);
   return stale;
+}
+
+/** The report's claim id; undefined when it has none; null when the report cannot be read. */
+async function readClaim(path: string): Promise<string | null | undefined> {
+  try {
+    const report = JSON.parse(await readFile(path, 'utf8')) as { claim?: unknown };
+    return typeof report.claim === 'string' ? report.claim : undefined;
+  } catch {
+    return null;
+  }
 }
 
 function ignoreMissing(error: NodeJS.ErrnoException): void {

@@ -10,11 +10,11 @@ import { createOutcomes } from '../outcome/apply.js';
 import { sweepInterruptedMoves } from '../outcome/files.js';
 import type { ClaimDeps } from '../spool/claim.js';
 import { loadInflightIndex } from '../spool/inflight-index.js';
-import { spoolPaths } from '../spool/paths.js';
+import { parseInflightName, spoolPaths } from '../spool/paths.js';
 import { reconcileInflight } from '../spool/reconcile.js';
 import { startSpoolWatcher, type SpoolWatcher } from '../spool/watcher.js';
 import type { Context } from './context.js';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readdir } from 'node:fs/promises';
 
 /** Longest the shutdown waits for the outcomes of the last finished items before closing anyway. */
 const OUTCOME_DRAIN_MS = 5000;
@@ -62,7 +62,9 @@ export async function startWatcherRole(ctx: Context): Promise<SpoolWatcher> {
     logger: log,
   };
   for (const kind of SPOOL_KINDS) {
-    const swept = await sweepInterruptedMoves(paths.failed(kind), kind !== 'events');
+    const inbox = new Set(await readdir(paths.inbox(kind)).catch(() => [] as string[]));
+    const claims = new Set(index.all(kind).flatMap((name) => parseInflightName(name)?.claimId ?? []));
+    const swept = await sweepInterruptedMoves(paths.failed(kind), { claims, inbox });
     if (swept.length > 0) log.warn({ kind, swept }, 'cleared what interrupted moves left in failed/ (their files are decided again)');
   }
   await reconcileInflight(claimDeps, index, log);

@@ -62,6 +62,14 @@ export function candidateName(fileName: string, n: number): string {
   return `${basename(fileName, ext)}~${n}${ext}`;
 }
 
+/** The inverse of `candidateName`: `name~3.ext` → `name.ext`. (A `~` is never in a spool name.) */
+export function originalName(candidate: string): string {
+  const ext = extname(candidate);
+  const base = basename(candidate, ext);
+  const at = base.search(/~\d+$/);
+  return at < 0 ? candidate : `${base.slice(0, at)}${ext}`;
+}
+
 export function contentIdOf(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex').slice(0, 16);
 }

@@ -1,13 +1,18 @@
 /**
- * Moving files to failed/ and what a crash in the middle of it can leave there. The moves run on a
- * real temporary folder; a crash is reproduced by leaving behind exactly what a killed process
- * would (a report's temp file, a report whose file never followed it).
+ * Moving files to failed/ and archive/, and what a crash in the middle of a move can leave behind.
+ * The moves run on a real temporary folder; a crash is reproduced by leaving exactly what a killed
+ * process would (a report's temp file, a report whose file never followed it).
  */
-import { mkdtemp, readdir, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { systemClock } from '../../src/clock.js';
+import { silentLogger } from '../../src/log.js';
+import { createOutcomes } from '../../src/outcome/apply.js';
 import { failInto, sweepInterruptedMoves } from '../../src/outcome/files.js';
+import type { Batches } from '../../src/queue/batches.js';
+import { originalName, spoolPaths } from '../../src/spool/paths.js';
 
 let root: string;
 beforeEach(async () => {
@@ -17,18 +22,35 @@ afterEach(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
+const CLAIM = '0123456789abcdef-01234567';
 const report = { code: 'CTE_NOT_XML', message: 'not XML', file: 'x.xml', kind: 'cte', at: '2026-11-23T00:00:00.000Z' };
+const readJson = async (path: string): Promise<Record<string, unknown>> => JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
 
 describe('failInto', () => {
-  it('puts the file and its report in failed/, with a free name for a second file of that name, and leaves no temp file', async () => {
+  it('puts the file and its report in failed/, a second file of that name under a free name, and leaves no temp file', async () => {
     const failed = join(root, 'failed');
     for (const n of [1, 2]) {
       await writeFile(join(root, `in-${n}`), `bytes ${n}`);
       await failInto(join(root, `in-${n}`), failed, 'x.xml', report);
     }
     expect((await readdir(failed)).sort()).toEqual(['x.xml', 'x.xml.error.json', 'x~2.xml', 'x~2.xml.error.json']);
-    expect(JSON.parse(await readFile(join(failed, 'x~2.xml.error.json'), 'utf8'))).toMatchObject({ code: 'CTE_NOT_XML', file: 'x~2.xml' });
+    expect(await readJson(join(failed, 'x~2.xml.error.json'))).toMatchObject({ code: 'CTE_NOT_XML', file: 'x~2.xml' });
     expect(await readFile(join(failed, 'x~2.xml'), 'utf8')).toBe('bytes 2');
+  });
+
+  it('never overwrites a report whose file left (an events file archived with its bad-lines report kept)', async () => {
+    const failed = join(root, 'failed');
+    await mkdir(failed);
+    await writeFile(join(failed, 'a.ndjson.error.json'), '{"code":"EVENT_BAD_RECORD","first":true}');
+    await writeFile(join(root, 'in'), 'later file');
+    expect(await failInto(join(root, 'in'), failed, 'a.ndjson', report)).toBe(join(failed, 'a~2.ndjson'));
+    expect(await readJson(join(failed, 'a.ndjson.error.json'))).toEqual({ code: 'EVENT_BAD_RECORD', first: true });
+  });
+
+  it('names the claim of an in-flight source in the report', async () => {
+    await writeFile(join(root, `${CLAIM}~x.xml`), 'x');
+    await failInto(join(root, `${CLAIM}~x.xml`), join(root, 'failed'), 'x.xml', report);
+    expect(await readJson(join(root, 'failed', 'x.xml.error.json'))).toMatchObject({ claim: CLAIM });
   });
 
   it('moves nothing when its source is already gone (a move redone after a crash)', async () => {
@@ -37,30 +59,60 @@ describe('failInto', () => {
 });
 
 describe('sweepInterruptedMoves', () => {
-  it('clears report temp files and, for documents, reports whose file never arrived; keeps finished refusals', async () => {
+  it('clears temp files and the reports of sources still waiting; keeps finished refusals and reports of files taken away', async () => {
     const dir = join(root, 'failed', 'cte');
     await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, 'done.xml'), '<x/>');
-    await writeFile(join(dir, 'done.xml.error.json'), '{}');
-    await writeFile(join(dir, 'orphan.xml.error.json'), '{}');
-    await writeFile(join(dir, '.cut.xml.error.json.4242.tmp'), '{"co');
-    await writeFile(join(dir, 'operator-notes.txt'), 'keep me');
+    const files: Record<string, string> = {
+      'done.xml': '<x/>',
+      'done.xml.error.json': JSON.stringify({ claim: CLAIM }),
+      // Cut off by a crash: the source is still in flight (its claim) or still in the inbox.
+      'inflight.xml.error.json': JSON.stringify({ claim: CLAIM }),
+      'inbox~2.xml.error.json': JSON.stringify({ code: 'CTE_NOT_XML' }),
+      '.cut.xml.error.json.4242.tmp': '{"co',
+      // Finished long ago; the file went away (archived events file, or an operator took it).
+      'a.ndjson.error.json': JSON.stringify({ claim: 'fedcba9876543210-76543210' }),
+      'taken.xml.error.json': JSON.stringify({ code: 'CTE_NOT_XML' }),
+      'operator-notes.txt': 'keep me',
+    };
+    for (const [name, body] of Object.entries(files)) await writeFile(join(dir, name), body);
 
-    expect((await sweepInterruptedMoves(dir, true)).sort()).toEqual(['.cut.xml.error.json.4242.tmp', 'orphan.xml.error.json']);
-    expect((await readdir(dir)).sort()).toEqual(['done.xml', 'done.xml.error.json', 'operator-notes.txt']);
-  });
-
-  it('keeps an events report without its file (the file was archived; the report lists its bad lines)', async () => {
-    const dir = join(root, 'failed', 'events');
-    await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, 'a.ndjson.error.json'), '{}');
-    await writeFile(join(dir, '.b.ndjson.error.json.7.tmp'), '');
-
-    expect(await sweepInterruptedMoves(dir, false)).toEqual(['.b.ndjson.error.json.7.tmp']);
-    expect(await readdir(dir)).toEqual(['a.ndjson.error.json']);
+    const swept = await sweepInterruptedMoves(dir, { claims: new Set([CLAIM]), inbox: new Set(['inbox.xml']) });
+    expect(swept.sort()).toEqual(['.cut.xml.error.json.4242.tmp', 'inbox~2.xml.error.json', 'inflight.xml.error.json']);
+    expect((await readdir(dir)).sort()).toEqual(['a.ndjson.error.json', 'done.xml', 'done.xml.error.json', 'operator-notes.txt', 'taken.xml.error.json']);
   });
 
   it('is a no-op for a folder that does not exist yet', async () => {
-    expect(await sweepInterruptedMoves(join(root, 'nowhere'), true)).toEqual([]);
+    expect(await sweepInterruptedMoves(join(root, 'nowhere'), { claims: new Set(), inbox: new Set() })).toEqual([]);
+  });
+});
+
+describe('a replayed dead letter accepted by the API', () => {
+  it('leaves failed/ for archive/ with its report, whichever name it got there', async () => {
+    const paths = spoolPaths(join(root, 'spool'), 'test');
+    const failed = paths.failed('labels');
+    await mkdir(failed, { recursive: true });
+    // x.pdf was replayed earlier (gone from failed/); the second dead letter of that name is x~2.pdf.
+    await writeFile(join(failed, 'x~2.pdf'), '%PDF-1.7 …');
+    await writeFile(join(failed, 'x~2.pdf.error.json'), JSON.stringify({ code: 'API_REJECTED', jobId: 'label.x.2' }));
+    await writeFile(join(failed, 'x~3.pdf.error.json'), JSON.stringify({ code: 'API_REJECTED', jobId: 'label.x.3' }));
+    const outcomes = createOutcomes({
+      paths,
+      batches: {} as Batches,
+      inflight: { find: () => [], forget: () => undefined },
+      clock: systemClock,
+      logger: silentLogger,
+    });
+
+    await outcomes.apply({ kind: 'label', jobId: 'label.x.2', deliveryId: 'x', result: 'accepted', origin: { source: 'spool', spoolId: 'test', fileName: 'x.pdf', contentId: '0123456789abcdef' }, attempts: 2, at: new Date().toISOString() });
+
+    expect((await readdir(failed)).sort()).toEqual(['x~3.pdf.error.json']);
+    const day = new Date().toISOString().slice(0, 10);
+    expect((await readdir(join(paths.root, 'archive', 'labels', day))).sort()).toEqual(['x.pdf', 'x.pdf.dead-letter.json']);
+  });
+});
+
+describe('originalName', () => {
+  it('undoes the ~n of a taken name', () => {
+    expect(['x.pdf', 'x~2.pdf', 'x~13.xml', 'a.b~2.ndjson', 'noext~4'].map(originalName)).toEqual(['x.pdf', 'x.pdf', 'x.xml', 'a.b.ndjson', 'noext']);
   });
 });

@@ -5,6 +5,7 @@
  * every tick (an idempotent overwrite) and reports whether it differs from what was last applied.
  */
 import type { ApiClient } from '../api/index.js';
+import { isSyncError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { takeSlot, type RateLimiter } from '../queue/limiter.js';
 import type { Context } from './context.js';
@@ -26,7 +27,13 @@ export interface WebhookRecord {
 
 export async function applyWebhook(ctx: Pick<Context, 'redis' | 'keys'>, api: KeyedApi, webhookId: string, record: WebhookRecord): Promise<void> {
   await takeSlot(api.limiter, SLOT_WAIT_MS, `webhook ${webhookId}`);
-  await api.client.patchWebhook(webhookId, record);
+  try {
+    await api.client.patchWebhook(webhookId, record);
+  } catch (error) {
+    // A 429 holds every process back, as it does for items; the caller tries again later.
+    if (isSyncError(error) && error.code === 'API_RATE_LIMITED' && error.retryAfterMs !== undefined) await api.limiter.pause(error.retryAfterMs);
+    throw error;
+  }
   await ctx.redis.set(ctx.keys.webhookApplied, JSON.stringify({ id: webhookId, ...record, at: new Date().toISOString() }));
 }
 

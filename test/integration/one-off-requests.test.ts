@@ -1,7 +1,7 @@
 /**
  * Requests made with the key outside the item queues — a webhook PATCH here — take a slot of the
- * key's shared limiter like every item does, so the limit holds across every endpoint. Real Redis,
- * real sandbox over HTTP.
+ * key's shared limiter like every item does, so the limit holds across every endpoint, and a 429
+ * they get pauses every process as an item's does. Real Redis, real sandbox over HTTP.
  */
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -41,6 +41,23 @@ describe('one-off requests with the key', () => {
       // The window is full for about a minute, longer than a PATCH waits: refused at once, not sent.
       await expect(applyWebhook(ctx, { client, limiter }, WEBHOOK, record)).rejects.toMatchObject({ code: 'API_RATE_LIMITED' });
       expect(patches()).toBe(2);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a 429 to a webhook PATCH holds every process back for its Retry-After', async () => {
+    sandbox ??= await startSandbox({ port: 0 });
+    redis ??= new Redis(testRedisUrl());
+    const carrierKey = Object.values(sandbox.keys.carriers)[0] ?? '';
+    const client = createApiClient({ baseUrl: sandbox.url, carrierKey, connectTimeoutMs: 2000, headersTimeoutMs: 5000, bodyTimeoutMs: 5000, connections: 1 });
+    const ctx = { redis, keys: createKeys(`${prefix}:storm`), config: { delivery: { ratePerMinute: 100, rateWindowMarginMs: 0 } } };
+    const limiter = rateLimiterFor(ctx, carrierKey);
+    try {
+      sandbox.setFaults({ rateLimitStormUntil: Date.now() + 60_000, stormRetryAfterSec: 30 });
+      await expect(applyWebhook(ctx, { client, limiter }, WEBHOOK, { url: 'https://example.test/hook', headers: null, events: [] })).rejects.toMatchObject({ code: 'API_RATE_LIMITED' });
+      expect(await limiter.pausedForMs()).toBeGreaterThan(20_000);
+      expect(await limiter.tryAcquire()).toBeGreaterThan(20_000);
     } finally {
       await client.close();
     }

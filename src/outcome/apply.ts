@@ -4,7 +4,7 @@
  * for files that never became jobs. Every step is idempotent, so an outcome delivered twice, or
  * replayed after a crash, moves nothing twice.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
@@ -12,7 +12,7 @@ import type { Batches, BatchState } from '../queue/batches.js';
 import { SPOOL_KIND_OF, type SpoolKind } from '../queue/keys.js';
 import type { OutcomeMessage } from '../queue/payloads.js';
 import { originalName, type SpoolPaths } from '../spool/paths.js';
-import { failInto, moveInto, REPORT, type ErrorReport, type ReportBody } from './files.js';
+import { failInto, listDir, moveInto, REPORT, type ErrorReport, type ReportBody } from './files.js';
 
 export interface InflightIndex {
   /** In-flight file names (in `.inflight/<kind>/`) of one content id. */
@@ -156,14 +156,5 @@ async function readReport(path: string): Promise<ErrorReport | null | undefined>
     return JSON.parse(await readFile(path, 'utf8')) as ErrorReport;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'ENOENT' ? undefined : null;
-  }
-}
-
-async function listDir(dir: string): Promise<string[]> {
-  try {
-    return await readdir(dir);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw error;
   }
 }

@@ -76,13 +76,7 @@ export interface Pending {
  * at start, before anything moves files. Returns the names removed.
  */
 export async function sweepInterruptedMoves(dir: string, pending: Pending): Promise<string[]> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw error;
-  }
+  const names = await listDir(dir);
   const present = new Set(names);
   const stale: string[] = [];
   for (const name of names) {
@@ -104,6 +98,16 @@ async function readClaim(path: string): Promise<string | null | undefined> {
     return typeof report.claim === 'string' ? report.claim : undefined;
   } catch {
     return null;
+  }
+}
+
+/** The names in `dir`; none when it does not exist yet. */
+export async function listDir(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
   }
 }
 

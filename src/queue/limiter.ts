@@ -4,8 +4,8 @@
  * Why not BullMQ's limiter: it is per queue (three queues would send three times the limit on one
  * key) and counts fixed windows (a burst at a window's end and the next one's start puts nearly
  * twice the limit into one 60 s). Here every request made with the key — items of every kind, the
- * 401 probe, webhook PATCHes — takes a slot in one sorted set per key; a slot
- * is free when fewer than `limit` requests were taken in the last `windowMs`. The window is the
+ * 401 probe, webhook PATCHes — takes a slot in one sorted set per key; a slot is free when fewer
+ * than `limit` requests were taken in the last `windowMs`. The window is the
  * API's 60 s plus a margin, so jitter between taking a slot and the request's arrival never puts
  * limit + 1 requests into any 60 s as the API counts them. Time comes from Redis (TIME), so clocks
  * of different machines do not matter. A 429 sets a pause key that holds every process back.

@@ -12,6 +12,7 @@ import { openContext } from '../../src/runtime/context.js';
 import { createLogger } from '../../src/log.js';
 import { makeCteXml, makePdf } from '../support/builders.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
+import { contentIdOf } from '../../src/spool/paths.js';
 import { waitFor } from '../support/wait.js';
 
 let running: TestDaemon | undefined;
@@ -149,6 +150,36 @@ describe('labels and CT-e from the spool to the API', () => {
     await rm(target, { force: true });
     await waitFor(() => labelRequests(t).length === 1, { what: 'the valid label sent' });
     expect(t.sandbox.requests().filter((r) => r.endpoint !== 'control')).toHaveLength(1);
+  });
+
+  it('clears at start what a refusal cut off by a crash left in failed/, and decides those files again', async () => {
+    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true } });
+    const t = running;
+    await t.daemon.stop();
+    const failed = (kind: string): string => join(t.spool, 'failed', kind);
+    for (const kind of ['labels', 'events']) await mkdir(failed(kind), { recursive: true });
+    // Refused at claim time; the crash came after its report was written, before the file moved.
+    const refused = randomUUID();
+    await writeFile(join(t.spool, 'labels', `${refused}.pdf`), 'not a pdf');
+    await writeFile(join(failed('labels'), `${refused}.pdf.error.json`), JSON.stringify({ code: 'LABEL_NOT_PDF', message: 'cut off' }));
+    await writeFile(join(failed('labels'), `.${refused}.pdf.error.json.999999.tmp`), '{"code":"LAB');
+    // In flight and being dead-lettered when the crash came; its job is gone, so it is sent again.
+    const inFlight = randomUUID();
+    const pdf = await makePdf('in flight');
+    const claim = `${contentIdOf(pdf)}-0badc0de`;
+    await mkdir(join(t.spool, '.inflight', 'labels'), { recursive: true });
+    await writeFile(join(t.spool, '.inflight', 'labels', `${claim}~${inFlight}.pdf`), pdf);
+    await writeFile(join(failed('labels'), `${inFlight}.pdf.error.json`), JSON.stringify({ code: 'API_REJECTED', message: 'cut off', claim }));
+    // A finished events file's bad-lines report: its file was archived long ago. It stays.
+    await writeFile(join(failed('events'), 'old.ndjson.error.json'), JSON.stringify({ code: 'EVENT_BAD_RECORD', claim: 'fedcba9876543210-76543210' }));
+
+    await t.restart();
+    await waitFor(async () => (await filesUnder(join(t.spool, 'archive'))).length === 1 && (await filesUnder(failed('labels'))).includes(`${refused}.pdf`), { what: 'both files decided again' });
+    expect(await filesUnder(failed('labels'))).toEqual([`${refused}.pdf`, `${refused}.pdf.error.json`].sort());
+    expect(JSON.parse(await readFile(join(failed('labels'), `${refused}.pdf.error.json`), 'utf8'))).toMatchObject({ code: 'LABEL_NOT_PDF', file: `${refused}.pdf` });
+    expect(t.sandbox.state.deliveries.get(inFlight)?.label?.sha256).toBe(sha(pdf));
+    expect(await filesUnder(failed('events'))).toEqual(['old.ndjson.error.json']);
+    expect(await filesUnder(join(t.spool, '.inflight'))).toEqual([]);
   });
 
   it('recovers from injected 5xx and socket resets without losing or repeating a file', async () => {

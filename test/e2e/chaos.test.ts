@@ -20,6 +20,7 @@ import { makeCteXml, makePdf } from '../support/builders.js';
 import { createE2eEnv, dropFile, listFiles, type E2eEnv } from '../support/e2e-env.js';
 import { startOwnRedis, type OwnRedis } from '../support/own-redis.js';
 import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type DaemonProcess } from '../support/process.js';
+import { maxInWindow } from '../bench/support/window.js';
 import { waitFor } from '../support/wait.js';
 
 let env: E2eEnv | undefined;
@@ -34,17 +35,6 @@ const sha = (bytes: Buffer): string => createHash('sha256').update(bytes).digest
 
 /** The key's limit: the daemon's default, and the sandbox's, so the limiter is in play throughout. */
 const RATE_LIMIT = 300;
-
-/** Most timestamps (ms) in any window of `windowMs`. */
-function maxInSlidingWindow(times: number[], windowMs: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let max = 0;
-  for (let first = 0, last = 0; last < sorted.length; last += 1) {
-    while ((sorted[last] ?? 0) - (sorted[first] ?? 0) >= windowMs) first += 1;
-    max = Math.max(max, last - first + 1);
-  }
-  return max;
-}
 
 describe('chaos', () => {
   it('loses nothing and sends nothing twice through faults, kill -9s and a Redis restart', async () => {
@@ -178,8 +168,8 @@ describe('chaos', () => {
     // The shared limit held in every sliding 60 s window of the sandbox's own log (restarts and the
     // Redis restart included), and every 429 was the injected storm, none caused by us.
     const requests = e.sandbox.requests().filter((r) => r.endpoint !== 'control');
-    const maxInWindow = maxInSlidingWindow(requests.map((r) => r.at), 60_000);
-    if (maxInWindow > RATE_LIMIT) {
+    const busiestWindow = maxInWindow(requests.map((r) => r.at), 60_000);
+    if (busiestWindow > RATE_LIMIT) {
       const byWhat = new Map<string, number>();
       for (const r of requests) {
         const what = `${r.endpoint} ${r.status}${r.deliveryId === 'carrier-sync-auth-probe' ? ' (auth probe)' : ''}`;
@@ -187,7 +177,7 @@ describe('chaos', () => {
       }
       console.log('requests by endpoint and status:', JSON.stringify(Object.fromEntries(byWhat)));
     }
-    expect(maxInWindow).toBeLessThanOrEqual(RATE_LIMIT);
+    expect(busiestWindow).toBeLessThanOrEqual(RATE_LIMIT);
     expect(requests.filter((r) => r.status === 429 && r.fault !== 'storm')).toEqual([]);
     // The 401 window: one error line for the episode, not one per item or per process.
     const authLines = daemons.flatMap((d) => d.stderrLines.filter((l) => l.includes('API refused the key (401)')));
@@ -207,6 +197,6 @@ describe('chaos', () => {
     const reports = await Promise.all((await listFiles(join(e.spool, 'failed'))).filter((f) => f.endsWith('.error.json')).map((f) => readFile(join(e.spool, 'failed', f), 'utf8')));
     expect(reports).toHaveLength(6);
     expect([...daemons.flatMap((d) => [...d.stdoutLines, ...d.stderrLines]), ...reports, dlq.stdout].filter((text) => text.includes(e.carrierKey))).toEqual([]);
-    console.log(JSON.stringify({ chaos: { files: dropped.length, documents: total, events: instants.size, kills, redisRestarts: 1, requests: e.sandbox.requests().length, faults: e.sandbox.requests().filter((r) => r.fault !== undefined).length, repeats, maxInWindow, limit: RATE_LIMIT, detours: detours.length } }));
+    console.log(JSON.stringify({ chaos: { files: dropped.length, documents: total, events: instants.size, kills, redisRestarts: 1, requests: e.sandbox.requests().length, faults: e.sandbox.requests().filter((r) => r.fault !== undefined).length, repeats, maxInWindow: busiestWindow, limit: RATE_LIMIT, detours: detours.length } }));
   }, 300_000);
 });

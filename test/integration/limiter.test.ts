@@ -6,6 +6,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRateLimiter } from '../../src/queue/limiter.js';
+import { maxInWindow } from '../bench/support/window.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 
 const prefix = uniquePrefix('lim');
@@ -19,18 +20,6 @@ function limiterOn(limit: number, windowMs: number, key: string, windowMarginMs 
   const redis = new Redis(testRedisUrl());
   connections.push(redis);
   return createRateLimiter(redis, { windowKey: `${prefix}:w:${key}`, pauseKey: `${prefix}:p:${key}`, ratePerMinute: limit, windowMarginMs, windowMs });
-}
-
-/** The largest number of stamps inside any window of `windowMs` (sliding, every start point). */
-function maxInAnyWindow(stamps: number[], windowMs: number): number {
-  const sorted = [...stamps].sort((a, b) => a - b);
-  let best = 0;
-  let start = 0;
-  for (let end = 0; end < sorted.length; end += 1) {
-    while (sorted[end]! - sorted[start]! >= windowMs) start += 1;
-    best = Math.max(best, end - start + 1);
-  }
-  return best;
 }
 
 describe('shared rate limiter', () => {
@@ -50,7 +39,7 @@ describe('shared rate limiter', () => {
         }
       }),
     );
-    expect(maxInAnyWindow(stamps, windowMs)).toBeLessThanOrEqual(limit);
+    expect(maxInWindow(stamps, windowMs)).toBeLessThanOrEqual(limit);
     // A backlog keeps the limiter busy: close to limit per window over the run.
     expect(stamps.length).toBeGreaterThanOrEqual(Math.floor((runMs / (windowMs + 50)) * limit * 0.9));
   });

@@ -4,13 +4,12 @@
  * the command waits for room), invalid ones are listed. Files are not moved: the folder is not a
  * spool inbox. A progress bar is drawn on a TTY.
  */
-import { randomBytes } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { ITEM_KIND_OF, type SpoolKind } from '../queue/keys.js';
 import { collectingJobOf } from '../queue/payloads.js';
-import { contentIdOf } from '../spool/paths.js';
+import { newClaimId } from '../spool/paths.js';
 import { isIgnoredName } from '../validate/spool-name.js';
 import { UsageError } from './program.js';
 import { cliLogger, print, withContext } from './shared.js';
@@ -41,11 +40,12 @@ export function registerBackfill(program: Command): void {
         bar?.start(names.length, 0, { queued: 0, invalid: 0 });
         for (const name of names) {
           const path = join(dir, name);
-          if (!(await stat(path)).isFile()) continue;
+          const fileStat = await stat(path);
+          if (!fileStat.isFile()) continue;
           while ((await backlogOf(ctx.queues.items[ITEM_KIND_OF[kind]])) >= ctx.config.delivery.maxQueued) await new Promise((r) => setTimeout(r, 500));
           const bytes = await readFile(path);
-          const claimId = `${contentIdOf(bytes)}-${randomBytes(4).toString('hex')}`;
-          const prepared = await prepare(deps, kind, name, bytes, claimId, 'backfill');
+          const claimId = newClaimId(bytes);
+          const prepared = await prepare(deps, kind, name, bytes, claimId, fileStat.mtimeMs, 'backfill');
           if ('error' in prepared) {
             totals.invalid += 1;
             invalid.push(`${name}: ${prepared.error.code}: ${prepared.error.message}`);

@@ -1,41 +1,29 @@
 /**
- * The end of an item: counters, the document and event-order bookkeeping, an emptied payload (a
- * completed job must not keep a label's bytes in Redis), and — for items that came from a file —
- * an outcome message to the process that owns the spool.
+ * The end of an item: the push gate's `leave` (counters, slot stamp, document and event-order
+ * bookkeeping) and — for items that came from a file — an outcome message to the process that
+ * holds the spool. Both are written together, so they cost one round trip; a parked event behind
+ * this one is woken after.
  */
-import type { Job } from 'bullmq';
+import { Job, type Queue } from 'bullmq';
 import type { SyncError } from '../errors.js';
 import type { ItemJob, ItemResult, OutcomeMessage } from '../queue/payloads.js';
-import type { Counter } from '../queue/stats.js';
-import { finishEvent, forgetLatestDocument } from './gates.js';
 import type { PushDeps } from './processor.js';
 
-const COUNTER_OF: Readonly<Record<ItemResult, Counter>> = {
-  accepted: 'sent',
-  repeat: 'duplicates',
-  superseded: 'superseded',
-  'dead-lettered': 'dead_lettered',
-};
-
-export async function finishItem(deps: PushDeps, job: Job<ItemJob>, result: ItemResult, error?: SyncError): Promise<void> {
+export async function finishItem(deps: PushDeps, job: Job<ItemJob>, result: ItemResult, slot: string | null, error?: SyncError): Promise<void> {
   const item = job.data;
   const jobId = String(job.id);
-  if (item.kind === 'collecting') await finishEvent(deps.redis, deps.keys, item.deliveryId, jobId);
-  else {
-    await forgetLatestDocument(deps.redis, deps.keys, item.kind, item.deliveryId, jobId);
-    if (result === 'accepted' || result === 'superseded') {
-      await job.updateData(item.kind === 'label' ? { ...item, pdfBase64: '', finished: result } : { ...item, xml: '', finished: result });
-    }
-  }
-  await deps.redis.unlink(deps.keys.attempts(`${jobId}:held`));
-  await deps.stats.add(COUNTER_OF[result], item.kind);
-  if (result === 'repeat') deps.logger.warn({ kind: item.kind, deliveryId: item.deliveryId, jobId }, 'API reported the event_at as a repeat');
-
-  if (item.origin.source !== 'spool') return;
   const history = result === 'dead-lettered' ? await deps.attempts.read(jobId) : [];
-  const message: OutcomeMessage = {
+  const outcome = item.origin.source === 'spool' ? deps.queues.outcome(item.origin.spoolId).add('outcome', outcomeOf(deps, job, result, history, error), { jobId: `${jobId}.${result}.${job.attemptsStarted}` }) : null;
+  const [woken] = await Promise.all([deps.gate.leave(item, jobId, slot, result), outcome]);
+  if (woken !== null) await wakeParked(deps.itemQueue, woken);
+  if (result === 'repeat') deps.logger.warn({ kind: item.kind, deliveryId: item.deliveryId, jobId }, 'API reported the event_at as a repeat');
+}
+
+function outcomeOf(deps: PushDeps, job: Job<ItemJob>, result: ItemResult, history: ReadonlyArray<{ at: string }>, error: SyncError | undefined): OutcomeMessage {
+  const item = job.data;
+  return {
     kind: item.kind,
-    jobId,
+    jobId: String(job.id),
     deliveryId: item.deliveryId,
     result,
     origin: item.origin,
@@ -45,5 +33,12 @@ export async function finishItem(deps: PushDeps, job: Job<ItemJob>, result: Item
     ...(history[0] === undefined ? {} : { firstFailureAt: history[0].at }),
     ...(history.length === 0 ? {} : { lastFailureAt: history[history.length - 1]?.at }),
   };
-  await deps.queues.outcome(item.origin.spoolId).add('outcome', message, { jobId: `${jobId}.${result}.${job.attemptsStarted}` });
+}
+
+/**
+ * Wakes an event parked behind the one that just finished (it waits in delayed until then). A job
+ * not in delayed yet (its worker is still parking it) wakes by its safety timer instead.
+ */
+async function wakeParked(queue: Queue, jobId: string): Promise<void> {
+  await new Job(queue, 'collecting', {}, {}, jobId).promote().catch(() => undefined);
 }

@@ -1,5 +1,5 @@
 /**
- * The job processor shared by the three item queues: payload → API call → done, or a SyncError
+ * The job processor shared by the three item queues: push gate → API call → done, or a SyncError
  * whose disposition decides what happens next:
  *   retry        → BullMQ's exponential backoff with jitter, until maxAttempts (then dead-letter);
  *                  DELIVERY_NOT_FOUND only until notFoundAttempts (the delivery may arrive late)
@@ -7,9 +7,12 @@
  *                  spending an attempt, until it has been held back maxRateLimitedMs in all
  *   pause        → 401: the auth gate pauses the queues; the job waits without spending an attempt
  *   dead-letter  → UnrecoverableError: the job stays in the failed set (the DLQ)
+ *
+ * Redis work per item: one round trip before the request (the push gate: order, 401 gate, rate
+ * limit) and one after it (leave: slot stamp, counters, order bookkeeping; the outcome message of
+ * a file's item goes out in the same write), besides BullMQ's own fetch and completion.
  */
 import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
-import type { RedisConnection } from '../queue/redis.js';
 import type { ApiClient } from '../api/index.js';
 import type { Clock } from '../clock.js';
 import type { DeliveryConfig } from '../config/schema.js';
@@ -18,18 +21,20 @@ import type { Logger } from '../log.js';
 import type { AttemptLog } from '../queue/attempts.js';
 import type { AuthGate } from '../queue/auth-gate.js';
 import type { Keys } from '../queue/keys.js';
-import type { ItemJob } from '../queue/payloads.js';
-import type { QueueSet } from '../queue/queues.js';
 import type { RateLimiter } from '../queue/limiter.js';
+import type { ItemJob, ItemResult } from '../queue/payloads.js';
+import type { PushGate } from '../queue/push-gate.js';
+import type { QueueSet } from '../queue/queues.js';
+import type { RedisConnection } from '../queue/redis.js';
 import type { Stats } from '../queue/stats.js';
 import { finishItem } from './finish.js';
-import { isLatestDocument, isNextEvent, lockDocument } from './gates.js';
 import { sendItem } from './send.js';
 
 export interface PushDeps {
   client: ApiClient;
   redis: RedisConnection;
   keys: Keys;
+  gate: PushGate;
   limiter: RateLimiter;
   authGate: AuthGate;
   attempts: AttemptLog;
@@ -43,54 +48,84 @@ export interface PushDeps {
 
 /** Longest a job holds its worker slot waiting for the shared limiter before stepping aside. */
 const MAX_SLOT_WAIT_MS = 15_000;
-const GATE_RETRY_MS = 200;
+/** Longest one wait in process before asking the gate again (a resumed pause is seen quickly). */
+const MAX_NAP_MS = 1_000;
+/** A parked event wakes when the event before it finishes; this is only the safety net. */
+const PARK_MS = 5_000;
 const AUTH_RETRY_MS = 1_000;
+const PROBE_MAX_MS = 300_000;
 
 export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: string) => Promise<string> {
   return async (job, token) => {
     const item = job.data;
     const jobId = String(job.id);
     const started = deps.clock.now();
+    const deadline = started + MAX_SLOT_WAIT_MS;
 
-    if (item.kind !== 'collecting' && item.finished !== undefined) {
-      // An earlier run finished it and emptied the payload, then died before the job completed:
-      // finish again (the outcome may not have been sent), never send the emptied document.
-      await finishItem(deps, job, item.finished);
-      return item.finished;
-    }
-    if (item.kind === 'collecting' && !(await isNextEvent(deps.redis, deps.keys, deps.itemQueue, item.deliveryId, jobId))) {
-      return stepAside(job, token, GATE_RETRY_MS);
-    }
-    const lock = item.kind === 'collecting' ? null : await lockDocument(deps.redis, deps.keys, item.kind, item.deliveryId, jobId, deps.delivery.maxRateLimitedMs);
-    if (item.kind !== 'collecting' && lock === null) return stepAside(job, token, GATE_RETRY_MS);
-    try {
-      if (item.kind !== 'collecting' && !(await isLatestDocument(deps.redis, deps.keys, item.kind, item.deliveryId, jobId))) {
-        await finishItem(deps, job, 'superseded');
-        return 'superseded';
+    for (;;) {
+      const verdict = await deps.gate.enter(item, jobId);
+      switch (verdict.action) {
+        case 'superseded':
+          await finishItem(deps, job, 'superseded', null);
+          return 'superseded';
+        case 'already-accepted':
+          // The API holds these bytes already (a run that sent them died before it finished).
+          await finishItem(deps, job, 'accepted', null);
+          return 'accepted';
+        case 'park':
+          return stepAside(job, token, Math.max(PARK_MS, verdict.headDueMs - Date.now()));
+        case 'auth':
+          return stepAside(job, token, AUTH_RETRY_MS);
+        case 'busy':
+        case 'wait': {
+          const napMs = Math.min(verdict.ms, MAX_NAP_MS);
+          if (deps.clock.now() + napMs > deadline) return stepAside(job, token, verdict.action === 'busy' ? napMs : verdict.ms);
+          await new Promise((resolve) => setTimeout(resolve, napMs));
+          continue;
+        }
+        case 'go':
+          return send(deps, job, token, verdict.slot, verdict.isProbe, started);
       }
-      if (!(await deps.limiter.acquire(MAX_SLOT_WAIT_MS))) {
-        return await stepAside(job, token, Math.max(GATE_RETRY_MS, await deps.limiter.pausedForMs()));
-      }
-      const result = await sendItem(deps.client, item);
-      await finishItem(deps, job, result);
-      deps.logger.info({ kind: item.kind, deliveryId: item.deliveryId, jobId, attempt: job.attemptsMade + 1, status: 200, durationMs: deps.clock.now() - started, result }, 'item sent');
-      return result;
-    } catch (error) {
-      if (error instanceof DelayedError || error instanceof UnrecoverableError) throw error;
-      return await onFailure(deps, job, token, toSyncError(error));
-    } finally {
-      await lock?.release();
     }
   };
 }
 
-async function onFailure(deps: PushDeps, job: Job<ItemJob>, token: string | undefined, error: SyncError): Promise<never> {
+async function send(deps: PushDeps, job: Job<ItemJob>, token: string | undefined, slot: string, isProbe: boolean, started: number): Promise<string> {
+  const item = job.data;
+  const jobId = String(job.id);
+  let result: Extract<ItemResult, 'accepted' | 'repeat'>;
+  try {
+    result = await sendItem(deps.client, item);
+  } catch (error) {
+    const syncError = toSyncError(error);
+    if (isProbe) await onProbeAnswer(deps, syncError);
+    return onFailure(deps, job, token, slot, syncError);
+  }
+  await finishItem(deps, job, result, slot);
+  if (isProbe) await onProbeAnswer(deps, null);
+  deps.logger.info({ kind: item.kind, deliveryId: item.deliveryId, jobId, attempt: job.attemptsMade + 1, status: 200, durationMs: deps.clock.now() - started, result }, 'item sent');
+  return result;
+}
+
+/** The probe's answer: anything but a 401 means the key works again. */
+async function onProbeAnswer(deps: PushDeps, error: SyncError | null): Promise<void> {
+  if (error?.disposition === 'pause') {
+    const failure = await deps.authGate.probeRefused((probes) => Math.min(deps.delivery.authProbeMs * 2 ** probes, PROBE_MAX_MS));
+    deps.logger.debug({ probes: failure?.probes, nextProbeAt: failure?.nextProbeAt }, 'auth probe: the key is still refused');
+    return;
+  }
+  await deps.authGate.clear();
+  deps.logger.info({ status: error?.status ?? 200 }, 'auth probe: the API accepts the key again; queues resumed');
+}
+
+async function onFailure(deps: PushDeps, job: Job<ItemJob>, token: string | undefined, slot: string, error: SyncError): Promise<never> {
   const item = job.data;
   const jobId = String(job.id);
   const attempt = job.attemptsMade + 1;
   const context = { kind: item.kind, deliveryId: item.deliveryId, jobId, attempt, status: error.status, code: error.code, apiCode: error.apiCode };
 
   if (error.disposition === 'rate-limited') {
+    await deps.gate.leave(item, jobId, slot, null);
     const holdMs = error.retryAfterMs ?? deps.delivery.backoffMs * 2 ** Math.min(job.attemptsMade, 10);
     await deps.limiter.pause(holdMs);
     await deps.stats.add('rate_limited', item.kind);
@@ -103,8 +138,9 @@ async function onFailure(deps: PushDeps, job: Job<ItemJob>, token: string | unde
   }
 
   if (error.disposition === 'pause') {
+    await deps.gate.leave(item, jobId, slot, null);
     const isFirst = await deps.authGate.trip({ at: new Date(deps.clock.now()).toISOString(), endpoint: item.kind, message: error.message });
-    if (isFirst) deps.logger.error(context, 'API refused the key (401): queues paused until `carrier-sync resume` or the auth probe succeeds');
+    if (isFirst) deps.logger.error(context, 'API refused the key (401): queues paused until `carrier-sync resume` or a probe succeeds');
     return stepAside(job, token, AUTH_RETRY_MS);
   }
 
@@ -123,10 +159,11 @@ async function onFailure(deps: PushDeps, job: Job<ItemJob>, token: string | unde
   const isNotFoundSpent = error.code === 'API_NOT_FOUND' && attempt >= deps.delivery.notFoundAttempts;
   const isFinal = error.disposition === 'dead-letter' || error.disposition === 'reject-local' || isNotFoundSpent || attempt >= maxAttempts;
   if (isFinal) {
-    await finishItem(deps, job, 'dead-lettered', error);
+    await finishItem(deps, job, 'dead-lettered', slot, error);
     deps.logger.error({ ...context, message: error.apiMessage ?? error.message }, 'item dead-lettered');
     throw new UnrecoverableError(`${error.code}: ${error.message}`);
   }
+  if (error.disposition !== 'rate-limited') await deps.gate.leave(item, jobId, slot, null);
   deps.logger.warn({ ...context, message: error.message }, 'item failed; will retry');
   throw error;
 }

@@ -1,8 +1,8 @@
 /**
  * Putting items into the queues. Job ids are deterministic, so the same item seen twice
  * (restart, rescan, identical re-drop) is one job:
- *  - label / CT-e: `<kind>.<delivery id>.<content id>`; the newest document of a delivery is
- *    recorded so that an older pending job is superseded instead of overwriting a newer one;
+ *  - label / CT-e: `<kind>.<delivery id>.<content id>`; its generation (see push-gate.ts) raises
+ *    the delivery's high-water mark, so an older job is superseded instead of overwriting a newer one;
  *  - collecting: `collecting.<delivery id>.<instant hash>`, after a claim in the event_at memory.
  */
 import { createHash } from 'node:crypto';
@@ -10,6 +10,7 @@ import type { RedisConnection } from './redis.js';
 import type { Clock } from '../clock.js';
 import type { DedupMemory } from './dedup.js';
 import type { Keys } from './keys.js';
+import { queueDocumentOrder } from './push-gate.js';
 import type { CollectingJob, CteJob, LabelJob } from './payloads.js';
 import type { QueueSet } from './queues.js';
 import type { Stats } from './stats.js';
@@ -21,11 +22,13 @@ export interface EnqueueDeps {
   dedup: DedupMemory;
   stats: Stats;
   clock: Clock;
+  /** How long the document order and re-drop memory outlive a delivery's last document (s). */
+  retentionSec: number;
 }
 
-export type DocumentEnqueueResult = 'queued' | 'already-queued' | 'already-accepted' | 'replayed';
+export type DocumentEnqueueResult = 'queued' | 'already-queued' | 'already-accepted' | 'replayed' | 'superseded';
 
-export function documentJobId(job: LabelJob | CteJob): string {
+export function documentJobId(job: Pick<LabelJob | CteJob, 'kind' | 'deliveryId'> & { origin: Pick<LabelJob['origin'], 'contentId'> }): string {
   return `${job.kind}.${job.deliveryId}.${job.origin.contentId}`;
 }
 
@@ -34,22 +37,25 @@ export function collectingJobId(deliveryId: string, instantKey: string): string 
 }
 
 /**
- * Queues a label or CT-e. An identical document already accepted is not sent again; one that was
- * dead-lettered is replayed (dropping the same file again is how an operator says "try again").
+ * Queues a label or CT-e as its delivery's newest document, unless a newer one was queued already
+ * ('superseded': never sent). The same bytes the API already holds are not sent again
+ * ('already-accepted'); a document that was dead-lettered is replayed (dropping the same file
+ * again is how an operator says "try again").
  */
 export async function enqueueDocument(deps: EnqueueDeps, job: LabelJob | CteJob): Promise<{ jobId: string; result: DocumentEnqueueResult }> {
   const queue = deps.queues.items[job.kind];
   const jobId = documentJobId(job);
+  const order = await queueDocumentOrder(deps.redis, deps.keys, job.kind, job.deliveryId, job.generation ?? '', job.origin.contentId, deps.retentionSec);
+  if (order === 'older') return { jobId, result: 'superseded' };
+  if (order === 'accepted') return { jobId, result: 'already-accepted' };
   const state = await queue.getJobState(jobId);
-  if (state === 'completed') return { jobId, result: 'already-accepted' };
   if (state === 'failed') {
-    await deps.redis.hset(deps.keys.latestDocument(job.kind), job.deliveryId, jobId);
     const existing = await queue.getJob(jobId);
     await existing?.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
     return { jobId, result: 'replayed' };
   }
-  if (state !== 'unknown') return { jobId, result: 'already-queued' };
-  await deps.redis.hset(deps.keys.latestDocument(job.kind), job.deliveryId, jobId);
+  if (state !== 'unknown' && state !== 'completed') return { jobId, result: 'already-queued' };
+  if (state === 'completed') await queue.remove(jobId);
   await queue.add(job.kind, job, { jobId });
   await deps.stats.add('received', job.kind);
   return { jobId, result: 'queued' };

@@ -35,10 +35,18 @@ export interface Keys {
   dedup(deliveryId: string): string;
   /** Per delivery: collecting jobs not yet finished, scored by event time (send order gate). */
   eventOrder(deliveryId: string): string;
-  /** Per kind: delivery id → id of the newest document job (label / CT-e replacement). */
-  latestDocument(kind: ItemKind): string;
-  /** Per kind and delivery: a short lock held while a document is being sent. */
+  /**
+   * Per kind and delivery: the document order (hash). `g` the high-water generation queued (never
+   * goes down), `c` the content id of the document at `g` (the only one that may be sent), `s` the
+   * content id the API holds (the re-drop memory). Expires `completedRetentionSec` after its last write.
+   */
+  document(kind: ItemKind, deliveryId: string): string;
+  /** Per kind and delivery: held by the job whose document request is in flight. */
   documentLock(kind: ItemKind, deliveryId: string): string;
+  /** Per delivery: collecting jobs parked behind an earlier event, woken when it finishes (set). */
+  eventParked(deliveryId: string): string;
+  /** While the 401 gate is closed: 'open' when the next item may probe the key, else the probing job's id. */
+  readonly authProbe: string;
   /** Errors of every attempt of one job (a list of JSON objects). */
   attempts(jobId: string): string;
   /** An events file in flight: its expected and finished job ids. */
@@ -60,7 +68,9 @@ export function createKeys(prefix: string): Keys {
     authFailure: k('auth-failure'),
     dedup: (deliveryId) => k('dedup', deliveryId),
     eventOrder: (deliveryId) => k('event-order', deliveryId),
-    latestDocument: (kind) => k('latest', kind),
+    eventParked: (deliveryId) => k('event-parked', deliveryId),
+    authProbe: k('auth-probe'),
+    document: (kind, deliveryId) => k('doc', kind, deliveryId),
     documentLock: (kind, deliveryId) => k('doc-lock', kind, deliveryId),
     attempts: (jobId) => k('attempts', jobId),
     batch: (batchId) => k('batch', batchId),

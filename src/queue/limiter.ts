@@ -3,60 +3,92 @@
  *
  * Why not BullMQ's limiter: it is per queue (three queues would send three times the limit on one
  * key) and counts fixed windows (a burst at a window's end and the next one's start puts nearly
- * twice the limit into one 60 s). Here every request made with the key — items of every kind, the
- * 401 probe, webhook PATCHes — takes a slot in one sorted set per key; a slot is free when fewer
- * than `limit` requests were taken in the last `windowMs`. The window is the
- * API's 60 s plus a margin, so jitter between taking a slot and the request's arrival never puts
- * limit + 1 requests into any 60 s as the API counts them. Time comes from Redis (TIME), so clocks
- * of different machines do not matter. A 429 sets a pause key that holds every process back.
+ * twice the limit into one 60 s). Here every request made with the key — items of every kind and
+ * webhook PATCHes — takes a slot in one sorted set per key; a slot is free when fewer than `limit`
+ * requests are counted in the last 60 s. Time comes from Redis (TIME), so clocks of different
+ * machines do not matter. A 429 sets a pause key that holds every process back.
+ *
+ * No margin is needed on the window: a slot is scored with the latest time its request can reach
+ * the API — while it is in flight, the time it was taken plus the longest a request can take; once
+ * its response arrived, that time (`stamp`). Every score is then at or after the request's arrival
+ * at the API, so when the last request of any 60 s of arrivals took its slot, every other request
+ * of those 60 s was still counted: no 60 s as the API counts them can hold limit + 1 requests.
  */
 import { randomBytes } from 'node:crypto';
-import type { DeliveryConfig } from '../config/schema.js';
+import type { ApiConfig, DeliveryConfig } from '../config/schema.js';
 import { SyncError } from '../errors.js';
 import { keyIdOf, type Keys } from './keys.js';
 import type { RedisConnection } from './redis.js';
+import type { PushGateOptions } from './push-gate.js';
+import { defineScript } from './script.js';
 
-// KEYS[1] window sorted set, KEYS[2] pause key. ARGV[1] window ms, ARGV[2] limit, ARGV[3] member.
-// Returns 0 when a slot was taken, else the milliseconds to wait before asking again.
-const ACQUIRE = `
-local pause = redis.call('PTTL', KEYS[2])
-if pause > 0 then return pause end
+/**
+ * Lua that takes a slot or returns `{'wait', ms}`: the 429 pause, then the window. Shared by the
+ * one-off ACQUIRE below and the push gate, with the KEYS/ARGV positions each script uses.
+ */
+export function takeSlotLua(at: { window: string; pause: string; windowMs: string; limit: string; member: string; maxRequestMs: string }): string {
+  return `
+local pause = redis.call('PTTL', ${at.pause})
+if pause > 0 then return {'wait', pause} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local window = tonumber(ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], window)
-  return 0
+local window = tonumber(${at.windowMs})
+redis.call('ZREMRANGEBYSCORE', ${at.window}, '-inf', now - window)
+if redis.call('ZCARD', ${at.window}) >= tonumber(${at.limit}) then
+  local oldest = redis.call('ZRANGE', ${at.window}, 0, 0, 'WITHSCORES')
+  local wait = tonumber(oldest[2]) + window - now
+  if wait < 1 then wait = 1 end
+  return {'wait', wait}
 end
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local wait = tonumber(oldest[2]) + window - now
-if wait < 1 then wait = 1 end
-return wait
+redis.call('ZADD', ${at.window}, now + tonumber(${at.maxRequestMs}), ${at.member})
+redis.call('PEXPIRE', ${at.window}, window + tonumber(${at.maxRequestMs}))
 `;
+}
+
+/** Lua that stamps a slot with the time its response arrived (a no-op for a slot already gone). */
+export function stampSlotLua(at: { window: string; member: string }): string {
+  return `
+if ${at.member} ~= '' then
+  local t = redis.call('TIME')
+  redis.call('ZADD', ${at.window}, 'XX', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), ${at.member})
+end
+`;
+}
+
+// KEYS[1] window sorted set, KEYS[2] pause key. ARGV[1] window ms, ARGV[2] limit, ARGV[3] member,
+// ARGV[4] longest request ms. Returns {'go'} when a slot was taken, else {'wait', ms}.
+const ACQUIRE = defineScript(`${takeSlotLua({ window: 'KEYS[1]', pause: 'KEYS[2]', windowMs: 'ARGV[1]', limit: 'ARGV[2]', member: 'ARGV[3]', maxRequestMs: 'ARGV[4]' })}
+return {'go'}`);
+const STAMP = defineScript(stampSlotLua({ window: 'KEYS[1]', member: 'ARGV[1]' }));
 
 // KEYS[1] pause key. ARGV[1] ms. Extends the pause, never shortens it.
-const PAUSE = `
+const PAUSE = defineScript(`
 local left = redis.call('PTTL', KEYS[1])
 if left < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], '1', 'PX', ARGV[1]) end
 return 1
-`;
+`);
 
 export interface RateLimiterOptions {
   windowKey: string;
   pauseKey: string;
   ratePerMinute: number;
+  /** Added to the window (not needed, see above; kept for deployments that want slack). */
   windowMarginMs: number;
   /** The API's window; 60 s. Tests shorten it. */
   windowMs?: number;
+  /** Longest a request can take: a slot not yet stamped counts as arriving up to then. */
+  maxRequestMs?: number;
 }
 
 export interface RateLimiter {
   /** Takes a slot: 0 when taken, else how long to wait before trying again. */
   tryAcquire(): Promise<number>;
-  /** Waits for a slot; gives up (returns false) once `maxWaitMs` would be exceeded. */
-  acquire(maxWaitMs: number, signal?: AbortSignal): Promise<boolean>;
+  /** Takes a slot: its member (to `stamp` when the response arrived), or how long to wait. */
+  take(): Promise<{ slot: string } | { waitMs: number }>;
+  /** Scores a slot with the time its response arrived (frees it sooner than its in-flight score). */
+  stamp(slot: string): Promise<void>;
+  /** Waits for a slot; gives up (returns null) once `maxWaitMs` would be exceeded. */
+  acquire(maxWaitMs: number, signal?: AbortSignal): Promise<string | null>;
   /** Holds every process back for `ms` (a 429's Retry-After). */
   pause(ms: number): Promise<void>;
   /** Milliseconds of pause left (0 when sending may go on). */
@@ -67,25 +99,34 @@ export interface RateLimiter {
 
 export function createRateLimiter(redis: RedisConnection, options: RateLimiterOptions): RateLimiter {
   const windowMs = (options.windowMs ?? 60_000) + options.windowMarginMs;
+  const maxRequestMs = options.maxRequestMs ?? DEFAULT_MAX_REQUEST_MS;
+  const take = async (): Promise<{ slot: string } | { waitMs: number }> => {
+    const slot = `${Date.now()}-${randomBytes(6).toString('hex')}`;
+    const [verdict, waitMs] = (await ACQUIRE(redis, [options.windowKey, options.pauseKey], [windowMs, options.ratePerMinute, slot, maxRequestMs])) as [string, number?];
+    return verdict === 'go' ? { slot } : { waitMs: Number(waitMs) };
+  };
   const tryAcquire = async (): Promise<number> => {
-    const member = `${Date.now()}-${randomBytes(6).toString('hex')}`;
-    const wait = await redis.eval(ACQUIRE, 2, options.windowKey, options.pauseKey, windowMs, options.ratePerMinute, member);
-    return Number(wait);
+    const taken = await take();
+    return 'slot' in taken ? 0 : taken.waitMs;
   };
   return {
     tryAcquire,
+    take,
+    async stamp(slot) {
+      await STAMP(redis, [options.windowKey], [slot]);
+    },
     async acquire(maxWaitMs, signal) {
       const deadline = Date.now() + maxWaitMs;
       for (;;) {
-        const wait = await tryAcquire();
-        if (wait === 0) return true;
-        if (signal?.aborted === true || Date.now() + wait > deadline) return false;
+        const taken = await take();
+        if ('slot' in taken) return taken.slot;
+        if (signal?.aborted === true || Date.now() + taken.waitMs > deadline) return null;
         // Ask again when the oldest slot frees (bounded, so a resumed pause is seen quickly).
-        await new Promise((resolve) => setTimeout(resolve, Math.min(wait, 1000)).unref());
+        await new Promise((resolve) => setTimeout(resolve, Math.min(taken.waitMs, 1000)).unref());
       }
     },
     async pause(ms) {
-      await redis.eval(PAUSE, 1, options.pauseKey, Math.max(1, Math.ceil(ms)));
+      await PAUSE(redis, [options.pauseKey], [Math.max(1, Math.ceil(ms))]);
     },
     async pausedForMs() {
       return Math.max(0, await redis.pttl(options.pauseKey));
@@ -98,22 +139,48 @@ export function createRateLimiter(redis: RedisConnection, options: RateLimiterOp
   };
 }
 
+/** Used where no API config is at hand (a test's limiter): a generous bound. */
+const DEFAULT_MAX_REQUEST_MS = 30_000;
+
+type LimitConfig = { delivery: Pick<DeliveryConfig, 'ratePerMinute' | 'rateWindowMarginMs'>; api?: Pick<ApiConfig, 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs'> };
+
+/** The longest one request can take under the client's timeouts. */
+export function maxRequestMsOf(config: LimitConfig): number {
+  return config.api === undefined ? DEFAULT_MAX_REQUEST_MS : config.api.connectTimeoutMs + config.api.headersTimeoutMs + config.api.bodyTimeoutMs;
+}
+
 /** The limiter shared by every process sending with `carrierKey` (kept in Redis under the key's id). */
-export function rateLimiterFor(ctx: { redis: RedisConnection; keys: Pick<Keys, 'limiter' | 'pause'>; config: { delivery: Pick<DeliveryConfig, 'ratePerMinute' | 'rateWindowMarginMs'> } }, carrierKey: string): RateLimiter {
+export function rateLimiterFor(ctx: { redis: RedisConnection; keys: Pick<Keys, 'limiter' | 'pause'>; config: LimitConfig }, carrierKey: string): RateLimiter {
   const keyId = keyIdOf(carrierKey);
   return createRateLimiter(ctx.redis, {
     windowKey: ctx.keys.limiter(keyId),
     pauseKey: ctx.keys.pause(keyId),
     ratePerMinute: ctx.config.delivery.ratePerMinute,
     windowMarginMs: ctx.config.delivery.rateWindowMarginMs,
+    maxRequestMs: maxRequestMsOf(ctx.config),
   });
+}
+
+/** The push gate's settings from the config: the same window as `rateLimiterFor`. */
+export function pushGateOptions(config: LimitConfig & { delivery: Pick<DeliveryConfig, 'lockMs' | 'completedRetentionSec'> }): PushGateOptions {
+  const maxRequestMs = maxRequestMsOf(config);
+  return {
+    ratePerMinute: config.delivery.ratePerMinute,
+    windowMs: 60_000 + config.delivery.rateWindowMarginMs,
+    maxRequestMs,
+    // Outlives any request, so a lock or probe is never lost while its request is in flight.
+    lockMs: Math.max(config.delivery.lockMs, maxRequestMs + 5_000),
+    retentionSec: config.delivery.completedRetentionSec,
+  };
 }
 
 /**
  * A slot for a one-off request outside the item queues (a webhook PATCH): waits up to `maxWaitMs`
  * for the window or a 429 pause, else throws API_RATE_LIMITED so the caller tries again later.
+ * Returns the slot, to `stamp` when the response arrived.
  */
-export async function takeSlot(limiter: RateLimiter, maxWaitMs: number, what: string): Promise<void> {
-  if (await limiter.acquire(maxWaitMs)) return;
+export async function takeSlot(limiter: RateLimiter, maxWaitMs: number, what: string): Promise<string> {
+  const slot = await limiter.acquire(maxWaitMs);
+  if (slot !== null) return slot;
   throw new SyncError('API_RATE_LIMITED', `${what}: no slot of the shared rate limit freed within ${maxWaitMs} ms; try again later`);
 }

@@ -34,17 +34,13 @@ export interface LabelJob {
   kind: 'label';
   deliveryId: string;
   externalId: string | null;
-  /** Base64 PDF without a data-URI prefix. Emptied once sent, so completed jobs stay small. */
+  /** Base64 PDF without a data-URI prefix. */
   pdfBase64: string;
   byteLength: number;
   origin: FileOrigin;
   receivedAt: string;
-  /**
-   * Set when the payload was emptied after its result: a run of this job taken up again after a
-   * crash (the worker died before BullMQ recorded the completion) ends the same way instead of
-   * sending an empty document.
-   */
-  finished?: 'accepted' | 'superseded';
+  /** Document order: later mtime, then later claim, is newer (see `documentGeneration`). */
+  generation?: string;
 }
 
 export interface CteJob {
@@ -54,12 +50,8 @@ export interface CteJob {
   byteLength: number;
   origin: FileOrigin;
   receivedAt: string;
-  /**
-   * Set when the payload was emptied after its result: a run of this job taken up again after a
-   * crash (the worker died before BullMQ recorded the completion) ends the same way instead of
-   * sending an empty document.
-   */
-  finished?: 'accepted' | 'superseded';
+  /** Document order: later mtime, then later claim, is newer (see `documentGeneration`). */
+  generation?: string;
 }
 
 export interface CollectingJob {

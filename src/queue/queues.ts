@@ -2,9 +2,9 @@
  * The BullMQ queues of one deployment: one per item kind, the outcome queue and the
  * housekeeping queue. Job options live here so every producer adds jobs the same way.
  *
- * Job lifecycle: waiting|delayed → active → completed (payload emptied, record kept
- * `completedRetentionSec` so an identical re-drop is recognised) | failed (= dead-lettered, kept
- * until `dlq purge`). Retryable errors go back to delayed with exponential backoff and jitter;
+ * Job lifecycle: waiting|delayed → active → completed (removed at once: the re-drop memory is the
+ * compact document record of push-gate.ts, and the event_at memory of dedup.ts) | failed
+ * (= dead-lettered, kept until `dlq purge`). Retryable errors go back to delayed with exponential backoff and jitter;
  * 429 and 401 move the job to delayed without spending an attempt.
  */
 import { Queue, type JobsOptions } from 'bullmq';
@@ -25,8 +25,7 @@ export function itemJobOptions(delivery: DeliveryConfig): JobsOptions {
   return {
     attempts: delivery.maxAttempts,
     backoff: { type: 'exponential', delay: delivery.backoffMs, jitter: 0.5 },
-    // Bounded by age and count: a sustained 300/min would otherwise keep ~1.5 KB per item for the whole age.
-    removeOnComplete: { age: delivery.completedRetentionSec, count: 50_000 },
+    removeOnComplete: true,
     removeOnFail: false,
   };
 }

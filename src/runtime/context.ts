@@ -63,8 +63,8 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
       dedup,
       attempts: createAttemptLog(redis, keys),
       batches: createBatches(redis, keys),
-      authGate: createAuthGate(redis, keys.authFailure, ITEM_KINDS.map((kind) => queues.items[kind])),
-      enqueueDeps: { redis, keys, queues, dedup, stats, clock },
+      authGate: createAuthGate(redis, keys, ITEM_KINDS.map((kind) => queues.items[kind])),
+      enqueueDeps: { redis, keys, queues, dedup, stats, clock, retentionSec: config.delivery.completedRetentionSec },
     };
   } catch (error) {
     await closers.closeAll();

@@ -5,15 +5,10 @@
 import { Worker, type Job } from 'bullmq';
 import { apiClientFor } from './api-client.js';
 import { rateLimiterFor } from '../queue/limiter.js';
-import { isSyncError } from '../errors.js';
 import { HOUSEKEEPING_QUEUE } from '../queue/keys.js';
 import type { ApiTarget } from './api-target.js';
 import type { Context } from './context.js';
 import { runHousekeeping, HOUSEKEEPING_JOBS } from './housekeeping.js';
-
-const PROBE_MAX_MS = 300_000;
-/** Longest the probe waits for a slot of the shared rate limit before trying again later. */
-const PROBE_SLOT_WAIT_MS = 5_000;
 
 export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan: () => Promise<void>): Promise<void> {
   const { config, logger } = ctx;
@@ -37,39 +32,20 @@ export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan
   worker.on('error', (error) => log.error({ err: error.message }, 'housekeeping worker error'));
   ctx.closers.push('housekeeping worker', () => worker.close());
 
-  // The 401 probe: while the gate is closed, ask the API whether the key works again, backing off.
-  const PROBE_FIRST_MS = config.delivery.authProbeMs;
-  let delayMs = PROBE_FIRST_MS;
+  // The 401 probe: while the gate is closed, open it for one item once the backoff has passed (the
+  // push gate lets exactly one item through; its answer clears or closes the gate again).
+  const probeTickMs = Math.min(config.delivery.authProbeMs, 1000);
   let timer: NodeJS.Timeout | undefined;
   const probe = async (): Promise<void> => {
-    const failure = await ctx.authGate.failure().catch(() => null);
-    if (failure === null) {
-      delayMs = PROBE_FIRST_MS;
-      return;
-    }
-    // The probe is a request with the key like any other: it takes a slot, and waits out a 429 pause.
-    if (!(await limiter.acquire(PROBE_SLOT_WAIT_MS))) return;
-    try {
-      // An empty label: a valid key gets a 400/404 validation answer, a refused key a 401.
-      await client.sendLabel({ deliveryId: 'carrier-sync-auth-probe', pdfBase64: '' });
-    } catch (error) {
-      if (isSyncError(error) && error.code === 'API_RATE_LIMITED') {
-        // A 429 says nothing about the key: hold every process back as the items do, ask again later.
-        await limiter.pause(error.retryAfterMs ?? delayMs);
-        return;
-      }
-      if (isSyncError(error) && (error.code === 'API_UNAUTHORIZED' || error.code === 'NETWORK' || error.code === 'TIMEOUT' || error.code === 'API_UNAVAILABLE')) {
-        delayMs = Math.min(delayMs * 2, PROBE_MAX_MS);
-        log.debug({ code: error.code, nextInMs: delayMs }, 'auth probe: key still refused or API unreachable');
-        return;
-      }
-    }
-    await ctx.authGate.clear();
-    delayMs = PROBE_FIRST_MS;
-    log.info('auth probe: the API accepts the key again; queues resumed');
+    const failure = await ctx.authGate.failure();
+    if (failure === null || (await ctx.authGate.isProbing())) return;
+    const dueAt = failure.nextProbeAt === undefined ? Date.parse(failure.at) + config.delivery.authProbeMs : Date.parse(failure.nextProbeAt);
+    if (Date.now() < dueAt) return;
+    await ctx.authGate.openProbe();
+    log.info({ probes: failure.probes ?? 0 }, 'auth probe: the next item tests the key');
   };
   const schedule = (): void => {
-    timer = setTimeout(() => void probe().finally(schedule), delayMs);
+    timer = setTimeout(() => void probe().catch((error: unknown) => log.warn({ err: (error as Error).message }, 'auth probe check failed')).finally(schedule), probeTickMs);
     timer.unref();
   };
   schedule();

@@ -26,13 +26,15 @@ export interface WebhookRecord {
 }
 
 export async function applyWebhook(ctx: Pick<Context, 'redis' | 'keys'>, api: KeyedApi, webhookId: string, record: WebhookRecord): Promise<void> {
-  await takeSlot(api.limiter, SLOT_WAIT_MS, `webhook ${webhookId}`);
+  const slot = await takeSlot(api.limiter, SLOT_WAIT_MS, `webhook ${webhookId}`);
   try {
     await api.client.patchWebhook(webhookId, record);
   } catch (error) {
     // A 429 holds every process back, as it does for items; the caller tries again later.
     if (isSyncError(error) && error.code === 'API_RATE_LIMITED' && error.retryAfterMs !== undefined) await api.limiter.pause(error.retryAfterMs);
     throw error;
+  } finally {
+    await api.limiter.stamp(slot);
   }
   await ctx.redis.set(ctx.keys.webhookApplied, JSON.stringify({ id: webhookId, ...record, at: new Date().toISOString() }));
 }

@@ -1,7 +1,8 @@
 /** The worker role: one BullMQ worker per item kind, sharing one API client and one rate limiter. */
 import { Worker } from 'bullmq';
 import { apiClientFor } from './api-client.js';
-import { rateLimiterFor } from '../queue/limiter.js';
+import { pushGateOptions, rateLimiterFor } from '../queue/limiter.js';
+import { createPushGate } from '../queue/push-gate.js';
 import { ITEM_KINDS } from '../queue/keys.js';
 import type { ItemJob } from '../queue/payloads.js';
 import { createProcessor } from '../push/processor.js';
@@ -15,12 +16,14 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
   const client = apiClientFor(config, target, { logger: log, onResponse: (sample) => metrics.observeRequest(sample) });
   ctx.closers.push('api client', () => client.close());
   const limiter = rateLimiterFor(ctx, target.carrierKey);
+  const gate = createPushGate(ctx.redis, ctx.keys, target.carrierKey, pushGateOptions(config));
   const workers: Worker[] = [];
   for (const kind of ITEM_KINDS) {
     const processor = createProcessor({
       client,
       redis: ctx.redis,
       keys: ctx.keys,
+      gate,
       limiter,
       authGate: ctx.authGate,
       attempts: ctx.attempts,

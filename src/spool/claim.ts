@@ -8,7 +8,6 @@ import type { Stats } from 'node:fs';
  */
 import { lstat, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { SpoolConfig } from '../config/schema.js';
 import { SyncError } from '../errors.js';
@@ -21,7 +20,8 @@ import { checkCte } from '../validate/cte.js';
 import { eventsFormatOf, parseEventsFile } from '../validate/events-file.js';
 import { checkLabel } from '../validate/label.js';
 import { parseSpoolName } from '../validate/spool-name.js';
-import { contentIdOf, inflightName, type SpoolPaths } from './paths.js';
+import { documentGeneration } from '../queue/push-gate.js';
+import { claimStampOf, inflightName, newClaimId, type SpoolPaths } from './paths.js';
 
 /** Where files go that do not become jobs; the outcome stage implements it. */
 export interface SpoolSink {
@@ -65,8 +65,8 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   const after = await lstatOrNull(path);
   if (after === null || after.size !== bytes.length || after.mtimeMs !== stat.mtimeMs) return 'changed';
 
-  const claimId = `${contentIdOf(bytes)}-${randomBytes(4).toString('hex')}`;
-  const prepared = await prepare(deps, kind, fileName, bytes, claimId);
+  const claimId = newClaimId(bytes);
+  const prepared = await prepare(deps, kind, fileName, bytes, claimId, stat.mtimeMs);
   if ('error' in prepared) {
     await deps.sink.reject(kind, path, fileName, { code: prepared.error.code, message: prepared.error.message });
     return 'refused';
@@ -92,7 +92,9 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
 export async function resumeInflight(deps: ClaimDeps, kind: SpoolKind, name: string, claimId: string, fileName: string): Promise<ClaimResult> {
   const path = join(deps.paths.inflight(kind), name);
   const bytes = await readFile(path);
-  const prepared = await prepare(deps, kind, fileName, bytes, claimId);
+  // A rename keeps the mtime: the generation is the one the first claim gave it.
+  const { mtimeMs } = await lstat(path);
+  const prepared = await prepare(deps, kind, fileName, bytes, claimId, mtimeMs);
   if ('error' in prepared) {
     await deps.sink.reject(kind, path, fileName, { code: prepared.error.code, message: prepared.error.message });
     return 'refused';
@@ -110,10 +112,12 @@ export async function prepare(
   fileName: string,
   bytes: Buffer,
   claimId: string,
+  mtimeMs: number,
   source: 'spool' | 'backfill' = 'spool',
 ): Promise<Prepared> {
   const receivedAt = new Date(deps.clock.now()).toISOString();
   const origin = { source, spoolId: deps.paths.spoolId, fileName, contentId: claimId.slice(0, 16) };
+  const generation = documentGeneration(mtimeMs, claimStampOf(claimId));
   if (kind === 'events') {
     const format = eventsFormatOf(fileName);
     if (format === null) return { error: badName(fileName) };
@@ -125,12 +129,12 @@ export async function prepare(
     const verdict = await checkLabel(bytes, { maxBytes: deps.spool.maxLabelBytes });
     if (!verdict.ok) return { error: verdict.error };
     const pdf = bytes.subarray(0, 5).toString('latin1') === 'data:' ? Buffer.from(bytes.toString('latin1').slice(bytes.indexOf(',') + 1), 'base64') : bytes;
-    return { document: { kind: 'label', deliveryId: name.value.deliveryId, externalId: name.value.externalId, pdfBase64: pdf.toString('base64'), byteLength: pdf.length, origin, receivedAt } };
+    return { document: { kind: 'label', deliveryId: name.value.deliveryId, externalId: name.value.externalId, pdfBase64: pdf.toString('base64'), byteLength: pdf.length, origin, receivedAt, generation } };
   }
   const verdict = checkCte(bytes, { maxBytes: deps.spool.maxCteBytes });
   if (!verdict.ok) return { error: verdict.error };
   for (const warning of verdict.warnings) deps.logger.warn({ kind, deliveryId: name.value.deliveryId, file: fileName, warning }, 'CT-e accepted with a warning');
-  return { document: { kind: 'cte', deliveryId: name.value.deliveryId, xml: verdict.value.xml, byteLength: bytes.length, origin, receivedAt } };
+  return { document: { kind: 'cte', deliveryId: name.value.deliveryId, xml: verdict.value.xml, byteLength: bytes.length, origin, receivedAt, generation } };
 }
 
 async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: string, prepared: Prepared): Promise<ClaimResult> {
@@ -138,7 +142,8 @@ async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: s
   if ('document' in prepared) {
     const { jobId, result } = await enqueueDocument(deps.enqueue, prepared.document);
     deps.logger.info({ kind, deliveryId: prepared.document.deliveryId, file: fileName, jobId, result }, 'file queued');
-    if (result === 'already-accepted') {
+    if (result === 'already-accepted' || result === 'superseded') {
+      // Superseded: a newer document of this delivery was queued already; this one is never sent.
       await deps.sink.archive(kind, path, fileName);
       return 'duplicate';
     }

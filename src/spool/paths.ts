@@ -6,11 +6,13 @@
  *   archive/<kind>/<YYYY-MM-DD>/<name>         the API accepted it            } exactly one of
  *   failed/<kind>/<name> + <name>.error.json   refused locally or dead-lettered } these, once
  *
- * The claim id is `<content id>-<token>`: the content id (a hash prefix) ties the file to its job,
- * the token makes two drops of one name distinct. Nothing is ever deleted; a name already taken
+ * The claim id is `<content id>-<token>`: the content id (a hash prefix) ties the file to its job;
+ * the token — the claim's time in microseconds (14 hex digits, strictly increasing within a
+ * process) and 4 random hex digits — makes two drops of one name distinct and orders claims
+ * (document generations, see queue/push-gate.ts). Claims of older versions have an 8-hex token. Nothing is ever deleted; a name already taken
  * in archive/ or failed/ gets a `~2`, `~3`… suffix before its extension.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { basename, extname, join, resolve } from 'node:path';
 import type { SpoolKind } from '../queue/keys.js';
@@ -42,6 +44,22 @@ export interface ClaimName {
   claimId: string;
   contentId: string;
   fileName: string;
+  /** When the file was claimed (µs since the epoch); 0 for a claim made by an older version. */
+  claimStampUs: number;
+}
+
+let lastStampUs = 0;
+
+/** A new claim id for `bytes`. */
+export function newClaimId(bytes: Uint8Array): string {
+  lastStampUs = Math.max(Math.floor((performance.timeOrigin + performance.now()) * 1000), lastStampUs + 1);
+  return `${contentIdOf(bytes)}-${lastStampUs.toString(16).padStart(14, '0')}${randomBytes(2).toString('hex')}`;
+}
+
+/** The claim time a claim id carries (µs since the epoch; 0 for an old-format id). */
+export function claimStampOf(claimId: string): number {
+  const token = claimId.slice(17);
+  return token.length === 18 ? parseInt(token.slice(0, 14), 16) : 0;
 }
 
 export function inflightName(claimId: string, fileName: string): string {
@@ -50,9 +68,10 @@ export function inflightName(claimId: string, fileName: string): string {
 
 /** Reads `<contentId>-<token>~<name>`; null for anything else. */
 export function parseInflightName(name: string): ClaimName | null {
-  const match = /^([0-9a-f]{16})-([0-9a-f]{8})~(.+)$/.exec(name);
+  const match = /^([0-9a-f]{16})-([0-9a-f]{8}|[0-9a-f]{18})~(.+)$/.exec(name);
   if (match === null) return null;
-  return { claimId: `${match[1]}-${match[2]}`, contentId: match[1]!, fileName: match[3]! };
+  const claimId = `${match[1]}-${match[2]}`;
+  return { claimId, contentId: match[1]!, fileName: match[3]!, claimStampUs: claimStampOf(claimId) };
 }
 
 /** `name`, then `name~2.ext`, `name~3.ext`…: the n-th candidate for a free target name. */

@@ -58,7 +58,7 @@ beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   queues = openQueues(redis, prefix, DELIVERY);
   const stats = createStats(redis, keys.stats);
-  const authGate = createAuthGate(redis, keys.authFailure, ITEM_KINDS.map((kind) => queues.items[kind]));
+  const authGate = createAuthGate(redis, keys, ITEM_KINDS.map((kind) => queues.items[kind]));
   server = await startOpsServer({
     host: '127.0.0.1',
     port: 0,
@@ -67,7 +67,7 @@ beforeAll(async () => {
     maxIngestBytes: 65_536,
     metrics: createMetrics(),
     queues: queues.items,
-    enqueueDeps: { redis, keys, queues, dedup: createDedupMemory(redis, keys, 30), stats, clock: systemClock },
+    enqueueDeps: { redis, keys, queues, dedup: createDedupMemory(redis, keys, 30), stats, clock: systemClock, retentionSec: 3600 },
     readiness: createReadiness({ redis, authGate, isDraining: () => false }),
     logger: silentLogger,
   });

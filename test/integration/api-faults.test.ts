@@ -81,4 +81,51 @@ describe('API push-back', () => {
     expect((await readyz()).status).toBe(200);
     expect(t.sandbox.requests().filter((r) => r.status === 200 && r.endpoint === 'label')).toHaveLength(ids.length);
   });
+
+  it('probes a refused key with real work only: one item at a time, no attempt spent, resumed on the first answer that is not a 401', async () => {
+    // The scheduler opens a probe 200 ms after the 401, then backs off (400, 800, … ms). With
+    // maxAttempts 2, an item that spent an attempt on each refused probe would be dead-lettered.
+    running = await startTestDaemon({
+      roles: ['watcher', 'worker', 'scheduler'],
+      sandbox: { autoCreateDeliveries: true },
+      settings: { delivery: { maxAttempts: 2, authProbeMs: 200 } },
+    });
+    const t = running;
+    const windowEnds = Date.now() + 3000;
+    t.sandbox.setFaults({ unauthorizedUntil: windowEnds });
+    const ids = Array.from({ length: 6 }, () => randomUUID());
+    for (const id of ids) await writeFile(join(t.spool, 'labels', `${id}.pdf`), await makePdf(id));
+    await waitFor(async () => (await archivedCount(t)) === ids.length, { what: 'all labels sent once the key works again', timeoutMs: 30_000 });
+
+    const requests = t.sandbox.requests();
+    const refused = requests.filter((r) => r.status === 401);
+    // Every request the sandbox saw is a real item: a whole label (a refused request is not parsed,
+    // so its size tells), and every accepted one for a delivery we dropped; no made-up delivery.
+    expect(requests.filter((r) => r.endpoint !== 'label' || r.bodyBytes < 1000)).toEqual([]);
+    expect(requests.filter((r) => r.status === 200 && !ids.includes(r.deliveryId ?? ''))).toEqual([]);
+    expect(requests.filter((r) => r.status !== 200 && r.status !== 401)).toEqual([]);
+    // Several probes were refused, each by one item alone: after the first wave (the requests in
+    // flight when the gate closed, at most the concurrency), never two 401s at once.
+    const firstWaveEnds = Math.min(...refused.map((r) => r.at + r.durationMs));
+    const probes = refused.filter((r) => r.at > firstWaveEnds);
+    expect(probes.length).toBeGreaterThanOrEqual(2);
+    for (let i = 1; i < probes.length; i += 1) expect(probes[i]!.at).toBeGreaterThanOrEqual(probes[i - 1]!.at + probes[i - 1]!.durationMs);
+    expect(requests.filter((r) => r.status === 200)).toHaveLength(ids.length);
+    await withCtx(t, async (ctx) => {
+      expect(await listDeadLetters(ctx)).toEqual([]);
+      expect(await ctx.authGate.failure()).toBeNull();
+    });
+  });
+
+  it('with nothing waiting, opens the gate and lets the next item be the probe', async () => {
+    running = await startTestDaemon({ roles: ['watcher', 'worker', 'scheduler'], sandbox: { autoCreateDeliveries: true }, settings: { delivery: { authProbeMs: 200 } } });
+    const t = running;
+    await withCtx(t, (ctx) => ctx.authGate.trip({ at: new Date().toISOString(), endpoint: 'label', message: 'Unauthorized' }));
+    await withCtx(t, (ctx) => waitFor(() => ctx.authGate.isProbing(), { what: 'the probe opened with no item waiting' }));
+    expect(t.sandbox.requests()).toEqual([]);
+    const id = randomUUID();
+    await writeFile(join(t.spool, 'labels', `${id}.pdf`), await makePdf(id));
+    await waitFor(async () => (await archivedCount(t)) === 1, { what: 'the next item sent as the probe' });
+    await withCtx(t, async (ctx) => expect(await ctx.authGate.failure()).toBeNull());
+  });
 });

@@ -16,32 +16,48 @@ afterAll(async () => {
   for (const c of connections) c.disconnect();
 });
 
-function limiterOn(limit: number, windowMs: number, key: string, windowMarginMs = 0) {
+function limiterOn(limit: number, windowMs: number, key: string, maxRequestMs = 100) {
   const redis = new Redis(testRedisUrl());
   connections.push(redis);
-  return createRateLimiter(redis, { windowKey: `${prefix}:w:${key}`, pauseKey: `${prefix}:p:${key}`, ratePerMinute: limit, windowMarginMs, windowMs });
+  return createRateLimiter(redis, { windowKey: `${prefix}:w:${key}`, pauseKey: `${prefix}:p:${key}`, ratePerMinute: limit, windowMarginMs: 0, windowMs, maxRequestMs });
 }
 
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
 describe('shared rate limiter', () => {
-  it('holds the limit in every sliding window across four processes, and uses it', async () => {
+  it('holds the limit in every sliding window across four processes, with no margin, and uses it', async () => {
     const limit = 20;
     const windowMs = 1000;
     const runMs = 3500;
-    // The margin plays the part of the daemon's rateWindowMarginMs: it absorbs the jitter between
-    // taking a slot and the moment the request (here: the stamp) happens.
-    const limiters = Array.from({ length: 4 }, () => limiterOn(limit, windowMs, 'shared', 50));
-    const stamps: number[] = [];
+    // Each "request" reaches the API at a random moment between taking its slot and its response
+    // (up to 30 ms of latency each way); the slot is stamped when the response arrives. No margin
+    // is added to the window: the stamps alone must keep every window of arrivals within the limit.
+    const limiters = Array.from({ length: 4 }, () => limiterOn(limit, windowMs, 'shared'));
+    const arrivals: number[] = [];
     const deadline = Date.now() + runMs;
     await Promise.all(
       limiters.map(async (limiter) => {
         while (Date.now() < deadline) {
-          if (await limiter.acquire(deadline - Date.now())) stamps.push(Date.now());
+          const slot = await limiter.acquire(deadline - Date.now());
+          if (slot === null) continue;
+          await pause(Math.random() * 30);
+          arrivals.push(Date.now());
+          await pause(Math.random() * 30);
+          await limiter.stamp(slot);
         }
       }),
     );
-    expect(maxInWindow(stamps, windowMs)).toBeLessThanOrEqual(limit);
+    expect(maxInWindow(arrivals, windowMs)).toBeLessThanOrEqual(limit);
     // A backlog keeps the limiter busy: close to limit per window over the run.
-    expect(stamps.length).toBeGreaterThanOrEqual(Math.floor((runMs / (windowMs + 50)) * limit * 0.9));
+    expect(arrivals.length).toBeGreaterThanOrEqual(Math.floor((runMs / (windowMs + 60)) * limit * 0.9));
+  });
+
+  it('counts a slot not yet stamped until the longest request could have arrived', async () => {
+    const limiter = limiterOn(1, 200, 'inflight', 1000);
+    expect(await limiter.tryAcquire()).toBe(0);
+    // The window (200 ms) alone would free the slot at once; in flight, it holds 1000 ms + 200 ms.
+    const wait = await limiter.tryAcquire();
+    expect(wait).toBeGreaterThan(1000);
   });
 
   it('counts a burst at the end of one window against the start of the next (no fixed windows)', async () => {
@@ -49,7 +65,8 @@ describe('shared rate limiter', () => {
     for (let i = 0; i < 10; i += 1) expect(await limiter.tryAcquire()).toBe(0);
     const wait = await limiter.tryAcquire();
     expect(wait).toBeGreaterThan(0);
-    expect(wait).toBeLessThanOrEqual(1000);
+    // Not stamped (no response yet): the window plus the longest request (100 ms here).
+    expect(wait).toBeLessThanOrEqual(1100);
   });
 
   it('a pause (429) holds every process back for its duration', async () => {

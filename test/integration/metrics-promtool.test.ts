@@ -44,7 +44,7 @@ let server: OpsServer;
 beforeAll(async () => {
   queues = openQueues(redis, prefix, DELIVERY);
   const stats = createStats(redis, keys.stats);
-  const authGate = createAuthGate(redis, keys.authFailure, ITEM_KINDS.map((kind) => queues.items[kind]));
+  const authGate = createAuthGate(redis, keys, ITEM_KINDS.map((kind) => queues.items[kind]));
   const metrics = createMetrics();
   metrics.attach({ stats, queues: queues.items, isAuthPaused: async () => (await authGate.failure()) !== null });
   server = await startOpsServer({
@@ -55,7 +55,7 @@ beforeAll(async () => {
     maxIngestBytes: 65_536,
     metrics,
     queues: queues.items,
-    enqueueDeps: { redis, keys, queues, dedup: createDedupMemory(redis, keys, 30), stats, clock: systemClock },
+    enqueueDeps: { redis, keys, queues, dedup: createDedupMemory(redis, keys, 30), stats, clock: systemClock, retentionSec: 3600 },
     readiness: createReadiness({ redis, authGate, isDraining: () => false }),
     logger: silentLogger,
   });

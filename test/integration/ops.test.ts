@@ -53,7 +53,7 @@ beforeAll(async () => {
   queues = openQueues(redis, prefix, DELIVERY);
   const stats = createStats(redis, keys.stats);
   const dedup = createDedupMemory(redis, keys, 30);
-  authGate = createAuthGate(redis, keys.authFailure, ITEM_KINDS.map((kind) => queues.items[kind]));
+  authGate = createAuthGate(redis, keys, ITEM_KINDS.map((kind) => queues.items[kind]));
   const metrics = createMetrics();
   metrics.attach({ stats, queues: queues.items, isAuthPaused: async () => (await authGate.failure()) !== null });
   metrics.observeRequest({ endpoint: 'collecting', status: 200, durationMs: 42 });
@@ -71,7 +71,7 @@ beforeAll(async () => {
     maxIngestBytes: MAX_INGEST_BYTES,
     metrics,
     queues: queues.items,
-    enqueueDeps: { redis, keys, queues, dedup, stats, clock: systemClock },
+    enqueueDeps: { redis, keys, queues, dedup, stats, clock: systemClock, retentionSec: 3600 },
     readiness: createReadiness({ redis, authGate, isDraining: () => isDraining }),
     logger: createLogger({ level: 'debug', destination }),
   });

@@ -1,0 +1,240 @@
+/**
+ * The push gate: one Redis round trip before an item's request (`enter`) and one after it
+ * (`leave`). Each is one Lua script, so every check and every change it makes is atomic across
+ * processes.
+ *
+ * `enter` decides, in this order:
+ *  1. order — a label or CT-e may be sent only while it is its delivery's newest document (the
+ *     content at the high-water generation, see `keys.document`); an older one is *superseded*,
+ *     one the API already holds is *already accepted*, and only one document request per delivery
+ *     is in flight at a time (the document lock). A collecting event may be sent only when it is
+ *     the earliest unfinished event of its delivery; otherwise it *parks* until that one finishes.
+ *  2. the 401 gate — while the API refuses the key, exactly one item at a time is let through as
+ *     the probe (when the scheduler opens the probe), the others wait.
+ *  3. the shared rate limit — a 429 pause, then a slot of the sliding window (see limiter.ts).
+ * Only when all three pass does it take the slot, the document lock and the probe together.
+ *
+ * `leave` stamps the slot again with the time the response arrived, releases the document lock,
+ * and, for an item that ended, counts it, records the content the API now holds (documents) or
+ * advances its delivery's event chain, returning the parked event to wake (events).
+ */
+import { randomBytes } from 'node:crypto';
+import type { RedisConnection } from './redis.js';
+import { keyIdOf, type ItemKind, type Keys } from './keys.js';
+import type { ItemJob, ItemResult } from './payloads.js';
+import { stampSlotLua, takeSlotLua } from './limiter.js';
+import { defineScript } from './script.js';
+
+// KEYS: 1 order (doc hash | event order zset), 2 lock | parked set, 3 auth failure, 4 auth probe,
+//       5 limiter window, 6 limiter pause.
+// ARGV: 1 job id, 2 mode ('doc'|'event'), 3 content id (doc), 4 generation (doc), 5 lock ttl ms,
+//       6 BullMQ job key prefix (event), 7 window ms, 8 limit, 9 slot member, 10 longest request ms,
+//       11 order ttl s.
+// Returns {verdict, a, b}: {'go', isProbe, member} | {'superseded'} | {'already'} |
+//   {'park', headDueMs} | {'busy', ms} | {'auth'} | {'wait', ms}.
+const ENTER = defineScript(`
+local jobId = ARGV[1]
+if ARGV[2] == 'doc' then
+  local st = redis.call('HMGET', KEYS[1], 'c', 's')
+  if not st[1] then
+    redis.call('HSET', KEYS[1], 'g', ARGV[4], 'c', ARGV[3])
+    redis.call('EXPIRE', KEYS[1], ARGV[11])
+  elseif st[1] ~= ARGV[3] then
+    return {'superseded'}
+  end
+  if st[2] == ARGV[3] then return {'already'} end
+  local owner = redis.call('GET', KEYS[2])
+  if owner and owner ~= jobId then
+    local left = redis.call('PTTL', KEYS[2])
+    if left < 1 then left = 1 end
+    return {'busy', left}
+  end
+else
+  while true do
+    local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+    if head[1] == nil or head[1] == jobId then break end
+    local jobKey = ARGV[6] .. head[1]
+    if redis.call('EXISTS', jobKey) == 0 or redis.call('HEXISTS', jobKey, 'finishedOn') == 1 then
+      redis.call('ZREM', KEYS[1], head[1])
+    else
+      redis.call('SADD', KEYS[2], jobId)
+      redis.call('EXPIRE', KEYS[2], ARGV[11])
+      return {'park', head[2]}
+    end
+  end
+end
+local isProbe = 0
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  local probe = redis.call('GET', KEYS[4])
+  if probe ~= 'open' and probe ~= jobId then return {'auth'} end
+  isProbe = 1
+end
+${takeSlotLua({ window: 'KEYS[5]', pause: 'KEYS[6]', windowMs: 'ARGV[7]', limit: 'ARGV[8]', member: 'ARGV[9]', maxRequestMs: 'ARGV[10]' })}
+if ARGV[2] == 'doc' then redis.call('SET', KEYS[2], jobId, 'PX', ARGV[5]) end
+if ARGV[2] == 'event' then redis.call('SREM', KEYS[2], jobId) end
+if isProbe == 1 then redis.call('SET', KEYS[4], jobId, 'PX', ARGV[5]) end
+return {'go', isProbe, ARGV[9]}
+`);
+
+// KEYS: 1 order (doc hash | event order zset), 2 lock | parked set, 3 limiter window, 4 stats hash,
+//       5 held-by-429 counter of the job.
+// ARGV: 1 job id, 2 mode, 3 content id (doc), 4 result ('' while the item goes on), 5 slot member
+//       ('' when no request was made), 6 order ttl s, 7 stats field, 8 BullMQ job key prefix (event).
+// Returns the id of a parked event to wake, or false.
+const LEAVE = defineScript(`
+local jobId = ARGV[1]
+${stampSlotLua({ window: 'KEYS[3]', member: 'ARGV[5]' })}
+if ARGV[2] == 'doc' and redis.call('GET', KEYS[2]) == jobId then redis.call('DEL', KEYS[2]) end
+if ARGV[4] == '' then return false end
+redis.call('HINCRBY', KEYS[4], ARGV[7], 1)
+redis.call('UNLINK', KEYS[5])
+if ARGV[2] == 'doc' then
+  if ARGV[4] == 'accepted' then
+    redis.call('HSET', KEYS[1], 's', ARGV[3])
+    redis.call('EXPIRE', KEYS[1], ARGV[6])
+  end
+  return false
+end
+redis.call('ZREM', KEYS[1], jobId)
+while true do
+  local head = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
+  if head == nil then return false end
+  local jobKey = ARGV[8] .. head
+  if redis.call('EXISTS', jobKey) == 0 or redis.call('HEXISTS', jobKey, 'finishedOn') == 1 then
+    redis.call('ZREM', KEYS[1], head)
+  else
+    if redis.call('SREM', KEYS[2], head) == 1 then return head end
+    return false
+  end
+end
+`);
+
+// KEYS: 1 doc hash, 2 document lock. ARGV: 1 generation, 2 content id, 3 ttl s.
+// 'older': a newer document of the delivery was queued already; 'accepted': the API holds this
+// content and no other document is in flight; 'queue': this is now the delivery's newest document.
+const QUEUE_DOCUMENT = defineScript(`
+local g = redis.call('HGET', KEYS[1], 'g')
+if g and g > ARGV[1] then return 'older' end
+redis.call('HSET', KEYS[1], 'g', ARGV[1], 'c', ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+if redis.call('HGET', KEYS[1], 's') == ARGV[2] and redis.call('EXISTS', KEYS[2]) == 0 then return 'accepted' end
+return 'queue'
+`);
+
+export type GateVerdict =
+  | { action: 'go'; isProbe: boolean; slot: string }
+  | { action: 'superseded' }
+  | { action: 'already-accepted' }
+  /** Events: an earlier event of the delivery is unfinished; it is due at `headDueMs` (epoch ms). */
+  | { action: 'park'; headDueMs: number }
+  /** Documents: another version's request is in flight; ask again within `ms`. */
+  | { action: 'busy'; ms: number }
+  /** The API refuses the key and another item is the probe. */
+  | { action: 'auth' }
+  /** A 429 pause or a full window: a slot frees in `ms`. */
+  | { action: 'wait'; ms: number };
+
+export interface PushGateOptions {
+  ratePerMinute: number;
+  /** The API's window; 60 s. Tests shorten it. */
+  windowMs?: number;
+  /** Longest a request can take (connect + headers + body timeouts): a slot counts as in flight till then. */
+  maxRequestMs: number;
+  /** The document lock's and the probe's lifetime: longer than any request. */
+  lockMs: number;
+  /** How long the document order and the re-drop memory are kept after a delivery's last document. */
+  retentionSec: number;
+}
+
+export interface PushGate {
+  enter(item: ItemJob, jobId: string): Promise<GateVerdict>;
+  /**
+   * After a request (`slot` set) or a decision without one. `result` is set when the item ended
+   * (counted, order advanced); null while it goes on (a retry). Returns a parked event to wake.
+   */
+  leave(item: ItemJob, jobId: string, slot: string | null, result: ItemResult | null): Promise<string | null>;
+}
+
+const COUNTER_OF: Readonly<Record<ItemResult, string>> = {
+  accepted: 'sent',
+  repeat: 'duplicates',
+  superseded: 'superseded',
+  'dead-lettered': 'dead_lettered',
+};
+
+export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: string, options: PushGateOptions): PushGate {
+  const keyId = keyIdOf(carrierKey);
+  const windowMs = options.windowMs ?? 60_000;
+  const jobPrefix = (kind: ItemKind): string => `${keys.bullPrefix}:${kind}:`;
+  const orderKeys = (item: ItemJob): [string, string] =>
+    item.kind === 'collecting' ? [keys.eventOrder(item.deliveryId), keys.eventParked(item.deliveryId)] : [keys.document(item.kind, item.deliveryId), keys.documentLock(item.kind, item.deliveryId)];
+  const contentOf = (item: ItemJob): string => (item.kind === 'collecting' ? '' : item.origin.contentId);
+
+  return {
+    async enter(item, jobId) {
+      const member = `${jobId}:${randomBytes(4).toString('hex')}`;
+      const isDocument = item.kind !== 'collecting';
+      const raw = (await ENTER(
+        redis,
+        [...orderKeys(item), keys.authFailure, keys.authProbe, keys.limiter(keyId), keys.pause(keyId)],
+        [
+          jobId,
+          isDocument ? 'doc' : 'event',
+          contentOf(item),
+          isDocument ? (item.generation ?? '') : '',
+          options.lockMs,
+          jobPrefix(item.kind),
+          windowMs,
+          options.ratePerMinute,
+          member,
+          options.maxRequestMs,
+          options.retentionSec,
+        ],
+      )) as [string, number | string | undefined, string | undefined];
+      const [verdict, a, b] = raw;
+      switch (verdict) {
+        case 'go':
+          return { action: 'go', isProbe: Number(a) === 1, slot: String(b) };
+        case 'superseded':
+          return { action: 'superseded' };
+        case 'already':
+          return { action: 'already-accepted' };
+        case 'park':
+          return { action: 'park', headDueMs: Number(a) };
+        case 'busy':
+          return { action: 'busy', ms: Number(a) };
+        case 'auth':
+          return { action: 'auth' };
+        default:
+          return { action: 'wait', ms: Number(a) };
+      }
+    },
+    async leave(item, jobId, slot, result) {
+      const woken = await LEAVE(
+        redis,
+        [...orderKeys(item), keys.limiter(keyId), keys.stats, keys.attempts(`${jobId}:held`)],
+        [jobId, item.kind === 'collecting' ? 'event' : 'doc', contentOf(item), result ?? '', slot ?? '', options.retentionSec, result === null ? '' : `${COUNTER_OF[result]}:${item.kind}`, jobPrefix(item.kind)],
+      );
+      return typeof woken === 'string' ? woken : null;
+    },
+  };
+}
+
+export type DocumentQueueVerdict = 'older' | 'accepted' | 'queue';
+
+/**
+ * Raises the delivery's high-water generation to this document's, unless a newer one was queued
+ * already (generations never go down), and tells whether the API already holds these bytes.
+ */
+export async function queueDocumentOrder(redis: RedisConnection, keys: Keys, kind: Exclude<ItemKind, 'collecting'>, deliveryId: string, generation: string, contentId: string, retentionSec: number): Promise<DocumentQueueVerdict> {
+  return (await QUEUE_DOCUMENT(redis, [keys.document(kind, deliveryId), keys.documentLock(kind, deliveryId)], [generation, contentId, retentionSec])) as DocumentQueueVerdict;
+}
+
+/**
+ * A document's generation: later file mtime, then later claim, is newer. Fixed-width decimal
+ * microseconds, so Lua compares them as strings.
+ */
+export function documentGeneration(mtimeMs: number, claimStampUs: number): string {
+  const pad = (n: number): string => String(Math.max(0, Math.floor(n))).padStart(17, '0');
+  return `${pad(mtimeMs * 1000)}.${pad(claimStampUs)}`;
+}

@@ -37,8 +37,8 @@ function outcomeOf(deps: PushDeps, job: Job<ItemJob>, result: ItemResult, histor
 
 /**
  * Wakes an event parked behind the one that just finished (it waits in delayed until then). A job
- * not in delayed yet (its worker is still parking it) wakes by its safety timer instead.
+ * not in delayed yet (its worker is still parking it) finds itself woken and wakes itself.
  */
-async function wakeParked(queue: Queue, jobId: string): Promise<void> {
+export async function wakeParked(queue: Queue, jobId: string): Promise<void> {
   await new Job(queue, 'collecting', {}, {}, jobId).promote().catch(() => undefined);
 }

@@ -27,7 +27,7 @@ import type { PushGate } from '../queue/push-gate.js';
 import type { QueueSet } from '../queue/queues.js';
 import type { RedisConnection } from '../queue/redis.js';
 import type { Stats } from '../queue/stats.js';
-import { finishItem } from './finish.js';
+import { finishItem, wakeParked } from './finish.js';
 import { sendItem } from './send.js';
 
 export interface PushDeps {
@@ -73,7 +73,7 @@ export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: str
           await finishItem(deps, job, 'accepted', null);
           return 'accepted';
         case 'park':
-          return stepAside(job, token, Math.max(PARK_MS, verdict.headDueMs - Date.now()));
+          return park(deps, job, token, Math.max(PARK_MS, verdict.headDueMs - Date.now()));
         case 'auth':
           return stepAside(job, token, AUTH_RETRY_MS);
         case 'busy':
@@ -166,6 +166,16 @@ async function onFailure(deps: PushDeps, job: Job<ItemJob>, token: string | unde
   if (error.disposition !== 'rate-limited') await deps.gate.leave(item, jobId, slot, null);
   deps.logger.warn({ ...context, message: error.message }, 'item failed; will retry');
   throw error;
+}
+
+/**
+ * Parks an event behind an earlier one of its delivery. The earlier one's finish wakes it; if that
+ * came before this job was in delayed (the wake found nothing to promote), it wakes itself.
+ */
+async function park(deps: PushDeps, job: Job<ItemJob>, token: string | undefined, delayMs: number): Promise<never> {
+  await job.moveToDelayed(Date.now() + delayMs, token);
+  if (!(await deps.gate.isParked(job.data, String(job.id)))) await wakeParked(deps.itemQueue, String(job.id));
+  throw new DelayedError();
 }
 
 /** Moves the job back to delayed without spending an attempt. */

@@ -4,7 +4,9 @@
  * A claim is taken when an event is ingested, before its job is added. The claim names its
  * source (file content + line, or request + index), not the job, so that:
  *  - the same source ingested again after a crash (claim taken, job not yet added) gets OWN and
- *    adds its job — nothing is lost in that window;
+ *    adds its job — nothing is lost in that window; once its event was sent, the claim is marked
+ *    done and the same source is a duplicate too (completed jobs are not kept, so a job id cannot
+ *    tell);
  *  - any other source with the same instant gets DUPLICATE and is never queued;
  *  - a job's own retries never consult the memory, so a crash between a send and its record
  *    cannot block the retry.
@@ -26,6 +28,8 @@ end
 if owner == ARGV[2] then return 2 end
 return 0
 `;
+// An owner value `done:<source>` (set when the event was sent, see push-gate.ts) is no source:
+// the same source claiming again is a duplicate.
 
 export type ClaimResult = 'new' | 'own' | 'duplicate';
 

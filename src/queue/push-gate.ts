@@ -77,9 +77,12 @@ return {'go', isProbe, ARGV[9]}
 `);
 
 // KEYS: 1 order (doc hash | event order zset), 2 lock | parked set, 3 limiter window, 4 stats hash,
-//       5 held-by-429 counter of the job.
+//       5 held-by-429 counter of the job, 6 event_at memory (event).
 // ARGV: 1 job id, 2 mode, 3 content id (doc), 4 result ('' while the item goes on), 5 slot member
-//       ('' when no request was made), 6 order ttl s, 7 stats field, 8 BullMQ job key prefix (event).
+//       ('' when no request was made), 6 order ttl s, 7 stats field, 8 BullMQ job key prefix (event),
+//       9 instant key (event), 10 source id (event).
+// An event that ended (not dead-lettered) marks its event_at claim done: the same source taken in
+// again (a re-pull, a file re-read after a crash) is then a duplicate, not a second send.
 // Returns the id of a parked event to wake, or false.
 const LEAVE = defineScript(`
 local jobId = ARGV[1]
@@ -94,6 +97,9 @@ if ARGV[2] == 'doc' then
     redis.call('EXPIRE', KEYS[1], ARGV[6])
   end
   return false
+end
+if ARGV[4] ~= 'dead-lettered' and redis.call('HGET', KEYS[6], ARGV[9]) == ARGV[10] then
+  redis.call('HSET', KEYS[6], ARGV[9], 'done:' .. ARGV[10])
 end
 redis.call('ZREM', KEYS[1], jobId)
 while true do
@@ -153,6 +159,8 @@ export interface PushGate {
    * (counted, order advanced); null while it goes on (a retry). Returns a parked event to wake.
    */
   leave(item: ItemJob, jobId: string, slot: string | null, result: ItemResult | null): Promise<string | null>;
+  /** Events: true while the job waits to be woken (a `leave` that woke it took it off). */
+  isParked(item: ItemJob, jobId: string): Promise<boolean>;
 }
 
 const COUNTER_OF: Readonly<Record<ItemResult, string>> = {
@@ -212,10 +220,24 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
     async leave(item, jobId, slot, result) {
       const woken = await LEAVE(
         redis,
-        [...orderKeys(item), keys.limiter(keyId), keys.stats, keys.attempts(`${jobId}:held`)],
-        [jobId, item.kind === 'collecting' ? 'event' : 'doc', contentOf(item), result ?? '', slot ?? '', options.retentionSec, result === null ? '' : `${COUNTER_OF[result]}:${item.kind}`, jobPrefix(item.kind)],
+        [...orderKeys(item), keys.limiter(keyId), keys.stats, keys.attempts(`${jobId}:held`), keys.dedup(item.deliveryId)],
+        [
+          jobId,
+          item.kind === 'collecting' ? 'event' : 'doc',
+          contentOf(item),
+          result ?? '',
+          slot ?? '',
+          options.retentionSec,
+          result === null ? '' : `${COUNTER_OF[result]}:${item.kind}`,
+          jobPrefix(item.kind),
+          item.kind === 'collecting' ? item.instantKey : '',
+          item.kind === 'collecting' ? item.sourceId : '',
+        ],
       );
       return typeof woken === 'string' ? woken : null;
+    },
+    async isParked(item, jobId) {
+      return (await redis.sismember(keys.eventParked(item.deliveryId), jobId)) === 1;
     },
   };
 }

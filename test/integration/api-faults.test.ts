@@ -34,10 +34,14 @@ describe('API push-back', () => {
   it('a 429 storm with Retry-After: 1 holds every item back, spends no attempt and dead-letters nothing', async () => {
     running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true }, settings: { delivery: { maxAttempts: 2 } } });
     const t = running;
-    const stormEnds = Date.now() + 1500;
-    t.sandbox.setFaults({ rateLimitStormUntil: stormEnds, stormRetryAfterSec: 1 });
+    // The storm lasts until the first 429 was answered, then one more second (however slowly the
+    // files were taken in).
+    t.sandbox.setFaults({ rateLimitStormUntil: Date.now() + 600_000, stormRetryAfterSec: 1 });
     const ids = Array.from({ length: 6 }, () => randomUUID());
     for (const id of ids) await writeFile(join(t.spool, 'labels', `${id}.pdf`), await makePdf(id));
+    await waitFor(() => t.sandbox.requests().some((r) => r.status === 429), { what: 'the first 429' });
+    const stormEnds = Date.now() + 1000;
+    t.sandbox.setFaults({ rateLimitStormUntil: stormEnds });
     await waitFor(async () => (await archivedCount(t)) === ids.length, { what: 'all labels archived after the storm' });
     const labels = t.sandbox.requests().filter((r) => r.endpoint === 'label');
     const tooMany = labels.filter((r) => r.status === 429);

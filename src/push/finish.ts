@@ -7,6 +7,7 @@ import type { Job } from 'bullmq';
 import type { SyncError } from '../errors.js';
 import type { ItemJob, ItemResult, OutcomeMessage } from '../queue/payloads.js';
 import type { Counter } from '../queue/stats.js';
+import { countActivity } from '../queue/activity.js';
 import { finishEvent, forgetLatestDocument } from './gates.js';
 import type { PushDeps } from './processor.js';
 
@@ -29,6 +30,7 @@ export async function finishItem(deps: PushDeps, job: Job<ItemJob>, result: Item
   }
   await deps.redis.unlink(deps.keys.attempts(`${jobId}:held`));
   await deps.stats.add(COUNTER_OF[result], item.kind);
+  await countActivity(deps.redis, deps.keys, COUNTER_OF[result], deps.clock.now()); // activity per minute (overview chart): sent, dead-lettered, …
   if (result === 'repeat') deps.logger.warn({ kind: item.kind, deliveryId: item.deliveryId, jobId }, 'API reported the event_at as a repeat');
 
   if (item.origin.source !== 'spool') return;

@@ -22,6 +22,7 @@ import type { ItemJob } from '../queue/payloads.js';
 import type { QueueSet } from '../queue/queues.js';
 import type { RateLimiter } from '../queue/limiter.js';
 import type { Stats } from '../queue/stats.js';
+import { countActivity } from '../queue/activity.js';
 import { finishItem } from './finish.js';
 import { isLatestDocument, isNextEvent, lockDocument } from './gates.js';
 import { sendItem } from './send.js';
@@ -71,6 +72,7 @@ export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: str
       if (!(await deps.limiter.acquire(MAX_SLOT_WAIT_MS))) {
         return await stepAside(job, token, Math.max(GATE_RETRY_MS, await deps.limiter.pausedForMs()));
       }
+      await countActivity(deps.redis, deps.keys, 'requests', deps.clock.now()); // activity per minute (overview chart): a slot of the API's limit taken
       const result = await sendItem(deps.client, item);
       await finishItem(deps, job, result);
       deps.logger.info({ kind: item.kind, deliveryId: item.deliveryId, jobId, attempt: job.attemptsMade + 1, status: 200, durationMs: deps.clock.now() - started, result }, 'item sent');
@@ -94,6 +96,7 @@ async function onFailure(deps: PushDeps, job: Job<ItemJob>, token: string | unde
     const holdMs = error.retryAfterMs ?? deps.delivery.backoffMs * 2 ** Math.min(job.attemptsMade, 10);
     await deps.limiter.pause(holdMs);
     await deps.stats.add('rate_limited', item.kind);
+    await countActivity(deps.redis, deps.keys, 'rate_limited', deps.clock.now()); // activity per minute (overview chart): a 429
     const heldMs = Number(await deps.redis.hincrby(deps.keys.attempts(`${jobId}:held`), 'ms', holdMs));
     if (heldMs <= deps.delivery.maxRateLimitedMs) {
       deps.logger.warn({ ...context, holdMs }, 'API rate limit hit (429); all sending paused');

@@ -12,6 +12,7 @@ import { silentLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/ops/metrics.js';
 import { createReadiness } from '../../src/ops/readiness.js';
 import { startOpsServer, type OpsServer } from '../../src/ops/server.js';
+import { readRefusals } from '../../src/queue/activity.js';
 import { createAuthGate } from '../../src/queue/auth-gate.js';
 import { createDedupMemory } from '../../src/queue/dedup.js';
 import { createKeys, ITEM_KINDS } from '../../src/queue/keys.js';
@@ -45,8 +46,17 @@ beforeAll(async () => {
   queues = openQueues(redis, prefix, DELIVERY);
   const stats = createStats(redis, keys.stats);
   const authGate = createAuthGate(redis, keys.authFailure, ITEM_KINDS.map((kind) => queues.items[kind]));
+  const readiness = createReadiness({ redis, authGate, isDraining: () => false });
   const metrics = createMetrics();
-  metrics.attach({ stats, queues: queues.items, isAuthPaused: async () => (await authGate.failure()) !== null });
+  metrics.attach({
+    stats,
+    queues: queues.items,
+    isAuthPaused: async () => (await authGate.failure()) !== null,
+    refusalCounts: async () => (await readRefusals(redis, keys)).counts,
+    isReady: async () => (await readiness()).isReady,
+    ratePerMinute: DELIVERY.ratePerMinute,
+    maxQueued: DELIVERY.maxQueued,
+  });
   server = await startOpsServer({
     host: '127.0.0.1',
     port: 0,
@@ -56,7 +66,8 @@ beforeAll(async () => {
     metrics,
     queues: queues.items,
     enqueueDeps: { redis, keys, queues, dedup: createDedupMemory(redis, keys, 30), stats, clock: systemClock },
-    readiness: createReadiness({ redis, authGate, isDraining: () => false }),
+    readiness,
+    overview: { authGate, ratePerMinute: DELIVERY.ratePerMinute, maxQueued: DELIVERY.maxQueued, spoolId: null, inboxCounts: async () => ({}) },
     logger: silentLogger,
   });
   // Some activity, so every labelled series has samples: API requests of each outcome, queued

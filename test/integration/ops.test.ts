@@ -6,6 +6,7 @@ import { createLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/ops/metrics.js';
 import { createReadiness } from '../../src/ops/readiness.js';
 import { startOpsServer, type OpsServer } from '../../src/ops/server.js';
+import { readRefusals } from '../../src/queue/activity.js';
 import { createAuthGate, type AuthGate } from '../../src/queue/auth-gate.js';
 import { createDedupMemory } from '../../src/queue/dedup.js';
 import { collectingJobId } from '../../src/queue/enqueue.js';
@@ -54,8 +55,17 @@ beforeAll(async () => {
   const stats = createStats(redis, keys.stats);
   const dedup = createDedupMemory(redis, keys, 30);
   authGate = createAuthGate(redis, keys.authFailure, ITEM_KINDS.map((kind) => queues.items[kind]));
+  const readiness = createReadiness({ redis, authGate, isDraining: () => isDraining });
   const metrics = createMetrics();
-  metrics.attach({ stats, queues: queues.items, isAuthPaused: async () => (await authGate.failure()) !== null });
+  metrics.attach({
+    stats,
+    queues: queues.items,
+    isAuthPaused: async () => (await authGate.failure()) !== null,
+    refusalCounts: async () => (await readRefusals(redis, keys)).counts,
+    isReady: async () => (await readiness()).isReady,
+    ratePerMinute: DELIVERY.ratePerMinute,
+    maxQueued: DELIVERY.maxQueued,
+  });
   metrics.observeRequest({ endpoint: 'collecting', status: 200, durationMs: 42 });
   const destination = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -72,7 +82,8 @@ beforeAll(async () => {
     metrics,
     queues: queues.items,
     enqueueDeps: { redis, keys, queues, dedup, stats, clock: systemClock },
-    readiness: createReadiness({ redis, authGate, isDraining: () => isDraining }),
+    readiness,
+    overview: { authGate, ratePerMinute: DELIVERY.ratePerMinute, maxQueued: DELIVERY.maxQueued, spoolId: 'ops-spool', inboxCounts: async () => ({ labels: 2 }) },
     logger: createLogger({ level: 'debug', destination }),
   });
 });
@@ -167,14 +178,14 @@ describe('/ui', () => {
     expect(bare.headers.get('www-authenticate')).toMatch(/^Basic/);
     expect((await fetch(`${server.url}/ui`, { headers: { authorization: basic('admin', 'wrong') } })).status).toBe(401);
     expect((await fetch(`${server.url}/ui`, { headers: { authorization: basic('root', UI_PASSWORD) } })).status).toBe(401);
-    expect((await fetch(`${server.url}/ui/api/queues`)).status).toBe(401);
+    expect((await fetch(`${server.url}/ui/queues/api/queues`)).status).toBe(401);
   });
 
   it('serves the dashboard and its API with the password', async () => {
     const page = await fetch(`${server.url}/ui`, { headers: { authorization: basic('admin', UI_PASSWORD) } });
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toMatch(/text\/html/);
-    const api = await fetch(`${server.url}/ui/api/queues`, { headers: { authorization: basic('admin', UI_PASSWORD) } });
+    const api = await fetch(`${server.url}/ui/queues/api/queues`, { headers: { authorization: basic('admin', UI_PASSWORD) } });
     expect(api.status).toBe(200);
     const body = (await api.json()) as { queues: Array<{ name: string }> };
     expect(body.queues.map((queue) => queue.name).sort()).toEqual(['collecting', 'cte', 'label']);

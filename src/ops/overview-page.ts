@@ -45,14 +45,14 @@ export function renderPage(overview: Overview, base: string): string {
 </header>
 <main>
   ${part('state', 'section', 'state-bar')}
-  <div class="row top-row">
+  ${part('figures', 'section', 'figures')}
+  <div class="row middle-row">
     <section class="card chart-card">
-      <h2>API requests per minute, last hour <small>against the limit of ${overview.ratePerMinute}/min; 429s, dead letters and refusals on the right axis</small></h2>
+      <h2>API requests per minute, last hour <small>limit ${overview.ratePerMinute}/min (dashed); 429s and dead letters on the right axis</small></h2>
       <div id="chart" role="img" aria-label="requests per minute against the limit"></div>
     </section>
-    ${part('figures', 'section', 'card figures')}
+    ${part('backlog', 'section', 'card')}
   </div>
-  ${part('backlog', 'section', 'card')}
   <div class="row bottom-row">
     ${part('refusals', 'section', 'card list-card')}
     ${part('dead-letters', 'section', 'card list-card')}
@@ -92,10 +92,10 @@ function renderFigures(o: Overview, d: OverviewDetails): string {
   return [
     tile('requests-minute', 'Requests this minute', String(lastMinute), `of ${o.ratePerMinute} allowed (${Math.round(load * 100)}%)`, '#chart', load >= 0.95 ? 'warn' : ''),
     tile('sent-hour', 'Sent, last hour', String(total(d.activity.sent)), `${total(d.activity.requests)} requests`, '#chart'),
-    tile('rate-limited-hour', '429s, last hour', String(total(d.activity.rateLimited)), 'the API said slow down', '#chart', total(d.activity.rateLimited) > 0 ? 'warn' : ''),
-    tile('backlog', 'Backlog', String(backlog), `queued + delayed; cap ${o.maxQueued}/kind`, '#backlog'),
-    tile('refused-total', 'Refused locally', String(d.refusals.total), 'never sent; files in failed/', '#refusals', d.refusals.total > 0 ? 'bad' : ''),
-    tile('dead-letters-total', 'Dead letters', String(d.deadLetters.total), 'refused by the API; replayable', '#dead-letters', d.deadLetters.total > 0 ? 'bad' : ''),
+    tile('rate-limited-hour', '429s, last hour', String(total(d.activity.rateLimited)), 'answers “too many requests”', '#chart', total(d.activity.rateLimited) > 0 ? 'warn' : ''),
+    tile('backlog', 'Backlog', String(backlog), 'queued, sending, delayed', '#backlog'),
+    tile('refused-total', 'Refused locally', String(d.refusals.total), 'never sent: files in failed/', '#refusals', d.refusals.total > 0 ? 'bad' : ''),
+    tile('dead-letters-total', 'Dead letters', String(d.deadLetters.total), 'refused by the API: replayable', '#dead-letters', d.deadLetters.total > 0 ? 'bad' : ''),
   ].join('');
 }
 
@@ -108,18 +108,19 @@ function renderBacklog(rows: BacklogRow[], maxQueued: number, base: string): str
       return `<tr${near ? ' class="warn"' : ''}><th scope="row">${row.kind}</th><td class="num" data-figure="inbox-${row.kind}" title="files in ${row.spoolKind}/ not yet taken">${row.inbox ?? 'n/a'}</td><td class="num">${link(row, 'waiting', row.queued, 'queued')}</td><td class="num">${link(row, 'active', row.active, 'active')}</td><td class="num">${link(row, 'delayed', row.delayed, 'delayed')}</td><td class="num">${link(row, 'failed', row.deadLetters, 'failed')}</td></tr>`;
     })
     .join('');
-  return `<h2 id="backlog">Backlog per kind <small>queued counts against MAX_QUEUED = ${maxQueued}; click a number for its bull-board tab</small></h2>
-<table class="backlog"><thead><tr><th>kind</th><th class="num">in the inbox</th><th class="num">queued</th><th class="num">being sent</th><th class="num">delayed <small>(future events, retries)</small></th><th class="num">dead letters</th></tr></thead><tbody>${body}</tbody></table>`;
+  return `<h2 id="backlog">Backlog per kind <small>cap ${maxQueued} per kind</small></h2>
+<table class="backlog"><thead><tr><th>kind</th><th class="num" title="files waiting in the spool inbox, not yet taken">inbox</th><th class="num" title="jobs waiting for a slot of the API's limit">queued</th><th class="num" title="being sent now">sending</th><th class="num" title="future collecting events and retries waiting their time">delayed</th><th class="num" title="the queue's Failed tab">dead</th></tr></thead><tbody>${body}</tbody></table>
+<p class="hint">Numbers link to the queue's tab in bull-board. Delayed: future events and retries.</p>`;
 }
 
 function renderRefusals(r: { total: number; byCode: CodeCount[]; latest: Refusal[] }): string {
   const chips = r.byCode.length === 0 ? '<span class="empty">none</span>' : r.byCode.map((c) => `<span class="chip" data-refused-code="${escape(c.code)}">${escape(c.code)} <b data-count>${c.count}</b></span>`).join('');
   const rows = r.latest
-    .map((x) => `<tr><td class="when">${escape(clockTime(x.at))}</td><td class="file" title="failed/${escape(x.kind)}/${escape(x.file)}">${escape(x.file)}</td><td><code>${escape(x.code)}</code></td><td class="reason">${escape(x.reason)}</td></tr>`)
+    .map((x) => `<tr><td class="when" title="${escape(x.at)}">${escape(shortTime(x.at))}</td><td class="file" title="failed/${escape(x.kind)}/${escape(x.file)}">${escape(x.file)}</td><td><code>${escape(x.code)}</code></td><td class="reason"><div class="clamp" title="${escape(x.reason)}">${escape(x.reason)}</div></td></tr>`)
     .join('');
   return `<h2 id="refusals">Refused locally <small>never became a job; each file sits in failed/&lt;kind&gt;/ with its .error.json</small></h2>
 <div class="chips">${chips}</div>
-<div class="scroll"><table class="list"><thead><tr><th>when</th><th>file</th><th>code</th><th>reason</th></tr></thead><tbody>${rows === '' ? '<tr><td colspan="4" class="empty">no file refused</td></tr>' : rows}</tbody></table></div>`;
+<div class="scroll"><table class="list"><colgroup><col class="c-when"><col class="c-file"><col class="c-code"><col></colgroup><thead><tr><th>UTC</th><th>file</th><th>code</th><th>reason</th></tr></thead><tbody>${rows === '' ? '<tr><td colspan="4" class="empty">no file refused</td></tr>' : rows}</tbody></table></div>`;
 }
 
 function renderDeadLetters(dl: { total: number; byCode: CodeCount[]; latest: DeadLetterRow[] }, base: string): string {
@@ -130,12 +131,12 @@ function renderDeadLetters(dl: { total: number; byCode: CodeCount[]; latest: Dea
   const rows = dl.latest
     .map(
       (x) =>
-        `<tr data-dead-letter="${escape(x.id)}"><td class="when">${escape(clockTime(x.lastFailureAt))}</td><td class="file"><a href="${base}/queues/queue/${encodeURIComponent(x.queue)}/${encodeURIComponent(x.id)}" title="${escape(x.id)}">${escape(x.fileName ?? x.deliveryId)}</a></td><td><code>${escape(x.code)}</code>${x.status === null ? '' : ` <small>HTTP ${x.status}</small>`}</td><td class="reason">${escape(x.message)}</td><td><button type="button" class="replay" data-replay-id="${escape(x.id)}">replay</button></td></tr>`,
+        `<tr data-dead-letter="${escape(x.id)}"><td class="when" title="${escape(x.lastFailureAt ?? '')}">${escape(shortTime(x.lastFailureAt))}</td><td class="file"><a href="${base}/queues/queue/${encodeURIComponent(x.queue)}/${encodeURIComponent(x.id)}" title="${escape(x.id)}">${escape(x.fileName ?? x.deliveryId)}</a></td><td><code>${escape(x.code)}</code>${x.status === null ? '' : ` <small>HTTP ${x.status}</small>`}</td><td class="reason"><div class="clamp" title="${escape(x.message)}">${escape(x.message)}</div></td><td><button type="button" class="replay" data-replay-id="${escape(x.id)}">replay</button></td></tr>`,
     )
     .join('');
   return `<h2 id="dead-letters">Dead letters <small>refused by the API or out of retries; the Failed tab of each queue</small></h2>
 <div class="chips">${chips}</div>
-<div class="scroll"><table class="list"><thead><tr><th>when</th><th>file / delivery</th><th>code</th><th>message</th><th></th></tr></thead><tbody>${rows === '' ? '<tr><td colspan="5" class="empty">no dead letter</td></tr>' : rows}</tbody></table></div>`;
+<div class="scroll"><table class="list"><colgroup><col class="c-when"><col class="c-file"><col class="c-code"><col><col class="c-act"></colgroup><thead><tr><th>UTC</th><th>file / delivery</th><th>code</th><th>message</th><th></th></tr></thead><tbody>${rows === '' ? '<tr><td colspan="5" class="empty">no dead letter</td></tr>' : rows}</tbody></table></div>`;
 }
 
 function unavailable(): string {
@@ -150,6 +151,13 @@ function clockTime(iso: string | null): string {
   const text = at.toISOString();
   const isToday = text.slice(0, 10) === new Date().toISOString().slice(0, 10);
   return `${isToday ? '' : `${text.slice(0, 10)} `}${text.slice(11, 19)} UTC`;
+}
+
+/** `HH:MM:SS` (UTC) for a table cell; the full time is in the cell's title. */
+function shortTime(iso: string | null): string {
+  if (iso === null) return '-';
+  const at = new Date(iso);
+  return Number.isNaN(at.getTime()) ? iso : at.toISOString().slice(11, 19);
 }
 
 function ago(iso: string, nowIso: string): string {

@@ -31,6 +31,8 @@ h2 { font-size:14px; margin:0 0 6px; } h2 small { font-weight:400; color:var(--m
 .dot { width:14px; height:14px; border-radius:50%; background:var(--green); box-shadow:0 0 0 4px #1f9d5522; flex:none; }
 .state-paused .dot, .state-redis-down .dot { background:var(--red); box-shadow:0 0 0 4px #d6454522; }
 .state-paused .headline, .state-redis-down .headline { color:var(--red); }
+.state-unreachable .dot { background:#8a93a6; box-shadow:0 0 0 4px #8a93a622; }
+.state-unreachable .headline { color:#5d6880; }
 .state-draining .dot { background:var(--amber); box-shadow:0 0 0 4px #b97f0022; }
 .spool { color:var(--muted); font-size:13px; white-space:nowrap; }
 .row { display:grid; gap:10px; }
@@ -125,7 +127,13 @@ export const OVERVIEW_JS = `'use strict';
       draw(body.overview);
       stale.hidden = true;
     } catch (error) {
+      // Stopping (fastify answers 503 while closing) or gone: say so where the state is, keep the last numbers.
       stale.textContent = 'refresh failed: ' + error.message; stale.hidden = false;
+      var state = document.querySelector('[data-part="state"]');
+      var updated = document.querySelector('[data-part="updated"] time');
+      state.innerHTML = '<div class="state state-unreachable" data-state="unreachable"><span class="dot"></span><div><div class="headline" data-figure="state"></div><div class="detail"></div></div></div>';
+      state.querySelector('.headline').textContent = 'Not answering: this process is stopping or unreachable';
+      state.querySelector('.detail').textContent = error.message + '; the numbers below are from ' + (updated ? updated.textContent : 'earlier');
     }
   }
 

@@ -7,6 +7,7 @@ import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
+import { readActivity } from '../../src/queue/activity.js';
 import { listDeadLetters } from '../../src/queue/dead-letter.js';
 import { openContext } from '../../src/runtime/context.js';
 import { makePdf } from '../support/builders.js';
@@ -48,6 +49,9 @@ describe('API push-back', () => {
     await withCtx(t, async (ctx) => {
       expect(await listDeadLetters(ctx)).toEqual([]);
       expect((await ctx.stats.read()).rate_limited.label).toBeGreaterThan(0);
+      // The overview's per-minute buckets saw the same 429s.
+      const minutes = await readActivity(ctx.redis, ctx.keys, Date.now(), 5);
+      expect(minutes.reduce((sum, m) => sum + (m.fields['rate_limited'] ?? 0), 0)).toBe((await ctx.stats.read()).rate_limited.label);
     });
   });
 

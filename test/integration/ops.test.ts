@@ -250,6 +250,16 @@ describe('/ui overview', () => {
     }
   });
 
+  it('says draining while the process stops', async () => {
+    server.setDraining(true);
+    try {
+      expect((await overview()).state.code).toBe('draining');
+    } finally {
+      server.setDraining(false);
+    }
+    expect((await overview()).state.code).not.toBe('draining');
+  });
+
   it('refuses a replay without the page header (403), from another origin (403), or without an id or code (400)', async () => {
     const post = (body: unknown, headers: Record<string, string>): Promise<Response> =>
       fetch(`${server.url}/ui/dead-letters/replay`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });

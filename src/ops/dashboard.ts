@@ -1,8 +1,9 @@
 /**
- * `/ui`: the bull-board dashboard over the item queues. The dead-letter queue is each item queue's
- * Failed tab (failed jobs are kept until `dlq purge`), so retry and clean in the UI act on
- * dead-lettered items directly through BullMQ. Behind HTTP basic auth (user `admin`) when a
- * password is configured; the dashboard's assets and API sit behind the same check.
+ * `/ui`: the overview page (`overview.ts`) and, under `/ui/queues`, the bull-board dashboard over
+ * the item queues. The dead-letter queue is each item queue's Failed tab (failed jobs are kept
+ * until `dlq purge`), so retry and clean in bull-board act on dead-lettered items directly through
+ * BullMQ. Everything under `/ui` is one scope behind HTTP basic auth (user `admin`) when a password
+ * is configured: pages, assets, JSON and the replay route sit behind the same check.
  */
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -11,6 +12,9 @@ import fastifyBasicAuth from '@fastify/basic-auth';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import { ITEM_KINDS, type ItemKind } from '../queue/keys.js';
+import type { Logger } from '../log.js';
+import { registerOverview } from './overview.js';
+import type { OverviewSources } from './overview-data.js';
 import { isSameCredentials } from './secrets.js';
 
 export const UI_USER = 'admin';
@@ -20,7 +24,12 @@ export interface DashboardOptions {
   basePath: string;
   queues: Readonly<Record<ItemKind, Queue>>;
   uiPassword: string | null;
+  overview: OverviewSources;
+  logger: Logger;
 }
+
+/** bull-board's place under the UI prefix. */
+export const QUEUES_PATH = '/queues';
 
 const DESCRIPTIONS: Readonly<Record<ItemKind, string>> = {
   label: 'Label PDFs → POST /v1/delivery/mail-label. Failed = dead-lettered (kept until purge).',
@@ -43,14 +52,15 @@ export async function registerDashboard(app: FastifyInstance, options: Dashboard
         });
         scope.addHook('onRequest', scope.basicAuth as onRequestHookHandler);
       }
+      registerOverview(scope, { basePath, sources: options.overview, logger: options.logger });
       const serverAdapter = new FastifyAdapter();
-      serverAdapter.setBasePath(basePath);
+      serverAdapter.setBasePath(`${basePath}${QUEUES_PATH}`);
       createBullBoard({
         queues: ITEM_KINDS.map((kind) => new BullMQAdapter(options.queues[kind], { description: DESCRIPTIONS[kind] })),
         serverAdapter,
-        options: { uiConfig: { boardTitle: 'carrier-sync', hideDocsLink: true } },
+        options: { uiConfig: { boardTitle: 'carrier-sync', hideDocsLink: true, miscLinks: [{ text: 'Overview', url: basePath }] } },
       });
-      await scope.register(serverAdapter.registerPlugin());
+      await scope.register(serverAdapter.registerPlugin(), { prefix: QUEUES_PATH });
     },
     { prefix: basePath },
   );

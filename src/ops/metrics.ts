@@ -23,6 +23,12 @@ export interface MetricsSources {
   stats: Stats;
   queues: Readonly<Record<ItemKind, Queue>>;
   isAuthPaused(): Promise<boolean>;
+  /** Files refused locally, by error code, deployment-wide (`queue/activity.ts`). */
+  refusalCounts(): Promise<Record<string, number>>;
+  /** What `/readyz` would answer; null in a process without the ops server. */
+  isReady: (() => Promise<boolean>) | null;
+  ratePerMinute: number;
+  maxQueued: number;
 }
 
 const STATES = ['waiting', 'delayed', 'active', 'completed', 'failed', 'prioritized'] as const;
@@ -89,6 +95,43 @@ export function createMetrics(): Metrics & { attach(sources: MetricsSources): vo
     registers: [registry],
     async collect() {
       if (sources !== undefined) this.set((await sources.isAuthPaused()) ? 1 : 0);
+    },
+  });
+  new Counter({
+    name: 'carrier_sync_files_refused_total',
+    help: 'Files refused locally (invalid, encrypted, truncated, …) and moved to failed/, by error code (all processes).',
+    labelNames: ['code'],
+    registers: [registry],
+    async collect() {
+      if (sources === undefined) return;
+      const counts = await sources.refusalCounts();
+      this.reset();
+      for (const [code, count] of Object.entries(counts)) this.inc({ code }, count);
+    },
+  });
+  new Gauge({
+    name: 'carrier_sync_ready',
+    help: '1 while this process answers /readyz with 200 (Redis answers, no 401 pause, not draining).',
+    registers: [registry],
+    async collect() {
+      const isReady = sources?.isReady ?? null;
+      if (isReady !== null) this.set((await isReady()) ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'carrier_sync_rate_limit_per_minute',
+    help: 'Requests per minute the API allows this deployment (delivery.ratePerMinute).',
+    registers: [registry],
+    collect() {
+      if (sources !== undefined) this.set(sources.ratePerMinute);
+    },
+  });
+  new Gauge({
+    name: 'carrier_sync_max_queued',
+    help: 'Backlog per kind at which the watcher stops taking files (delivery.maxQueued).',
+    registers: [registry],
+    collect() {
+      if (sources !== undefined) this.set(sources.maxQueued);
     },
   });
   return {

@@ -1,5 +1,6 @@
 /**
- * The ops HTTP server: `/healthz`, `/readyz`, `/metrics`, `/ui` (bull-board) and `POST /events`.
+ * The ops HTTP server: `/healthz`, `/readyz`, `/metrics`, `/ui` (the overview page, bull-board under
+ * `/ui/queues`) and `POST /events`.
  * It never calls the API; ingest goes through the queue like files do.
  *
  * Draining (set at the start of shutdown): `/readyz` turns 503 so load balancers stop sending,
@@ -15,6 +16,8 @@ import type { EnqueueDeps } from '../queue/enqueue.js';
 import type { ItemKind } from '../queue/keys.js';
 import { registerDashboard } from './dashboard.js';
 import { registerIngest, tooLargeMessage } from './ingest.js';
+import type { OverviewSources } from './overview-data.js';
+import { createAttemptLog } from '../queue/attempts.js';
 import type { ReadinessState } from './readiness.js';
 
 export interface OpsServerOptions {
@@ -31,6 +34,8 @@ export interface OpsServerOptions {
   queues: Readonly<Record<ItemKind, Queue>>;
   enqueueDeps: EnqueueDeps;
   readiness: () => Promise<ReadinessState>;
+  /** What the `/ui` overview needs beyond the enqueue deps. */
+  overview: Pick<OverviewSources, 'authGate' | 'ratePerMinute' | 'maxQueued' | 'spoolId' | 'inboxCounts'>;
   logger: Logger;
 }
 
@@ -71,7 +76,14 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
     const text = await registry.metrics();
     return reply.type(registry.contentType).send(text);
   });
-  await registerDashboard(app, { basePath: UI_BASE_PATH, queues: options.queues, uiPassword: options.uiPassword });
+  const { redis, keys, queues, dedup, clock } = options.enqueueDeps;
+  await registerDashboard(app, {
+    basePath: UI_BASE_PATH,
+    queues: options.queues,
+    uiPassword: options.uiPassword,
+    overview: { ...options.overview, redis, keys, queues, dedup, clock, attempts: createAttemptLog(redis, keys), isDraining: () => isDraining },
+    logger,
+  });
   registerIngest(app, {
     ingestToken: options.ingestToken,
     maxIngestBytes: options.maxIngestBytes,

@@ -18,6 +18,7 @@ import type { Clock } from '../clock.js';
 import type { DeliveryConfig } from '../config/schema.js';
 import { isSyncError, SyncError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { countActivity } from '../queue/activity.js';
 import type { AttemptLog } from '../queue/attempts.js';
 import type { AuthGate } from '../queue/auth-gate.js';
 import type { Keys } from '../queue/keys.js';
@@ -129,6 +130,7 @@ async function onFailure(deps: PushDeps, job: Job<ItemJob>, token: string | unde
     const holdMs = error.retryAfterMs ?? deps.delivery.backoffMs * 2 ** Math.min(job.attemptsMade, 10);
     await deps.limiter.pause(holdMs);
     await deps.stats.add('rate_limited', item.kind);
+    await countActivity(deps.redis, deps.keys, 'rate_limited', deps.clock.now());
     const heldMs = Number(await deps.redis.hincrby(deps.keys.attempts(`${jobId}:held`), 'ms', holdMs));
     if (heldMs <= deps.delivery.maxRateLimitedMs) {
       deps.logger.warn({ ...context, holdMs }, 'API rate limit hit (429); all sending paused');

@@ -57,6 +57,13 @@ export interface Keys {
   readonly stats: string;
   /** Last applied webhook registration (JSON). */
   readonly webhookApplied: string;
+  /** What happened in one epoch minute, every process adding (hash, expires): see `queue/activity.ts`. */
+  activity(epochMinute: number): string;
+  /** Files refused locally: count by error code (hash) and the latest ones (list of JSON, newest first). */
+  readonly refusalCounts: string;
+  readonly refusalLatest: string;
+  /** Who holds one spool (JSON {host, pid, since, …}), written by the spool's watcher. */
+  spoolLease(spoolId: string): string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -78,6 +85,10 @@ export function createKeys(prefix: string): Keys {
     batchDone: (batchId) => k('batch', batchId, 'done'),
     stats: k('stats'),
     webhookApplied: k('webhook-applied'),
+    activity: (epochMinute) => k('activity', String(epochMinute)),
+    refusalCounts: k('refusals', 'count'),
+    refusalLatest: k('refusals', 'latest'),
+    spoolLease: (spoolId) => k('spool-lease', spoolId),
   };
 }
 

@@ -15,13 +15,14 @@
  * Only when all three pass does it take the slot, the document lock and the probe together.
  *
  * `leave` stamps the slot again with the time the response arrived, releases the document lock,
- * and, for an item that ended, counts it, records the content the API now holds (documents) or
+ * and, for an item that ended, counts it (stats and the minute's activity, see activity.ts), records the content the API now holds (documents) or
  * advances its delivery's event chain, returning the parked event to wake (events).
  */
 import { randomBytes } from 'node:crypto';
 import type { RedisConnection } from './redis.js';
 import { keyIdOf, type ItemKind, type Keys } from './keys.js';
 import type { ItemJob, ItemResult } from './payloads.js';
+import { ACTIVITY_TTL_SEC } from './activity.js';
 import { stampSlotLua, takeSlotLua } from './limiter.js';
 import { defineScript } from './script.js';
 
@@ -29,7 +30,7 @@ import { defineScript } from './script.js';
 //       5 limiter window, 6 limiter pause.
 // ARGV: 1 job id, 2 mode ('doc'|'event'), 3 content id (doc), 4 generation (doc), 5 lock ttl ms,
 //       6 BullMQ job key prefix (event), 7 window ms, 8 limit, 9 slot member, 10 longest request ms,
-//       11 order ttl s.
+//       11 order ttl s, 12 activity key prefix (+ epoch minute), 13 activity ttl s.
 // Returns {verdict, a, b}: {'go', isProbe, member} | {'superseded'} | {'already'} |
 //   {'park', headDueMs} | {'busy', ms} | {'auth'} | {'wait', ms}.
 const ENTER = defineScript(`
@@ -70,6 +71,9 @@ if redis.call('EXISTS', KEYS[3]) == 1 then
   isProbe = 1
 end
 ${takeSlotLua({ window: 'KEYS[5]', pause: 'KEYS[6]', windowMs: 'ARGV[7]', limit: 'ARGV[8]', member: 'ARGV[9]', maxRequestMs: 'ARGV[10]' })}
+local bucket = ARGV[12] .. math.floor(now / 60000)
+redis.call('HINCRBY', bucket, 'requests', 1)
+redis.call('EXPIRE', bucket, ARGV[13])
 if ARGV[2] == 'doc' then redis.call('SET', KEYS[2], jobId, 'PX', ARGV[5]) end
 if ARGV[2] == 'event' then redis.call('SREM', KEYS[2], jobId) end
 if isProbe == 1 then redis.call('SET', KEYS[4], jobId, 'PX', ARGV[5]) end
@@ -79,8 +83,9 @@ return {'go', isProbe, ARGV[9]}
 // KEYS: 1 order (doc hash | event order zset), 2 lock | parked set, 3 limiter window, 4 stats hash,
 //       5 held-by-429 counter of the job, 6 event_at memory (event).
 // ARGV: 1 job id, 2 mode, 3 content id (doc), 4 result ('' while the item goes on), 5 slot member
-//       ('' when no request was made), 6 order ttl s, 7 stats field, 8 BullMQ job key prefix (event),
-//       9 instant key (event), 10 source id (event).
+//       ('' when no request was made), 6 order ttl s, 7 counter, 8 BullMQ job key prefix (event),
+//       9 instant key (event), 10 source id (event), 11 kind, 12 activity key prefix, 13 activity ttl s.
+// An item that ended is counted in the stats hash (`<counter>:<kind>`) and in its minute's activity.
 // An event that ended (not dead-lettered) marks its event_at claim done: the same source taken in
 // again (a re-pull, a file re-read after a crash) is then a duplicate, not a second send.
 // Returns the id of a parked event to wake, or false.
@@ -89,7 +94,11 @@ local jobId = ARGV[1]
 ${stampSlotLua({ window: 'KEYS[3]', member: 'ARGV[5]' })}
 if ARGV[2] == 'doc' and redis.call('GET', KEYS[2]) == jobId then redis.call('DEL', KEYS[2]) end
 if ARGV[4] == '' then return false end
-redis.call('HINCRBY', KEYS[4], ARGV[7], 1)
+redis.call('HINCRBY', KEYS[4], ARGV[7] .. ':' .. ARGV[11], 1)
+local t = redis.call('TIME')
+local bucket = ARGV[12] .. math.floor(tonumber(t[1]) / 60)
+redis.call('HINCRBY', bucket, ARGV[7], 1)
+redis.call('EXPIRE', bucket, ARGV[13])
 redis.call('UNLINK', KEYS[5])
 if ARGV[2] == 'doc' then
   if ARGV[4] == 'accepted' then
@@ -173,6 +182,7 @@ const COUNTER_OF: Readonly<Record<ItemResult, string>> = {
 export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: string, options: PushGateOptions): PushGate {
   const keyId = keyIdOf(carrierKey);
   const windowMs = options.windowMs ?? 60_000;
+  const activityPrefix = keys.activity(0).slice(0, -1);
   const jobPrefix = (kind: ItemKind): string => `${keys.bullPrefix}:${kind}:`;
   const orderKeys = (item: ItemJob): [string, string] =>
     item.kind === 'collecting' ? [keys.eventOrder(item.deliveryId), keys.eventParked(item.deliveryId)] : [keys.document(item.kind, item.deliveryId), keys.documentLock(item.kind, item.deliveryId)];
@@ -197,6 +207,8 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
           member,
           options.maxRequestMs,
           options.retentionSec,
+          activityPrefix,
+          ACTIVITY_TTL_SEC,
         ],
       )) as [string, number | string | undefined, string | undefined];
       const [verdict, a, b] = raw;
@@ -228,10 +240,13 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
           result ?? '',
           slot ?? '',
           options.retentionSec,
-          result === null ? '' : `${COUNTER_OF[result]}:${item.kind}`,
+          result === null ? '' : COUNTER_OF[result],
           jobPrefix(item.kind),
           item.kind === 'collecting' ? item.instantKey : '',
           item.kind === 'collecting' ? item.sourceId : '',
+          item.kind,
+          activityPrefix,
+          ACTIVITY_TTL_SEC,
         ],
       );
       return typeof woken === 'string' ? woken : null;

@@ -7,12 +7,14 @@
  */
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
+import { readRefusals } from '../queue/activity.js';
 import { ITEM_KINDS } from '../queue/keys.js';
 import { createMetrics } from '../ops/metrics.js';
 import { createReadiness } from '../ops/readiness.js';
 import type { OpsServer } from '../ops/server.js';
 import { resolveApiTarget } from './api-target.js';
 import { openContext, warnAboutRedisDurability } from './context.js';
+import { inboxCounter, spoolIdOf } from './inbox-counts.js';
 import { startSchedulerRole } from './scheduler-role.js';
 import { startWatcherRole } from './watcher-role.js';
 import { startWorkerRole } from './worker-role.js';
@@ -40,8 +42,17 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
     closeAll = () => ctx.closers.closeAll();
     await warnAboutRedisDurability(ctx.redis, logger);
     const metrics = createMetrics();
-    metrics.attach({ stats: ctx.stats, queues: ctx.queues.items, isAuthPaused: async () => (await ctx.authGate.failure()) !== null });
     let isDraining = false;
+    const readiness = createReadiness({ redis: ctx.redis, authGate: ctx.authGate, isDraining: () => isDraining });
+    metrics.attach({
+      stats: ctx.stats,
+      queues: ctx.queues.items,
+      isAuthPaused: async () => (await ctx.authGate.failure()) !== null,
+      refusalCounts: async () => (await readRefusals(ctx.redis, ctx.keys)).counts,
+      isReady: roles.includes('http') ? async () => (await readiness()).isReady : null,
+      ratePerMinute: config.delivery.ratePerMinute,
+      maxQueued: config.delivery.maxQueued,
+    });
     if (roles.includes('http')) {
       // Imported here: a process without the http role never loads fastify and bull-board.
       const { startOpsServer } = await import('../ops/server.js');
@@ -54,7 +65,8 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
         metrics,
         queues: ctx.queues.items,
         enqueueDeps: ctx.enqueueDeps,
-        readiness: createReadiness({ redis: ctx.redis, authGate: ctx.authGate, isDraining: () => isDraining }),
+        readiness,
+        overview: { authGate: ctx.authGate, ratePerMinute: config.delivery.ratePerMinute, maxQueued: config.delivery.maxQueued, spoolId: spoolIdOf(config.spool), inboxCounts: inboxCounter(config.spool) },
         logger: logger.child({ mod: 'ops' }),
       });
       const server = ops;

@@ -6,6 +6,7 @@ import { Worker, type Queue } from 'bullmq';
 import { outcomeQueueName, SPOOL_KINDS, ITEM_KIND_OF } from '../queue/keys.js';
 import type { OutcomeMessage } from '../queue/payloads.js';
 import { backlogOf } from '../queue/queues.js';
+import { recordRefusal } from '../queue/activity.js';
 import { createOutcomes } from '../outcome/apply.js';
 import { sweepInterruptedMoves } from '../outcome/files.js';
 import type { ClaimDeps } from '../spool/claim.js';
@@ -52,6 +53,7 @@ export async function startWatcherRole(ctx: Context): Promise<SpoolWatcher> {
         // A refused events file counts once; its invalid lines are counted when it is parsed.
         await ctx.stats.add('received', ITEM_KIND_OF[kind]);
         await ctx.stats.add('failed', ITEM_KIND_OF[kind]);
+        await recordRefusal(ctx.redis, ctx.keys, { at: new Date(ctx.clock.now()).toISOString(), kind, file: fileName, code: report.code, reason: report.message }, ctx.clock.now()); // overview: refusals by code, latest 20, per minute
       },
       archive: outcomes.archive,
       finishBatch: outcomes.finishBatch,

@@ -7,6 +7,7 @@ import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
+import { readActivity } from '../../src/queue/activity.js';
 import { listDeadLetters } from '../../src/queue/dead-letter.js';
 import { openContext } from '../../src/runtime/context.js';
 import { makePdf } from '../support/builders.js';
@@ -52,6 +53,9 @@ describe('API push-back', () => {
     await withCtx(t, async (ctx) => {
       expect(await listDeadLetters(ctx)).toEqual([]);
       expect((await ctx.stats.read()).rate_limited.label).toBeGreaterThan(0);
+      // The overview's per-minute buckets saw the same 429s.
+      const minutes = await readActivity(ctx.redis, ctx.keys, Date.now(), 5);
+      expect(minutes.reduce((sum, m) => sum + (m.fields['rate_limited'] ?? 0), 0)).toBe((await ctx.stats.read()).rate_limited.label);
     });
   });
 
@@ -106,7 +110,7 @@ describe('API push-back', () => {
     // Every request the sandbox saw is a real item: a whole label (a refused request is not parsed,
     // so its size tells), and every accepted one for a delivery we dropped; no made-up delivery.
     expect(requests.filter((r) => r.endpoint !== 'label' || r.bodyBytes < 1000)).toEqual([]);
-    expect(requests.filter((r) => r.status === 200 && !ids.includes(r.deliveryId ?? ''))).toEqual([]);
+    expect(requests.filter((r) => r.status === 200 && !(ids as string[]).includes(r.deliveryId ?? ''))).toEqual([]);
     expect(requests.filter((r) => r.status !== 200 && r.status !== 401)).toEqual([]);
     // Several probes were refused, each by one item alone: after the first wave (the requests in
     // flight when the gate closed, at most the concurrency), never two 401s at once.

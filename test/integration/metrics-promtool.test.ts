@@ -1,10 +1,12 @@
 /**
  * `/metrics` must be valid Prometheus exposition text that passes promtool's linter (names, units,
- * `_total` only on counters, HELP on everything). promtool comes from Debian's `prometheus`
- * package; CI installs it, and a machine without it fails here rather than skipping silently.
+ * `_total` only on counters, HELP on everything), and the alert rules and Grafana dashboard in
+ * deploy/ must pass promtool and use only metrics that /metrics has. promtool comes from Debian's
+ * `prometheus` package; CI installs it, and a machine without it fails here rather than skipping.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import type { DeliveryConfig } from '../../src/config/schema.js';
@@ -12,6 +14,7 @@ import { silentLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/ops/metrics.js';
 import { createReadiness } from '../../src/ops/readiness.js';
 import { startOpsServer, type OpsServer } from '../../src/ops/server.js';
+import { readRefusals, recordRefusal } from '../../src/queue/activity.js';
 import { createAuthGate } from '../../src/queue/auth-gate.js';
 import { createDedupMemory } from '../../src/queue/dedup.js';
 import { createKeys, ITEM_KINDS } from '../../src/queue/keys.js';
@@ -45,8 +48,17 @@ beforeAll(async () => {
   queues = openQueues(redis, prefix, DELIVERY);
   const stats = createStats(redis, keys.stats);
   const authGate = createAuthGate(redis, keys, ITEM_KINDS.map((kind) => queues.items[kind]));
+  const readiness = createReadiness({ redis, authGate, isDraining: () => false });
   const metrics = createMetrics();
-  metrics.attach({ stats, queues: queues.items, isAuthPaused: async () => (await authGate.failure()) !== null });
+  metrics.attach({
+    stats,
+    queues: queues.items,
+    isAuthPaused: async () => (await authGate.failure()) !== null,
+    refusalCounts: async () => (await readRefusals(redis, keys)).counts,
+    isReady: async () => (await readiness()).isReady,
+    ratePerMinute: DELIVERY.ratePerMinute,
+    maxQueued: DELIVERY.maxQueued,
+  });
   server = await startOpsServer({
     host: '127.0.0.1',
     port: 0,
@@ -56,7 +68,8 @@ beforeAll(async () => {
     metrics,
     queues: queues.items,
     enqueueDeps: { redis, keys, queues, dedup: createDedupMemory(redis, keys, 30), stats, clock: systemClock, retentionSec: 3600 },
-    readiness: createReadiness({ redis, authGate, isDraining: () => false }),
+    readiness,
+    overview: { authGate, ratePerMinute: DELIVERY.ratePerMinute, maxQueued: DELIVERY.maxQueued, spoolId: null, inboxCounts: async () => ({}) },
     logger: silentLogger,
   });
   // Some activity, so every labelled series has samples: API requests of each outcome, queued
@@ -82,6 +95,7 @@ beforeAll(async () => {
     await stats.add('dead_lettered', kind);
     await stats.add('failed', kind, 2);
   }
+  await recordRefusal(redis, keys, { at: new Date().toISOString(), kind: 'labels', file: 'ENC-1.pdf', code: 'LABEL_ENCRYPTED', reason: 'the PDF is encrypted' }, Date.now());
 });
 
 afterAll(async () => {
@@ -108,5 +122,68 @@ describe('promtool check metrics', () => {
     expect(problems, `promtool reported:\n${problems}`).toBe('');
     expect(result.error).toBeUndefined();
     expect(result.status).toBe(0);
+  });
+});
+
+const RULES = 'deploy/prometheus/carrier-sync-rules.yml';
+const RULE_TESTS = 'deploy/prometheus/carrier-sync-rules.test.yml';
+const DASHBOARD = 'deploy/grafana/carrier-sync.json';
+
+function promtool(...args: string[]): { output: string; status: number | null } {
+  if (!existsSync(PROMTOOL)) throw new Error(`${PROMTOOL} not found: install Debian's prometheus package (apt-get install -y prometheus); CI installs it`);
+  const result = spawnSync(PROMTOOL, args, { encoding: 'utf8', timeout: 60_000 });
+  return { output: `${result.stdout}${result.stderr}`, status: result.status };
+}
+
+/** Every PromQL expression of the rules file and of the dashboard's panels. */
+function deployExpressions(): Array<{ where: string; expr: string }> {
+  const rules = parse(readFileSync(RULES, 'utf8')) as { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> };
+  const out = rules.groups.flatMap((group) => group.rules.map((rule) => ({ where: `${RULES} ${rule.alert}`, expr: rule.expr })));
+  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Array<{ title: string; targets: Array<{ expr: string }> }> };
+  for (const panel of dashboard.panels) for (const target of panel.targets) out.push({ where: `${DASHBOARD} "${panel.title}"`, expr: target.expr });
+  return out;
+}
+
+describe('alert rules and dashboard in deploy/', () => {
+  it('pass promtool check rules', () => {
+    const { output, status } = promtool('check', 'rules', RULES);
+    expect(status, output).toBe(0);
+    expect(output).toMatch(/SUCCESS: 6 rules found/);
+  });
+
+  it('pass promtool test rules: each alert fires and clears', () => {
+    const { output, status } = promtool('test', 'rules', RULE_TESTS);
+    expect(status, output).toBe(0);
+    const rules = parse(readFileSync(RULES, 'utf8')) as { groups: Array<{ rules: Array<{ alert: string }> }> };
+    const tests = readFileSync(RULE_TESTS, 'utf8');
+    for (const { alert } of rules.groups.flatMap((group) => group.rules)) {
+      // Each alert has a case where it fires (exp_alerts listed) and one where it is clear (exp_alerts: []).
+      const cases = [...tests.matchAll(new RegExp(`alertname: ${alert}\\n\\s+exp_alerts:(.*)`, 'g'))].map((m) => m[1]!.trim());
+      expect(cases, alert).toContain('');
+      expect(cases, alert).toContain('[]');
+    }
+  });
+
+  it('use only metrics that /metrics serves, each with at least one sample after activity', async () => {
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    const types = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+    const sampled = new Set([...text.matchAll(/^([a-zA-Z_:][a-zA-Z0-9_:]*)[{ ]/gm)].map((m) => m[1]!));
+    const expressions = deployExpressions();
+    expect(expressions.length).toBeGreaterThan(15);
+    const used = new Set<string>();
+    for (const { where, expr } of expressions) {
+      const names = [...expr.matchAll(/\bcarrier_sync_[a-z0-9_]+/g)].map((m) => m[0]);
+      expect(names.length, `${where} uses no carrier_sync_ metric: ${expr}`).toBeGreaterThan(0);
+      for (const name of names) {
+        const base = name.replace(/_(bucket|count|sum)$/, '');
+        const isKnown = types.has(name) || types.get(base) === 'histogram';
+        expect(isKnown, `${where} uses ${name}, which /metrics does not have`).toBe(true);
+        expect(sampled.has(name), `${where} uses ${name}, which has no sample in /metrics`).toBe(true);
+        used.add(base);
+      }
+    }
+    for (const needed of ['carrier_sync_auth_paused', 'carrier_sync_ready', 'carrier_sync_max_queued', 'carrier_sync_rate_limit_per_minute', 'carrier_sync_api_request_seconds', 'carrier_sync_files_refused_total']) {
+      expect(used, `deploy/ should use ${needed}`).toContain(needed);
+    }
   });
 });

@@ -6,6 +6,9 @@ import { createLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/ops/metrics.js';
 import { createReadiness } from '../../src/ops/readiness.js';
 import { startOpsServer, type OpsServer } from '../../src/ops/server.js';
+import { countActivity, readRefusals, recordRefusal, REFUSALS_KEPT } from '../../src/queue/activity.js';
+import { readOverview, type Overview } from '../../src/ops/overview-data.js';
+import { createAttemptLog } from '../../src/queue/attempts.js';
 import { createAuthGate, type AuthGate } from '../../src/queue/auth-gate.js';
 import { createDedupMemory } from '../../src/queue/dedup.js';
 import { collectingJobId } from '../../src/queue/enqueue.js';
@@ -54,8 +57,17 @@ beforeAll(async () => {
   const stats = createStats(redis, keys.stats);
   const dedup = createDedupMemory(redis, keys, 30);
   authGate = createAuthGate(redis, keys, ITEM_KINDS.map((kind) => queues.items[kind]));
+  const readiness = createReadiness({ redis, authGate, isDraining: () => isDraining });
   const metrics = createMetrics();
-  metrics.attach({ stats, queues: queues.items, isAuthPaused: async () => (await authGate.failure()) !== null });
+  metrics.attach({
+    stats,
+    queues: queues.items,
+    isAuthPaused: async () => (await authGate.failure()) !== null,
+    refusalCounts: async () => (await readRefusals(redis, keys)).counts,
+    isReady: async () => (await readiness()).isReady,
+    ratePerMinute: DELIVERY.ratePerMinute,
+    maxQueued: DELIVERY.maxQueued,
+  });
   metrics.observeRequest({ endpoint: 'collecting', status: 200, durationMs: 42 });
   const destination = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -72,7 +84,8 @@ beforeAll(async () => {
     metrics,
     queues: queues.items,
     enqueueDeps: { redis, keys, queues, dedup, stats, clock: systemClock, retentionSec: 3600 },
-    readiness: createReadiness({ redis, authGate, isDraining: () => isDraining }),
+    readiness,
+    overview: { authGate, ratePerMinute: DELIVERY.ratePerMinute, maxQueued: DELIVERY.maxQueued, spoolId: 'ops-spool', inboxCounts: async () => ({ labels: 2 }) },
     logger: createLogger({ level: 'debug', destination }),
   });
 });
@@ -167,17 +180,117 @@ describe('/ui', () => {
     expect(bare.headers.get('www-authenticate')).toMatch(/^Basic/);
     expect((await fetch(`${server.url}/ui`, { headers: { authorization: basic('admin', 'wrong') } })).status).toBe(401);
     expect((await fetch(`${server.url}/ui`, { headers: { authorization: basic('root', UI_PASSWORD) } })).status).toBe(401);
-    expect((await fetch(`${server.url}/ui/api/queues`)).status).toBe(401);
+    expect((await fetch(`${server.url}/ui/queues/api/queues`)).status).toBe(401);
   });
 
   it('serves the dashboard and its API with the password', async () => {
     const page = await fetch(`${server.url}/ui`, { headers: { authorization: basic('admin', UI_PASSWORD) } });
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toMatch(/text\/html/);
-    const api = await fetch(`${server.url}/ui/api/queues`, { headers: { authorization: basic('admin', UI_PASSWORD) } });
+    const api = await fetch(`${server.url}/ui/queues/api/queues`, { headers: { authorization: basic('admin', UI_PASSWORD) } });
     expect(api.status).toBe(200);
     const body = (await api.json()) as { queues: Array<{ name: string }> };
     expect(body.queues.map((queue) => queue.name).sort()).toEqual(['collecting', 'cte', 'label']);
+  });
+});
+
+describe('/ui overview', () => {
+  const auth = { authorization: basic('admin', UI_PASSWORD) };
+  const overview = async (): Promise<Overview> => (await (await fetch(`${server.url}/ui/overview.json`, { headers: auth })).json()) as Overview;
+
+  it('counts per minute in Redis: requests, sends, 429s and dead letters of this minute and one 30 minutes ago; older than an hour is off the chart', async () => {
+    const now = Date.now();
+    await countActivity(redis, keys, 'requests', now, 7);
+    await countActivity(redis, keys, 'sent', now, 5);
+    await countActivity(redis, keys, 'rate_limited', now - 30 * 60_000, 2);
+    await countActivity(redis, keys, 'dead_lettered', now - 30 * 60_000);
+    await countActivity(redis, keys, 'sent', now - 61 * 60_000, 100);
+    const o = await overview();
+    const a = o.details!.activity;
+    expect(a.at).toHaveLength(60);
+    expect(a.at[59]).toBe(Math.floor(now / 60_000) * 60);
+    expect(a.requests[59]).toBe(7);
+    expect(a.sent.reduce((x, y) => x + y, 0)).toBe(5);
+    expect(a.rateLimited[29]).toBe(2);
+    expect(a.deadLettered[29]).toBe(1);
+    expect(o.ratePerMinute).toBe(DELIVERY.ratePerMinute);
+    expect(await redis.ttl(keys.activity(Math.floor(now / 60_000)))).toBeGreaterThan(3600);
+  });
+
+  it('keeps refusals by code and only the latest 20, newest first; a long reason is cut', async () => {
+    for (let i = 0; i < REFUSALS_KEPT + 5; i += 1) {
+      await recordRefusal(redis, keys, { at: new Date().toISOString(), kind: 'labels', file: `F-${i}.pdf`, code: i % 5 === 0 ? 'LABEL_ENCRYPTED' : 'LABEL_TRUNCATED', reason: 'x'.repeat(1000) }, Date.now());
+    }
+    const { refusals } = (await overview()).details!;
+    expect(refusals.total).toBe(25);
+    expect(refusals.byCode).toEqual([
+      { code: 'LABEL_TRUNCATED', count: 20 },
+      { code: 'LABEL_ENCRYPTED', count: 5 },
+    ]);
+    expect(refusals.latest).toHaveLength(REFUSALS_KEPT);
+    expect(refusals.latest[0]!.file).toBe('F-24.pdf');
+    expect(refusals.latest[0]!.reason.length).toBeLessThanOrEqual(300);
+  });
+
+  it('shows the inbox counts the runtime hands it, "n/a" for a kind it cannot see, and a 401 pause as the state', async () => {
+    const page = await (await fetch(`${server.url}/ui`, { headers: auth })).text();
+    expect(page).toMatch(/data-figure="inbox-label"[^>]*>2</);
+    expect(page).toMatch(/data-figure="inbox-cte"[^>]*>n\/a</);
+    expect(page).toContain('src="/ui/assets/uPlot.iife.min.js"');
+    expect((await fetch(`${server.url}/ui/assets/uPlot.iife.min.js`, { headers: auth })).status).toBe(200);
+    await authGate.trip({ at: '2026-01-02T03:04:05.000Z', endpoint: 'label', message: 'Invalid <key>' });
+    try {
+      const o = await overview();
+      expect(o.state).toMatchObject({ code: 'paused', since: '2026-01-02T03:04:05.000Z', detail: 'label: Invalid <key>' });
+      const paused = await (await fetch(`${server.url}/ui`, { headers: auth })).text();
+      expect(paused).toContain('label: Invalid &#60;key&#62;');
+      expect(paused).not.toContain('Invalid <key>');
+    } finally {
+      await authGate.clear();
+    }
+  });
+
+  it('says draining while the process stops', async () => {
+    server.setDraining(true);
+    try {
+      expect((await overview()).state.code).toBe('draining');
+    } finally {
+      server.setDraining(false);
+    }
+    expect((await overview()).state.code).not.toBe('draining');
+  });
+
+  it('refuses a replay without the page header (403), from another origin (403), or without an id or code (400)', async () => {
+    const post = (body: unknown, headers: Record<string, string>): Promise<Response> =>
+      fetch(`${server.url}/ui/dead-letters/replay`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    expect((await post({ id: 'label.X.1' }, {})).status).toBe(403);
+    expect((await post({ id: 'label.X.1' }, { 'x-carrier-sync-ui': 'replay', origin: 'http://elsewhere.example:8080' })).status).toBe(403);
+    expect((await post({}, { 'x-carrier-sync-ui': 'replay' })).status).toBe(400);
+    expect((await post({ id: 'label.X.1', code: 'A' }, { 'x-carrier-sync-ui': 'replay' })).status).toBe(400);
+    expect((await post({ id: 'label.NOT-THERE.1' }, { 'x-carrier-sync-ui': 'replay', origin: server.url })).status).toBe(404);
+    expect((await fetch(`${server.url}/ui/dead-letters/replay`, { method: 'POST', headers: { 'x-carrier-sync-ui': 'replay' } })).status).toBe(401);
+  });
+
+  it('says Redis is unreachable when its connection is down, without waiting on it', async () => {
+    const down = connectRedis(testRedisUrl(), 'ops-test-down');
+    await down.ping();
+    down.disconnect();
+    const o = await readOverview({
+      redis: down,
+      keys,
+      queues,
+      attempts: createAttemptLog(down, keys),
+      dedup: createDedupMemory(down, keys, 30),
+      authGate,
+      clock: systemClock,
+      ratePerMinute: 300,
+      maxQueued: 5000,
+      spoolId: null,
+      inboxCounts: async () => ({}),
+      isDraining: () => false,
+    });
+    expect(o.state.code).toBe('redis-down');
+    expect(o.details).toBeNull();
   });
 });
 

@@ -1,0 +1,226 @@
+/**
+ * The numbers behind the `/ui` overview, read from Redis so that every process shows the same:
+ * the state in one line, who holds the spool, the last hour minute by minute, the backlog per kind,
+ * local refusals and dead letters. Redis away is a state of its own, answered without touching
+ * Redis (a command would wait in ioredis's offline queue): the page must say so, not hang.
+ */
+import type { Clock } from '../clock.js';
+import { readActivity, readRefusals, type Refusal } from '../queue/activity.js';
+import type { AttemptLog } from '../queue/attempts.js';
+import type { AuthGate } from '../queue/auth-gate.js';
+import { listDeadLetters } from '../queue/dead-letter.js';
+import type { DedupMemory } from '../queue/dedup.js';
+import { ITEM_KINDS, SPOOL_KIND_OF, type ItemKind, type Keys, type SpoolKind } from '../queue/keys.js';
+import type { QueueSet } from '../queue/queues.js';
+import type { RedisConnection } from '../queue/redis.js';
+import { readSpoolHolder, type SpoolHolder } from './spool-holder.js';
+
+export const CHART_MINUTES = 60;
+const LATEST_KEPT = 20;
+/** Longest the page waits for Redis before it says Redis is not answering. */
+const REDIS_DEADLINE_MS = 3000;
+const DOWN_STATES = new Set(['end', 'close', 'reconnecting', 'connecting', 'wait']);
+
+export interface OverviewSources {
+  redis: RedisConnection;
+  keys: Keys;
+  queues: QueueSet;
+  attempts: AttemptLog;
+  dedup: DedupMemory;
+  authGate: AuthGate;
+  clock: Clock;
+  ratePerMinute: number;
+  maxQueued: number;
+  /** The spool this deployment's config names (its holder is shown), or null. */
+  spoolId: string | null;
+  /** Files waiting in each inbox; a kind left out (or a throw) shows as "n/a". */
+  inboxCounts(): Promise<Partial<Record<SpoolKind, number>>>;
+  isDraining(): boolean;
+}
+
+export type StateCode = 'working' | 'idle' | 'paused' | 'redis-down' | 'draining';
+
+export interface OverviewState {
+  code: StateCode;
+  headline: string;
+  /** The reason, for a pause or an unreachable Redis. */
+  detail: string | null;
+  since: string | null;
+}
+
+export interface ActivitySeries {
+  /** Epoch seconds of each minute's start, oldest first. */
+  at: number[];
+  requests: number[];
+  sent: number[];
+  rateLimited: number[];
+  deadLettered: number[];
+  refused: number[];
+}
+
+export interface BacklogRow {
+  kind: ItemKind;
+  spoolKind: SpoolKind;
+  queue: string;
+  inbox: number | null;
+  queued: number;
+  active: number;
+  delayed: number;
+  deadLetters: number;
+}
+
+export interface DeadLetterRow {
+  id: string;
+  kind: ItemKind;
+  queue: string;
+  deliveryId: string;
+  fileName: string | null;
+  /** What the page groups by: the API's code when it sent one, else ours. */
+  code: string;
+  message: string;
+  status: number | null;
+  attempts: number;
+  lastFailureAt: string | null;
+}
+
+export interface CodeCount {
+  code: string;
+  count: number;
+}
+
+export interface OverviewDetails {
+  spoolHolder: SpoolHolder | null;
+  activity: ActivitySeries;
+  backlog: BacklogRow[];
+  refusals: { total: number; byCode: CodeCount[]; latest: Refusal[] };
+  deadLetters: { total: number; byCode: CodeCount[]; latest: DeadLetterRow[] };
+}
+
+export interface Overview {
+  at: string;
+  state: OverviewState;
+  ratePerMinute: number;
+  maxQueued: number;
+  spoolId: string | null;
+  /** Null while Redis is not answering. */
+  details: OverviewDetails | null;
+}
+
+export async function readOverview(sources: OverviewSources): Promise<Overview> {
+  const now = sources.clock.now();
+  const base = { at: new Date(now).toISOString(), ratePerMinute: sources.ratePerMinute, maxQueued: sources.maxQueued, spoolId: sources.spoolId };
+  if (DOWN_STATES.has(sources.redis.status)) return { ...base, state: redisDown(`connection ${sources.redis.status}`), details: null };
+  let details: OverviewDetails;
+  let failure: Awaited<ReturnType<AuthGate['failure']>>;
+  try {
+    [details, failure] = await withDeadline(Promise.all([readDetails(sources, now), sources.authGate.failure()]), REDIS_DEADLINE_MS);
+  } catch (error) {
+    return { ...base, state: redisDown(error instanceof Error ? error.message : String(error)), details: null };
+  }
+  return { ...base, state: stateOf(sources, failure, details), details };
+}
+
+function stateOf(sources: OverviewSources, failure: Awaited<ReturnType<AuthGate['failure']>>, details: OverviewDetails): OverviewState {
+  if (sources.isDraining()) return { code: 'draining', headline: 'Draining: this process is stopping and finishing its in-flight work', detail: null, since: null };
+  if (failure !== null) {
+    return { code: 'paused', headline: 'Paused: the API refused our key (401)', detail: `${failure.endpoint}: ${failure.message}`, since: failure.at };
+  }
+  const waiting = details.backlog.reduce((sum, row) => sum + row.queued + row.active + (row.inbox ?? 0), 0);
+  const lastMinute = details.activity.requests.at(-1) ?? 0;
+  if (waiting === 0) return { code: 'idle', headline: 'Working: nothing waiting to be sent', detail: null, since: null };
+  return { code: 'working', headline: `Working: ${waiting} item${waiting === 1 ? '' : 's'} to send, ${lastMinute} request${lastMinute === 1 ? '' : 's'} this minute`, detail: null, since: null };
+}
+
+function redisDown(reason: string): OverviewState {
+  return { code: 'redis-down', headline: 'Redis unreachable: nothing is taken in or sent until it answers', detail: reason, since: null };
+}
+
+async function readDetails(sources: OverviewSources, now: number): Promise<OverviewDetails> {
+  const { redis, keys } = sources;
+  const [spoolHolder, minutes, refusals, letters, backlog] = await Promise.all([
+    sources.spoolId === null ? null : readSpoolHolder(redis, keys, sources.spoolId),
+    readActivity(redis, keys, now, CHART_MINUTES),
+    readRefusals(redis, keys),
+    listDeadLetters(sources),
+    readBacklog(sources),
+  ]);
+  const series = (field: string): number[] => minutes.map((m) => m.fields[field] ?? 0);
+  const deadLetterRows: DeadLetterRow[] = letters.map((l) => ({
+    id: l.id,
+    kind: l.kind,
+    queue: sources.queues.items[l.kind].name,
+    deliveryId: l.deliveryId,
+    fileName: l.fileName,
+    code: l.apiCode ?? l.errorCode,
+    message: l.message,
+    status: l.status,
+    attempts: l.attempts,
+    lastFailureAt: l.lastFailureAt,
+  }));
+  return {
+    spoolHolder,
+    activity: {
+      at: minutes.map((m) => m.at),
+      requests: series('requests'),
+      sent: series('sent'),
+      rateLimited: series('rate_limited'),
+      deadLettered: series('dead_lettered'),
+      refused: series('refused'),
+    },
+    backlog,
+    refusals: { total: sum(Object.values(refusals.counts)), byCode: byCount(Object.entries(refusals.counts)), latest: refusals.latest },
+    deadLetters: {
+      total: deadLetterRows.length,
+      byCode: byCount([...countBy(deadLetterRows.map((row) => row.code))]),
+      latest: deadLetterRows.reverse().slice(0, LATEST_KEPT),
+    },
+  };
+}
+
+async function readBacklog(sources: OverviewSources): Promise<BacklogRow[]> {
+  const inbox = await sources.inboxCounts().catch(() => ({}) as Partial<Record<SpoolKind, number>>);
+  return Promise.all(
+    ITEM_KINDS.map(async (kind) => {
+      const queue = sources.queues.items[kind];
+      const counts = await queue.getJobCounts('waiting', 'prioritized', 'waiting-children', 'active', 'delayed', 'failed');
+      const n = (state: string): number => counts[state] ?? 0;
+      return {
+        kind,
+        spoolKind: SPOOL_KIND_OF[kind],
+        queue: queue.name,
+        inbox: inbox[SPOOL_KIND_OF[kind]] ?? null,
+        queued: n('waiting') + n('prioritized') + n('waiting-children'),
+        active: n('active'),
+        delayed: n('delayed'),
+        deadLetters: n('failed'),
+      };
+    }),
+  );
+}
+
+/** Dead letters whose page code (API code, else ours) is `code`. */
+export async function deadLetterIdsWithCode(sources: OverviewSources, code: string): Promise<string[]> {
+  return (await listDeadLetters(sources)).filter((l) => (l.apiCode ?? l.errorCode) === code).map((l) => l.id);
+}
+
+const sum = (values: number[]): number => values.reduce((total, n) => total + n, 0);
+
+function countBy(values: string[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const value of values) counts.set(value, (counts.get(value) ?? 0) + 1);
+  return counts;
+}
+
+function byCount(entries: Iterable<[string, number]>): CodeCount[] {
+  return [...entries].map(([code, count]) => ({ code, count })).sort((a, b) => b.count - a.count || a.code.localeCompare(b.code));
+}
+
+function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no reply within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  promise.catch(() => {}); // a late failure after the deadline must not become an unhandled rejection
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}

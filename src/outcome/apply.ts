@@ -9,10 +9,11 @@ import { join } from 'node:path';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Batches, BatchState } from '../queue/batches.js';
+import { deadLetterFactsOfOutcome, deadLetterReport, eventsFileReport, type ErrorReport, type ReportContent } from '../queue/failure-report.js';
 import { SPOOL_KIND_OF, type SpoolKind } from '../queue/keys.js';
 import type { OutcomeMessage } from '../queue/payloads.js';
 import { originalName, type SpoolPaths } from '../spool/paths.js';
-import { failInto, listDir, moveInto, REPORT, type ErrorReport, type ReportBody } from './files.js';
+import { failInto, listDir, moveInto, REPORT } from './files.js';
 
 export interface InflightIndex {
   /** In-flight file names (in `.inflight/<kind>/`) of one content id. */
@@ -31,8 +32,8 @@ export interface OutcomeDeps {
 export interface Outcomes {
   apply(message: OutcomeMessage): Promise<void>;
   finishBatch(batchId: string): Promise<void>;
-  /** A file refused before it became a job: straight to failed/ with its reason. */
-  reject(kind: SpoolKind, path: string, fileName: string, report: ReportBody): Promise<void>;
+  /** A file refused (before it became a job, or by the API): to failed/ with its report. */
+  reject(kind: SpoolKind, path: string, fileName: string, report: ReportContent): Promise<void>;
   /** A file whose identical twin was already accepted: archived without being sent again. */
   archive(kind: SpoolKind, path: string, fileName: string): Promise<void>;
 }
@@ -47,7 +48,7 @@ export function createOutcomes(deps: OutcomeDeps): Outcomes {
   };
 
   const reject: Outcomes['reject'] = async (kind, path, fileName, report) => {
-    const target = await failInto(path, deps.paths.failed(kind), fileName, { ...report, file: fileName, kind, at: now().toISOString() });
+    const target = await failInto(path, deps.paths.failed(kind), fileName, { kind, at: now().toISOString(), content: report });
     if (target !== null) log.warn({ kind, file: fileName, to: target, code: report.code, reason: report.message }, 'file refused');
   };
 
@@ -62,7 +63,7 @@ export function createOutcomes(deps: OutcomeDeps): Outcomes {
     for (const name of names) {
       const path = join(deps.paths.inflight(kind), name);
       const fileName = name.slice(name.indexOf('~') + 1);
-      if (message.result === 'dead-lettered') await reject(kind, path, fileName, reportOf(message));
+      if (message.result === 'dead-lettered') await reject(kind, path, fileName, deadLetterReport(deadLetterFactsOfOutcome(message)));
       else await archive(kind, path, fileName);
       deps.inflight.forget(kind, name);
     }
@@ -94,7 +95,8 @@ export function createOutcomes(deps: OutcomeDeps): Outcomes {
       await reject('events', path, info.fileName, batchReport(state, 'API_REJECTED', `${state.deadLettered.length} of ${state.total} events were dead-lettered`));
     } else {
       if (info.rejects.length > 0) {
-        await failInto(path, deps.paths.failed('events'), info.fileName, { ...batchReport(state, 'EVENT_BAD_RECORD', `${info.rejects.length} invalid lines; the valid records were sent`), file: info.fileName, kind: 'events', at: now().toISOString() }).then(async (target) => {
+        const content = batchReport(state, 'EVENT_BAD_RECORD', `${info.rejects.length} invalid lines; the valid records were sent`);
+        await failInto(path, deps.paths.failed('events'), info.fileName, { kind: 'events', at: now().toISOString(), content }).then(async (target) => {
           // The lines report stays in failed/; the file itself was accepted and belongs in archive/.
           if (target !== null) await archive('events', target, info.fileName);
         });
@@ -113,7 +115,7 @@ export function createOutcomes(deps: OutcomeDeps): Outcomes {
       const origin = message.origin;
       if (origin.source !== 'spool') return;
       if ('batchId' in origin) {
-        const dead = message.result === 'dead-lettered' ? { line: origin.line, error: message.error ?? {} } : undefined;
+        const dead = message.result === 'dead-lettered' ? { line: origin.line, ...deadLetterFactsOfOutcome(message) } : undefined;
         if (await deps.batches.markDone(origin.batchId, message.jobId, dead)) await finishBatch(origin.batchId);
         return;
       }
@@ -122,33 +124,13 @@ export function createOutcomes(deps: OutcomeDeps): Outcomes {
   };
 }
 
-function reportOf(message: OutcomeMessage): ReportBody {
-  const error = message.error ?? {};
-  return {
-    code: String(error['code'] ?? 'API_REJECTED'),
-    message: String(error['apiMessage'] ?? error['message'] ?? 'dead-lettered'),
-    status: typeof error['status'] === 'number' ? error['status'] : null,
-    apiCode: typeof error['apiCode'] === 'string' ? error['apiCode'] : null,
-    apiMessage: typeof error['apiMessage'] === 'string' ? error['apiMessage'] : null,
-    params: error['params'] ?? null,
-    attempts: message.attempts,
-    firstFailureAt: message.firstFailureAt ?? null,
-    lastFailureAt: message.lastFailureAt ?? message.at,
-    jobId: message.jobId,
-    deliveryId: message.deliveryId,
-    hint: message.error?.['apiCode'] === 'DELIVERY_NOT_FOUND' ? 'the API does not know this delivery id: check the file name, or replay with `carrier-sync dlq retry` once the delivery exists' : undefined,
-  };
-}
-
-function batchReport(state: BatchState, code: string, message: string): ReportBody {
-  return {
-    code,
-    message,
+function batchReport(state: BatchState, code: string, message: string): ReportContent {
+  return eventsFileReport(code, message, {
     invalidLines: state.info.rejects,
-    deadLettered: state.deadLettered,
+    deadLettered: state.deadLettered.map((dead) => ({ line: dead.line, ...deadLetterReport(dead) })),
     duplicates: state.info.duplicates,
     accepted: state.total - state.deadLettered.length,
-  };
+  });
 }
 
 async function readReport(path: string): Promise<ErrorReport | null | undefined> {

@@ -7,16 +7,8 @@
  */
 import { copyFile, lstat, mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { errorReport, type ErrorReport, type ReportContent } from '../queue/failure-report.js';
 import { candidateName, originalName, parseInflightName } from '../spool/paths.js';
-
-/** Why a file is in failed/: our code and message first, then whatever helps the operator. */
-export interface ReportBody {
-  code: string;
-  message: string;
-  [more: string]: unknown;
-}
-
-export type ErrorReport = ReportBody & { file: string; kind: string; at: string };
 
 /** Moves `source` into `dir` under a free name; returns the target path, or null if `source` is gone. */
 export async function moveInto(source: string, dir: string, fileName: string): Promise<string | null> {
@@ -36,14 +28,14 @@ export async function moveInto(source: string, dir: string, fileName: string): P
  * a later file of that name must not overwrite it). A report names the claim of an in-flight
  * source, which lets the start-up sweep tell a report cut off by a crash from a finished one.
  */
-export async function failInto(source: string, dir: string, fileName: string, report: ErrorReport): Promise<string | null> {
+export async function failInto(source: string, dir: string, fileName: string, report: { kind: string; at: string; content: ReportContent }): Promise<string | null> {
   if (!(await exists(source))) return null;
   await mkdir(dir, { recursive: true });
-  const claim = parseInflightName(basename(source))?.claimId;
+  const claim = parseInflightName(basename(source))?.claimId ?? null;
   for (let n = 1; ; n += 1) {
     const target = join(dir, candidateName(fileName, n));
     if ((await exists(target)) || (await exists(`${target}${REPORT}`))) continue;
-    await writeErrorReport(`${target}${REPORT}`, { ...report, file: candidateName(fileName, n), ...(claim === undefined ? {} : { claim }) });
+    await writeErrorReport(`${target}${REPORT}`, errorReport({ file: candidateName(fileName, n), kind: report.kind, at: report.at, claim }, report.content));
     await renameAcross(source, target);
     return target;
   }
@@ -91,7 +83,7 @@ export async function sweepInterruptedMoves(dir: string, pending: Pending): Prom
   return stale;
 }
 
-/** The report's claim id; undefined when it has none; null when the report cannot be read. */
+/** The report's claim id; undefined when it has none (null in the report); null when the report cannot be read. */
 async function readClaim(path: string): Promise<string | null | undefined> {
   try {
     const report = JSON.parse(await readFile(path, 'utf8')) as { claim?: unknown };

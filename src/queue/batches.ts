@@ -6,6 +6,7 @@
  */
 import type { RedisConnection } from './redis.js';
 import type { Keys } from './keys.js';
+import type { DeadLetterFacts } from './failure-report.js';
 
 export interface BatchInfo {
   batchId: string;
@@ -21,7 +22,8 @@ export interface BatchState {
   info: BatchInfo;
   total: number;
   done: number;
-  deadLettered: Array<{ jobId: string; line: number; error: Record<string, unknown> }>;
+  /** The dead-lettered events of the file, with what their `.error.json` entry needs. */
+  deadLettered: Array<{ line: number } & DeadLetterFacts>;
 }
 
 // KEYS[1] jobs set, KEYS[2] done set, KEYS[3] batch hash. ARGV[1] job id, ARGV[2] dead-letter JSON or ''.
@@ -38,7 +40,7 @@ return 0
 export interface Batches {
   /** Records the batch's jobs and seals it; true when every job has already finished. */
   seal(info: BatchInfo, jobIds: readonly string[]): Promise<boolean>;
-  markDone(batchId: string, jobId: string, deadLetter?: { line: number; error: Record<string, unknown> }): Promise<boolean>;
+  markDone(batchId: string, jobId: string, deadLetter?: { line: number } & DeadLetterFacts): Promise<boolean>;
   read(batchId: string): Promise<BatchState | null>;
   drop(batchId: string): Promise<void>;
 }
@@ -54,7 +56,7 @@ export function createBatches(redis: RedisConnection, keys: Keys): Batches {
       return done >= total;
     },
     async markDone(batchId, jobId, deadLetter) {
-      const payload = deadLetter === undefined ? '' : JSON.stringify({ jobId, ...deadLetter });
+      const payload = deadLetter === undefined ? '' : JSON.stringify({ ...deadLetter, jobId });
       const result = await redis.eval(MARK_DONE, 3, keys.batchJobs(batchId), keys.batchDone(batchId), keys.batch(batchId), jobId, payload);
       return Number(result) === 1;
     },
@@ -64,11 +66,24 @@ export function createBatches(redis: RedisConnection, keys: Keys): Batches {
       const [total, done] = await Promise.all([redis.scard(keys.batchJobs(batchId)), redis.scard(keys.batchDone(batchId))]);
       const deadLettered = Object.entries(hash)
         .filter(([field]) => field.startsWith('dead:'))
-        .map(([, value]) => JSON.parse(value) as BatchState['deadLettered'][number]);
+        .map(([, value]) => deadLetterOf(JSON.parse(value) as Partial<BatchState['deadLettered'][number]> & { jobId: string; line: number }));
       return { info: JSON.parse(hash['info']) as BatchInfo, total, done, deadLettered };
     },
     async drop(batchId) {
       await redis.unlink(keys.batch(batchId), keys.batchJobs(batchId), keys.batchDone(batchId));
     },
+  };
+}
+
+/** Entries stored before the facts were kept (only `jobId`, `line`, `error`) read with nulls. */
+function deadLetterOf(stored: Partial<BatchState['deadLettered'][number]> & { jobId: string; line: number }): BatchState['deadLettered'][number] {
+  return {
+    line: stored.line,
+    jobId: stored.jobId,
+    error: stored.error ?? {},
+    attempts: stored.attempts ?? null,
+    firstFailureAt: stored.firstFailureAt ?? null,
+    lastFailureAt: stored.lastFailureAt ?? null,
+    deliveryId: stored.deliveryId ?? null,
   };
 }

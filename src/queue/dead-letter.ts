@@ -6,6 +6,7 @@
 import type { Job } from 'bullmq';
 import type { AttemptLog, AttemptRecord } from './attempts.js';
 import type { DedupMemory } from './dedup.js';
+import type { DeadLetterFacts } from './failure-report.js';
 import { ITEM_KINDS, type ItemKind } from './keys.js';
 import type { ItemJob } from './payloads.js';
 import type { QueueSet } from './queues.js';
@@ -57,6 +58,30 @@ async function describe(deps: DeadLetterDeps, kind: ItemKind, job: Job<ItemJob>)
     lastFailureAt: last?.at ?? (job.finishedOn === undefined ? null : new Date(job.finishedOn).toISOString()),
     history,
   };
+}
+
+/**
+ * A failed job's facts for its `.error.json`, read when its outcome never reached the spool owner
+ * (the in-flight reconcile): the last attempt's error from the attempt log, or, once that has
+ * expired, the code and message BullMQ kept as the failed reason.
+ */
+export async function readDeadLetterFacts(attempts: AttemptLog, job: Job<ItemJob>): Promise<DeadLetterFacts> {
+  const history = await attempts.read(String(job.id));
+  const last = history[history.length - 1];
+  return {
+    error: last === undefined ? errorOfFailedReason(job.failedReason) : { ...last },
+    attempts: job.attemptsMade,
+    firstFailureAt: history[0]?.at ?? null,
+    lastFailureAt: last?.at ?? (job.finishedOn === undefined ? null : new Date(job.finishedOn).toISOString()),
+    jobId: String(job.id),
+    deliveryId: job.data.deliveryId,
+  };
+}
+
+/** The processor fails a dead letter with `<CODE>: <message>`. */
+function errorOfFailedReason(reason: string | undefined): Record<string, unknown> {
+  const match = /^([A-Z][A-Z_]*): ([\s\S]*)$/.exec(reason ?? '');
+  return match === null ? { message: reason ?? 'dead-lettered' } : { code: match[1], message: match[2] };
 }
 
 /** Puts dead letters back to work; returns the ids found and retried. */

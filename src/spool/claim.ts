@@ -13,6 +13,7 @@ import type { SpoolConfig } from '../config/schema.js';
 import { SyncError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Batches } from '../queue/batches.js';
+import { refusalReport, type ReportContent } from '../queue/failure-report.js';
 import { enqueueDocument, enqueueEvents, type EnqueueDeps } from '../queue/enqueue.js';
 import type { SpoolKind } from '../queue/keys.js';
 import { collectingJobOf, type CteJob, type LabelJob } from '../queue/payloads.js';
@@ -25,7 +26,7 @@ import { claimStampOf, inflightName, newClaimId, type SpoolPaths } from './paths
 
 /** Where files go that do not become jobs; the outcome stage implements it. */
 export interface SpoolSink {
-  reject(kind: SpoolKind, path: string, fileName: string, report: { code: string; message: string; [more: string]: unknown }): Promise<void>;
+  reject(kind: SpoolKind, path: string, fileName: string, report: ReportContent): Promise<void>;
   archive(kind: SpoolKind, path: string, fileName: string): Promise<void>;
   finishBatch(batchId: string): Promise<void>;
 }
@@ -52,13 +53,13 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   if (stat === null) return 'changed';
   if (!stat.isFile()) {
     const what = stat.isSymbolicLink() ? 'a symbolic link' : stat.isDirectory() ? 'a directory' : stat.isFIFO() ? 'a FIFO' : 'not a regular file';
-    await deps.sink.reject(kind, path, fileName, { code: 'SPOOL_NOT_REGULAR_FILE', message: `${fileName} is ${what}; drop regular files only` });
+    await deps.sink.reject(kind, path, fileName, refused(kind, fileName, { code: 'SPOOL_NOT_REGULAR_FILE', message: `${fileName} is ${what}; drop regular files only` }));
     return 'refused';
   }
   if (stat.size !== seen.size || stat.mtimeMs !== seen.mtimeMs) return 'changed';
   const limit = limitOf(deps.spool, kind);
   if (stat.size > limit.bytes) {
-    await deps.sink.reject(kind, path, fileName, { code: limit.code, message: `${fileName} is ${stat.size} bytes; the limit is ${limit.bytes}` });
+    await deps.sink.reject(kind, path, fileName, refused(kind, fileName, { code: limit.code, message: `${fileName} is ${stat.size} bytes; the limit is ${limit.bytes}` }));
     return 'refused';
   }
   const bytes = await readFile(path);
@@ -68,7 +69,7 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   const claimId = newClaimId(bytes);
   const prepared = await prepare(deps, kind, fileName, bytes, claimId, stat.mtimeMs);
   if ('error' in prepared) {
-    await deps.sink.reject(kind, path, fileName, { code: prepared.error.code, message: prepared.error.message });
+    await deps.sink.reject(kind, path, fileName, refused(kind, fileName, prepared.error));
     return 'refused';
   }
   const name = inflightName(claimId, fileName);
@@ -96,11 +97,17 @@ export async function resumeInflight(deps: ClaimDeps, kind: SpoolKind, name: str
   const { mtimeMs } = await lstat(path);
   const prepared = await prepare(deps, kind, fileName, bytes, claimId, mtimeMs);
   if ('error' in prepared) {
-    await deps.sink.reject(kind, path, fileName, { code: prepared.error.code, message: prepared.error.message });
+    await deps.sink.reject(kind, path, fileName, refused(kind, fileName, prepared.error));
     return 'refused';
   }
   deps.track(kind, name);
   return queue(deps, kind, name, fileName, prepared);
+}
+
+/** A local refusal's report; it names the delivery when the file name carries one (labels, CT-e). */
+function refused(kind: SpoolKind, fileName: string, error: { code: string; message: string }): ReportContent {
+  const name = kind === 'events' ? null : parseSpoolName(kind, fileName);
+  return refusalReport(error, name?.ok === true ? name.value.deliveryId : null);
 }
 
 export type Prepared = { document: LabelJob | CteJob } | { events: ReturnType<typeof parseEventsFile> & { batchId: string } } | { error: SyncError };

@@ -8,7 +8,10 @@
  *    a sealed batch whose jobs all finished → finished.
  */
 import type { Logger } from '../log.js';
+import { createAttemptLog } from '../queue/attempts.js';
+import { readDeadLetterFacts } from '../queue/dead-letter.js';
 import { documentJobId } from '../queue/enqueue.js';
+import { deadLetterReport, type DeadLetterFacts } from '../queue/failure-report.js';
 import type { SpoolKind } from '../queue/keys.js';
 import { resumeInflight, type ClaimDeps } from './claim.js';
 import type { InflightIndex } from './inflight-index.js';
@@ -20,6 +23,7 @@ import { parseSpoolName } from '../validate/spool-name.js';
 export async function reconcileInflight(deps: ClaimDeps, index: InflightIndex, logger: Logger, settledBefore = Number.POSITIVE_INFINITY): Promise<{ resumed: number; settled: number }> {
   let resumed = 0;
   let settled = 0;
+  const attempts = createAttemptLog(deps.enqueue.redis, deps.enqueue.keys);
   for (const kind of ['labels', 'cte'] as const) {
     const queue = deps.enqueue.queues.items[kind === 'labels' ? 'label' : 'cte'];
     for (const name of index.olderThan(kind, settledBefore)) {
@@ -36,8 +40,14 @@ export async function reconcileInflight(deps: ClaimDeps, index: InflightIndex, l
         index.forget(kind, name);
         settled += 1;
       } else if (state === 'failed') {
+        // The outcome that carried this dead letter's report was lost: the same report is built
+        // from the failed job and its attempt log.
         const job = await queue.getJob(jobId);
-        await deps.sink.reject(kind, join(deps.paths.inflight(kind), name), parsed.fileName, { code: 'API_REJECTED', message: job?.failedReason ?? 'dead-lettered', jobId });
+        const facts: DeadLetterFacts =
+          job === undefined
+            ? { error: { code: 'API_REJECTED', message: 'dead-lettered (its job was purged before the file was moved)' }, attempts: null, firstFailureAt: null, lastFailureAt: null, jobId, deliveryId: spoolName.value.deliveryId }
+            : await readDeadLetterFacts(attempts, job);
+        await deps.sink.reject(kind, join(deps.paths.inflight(kind), name), parsed.fileName, deadLetterReport(facts));
         index.forget(kind, name);
         settled += 1;
       }

@@ -1,4 +1,4 @@
-import { parse } from 'csv-parse/sync';
+import { CsvError, parse, type InfoRecord } from 'csv-parse/sync';
 import type { SyncError} from '../errors.js';
 import { type ErrorCode } from '../errors.js';
 import { checkEventRecord, type CollectingEventRecord } from './event-record.js';
@@ -59,9 +59,8 @@ function readNdjson(lines: string[], result: EventsFileResult): void {
 }
 
 function readCsv(lines: string[], result: EventsFileResult): void {
-  const rows = csvRows(lines, result);
-  const header = rows.shift();
-  if (header === undefined) return;
+  const { header, rows } = csvTable(lines, result);
+  if (header === null) return;
   const names = header.fields.map((name) => name.trim().toLowerCase());
   const idColumn = names.indexOf('delivery_id');
   const atColumn = names.indexOf('event_at');
@@ -73,7 +72,16 @@ function readCsv(lines: string[], result: EventsFileResult): void {
     return;
   }
   for (const row of rows) {
+    // A row of empty fields (",,", a spreadsheet's padding) holds nothing to lose, whatever its width.
     if (row.fields.every((field) => field === '')) continue;
+    // A row wider or narrower than its header most often held an unquoted comma or comes from shifted
+    // columns: its delivery_id and event_at columns cannot be trusted, so the row is not sent.
+    if (!row.fitsHeader) {
+      const count = `${row.fields.length} field${row.fields.length === 1 ? '' : 's'}`;
+      const hint = row.fields.length > names.length ? 'quote a value that holds a comma' : 'give every row one field per header column';
+      result.rejects.push(reject(row.line, 'EVENT_BAD_RECORD', `${count}, the header has ${names.length}; ${hint}`));
+      continue;
+    }
     take({ delivery_id: row.fields[idColumn], event_at: row.fields[atColumn] }, row.line, result);
   }
 }
@@ -81,36 +89,66 @@ function readCsv(lines: string[], result: EventsFileResult): void {
 interface CsvRow {
   line: number;
   fields: string[];
+  /** csv-parse found as many fields as the header has columns. */
+  fitsHeader: boolean;
+}
+interface CsvTable {
+  header: CsvRow | null;
+  rows: CsvRow[];
 }
 
 /** The whole file in one pass; if it is malformed (an unclosed quote…), each physical line on its own. */
-function csvRows(lines: string[], result: EventsFileResult): CsvRow[] {
+function csvTable(lines: string[], result: EventsFileResult): CsvTable {
   try {
-    return parseCsv(lines.join('\n'), 1);
+    const table: CsvTable = { header: null, rows: [] };
+    table.rows = parseCsv(lines.join('\n'), 1, table);
+    return table;
   } catch {
-    const rows: CsvRow[] = [];
+    const table: CsvTable = { header: null, rows: [] };
     lines.forEach((line, index) => {
       try {
-        rows.push(...parseCsv(line, index + 1));
+        table.rows.push(...parseCsv(line, index + 1, table));
       } catch (error) {
         const reason = error instanceof Error ? error.message.replace(/ at line \d+/, '') : String(error);
         result.rejects.push(reject(index + 1, 'EVENT_BAD_RECORD', `malformed CSV (${reason}); quote fields that hold commas or quotes`));
       }
     });
-    return rows;
+    return table;
   }
 }
 
-function parseCsv(text: string, firstLine: number): CsvRow[] {
-  const parsed = parse(text, { bom: true, info: true, relax_column_count: true, skip_empty_lines: true, trim: true }) as unknown as Array<{
-    record: string[];
-    info: { lines: number };
-  }>;
-  // info.lines is the line a record ends on; a quoted field may span lines.
-  return parsed.map(({ record, info }) => ({
-    fields: record,
-    line: firstLine - 1 + info.lines - record.reduce((n, field) => n + (field.match(/\n/g)?.length ?? 0), 0),
-  }));
+/**
+ * Parses `text` (starting at line `firstLine` of the file) into rows. The first row of the file is
+ * the header: csv-parse takes it through `columns` and then flags, through the record's info, every
+ * row whose field count differs from the header's (kept thanks to relax_column_count, so the row can
+ * be reported). Columns are named by position, so field order and repeated header names stay ours
+ * to read. Per-line parsing hands the header found on an earlier line to csv-parse the same way.
+ */
+function parseCsv(text: string, firstLine: number, table: CsvTable): CsvRow[] {
+  const byPosition = (fields: string[]): string[] => fields.map((_, index) => String(index));
+  const columns =
+    table.header === null
+      ? (fields: string[]): string[] => {
+          table.header = { line: firstLine + (text.match(/^(?:[ \t]*\n)*/)?.[0].match(/\n/g)?.length ?? 0), fields, fitsHeader: true };
+          return byPosition(fields);
+        }
+      : byPosition(table.header.fields);
+  // With `info`, each record comes as { record, info }; `info.error` is set only on a misfit row.
+  const parsed = parse<{ record: Record<string, string>; info: Omit<InfoRecord, 'error'> & { error?: CsvError } }>(text, {
+    bom: true,
+    columns,
+    info: true,
+    relax_column_count: true,
+    skip_empty_lines: true,
+    trim: true,
+  });
+  const width = table.header?.fields.length ?? 0;
+  return parsed.map(({ record, info }) => {
+    const misfit = info.error instanceof CsvError && info.error.code === 'CSV_RECORD_INCONSISTENT_COLUMNS' ? (info.error['record'] as string[]) : undefined;
+    const fields = misfit ?? Array.from({ length: width }, (_, index) => record[String(index)] ?? '');
+    // info.lines is the line a record ends on; a quoted field may span lines.
+    return { fields, fitsHeader: misfit === undefined, line: firstLine - 1 + info.lines - fields.reduce((n, field) => n + (field.match(/\n/g)?.length ?? 0), 0) };
+  });
 }
 
 function take(raw: unknown, line: number, result: EventsFileResult): void {

@@ -36,6 +36,21 @@ describe('backfill', () => {
     expect(report.queues.label.waiting).toBe(3);
   });
 
+  it('queues the fitting rows of an events CSV and lists a row with more or fewer fields than its header as invalid', async () => {
+    const dir = join(t.dir, 'old-events');
+    await mkdir(dir);
+    const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+    await writeFile(join(dir, 'events.csv'), `event_at,delivery_id,driver_name\n2026-11-22T04:46:26.500Z,${a},Ana\n2026-11-22T04:47:26.500Z,${b},Ana,unexpected\n2026-11-22T04:48:26.500Z,${c}\n`);
+    const result = await runCli(t.args('backfill', dir, '--kind', 'events'), { env: t.env, timeoutMs: 30_000 });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/backfill events: 1 queued, 0 duplicates, 2 invalid/);
+    expect(result.stdout).toContain('INVALID events.csv:3: EVENT_BAD_RECORD: 4 fields, the header has 3');
+    expect(result.stdout).toContain('INVALID events.csv:4: EVENT_BAD_RECORD: 2 fields, the header has 3');
+    const status = await runCli(t.args('status', '--json'), { env: t.env, timeoutMs: 15_000 });
+    const report = JSON.parse(status.stdout) as { queues: { collecting: { waiting: number; delayed: number } } };
+    expect(report.queues.collecting.waiting + report.queues.collecting.delayed).toBe(1);
+  });
+
   it('refuses an unknown kind with exit 2 and one line', async () => {
     const result = await runCli(t.args('backfill', t.dir, '--kind', 'photos'), { env: t.env, timeoutMs: 15_000 });
     expect(result.code).toBe(2);

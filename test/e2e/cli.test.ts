@@ -77,7 +77,7 @@ describe('usage and configuration errors exit 2 with one line naming the problem
 
 describe('validate', () => {
   const ok = [join(FIXTURES, 'labels/ok-minimal-4x6.pdf'), join(FIXTURES, 'cte/cte-valid-cteproc.xml'), join(FIXTURES, 'events/events-mixed-offsets.ndjson')];
-  const bad = [join(FIXTURES, 'labels/bad-no-eof.pdf'), join(FIXTURES, 'cte/cte-missing-dest.xml'), join(FIXTURES, 'events/events-bad-lines.jsonl')];
+  const bad = [join(FIXTURES, 'labels/bad-no-eof.pdf'), join(FIXTURES, 'cte/cte-missing-dest.xml'), join(FIXTURES, 'events/events-bad-lines.jsonl'), join(FIXTURES, 'events/events-field-count-mismatch.csv')];
 
   it('prints a valid verdict per good file and exits 0', async () => {
     const result = await run(['validate', ...ok]);
@@ -94,6 +94,8 @@ describe('validate', () => {
     expect(result.stdout).toContain('LABEL_TRUNCATED');
     expect(result.stdout).toContain('CTE_FIELD_MISSING');
     expect(result.stdout).toMatch(/line 2: EVENT_BAD_TIME/);
+    expect(result.stdout).toMatch(/line 3: EVENT_BAD_RECORD: 4 fields, the header has 3/);
+    expect(result.stdout).toMatch(/line 7: EVENT_BAD_RECORD: 2 fields, the header has 3/);
   });
 });
 

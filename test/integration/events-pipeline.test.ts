@@ -101,6 +101,65 @@ describe('collecting events', () => {
     ]);
   });
 
+  it('a 36-file drop of NDJSON, JSONL and CSV: every file with an invalid line gets its report, and no event of a misfit CSV row reaches the API (issue 13)', async () => {
+    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true } });
+    const t = running;
+    const valid = new Set<string>();
+    const poisoned = new Set<string>();
+    const expectedReports = new Map<string, Array<[number, string]>>();
+    const fresh = (into: Set<string>): string => {
+      const id = randomUUID();
+      into.add(id);
+      return id;
+    };
+    const at = (n: number): string => `2026-11-22T04:${String(n % 60).padStart(2, '0')}:26.500Z`;
+    const names: string[] = [];
+    for (let i = 0; i < 36; i += 1) {
+      const format = (['ndjson', 'jsonl', 'csv'] as const)[i % 3]!;
+      const hasBadLines = i % 2 === 0;
+      const name = `drop-${String(i).padStart(2, '0')}.${format}`;
+      names.push(name);
+      let text: string;
+      if (format === 'csv') {
+        // Header variants: extra named column, any order; CRLF and a BOM on some files.
+        const eol = i % 4 === 0 ? '\r\n' : '\n';
+        const rows = [i % 4 < 2 ? 'event_at,delivery_id' : 'driver_name,delivery_id,event_at'];
+        const row = (id: string, n: number): string => (i % 4 < 2 ? `${at(n)},${id}` : `"Silva, J.",${id},${at(n)}`);
+        rows.push(row(fresh(valid), i));
+        if (hasBadLines) {
+          rows.push(`${row(fresh(poisoned), i + 1)},unexpected`); // one field too many: the issue's row
+          rows.push(i % 4 < 2 ? at(i + 2) : `Silva, J.,${fresh(poisoned)},${at(i + 2)}`); // too few / an unquoted comma
+          expectedReports.set(name, [[3, 'EVENT_BAD_RECORD'], [4, 'EVENT_BAD_RECORD']]);
+        }
+        rows.push(row(fresh(valid), i + 3), row(fresh(valid), i + 4));
+        text = `${i % 6 === 0 ? '\uFEFF' : ''}${rows.join(eol)}${eol}`;
+      } else {
+        const lines = [JSON.stringify({ delivery_id: fresh(valid), event_at: at(i), driver_name: 'Ana' })];
+        if (hasBadLines) {
+          lines.push(JSON.stringify({ delivery_id: fresh(poisoned), event_at: '2026-11-22T04:46:26' }), JSON.stringify([fresh(poisoned), at(i)]));
+          expectedReports.set(name, [[2, 'EVENT_BAD_TIME'], [3, 'EVENT_BAD_RECORD']]);
+        }
+        lines.push(JSON.stringify({ delivery_id: fresh(valid), event_at: at(i + 3) }), JSON.stringify({ event_at: at(i + 4), delivery_id: fresh(valid) }));
+        text = `${lines.join('\n')}\n`;
+      }
+      await writeFile(join(t.spool, 'events', name), text);
+    }
+    const archived = async (): Promise<string[]> => (await readdir(join(t.spool, 'archive', 'events'), { recursive: true })).map(String).filter((f) => f.includes('.'));
+    await waitFor(async () => (await archived()).length === 36, { what: 'all 36 files archived', timeoutMs: 60_000 });
+    const failed = (await readdir(join(t.spool, 'failed', 'events'))).sort();
+    expect(failed).toEqual([...expectedReports.keys()].map((name) => `${name}.error.json`).sort());
+    for (const [name, lines] of expectedReports) {
+      const report = JSON.parse(await readFile(join(t.spool, 'failed', 'events', `${name}.error.json`), 'utf8')) as { code: string; invalidLines: Array<{ line: number; code: string; message: string }> };
+      expect(report.code, name).toBe('EVENT_BAD_RECORD');
+      expect(report.invalidLines.map((l) => [l.line, l.code]), name).toEqual(lines);
+      if (name.endsWith('.csv')) expect(report.invalidLines[0]!.message, name).toMatch(/^\d fields, the header has \d;/);
+    }
+    expect(new Set(accepted(t).map((r) => r.deliveryId))).toEqual(valid);
+    expect(accepted(t)).toHaveLength(valid.size);
+    expect(t.sandbox.requests().filter((r) => r.deliveryId !== undefined && poisoned.has(r.deliveryId))).toEqual([]);
+    expect((await archived()).map((f) => f.split('/').at(-1)).sort()).toEqual([...names].sort());
+  });
+
   it('holds an event whose event_at lies in the future until it falls due', async () => {
     running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true } });
     const t = running;

@@ -12,6 +12,7 @@ import { silentLogger } from '../../src/log.js';
 import { createOutcomes } from '../../src/outcome/apply.js';
 import { failInto, sweepInterruptedMoves } from '../../src/outcome/files.js';
 import type { Batches } from '../../src/queue/batches.js';
+import { refusalReport } from '../../src/queue/failure-report.js';
 import { originalName, spoolPaths } from '../../src/spool/paths.js';
 
 let root: string;
@@ -23,7 +24,7 @@ afterEach(async () => {
 });
 
 const CLAIM = '0123456789abcdef-01234567';
-const report = { code: 'CTE_NOT_XML', message: 'not XML', file: 'x.xml', kind: 'cte', at: '2026-11-23T00:00:00.000Z' };
+const report = { kind: 'cte', at: '2026-11-23T00:00:00.000Z', content: refusalReport({ code: 'CTE_NOT_XML', message: 'not XML' }) };
 const readJson = async (path: string): Promise<Record<string, unknown>> => JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
 
 describe('failInto', () => {

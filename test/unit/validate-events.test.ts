@@ -152,7 +152,46 @@ describe('parseEventsFile', () => {
 
   it('reports a CSV row that lacks a column', () => {
     const { rejects } = parseEventsFile('delivery_id,event_at\ndlv-1\n', 'csv', LINE);
-    expect(rejects).toEqual([{ line: 2, code: 'EVENT_BAD_RECORD', message: expect.stringMatching(/event_at is missing/) }]);
+    expect(rejects).toEqual([{ line: 2, code: 'EVENT_BAD_RECORD', message: expect.stringMatching(/^1 field, the header has 2;/) }]);
+  });
+
+  it('refuses a CSV row with one field more than its header, though its first columns would read as a valid event (issue 13)', () => {
+    const text = 'event_at,delivery_id\n2026-11-22T04:46:26.500Z,1bc3d76e-65b5-482e-a632-c8c9e1a6d22d,unexpected\n';
+    const { records, rejects } = parseEventsFile(text, 'csv', LINE);
+    expect(records).toEqual([]);
+    expect(rejects).toEqual([{ line: 2, code: 'EVENT_BAD_RECORD', message: '3 fields, the header has 2; quote a value that holds a comma' }]);
+  });
+
+  it('reports rows wider or narrower than the header by line and keeps the others (BOM, CRLF, quoted commas, a multi-line field, an extra named column)', () => {
+    const { records, rejects } = parseEventsFile(fixture('events-field-count-mismatch.csv'), 'csv', LINE);
+    expect(records.map((r) => [r.line, r.deliveryId, r.instantKey])).toEqual([
+      [2, 'dlv-30', '2026-03-01T12:00:00Z'],
+      [5, 'dlv-32', '2026-03-01T12:02:00Z'],
+      [9, 'dlv-34', '2026-03-01T12:04:00Z'],
+    ]);
+    expect(rejects).toEqual([
+      { line: 3, code: 'EVENT_BAD_RECORD', message: expect.stringMatching(/^4 fields, the header has 3;/) },
+      { line: 4, code: 'EVENT_BAD_RECORD', message: expect.stringMatching(/^4 fields, the header has 3;/) },
+      { line: 7, code: 'EVENT_BAD_RECORD', message: expect.stringMatching(/^2 fields, the header has 3;/) },
+    ]);
+  });
+
+  it('ignores columns the header names beyond delivery_id and event_at, in any order', () => {
+    const text = 'driver_name,delivery_id,vehicle,event_at\nAna,dlv-40,ABC1D23,2026-03-01T12:00:00Z\n';
+    const { records, rejects } = parseEventsFile(text, 'csv', LINE);
+    expect(rejects).toEqual([]);
+    expect(records.map((r) => [r.line, r.deliveryId, r.eventAt])).toEqual([[2, 'dlv-40', '2026-03-01T12:00:00Z']]);
+  });
+
+  it('counts a row against the header also when an unclosed quote makes the file be read line by line', () => {
+    const text = 'delivery_id,event_at\ndlv-50,2026-03-01T12:00:00Z,extra\n"dlv-51,2026-03-01T12:01:00Z\ndlv-52,2026-03-01T12:02:00Z\ndlv-53\n';
+    const { records, rejects } = parseEventsFile(text, 'csv', LINE);
+    expect(records.map((r) => [r.line, r.deliveryId])).toEqual([[4, 'dlv-52']]);
+    expect(rejects.map((r) => [r.line, r.message.slice(0, 28)])).toEqual([
+      [2, '3 fields, the header has 2; '],
+      [3, 'malformed CSV (Quote Not Clo'],
+      [5, '1 field, the header has 2; g'],
+    ]);
   });
 
   it('handles thousands of lines in one pass', () => {

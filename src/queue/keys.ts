@@ -49,6 +49,10 @@ export interface Keys {
   readonly stats: string;
   /** Last applied webhook registration (JSON). */
   readonly webhookApplied: string;
+  /** The lease on one spool: who watches it and moves its files (JSON of the holder, with a TTL). */
+  spoolLease(spoolId: string): string;
+  /** The ids of the spools whose lease was ever taken (a set), for `status`. */
+  readonly spools: string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -68,6 +72,8 @@ export function createKeys(prefix: string): Keys {
     batchDone: (batchId) => k('batch', batchId, 'done'),
     stats: k('stats'),
     webhookApplied: k('webhook-applied'),
+    spoolLease: (spoolId) => k('spool-lease', spoolId),
+    spools: k('spools'),
   };
 }
 

@@ -9,7 +9,7 @@ import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import { ITEM_KINDS } from '../queue/keys.js';
 import { createMetrics } from '../ops/metrics.js';
-import { createReadiness } from '../ops/readiness.js';
+import { createReadiness, type SpoolReadiness } from '../ops/readiness.js';
 import type { OpsServer } from '../ops/server.js';
 import { resolveApiTarget } from './api-target.js';
 import { openContext, warnAboutRedisDurability } from './context.js';
@@ -42,6 +42,8 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
     const metrics = createMetrics();
     metrics.attach({ stats: ctx.stats, queues: ctx.queues.items, isAuthPaused: async () => (await ctx.authGate.failure()) !== null });
     let isDraining = false;
+    /** Who holds the spool (watcher role only), for /readyz. */
+    let spoolLease: (() => Promise<SpoolReadiness>) | null = null;
     if (roles.includes('http')) {
       // Imported here: a process without the http role never loads fastify and bull-board.
       const { startOpsServer } = await import('../ops/server.js');
@@ -54,7 +56,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
         metrics,
         queues: ctx.queues.items,
         enqueueDeps: ctx.enqueueDeps,
-        readiness: createReadiness({ redis: ctx.redis, authGate: ctx.authGate, isDraining: () => isDraining }),
+        readiness: createReadiness({ redis: ctx.redis, authGate: ctx.authGate, isDraining: () => isDraining, spool: () => spoolLease?.() ?? Promise.resolve(null) }),
         logger: logger.child({ mod: 'ops' }),
       });
       const server = ops;
@@ -70,6 +72,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
     if (roles.includes('watcher')) {
       const watcher = await startWatcherRole(ctx);
       rescan = () => watcher.rescan();
+      spoolLease = () => watcher.lease();
       stopIntake.push(() => watcher.close());
     }
     const needsApi = roles.includes('worker') || roles.includes('scheduler');

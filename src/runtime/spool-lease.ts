@@ -178,7 +178,7 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
     if (held.startError !== undefined && !held.isFirst) {
       logger.error({ ...about, err: held.startError }, 'starting the spool work failed: giving the lease up');
       await lose(held, 'the spool work failed to start');
-      await lease.release(self.id).catch(() => undefined);
+      await withDeadline(lease.release(self.id), leaseMs, 'no reply').catch(() => undefined);
       return leaseMs;
     }
     const startedAt = now();
@@ -215,7 +215,7 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
       first.isEnded = true;
       wakeLoop();
       await running;
-      await lease.release(self.id).catch(() => undefined);
+      await withDeadline(lease.release(self.id), leaseMs, 'no reply').catch(() => undefined);
       throw first.startError;
     }
   }
@@ -252,7 +252,8 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
         if (held !== null && !held.isEnded) {
           held.isEnded = true;
           term = null;
-          const isReleased = await lease.release(self.id).catch(() => false);
+          // Bounded: with Redis away the lease simply expires.
+          const isReleased = await withDeadline(lease.release(self.id), leaseMs, 'no reply').catch(() => false);
           logger.info({ ...about, isReleased }, isReleased ? 'gave the spool lease up: a standby takes over' : 'the spool lease was no longer ours to give up');
         }
       })();

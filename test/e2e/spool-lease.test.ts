@@ -4,11 +4,14 @@
  * within 10 s (measured with the default lease), and what was in flight ends once, nowhere twice.
  */
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makePdf } from '../support/builders.js';
 import { createE2eEnv, dropFile, listFiles, type E2eEnv } from '../support/e2e-env.js';
 import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type DaemonProcess, type LogLine } from '../support/process.js';
+import { testRedisUrl } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
 let env: E2eEnv | undefined;
@@ -129,5 +132,36 @@ describe('three daemons on one spool', () => {
     // Not left to expire: renewed every 5/3 s, an unreleased lease would live on at least 3.3 s past
     // the exit; a standby tries every second.
     expect((taken.time ?? Number.NaN) - exitedAt).toBeLessThan(3000);
+  });
+
+  it('a holder whose lease is taken from it stops claiming files until it holds the lease again', async () => {
+    env = await createE2eEnv({ sandbox: { autoCreateDeliveries: true } });
+    const e = env;
+    const daemon = spawnDaemon(e.env, { args: e.args('start', '--roles', 'watcher,worker') });
+    await waitUntilStarted(daemon);
+    const spoolId = (await readFile(join(e.spool, '.spool-id'), 'utf8')).trim();
+    const key = `${e.prefix}:spool-lease:${spoolId}`;
+    const redis = new Redis(testRedisUrl());
+    try {
+      expect(JSON.parse((await redis.get(key)) ?? '{}')).toMatchObject({ pid: daemon.child.pid });
+      // Another process's lease, as if this one had been cut off from Redis long enough to lose it.
+      await redis.set(key, JSON.stringify({ id: 'someone-else', host: 'elsewhere', pid: 1, since: new Date().toISOString() }), 'PX', 60_000);
+      const lost = await daemon.waitForLog((line) => line.msg === 'lost the spool lease: stopped moving files; standing by', { timeoutMs: 5000, what: 'the loss noticed' });
+      expect(lost['reason']).toBe('the lease expired or another process took it');
+      const name = `${randomUUID()}.pdf`;
+      await dropFile(join(e.spool, 'labels'), name, await makePdf(name));
+      // Bounded negative check: a holder claims a file within a few hundred ms (writeStableMs 100).
+      const until = Date.now() + 2000;
+      while (Date.now() < until) {
+        expect(await listFiles(join(e.spool, 'labels'))).toEqual([name]);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(daemon.logs().filter((line) => line.msg === 'file queued')).toEqual([]);
+      await redis.del(key);
+      await waitFor(async () => (await filesIn(join(e.spool, 'archive', 'labels'))).includes(name), { what: 'the file archived once the lease is back', timeoutMs: 15_000 });
+      expect(daemon.logs().filter((line) => line.msg === HOLDING)).toHaveLength(2);
+    } finally {
+      redis.disconnect();
+    }
   });
 });

@@ -58,6 +58,9 @@ export interface SpoolLease<S extends HeldSession> {
   close(): Promise<void>;
 }
 
+/** The line a standby logs when it starts standing by, and again when the holder changes. */
+export const STANDING_BY = 'standing by: another process holds the spool lease (it watches the spool and moves its files)';
+
 interface Term<S> {
   validUntil: number;
   since: string;
@@ -115,7 +118,7 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
     if (!result.isAcquired) {
       const holderId = result.holder?.id ?? null;
       if (holderId !== standbyHolderId) {
-        logger.info({ ...about, holder: publicHolder(result.holder) }, 'standing by: another process holds the spool lease (it watches the spool and moves its files)');
+        logger.info({ ...about, holder: publicHolder(result.holder) }, STANDING_BY);
         standbyHolderId = holderId;
       }
       return;
@@ -219,7 +222,6 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
       throw first.startError;
     }
   }
-  if (term === null) logger.info({ ...about }, 'this process stands by for the spool');
 
   let closing: Promise<void> | undefined;
   return {

@@ -50,7 +50,7 @@ describe('three daemons on one spool', () => {
     expect(holders, daemons.map((d) => d.tail(5)).join('\n---\n')).toHaveLength(1);
     const holder = holders[0]!;
     const standbys = daemons.filter((d) => d !== holder);
-    for (const standby of standbys) expect(standby.logs().map((line) => line.msg)).toContain('this process stands by for the spool');
+    for (const standby of standbys) expect(standby.logs().map((line) => line.msg)).toContain('standing by: another process holds the spool lease (it watches the spool and moves its files)');
 
     // Who holds the spool: /readyz of each (a standby is ready too) and `status`.
     for (const daemon of daemons) {
@@ -123,7 +123,7 @@ describe('three daemons on one spool', () => {
     await waitUntilStarted(first);
     const second = spawnDaemon(e.env, { args: e.args('start', '--roles', 'watcher') });
     await waitUntilStarted(second);
-    expect(second.logs().map((line) => line.msg)).toContain('this process stands by for the spool');
+    expect(second.logs().map((line) => line.msg)).toContain('standing by: another process holds the spool lease (it watches the spool and moves its files)');
     first.kill('SIGTERM');
     expect(await first.exited).toEqual({ code: 0, signal: null });
     const exitedAt = Date.now();

@@ -185,7 +185,7 @@ describe('the keeper', () => {
     expect(first.sessions).toHaveLength(1);
     for (const standby of keepers.filter((k) => k !== first)) {
       expect(standby.sessions).toEqual([]);
-      expect(standby.logs.map((l) => l.msg)).toContain('this process stands by for the spool');
+      expect(standby.logs.map((l) => l.msg)).toContain('standing by: another process holds the spool lease (it watches the spool and moves its files)');
       expect((await standby.held.state()).role).toBe('standby');
     }
     const state = await first.held.state();

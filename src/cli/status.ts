@@ -1,12 +1,13 @@
 import type { Command } from 'commander';
 import { ITEM_KINDS } from '../queue/keys.js';
+import { createLease } from '../queue/lease.js';
 import { rateLimiterFor } from '../queue/limiter.js';
 import { print, withContext } from './shared.js';
 
 export function registerStatus(program: Command): void {
   program
     .command('status')
-    .description('per queue: waiting, delayed, active, completed, failed, dead-lettered; paused state; rate limiter; schedulers')
+    .description('per queue: waiting, delayed, active, completed, failed, dead-lettered; paused state; rate limiter; who holds each spool; schedulers')
     .option('--json', 'print JSON')
     .action(async (options: { json?: boolean }, command: Command) => {
       const report = await withContext(command, async (ctx) => {
@@ -35,6 +36,12 @@ export function registerStatus(program: Command): void {
           carrierKey === null
             ? null
             : rateLimiterFor(ctx, carrierKey);
+        const spools = await Promise.all(
+          (await ctx.redis.smembers(ctx.keys.spools)).sort().map(async (id) => {
+            const holder = await createLease(ctx.redis, ctx.keys.spoolLease(id)).read();
+            return { id, holder: holder === null ? null : { host: holder.host, pid: holder.pid, since: holder.since, leaseLeftMs: holder.ttlMs } };
+          }),
+        );
         const schedulers = (await ctx.queues.housekeeping.getJobSchedulers(0, -1, true)).map((s) => ({ id: s.key, pattern: s.pattern ?? null, tz: s.tz ?? null, next: s.next === undefined ? null : new Date(s.next).toISOString() }));
         return {
           prefix: ctx.config.prefix,
@@ -46,6 +53,7 @@ export function registerStatus(program: Command): void {
             pausedForMs: limiter === null ? null : await limiter.pausedForMs(),
             note: limiter === null ? 'window figures need CARRIER_SYNC_CARRIER_KEY (the limiter is kept per key)' : undefined,
           },
+          spools,
           schedulers,
         };
       });
@@ -61,6 +69,10 @@ export function registerStatus(program: Command): void {
       if (report.authFailure !== null) print(`\n!! queues paused: the API refused the key (401) at ${report.authFailure.at}: ${report.authFailure.message}\n   fix the key, then run \`carrier-sync resume\` (a probe also retries with backoff)`);
       const rl = report.rateLimiter;
       print(`\nrate limiter: ${rl.inWindow ?? '?'} of ${rl.ratePerMinute} per minute in the window${rl.pausedForMs ? `, paused ${rl.pausedForMs} ms by a 429` : ''}`);
+      for (const spool of report.spools) {
+        const { holder } = spool;
+        print(`\nspool ${spool.id}: ${holder === null ? 'no process holds it (no watcher running, or one is taking over)' : `held by pid ${holder.pid} on ${holder.host} since ${holder.since} (lease ${(holder.leaseLeftMs / 1000).toFixed(1)} s left)`}`);
+      }
       if (report.schedulers.length > 0) {
         print('\nschedulers:');
         for (const s of report.schedulers) print(`  ${s.id.padEnd(18)} ${String(s.pattern).padEnd(16)} ${String(s.tz).padEnd(6)} next ${s.next ?? '-'}`);

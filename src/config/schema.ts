@@ -34,6 +34,7 @@ export const configSchema = z
         usePolling: z.boolean(),
         pollIntervalMs: positiveInt,
         rescanIntervalMs: positiveInt,
+        leaseMs: z.number().int().min(1000),
         maxLabelBytes: positiveInt,
         maxCteBytes: positiveInt,
         maxEventsFileBytes: positiveInt,

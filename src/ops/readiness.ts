@@ -9,12 +9,25 @@ import type { AuthGate } from '../queue/auth-gate.js';
 export interface ReadinessState {
   isReady: boolean;
   reason?: string;
+  /** Who holds the spool's lease, and this process's part (processes with the watcher role). */
+  spool?: SpoolReadiness;
+}
+
+/** A watcher's view of its spool's lease. A standby is ready: it takes over when the holder goes. */
+export interface SpoolReadiness {
+  spoolId: string;
+  role: 'holder' | 'standby' | 'stopped';
+  /** This process. */
+  self: { host: string; pid: number };
+  holder: { host: string; pid: number; since: string; ttlMs: number; isSelf: boolean } | null;
 }
 
 export interface ReadinessDeps {
   redis: RedisConnection;
   authGate: AuthGate;
   isDraining: () => boolean;
+  /** The spool's lease as this process sees it; null without the watcher role. */
+  spool?: () => Promise<SpoolReadiness | null>;
   /** How long a Redis command may take before Redis counts as not answering. */
   timeoutMs?: number;
 }
@@ -29,16 +42,18 @@ export function createReadiness(deps: ReadinessDeps): () => Promise<ReadinessSta
   return async () => {
     if (deps.isDraining()) return unready('draining: the process is shutting down');
     if (DOWN_STATES.has(deps.redis.status)) return unready(`redis is not answering (connection ${deps.redis.status})`);
+    let spool: SpoolReadiness | null;
     try {
       await withDeadline(deps.redis.ping(), timeoutMs, `no PING reply within ${timeoutMs} ms`);
       const failure = await withDeadline(deps.authGate.failure(), timeoutMs, `no reply within ${timeoutMs} ms`);
+      spool = deps.spool === undefined ? null : await withDeadline(deps.spool(), timeoutMs, `no reply within ${timeoutMs} ms`);
       if (failure !== null) {
-        return unready(`queues paused: the API refused our key (401) at ${failure.at} on ${failure.endpoint}: ${failure.message}`);
+        return { ...unready(`queues paused: the API refused our key (401) at ${failure.at} on ${failure.endpoint}: ${failure.message}`), ...(spool === null ? {} : { spool }) };
       }
     } catch (error) {
       return unready(`redis is not answering: ${error instanceof Error ? error.message : String(error)}`);
     }
-    return { isReady: true };
+    return spool === null ? { isReady: true } : { isReady: true, spool };
   };
 }
 

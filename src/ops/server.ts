@@ -68,8 +68,9 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const state = isDraining ? { isReady: false, reason: 'draining: the process is shutting down' } : await options.readiness();
-    if (state.isReady) return { status: 'ready' };
-    return reply.code(503).send({ status: 'unready', reason: state.reason ?? 'not ready' });
+    const spool = state.spool === undefined ? {} : { spool: state.spool };
+    if (state.isReady) return { status: 'ready', ...spool };
+    return reply.code(503).send({ status: 'unready', reason: state.reason ?? 'not ready', ...spool });
   });
   app.get('/metrics', async (_request, reply) => {
     const { registry } = options.metrics;

@@ -64,6 +64,8 @@ export interface Keys {
   readonly refusalLatest: string;
   /** Who holds one spool (JSON {host, pid, since, …}), written by the spool's watcher. */
   spoolLease(spoolId: string): string;
+  /** The ids of the spools whose lease was ever taken (a set), for `status`. */
+  readonly spools: string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -89,6 +91,7 @@ export function createKeys(prefix: string): Keys {
     refusalCounts: k('refusals', 'count'),
     refusalLatest: k('refusals', 'latest'),
     spoolLease: (spoolId) => k('spool-lease', spoolId),
+    spools: k('spools'),
   };
 }
 

@@ -7,6 +7,7 @@ import { readdir } from 'node:fs/promises';
 import type { Config } from '../config/schema.js';
 import { SPOOL_KINDS, type SpoolKind } from '../queue/keys.js';
 import { spoolPaths } from '../spool/paths.js';
+import { readSpoolIdFile } from '../spool/spool-id.js';
 import { isIgnoredName } from '../validate/spool-name.js';
 
 export function inboxCounter(spool: Config['spool']): () => Promise<Partial<Record<SpoolKind, number>>> {
@@ -27,7 +28,10 @@ export function inboxCounter(spool: Config['spool']): () => Promise<Partial<Reco
   };
 }
 
-/** The id of the spool this config names (derived from host and path when not set). */
-export function spoolIdOf(spool: Config['spool']): string {
-  return spoolPaths(spool.dir, spool.id).spoolId;
+/**
+ * The id of the spool this config names: the configured one, else the spool's `.spool-id` file,
+ * else the id its first watcher will write there (derived from host and path).
+ */
+export async function spoolIdOf(spool: Config['spool']): Promise<string> {
+  return spool.id ?? (await readSpoolIdFile(spool.dir).catch(() => null)) ?? spoolPaths(spool.dir, null).spoolId;
 }

@@ -2,15 +2,16 @@
  * `carrier-sync start`: opens the shared context, starts the requested roles, and on the first
  * signal shuts down in order: stop taking files and ingest (/readyz 503) → scheduler → workers
  * finish what is in flight within the grace period → API client, embedded sandbox → outcome worker
- * (moves the files of what just finished) → ops server → queues → Redis. After the intake steps, the
- * order is the shutdown stack's, reversed from the order things were opened.
+ * (moves the files of what just finished), then the spool's lease is given up → ops server → queues
+ * → Redis. After the intake steps, the order is the shutdown stack's, reversed from the order things
+ * were opened.
  */
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import { readRefusals } from '../queue/activity.js';
 import { ITEM_KINDS } from '../queue/keys.js';
 import { createMetrics } from '../ops/metrics.js';
-import { createReadiness } from '../ops/readiness.js';
+import { createReadiness, type SpoolReadiness } from '../ops/readiness.js';
 import type { OpsServer } from '../ops/server.js';
 import { resolveApiTarget } from './api-target.js';
 import { openContext, warnAboutRedisDurability } from './context.js';
@@ -43,7 +44,9 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
     await warnAboutRedisDurability(ctx.redis, logger);
     const metrics = createMetrics();
     let isDraining = false;
-    const readiness = createReadiness({ redis: ctx.redis, authGate: ctx.authGate, isDraining: () => isDraining });
+    /** Who holds the spool (watcher role only), for /readyz. */
+    let spoolLease: (() => Promise<SpoolReadiness>) | null = null;
+    const readiness = createReadiness({ redis: ctx.redis, authGate: ctx.authGate, isDraining: () => isDraining, spool: () => spoolLease?.() ?? Promise.resolve(null) });
     metrics.attach({
       stats: ctx.stats,
       queues: ctx.queues.items,
@@ -66,7 +69,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
         queues: ctx.queues.items,
         enqueueDeps: ctx.enqueueDeps,
         readiness,
-        overview: { authGate: ctx.authGate, ratePerMinute: config.delivery.ratePerMinute, maxQueued: config.delivery.maxQueued, spoolId: spoolIdOf(config.spool), inboxCounts: inboxCounter(config.spool) },
+        overview: { authGate: ctx.authGate, ratePerMinute: config.delivery.ratePerMinute, maxQueued: config.delivery.maxQueued, spoolId: await spoolIdOf(config.spool), inboxCounts: inboxCounter(config.spool) },
         logger: logger.child({ mod: 'ops' }),
       });
       const server = ops;
@@ -82,6 +85,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
     if (roles.includes('watcher')) {
       const watcher = await startWatcherRole(ctx);
       rescan = () => watcher.rescan();
+      spoolLease = () => watcher.lease();
       stopIntake.push(() => watcher.close());
     }
     const needsApi = roles.includes('worker') || roles.includes('scheduler');

@@ -1,9 +1,13 @@
 /**
- * The watcher role owns the spool: it claims inbox files, reconciles `.inflight/` at start, and
- * consumes this spool's outcome queue to move files to archive/ or failed/.
+ * The watcher role: every process with it on one spool competes for the spool's lease
+ * (spool-lease.ts). The holder owns the spool: it claims inbox files, reconciles `.inflight/` when
+ * it takes the lease, and consumes this spool's outcome queue to move files to archive/ or failed/.
+ * The others stand by and do nothing on the spool; one of them takes over when the holder stops or
+ * dies, through the same start-up path a fresh start takes.
  */
 import { Worker, type Queue } from 'bullmq';
 import { outcomeQueueName, SPOOL_KINDS, ITEM_KIND_OF } from '../queue/keys.js';
+import { createLease } from '../queue/lease.js';
 import type { OutcomeMessage } from '../queue/payloads.js';
 import { backlogOf } from '../queue/queues.js';
 import { recordRefusal } from '../queue/activity.js';
@@ -11,11 +15,14 @@ import { createOutcomes } from '../outcome/apply.js';
 import { sweepInterruptedMoves } from '../outcome/files.js';
 import type { ClaimDeps } from '../spool/claim.js';
 import { loadInflightIndex } from '../spool/inflight-index.js';
-import { parseInflightName, spoolPaths } from '../spool/paths.js';
+import { parseInflightName, spoolPaths, type SpoolPaths } from '../spool/paths.js';
 import { reconcileInflight } from '../spool/reconcile.js';
+import { resolveSpoolId, SPOOL_ID_FILE } from '../spool/spool-id.js';
 import { startSpoolWatcher, type SpoolWatcher } from '../spool/watcher.js';
 import type { Context } from './context.js';
+import { holdSpoolLease, type Fence, type HeldSession, type SpoolLeaseState } from './spool-lease.js';
 import { mkdir, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 
 /** Longest the shutdown waits for the outcomes of the last finished items before closing anyway. */
 const OUTCOME_DRAIN_MS = 5000;
@@ -23,7 +30,7 @@ const OUTCOME_DRAIN_MS = 5000;
 /**
  * On shutdown this closes after the item workers: the outcomes they sent while finishing their
  * in-flight jobs are applied (files moved) before the worker stops, as long as that takes less than
- * `maxMs`. What is left is applied by the next start.
+ * `maxMs`. What is left is applied by the next holder of the spool.
  */
 async function drainOutcomes(queue: Queue, maxMs: number): Promise<void> {
   const deadline = Date.now() + maxMs;
@@ -34,14 +41,56 @@ async function drainOutcomes(queue: Queue, maxMs: number): Promise<void> {
   }
 }
 
-export async function startWatcherRole(ctx: Context): Promise<SpoolWatcher> {
+export interface WatcherRole {
+  spoolId: string;
+  /** Lists the inboxes again (holder only; a standby has nothing to rescan). */
+  rescan(): Promise<void>;
+  /** Stops taking files and stops competing for the lease: the first step of the shutdown. */
+  close(): Promise<void>;
+  /** Who holds the spool, and this process's part (for `/readyz`). */
+  lease(): Promise<SpoolLeaseState & { spoolId: string }>;
+}
+
+interface SpoolSession extends HeldSession {
+  watcher: SpoolWatcher;
+}
+
+export async function startWatcherRole(ctx: Context): Promise<WatcherRole> {
   const { config, logger } = ctx;
   const log = logger.child({ mod: 'spool' });
-  const paths = spoolPaths(config.spool.dir, config.spool.id);
+  const identity = await resolveSpoolId(config.spool.dir, config.spool.id, log);
+  const paths = spoolPaths(config.spool.dir, identity.spoolId);
+  if (identity.source === 'created') log.info({ spoolId: paths.spoolId, file: join(paths.root, SPOOL_ID_FILE) }, 'wrote the spool id into the spool');
+  const held = await holdSpoolLease<SpoolSession>({
+    lease: createLease(ctx.redis, ctx.keys.spoolLease(paths.spoolId)),
+    leaseMs: config.spool.leaseMs,
+    logger: log,
+    start: (fence) => startSpoolSession(ctx, paths, fence),
+  });
+  // Here on the shutdown stack, the outcome worker closes after the item workers (see drainOutcomes),
+  // and the lease is given up last.
+  ctx.closers.push('spool lease', () => held.close());
+  return {
+    spoolId: paths.spoolId,
+    rescan: async () => held.session()?.watcher.rescan(),
+    async close() {
+      held.stopAcquiring();
+      await held.session()?.watcher.close();
+    },
+    lease: async () => ({ spoolId: paths.spoolId, ...(await held.state()) }),
+  };
+}
+
+/** What the holder runs: the same path as a fresh start, so a takeover settles what a crash left. */
+async function startSpoolSession(ctx: Context, paths: SpoolPaths, fence: Fence): Promise<SpoolSession> {
+  const { config, logger } = ctx;
+  const log = logger.child({ mod: 'spool' });
+  await ctx.redis.sadd(ctx.keys.spools, paths.spoolId);
   for (const kind of SPOOL_KINDS) await mkdir(paths.inflight(kind), { recursive: true });
   const index = await loadInflightIndex(paths);
   const outcomes = createOutcomes({ paths, batches: ctx.batches, inflight: index, clock: ctx.clock, logger: logger.child({ mod: 'outcome' }) });
 
+  // Every move of a file checks the fence first: once the lease is lost, nothing moves.
   const claimDeps: ClaimDeps = {
     paths,
     spool: config.spool,
@@ -49,15 +98,23 @@ export async function startWatcherRole(ctx: Context): Promise<SpoolWatcher> {
     batches: ctx.batches,
     sink: {
       async reject(kind, path, fileName, report) {
+        fence.assertHeld();
         await outcomes.reject(kind, path, fileName, report);
         // A refused events file counts once; its invalid lines are counted when it is parsed.
         await ctx.stats.add('received', ITEM_KIND_OF[kind]);
         await ctx.stats.add('failed', ITEM_KIND_OF[kind]);
         await recordRefusal(ctx.redis, ctx.keys, { at: new Date(ctx.clock.now()).toISOString(), kind, file: fileName, code: report.code, reason: report.message }, ctx.clock.now()); // overview: refusals by code, latest 20, per minute
       },
-      archive: outcomes.archive,
-      finishBatch: outcomes.finishBatch,
+      async archive(kind, path, fileName) {
+        fence.assertHeld();
+        await outcomes.archive(kind, path, fileName);
+      },
+      async finishBatch(batchId) {
+        fence.assertHeld();
+        await outcomes.finishBatch(batchId);
+      },
     },
+    isOwner: () => fence.isHeld(),
     track: (kind, name) => index.track(kind, name),
     untrack: (kind, name) => index.forget(kind, name),
     clock: ctx.clock,
@@ -66,43 +123,61 @@ export async function startWatcherRole(ctx: Context): Promise<SpoolWatcher> {
   for (const kind of SPOOL_KINDS) {
     const inbox = new Set(await readdir(paths.inbox(kind)).catch(() => [] as string[]));
     const claims = new Set(index.all(kind).flatMap((name) => parseInflightName(name)?.claimId ?? []));
+    fence.assertHeld();
     const swept = await sweepInterruptedMoves(paths.failed(kind), { claims, inbox });
     if (swept.length > 0) log.warn({ kind, swept }, 'cleared what interrupted moves left in failed/ (their files are decided again)');
   }
   await reconcileInflight(claimDeps, index, log);
 
-  const outcomeWorker = new Worker<OutcomeMessage>(outcomeQueueName(paths.spoolId), async (job) => outcomes.apply(job.data), {
-    connection: ctx.redis,
-    prefix: config.prefix,
-    concurrency: 4,
-    // Like the item workers: after a kill -9, a move that was under way is taken up again within
-    // about lockMs of the restart, not after BullMQ's default 30 s lock plus a 30 s stall check.
-    lockDuration: config.delivery.lockMs,
-    stalledInterval: Math.max(1000, Math.floor(config.delivery.lockMs / 2)),
-  });
+  const outcomeWorker = new Worker<OutcomeMessage>(
+    outcomeQueueName(paths.spoolId),
+    async (job) => {
+      fence.assertHeld();
+      await outcomes.apply(job.data);
+    },
+    {
+      connection: ctx.redis,
+      prefix: config.prefix,
+      concurrency: 4,
+      // Like the item workers: after a kill -9, a move that was under way is taken up again within
+      // about lockMs of the takeover, not after BullMQ's default 30 s lock plus a 30 s stall check.
+      lockDuration: config.delivery.lockMs,
+      stalledInterval: Math.max(1000, Math.floor(config.delivery.lockMs / 2)),
+    },
+  );
   outcomeWorker.on('failed', (job, error) => log.error({ jobId: job?.id, err: error.message }, 'moving a file failed; will retry'));
   outcomeWorker.on('error', (error) => log.error({ err: error.message }, 'outcome worker error'));
-  ctx.closers.push('outcome worker', async () => {
-    await drainOutcomes(ctx.queues.outcome(paths.spoolId), OUTCOME_DRAIN_MS);
-    await outcomeWorker.close();
-  });
 
   const watcher = await startSpoolWatcher({
     ...claimDeps,
     maxQueued: config.delivery.maxQueued,
     backlog: (kind) => backlogOf(ctx.queues.items[ITEM_KIND_OF[kind]]),
+  }).catch(async (error: unknown) => {
+    await outcomeWorker.close();
+    throw error;
   });
-  ctx.closers.push('spool watcher', () => watcher.close());
   // The same reconcile, periodically, for claims that lost their job or outcome while the process
   // kept running (Redis away at the wrong moment). Claims younger than a minute are left alone.
   const reconcileTimer = setInterval(() => {
+    if (!fence.isHeld()) return;
     reconcileInflight(claimDeps, index, log, ctx.clock.now() - 60_000).catch((error: unknown) => log.warn({ err: (error as Error).message }, 'in-flight reconcile failed'));
   }, config.spool.rescanIntervalMs);
   reconcileTimer.unref();
-  ctx.closers.push('in-flight reconcile', () => clearInterval(reconcileTimer));
   log.info(
     { archive: `${paths.root}/archive/<kind>/<YYYY-MM-DD>/`, failed: `${paths.root}/failed/<kind>/`, spoolId: paths.spoolId },
     'files accepted by the API go to archive/, refused or dead-lettered ones to failed/ with a .error.json',
   );
-  return watcher;
+  let stopping: Promise<void> | undefined;
+  return {
+    watcher,
+    stop({ isShutdown }) {
+      stopping ??= (async () => {
+        clearInterval(reconcileTimer);
+        await watcher.close();
+        if (isShutdown) await drainOutcomes(ctx.queues.outcome(paths.spoolId), OUTCOME_DRAIN_MS);
+        await outcomeWorker.close();
+      })();
+      return stopping;
+    },
+  };
 }

@@ -37,6 +37,8 @@ export interface ClaimDeps {
   enqueue: EnqueueDeps;
   batches: Batches;
   sink: SpoolSink;
+  /** Whether this process still holds the spool's lease: no file is claimed once it does not. */
+  isOwner(): boolean;
   /** Records a file moved in flight (the outcome stage finds it by content id). */
   track(kind: SpoolKind, name: string): void;
   untrack(kind: SpoolKind, name: string): void;
@@ -49,6 +51,7 @@ export type ClaimResult = 'queued' | 'refused' | 'duplicate' | 'changed';
 /** Claims `<inbox>/<fileName>`. 'changed': it moved or grew while being read; try again later. */
 export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: string, seen: { size: number; mtimeMs: number }): Promise<ClaimResult> {
   const path = join(deps.paths.inbox(kind), fileName);
+  if (!deps.isOwner()) return 'changed';
   const stat = await lstatOrNull(path);
   if (stat === null) return 'changed';
   if (!stat.isFile()) {
@@ -74,6 +77,8 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   }
   const name = inflightName(claimId, fileName);
   const inflightPath = join(deps.paths.inflight(kind), name);
+  // Checked again right before the move: reading and checking a large file takes a while.
+  if (!deps.isOwner()) return 'changed';
   await rename(path, inflightPath);
   deps.track(kind, name);
   try {

@@ -19,7 +19,7 @@ import type { SpoolKind } from '../queue/keys.js';
 
 export interface SpoolPaths {
   root: string;
-  /** Host + absolute folder: names this spool in outcome messages. */
+  /** Names this spool in outcome messages and its lease (see spool-id.ts). */
   spoolId: string;
   inbox(kind: SpoolKind): string;
   inflight(kind: SpoolKind): string;
@@ -27,17 +27,22 @@ export interface SpoolPaths {
   failed(kind: SpoolKind): string;
 }
 
-/** `id`: the configured spool id; by default a hash of host name and folder. */
+/** `id`: the spool's id (spool-id.ts); by default the one a spool without an id file gets. */
 export function spoolPaths(root: string, id: string | null = null): SpoolPaths {
   const absolute = resolve(root);
   return {
     root: absolute,
-    spoolId: id ?? createHash('sha256').update(`${hostname()}:${absolute}`).digest('hex').slice(0, 12),
+    spoolId: id ?? defaultSpoolId(absolute),
     inbox: (kind) => join(absolute, kind),
     inflight: (kind) => join(absolute, '.inflight', kind),
     archive: (kind, at) => join(absolute, 'archive', kind, at.toISOString().slice(0, 10)),
     failed: (kind) => join(absolute, 'failed', kind),
   };
+}
+
+/** A hash of host name and absolute folder: the id of a spool before ids were kept in the spool. */
+export function defaultSpoolId(root: string): string {
+  return createHash('sha256').update(`${hostname()}:${resolve(root)}`).digest('hex').slice(0, 12);
 }
 
 export interface ClaimName {

@@ -24,7 +24,8 @@ export async function resolveApiTarget(config: Readonly<Config>, logger: Logger,
     host: '127.0.0.1',
     seedFile: config.sandbox.seedFile ?? undefined,
     autoCreateDeliveries: true,
-    logger: logger.child({ mod: 'sandbox' }),
+    // The sandbox binds `mod: sandbox` itself; binding it here too would write the key twice.
+    logger,
   });
   closers.push('embedded sandbox', () => sandbox.close());
   const [carrierKey] = Object.values(sandbox.keys.carriers);

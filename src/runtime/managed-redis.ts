@@ -52,7 +52,7 @@ export async function ensureManagedRedis(dir: string, port: number, logger: Logg
     await new Promise((r) => setTimeout(r, 50));
   }
   await writeFile(portFile, `${chosen}\n`);
-  logger.info({ dir: dataDir, port: chosen, pid: child.pid }, 'started a managed redis-server (REDIS_URL is not set)');
+  logger.info({ dir: dataDir, port: chosen, redisPid: child.pid }, 'started a managed redis-server (REDIS_URL is not set)');
   return { url: `redis://127.0.0.1:${chosen}`, isStartedHere: true };
 }
 

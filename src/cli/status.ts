@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { ITEM_KINDS } from '../queue/keys.js';
 import { rateLimiterFor } from '../queue/limiter.js';
+import { carrierKeyOf } from '../runtime/api-target.js';
 import { print, withContext } from './shared.js';
 
 export function registerStatus(program: Command): void {
@@ -30,11 +31,9 @@ export function registerStatus(program: Command): void {
             rateLimited: stats.rate_limited[kind],
           };
         }
-        const carrierKey = ctx.config.api.carrierKey;
-        const limiter =
-          carrierKey === null
-            ? null
-            : rateLimiterFor(ctx, carrierKey);
+        // The key the daemon sends with in this configuration: the embedded sandbox's when no API URL is set.
+        const carrierKey = carrierKeyOf(ctx.config);
+        const limiter = carrierKey === null ? null : rateLimiterFor(ctx, carrierKey);
         const schedulers = (await ctx.queues.housekeeping.getJobSchedulers(0, -1, true)).map((s) => ({ id: s.key, pattern: s.pattern ?? null, tz: s.tz ?? null, next: s.next === undefined ? null : new Date(s.next).toISOString() }));
         return {
           prefix: ctx.config.prefix,

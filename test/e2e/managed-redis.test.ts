@@ -65,7 +65,7 @@ describe('the managed redis-server', () => {
     await gone(pid);
     const messages = messagesOf(daemon.logs());
     expect(messages).toContain('stopped the managed redis-server');
-    expect(messages.indexOf('stopped the managed redis-server')).toBeLessThan(messages.indexOf('shut down cleanly'));
+    expect(messages.indexOf('stopped the managed redis-server'), messages.join('\n')).toBeLessThan(messages.indexOf('shut down cleanly'));
   });
 
   it('a kill -9 leaves it running; the next start reuses it, and its clean stop stops it', async () => {

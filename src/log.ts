@@ -51,7 +51,11 @@ export function createLogger(options: LogOptions): Logger {
       transport: { target: 'pino-pretty', options: { colorize: true, destination: 2 } },
     });
   }
-  return pino(base, (options.destination as pino.DestinationStream | undefined) ?? pino.destination({ dest: 2, sync: false }));
+  // process.stderr, not pino.destination(2): one ordered queue that main.ts waits on before it
+  // exits. An async pino.destination writes fd 2 on its own, and at exit its flushSync wrote the
+  // lines queued behind a write still in flight first, so a run's last lines came out of order or
+  // not at all when the reader of stderr was slow.
+  return pino(base, (options.destination ?? process.stderr) as pino.DestinationStream);
 }
 
 /** A logger that drops everything, for library code called without one. */

@@ -28,10 +28,37 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
-main(process.argv).then(
-  (code) => process.exit(code),
-  (error: unknown) => {
+/**
+ * Resolves once everything written to `stream` so far has left the process. Writes to a pipe are
+ * asynchronous: a reader that reads slowly leaves megabytes queued here, and process.exit() would
+ * drop them. An empty write's callback runs after every earlier write, or with the stream's error
+ * (EPIPE when the reader went away: nothing more can reach it, so there is nothing to wait for).
+ */
+function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((resolve) => {
+    if (stream.destroyed || stream.writableEnded) {
+      resolve();
+      return;
+    }
+    stream.write('', () => resolve());
+  });
+}
+
+// A reader that closes the pipe early (`carrier-sync dlq list | head`) is not a failure of ours.
+process.stdout.on('error', () => {});
+
+async function run(): Promise<never> {
+  let code: number;
+  try {
+    code = await main(process.argv);
+  } catch (error) {
     process.stderr.write(`carrier-sync: ${String(error)}\n`);
-    process.exit(1);
-  },
-);
+    code = 1;
+  }
+  process.exitCode = code;
+  // Exit only once the output is out; the exit itself ends a second signal's shutdown at once.
+  await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+  process.exit(code);
+}
+
+void run();

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { ITEM_KINDS } from '../queue/keys.js';
 import { createLease } from '../queue/lease.js';
 import { rateLimiterFor } from '../queue/limiter.js';
+import { carrierKeyOf } from '../runtime/api-target.js';
 import { print, withContext } from './shared.js';
 
 export function registerStatus(program: Command): void {
@@ -31,11 +32,9 @@ export function registerStatus(program: Command): void {
             rateLimited: stats.rate_limited[kind],
           };
         }
-        const carrierKey = ctx.config.api.carrierKey;
-        const limiter =
-          carrierKey === null
-            ? null
-            : rateLimiterFor(ctx, carrierKey);
+        // The key the daemon sends with in this configuration: the embedded sandbox's when no API URL is set.
+        const carrierKey = carrierKeyOf(ctx.config);
+        const limiter = carrierKey === null ? null : rateLimiterFor(ctx, carrierKey);
         const spools = await Promise.all(
           (await ctx.redis.smembers(ctx.keys.spools)).sort().map(async (id) => {
             const holder = await createLease(ctx.redis, ctx.keys.spoolLease(id)).read();

@@ -3,6 +3,9 @@
  * `/ui/queues`) and `POST /events`.
  * It never calls the API; ingest goes through the queue like files do.
  *
+ * Bound beyond loopback, `/ui` and `POST /events` answer 403 until their credentials are set
+ * (exposure.ts); `/healthz`, `/readyz` and `/metrics` stay open.
+ *
  * Draining (set at the start of shutdown): `/readyz` turns 503 so load balancers stop sending,
  * and `POST /events` answers 503 so clients retry elsewhere; the rest keeps answering until close.
  * Fastify's own logger stays off: it would log request details we do not want in our logs; we log
@@ -15,6 +18,7 @@ import type { Logger } from '../log.js';
 import type { EnqueueDeps } from '../queue/enqueue.js';
 import type { ItemKind } from '../queue/keys.js';
 import { registerDashboard } from './dashboard.js';
+import { registerExposureGuard } from './exposure.js';
 import { registerIngest, tooLargeMessage } from './ingest.js';
 import type { OverviewSources } from './overview-data.js';
 import { createAttemptLog } from '../queue/attempts.js';
@@ -48,6 +52,7 @@ export interface OpsServer {
 }
 
 export const UI_BASE_PATH = '/ui';
+export const INGEST_PATH = '/events';
 
 export async function startOpsServer(options: OpsServerOptions): Promise<OpsServer> {
   const { logger } = options;
@@ -65,6 +70,14 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
   });
   app.setNotFoundHandler((request, reply) => reply.code(404).send({ message: `no route ${request.method} ${request.url.split('?')[0] ?? ''}` }));
 
+  registerExposureGuard(app, {
+    host: options.host,
+    uiBasePath: UI_BASE_PATH,
+    ingestPath: INGEST_PATH,
+    isUiPasswordSet: options.uiPassword !== null,
+    isIngestTokenSet: options.ingestToken !== null,
+    logger,
+  });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const state = isDraining ? { isReady: false, reason: 'draining: the process is shutting down' } : await options.readiness();
@@ -103,9 +116,6 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
   const port = typeof address === 'object' && address !== null ? address.port : options.port;
   const url = `http://${reachableHost(options.host)}:${port}`;
   logger.info({ url, isUiProtected: options.uiPassword !== null, isIngestProtected: options.ingestToken !== null }, 'ops server listening');
-  if (!isLoopback(options.host) && (options.uiPassword === null || options.ingestToken === null)) {
-    logger.warn({ host: options.host }, 'ops server is reachable from the network without a UI password or an ingest token');
-  }
   let closing: Promise<void> | undefined;
   return {
     url,
@@ -125,8 +135,4 @@ function reachableHost(host: string): string {
   if (host === '0.0.0.0' || host === '') return '127.0.0.1';
   if (host === '::') return '[::1]';
   return host.includes(':') ? `[${host}]` : host;
-}
-
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }

@@ -5,6 +5,7 @@
  */
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
+import { loadSeed } from '../sandbox/seed.js';
 import type { Closers } from './closers.js';
 
 export interface ApiTarget {
@@ -12,6 +13,16 @@ export interface ApiTarget {
   carrierKey: string;
   sellerGroupKey: string | null;
   isSandbox: boolean;
+}
+
+/**
+ * The carrier key requests go out under, found without starting anything: the configured key when
+ * the API URL is set; else the embedded sandbox's, its seed's first carrier (as resolveApiTarget
+ * picks it). The rate limiter's window is kept per key, so `status` needs it in every mode.
+ */
+export function carrierKeyOf(config: Readonly<Config>): string | null {
+  if (config.api.url !== null) return config.api.carrierKey;
+  return loadSeed(config.sandbox.seedFile ?? undefined).carriers[0]?.key ?? null;
 }
 
 export async function resolveApiTarget(config: Readonly<Config>, logger: Logger, closers: Closers): Promise<ApiTarget> {
@@ -24,7 +35,8 @@ export async function resolveApiTarget(config: Readonly<Config>, logger: Logger,
     host: '127.0.0.1',
     seedFile: config.sandbox.seedFile ?? undefined,
     autoCreateDeliveries: true,
-    logger: logger.child({ mod: 'sandbox' }),
+    // The sandbox binds `mod: sandbox` itself; binding it here too would write the key twice.
+    logger,
   });
   closers.push('embedded sandbox', () => sandbox.close());
   const [carrierKey] = Object.values(sandbox.keys.carriers);

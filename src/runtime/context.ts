@@ -39,7 +39,13 @@ export interface Context {
 export async function openContext(config: Readonly<Config>, logger: Logger, name: string): Promise<Context> {
   const closers = createClosers(logger);
   try {
-    const redisUrl = config.redis.url ?? (await ensureManagedRedis(config.redis.managedDir, config.redis.managedPort, logger)).url;
+    let redisUrl = config.redis.url;
+    if (redisUrl === null) {
+      const managed = await ensureManagedRedis(config.redis.managedDir, config.redis.managedPort, logger);
+      // First on the stack, so it runs last: after every connection of this process is closed.
+      closers.push('managed redis-server', () => managed.stop());
+      redisUrl = managed.url;
+    }
     const redis = connectRedis(redisUrl, `carrier-sync:${name}`, config.redis.cluster);
     redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
     closers.push('redis', () => closeRedis(redis));

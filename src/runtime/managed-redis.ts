@@ -2,12 +2,16 @@
  * With no REDIS_URL, carrier-sync runs its own redis-server: data (AOF on, fsync every second)
  * under `managedDir`, loopback only, `noeviction`. Its port is written to `<dir>/port`, so a second
  * carrier-sync process or a CLI command on the same machine finds and reuses the running one.
- * It is started detached and left running when carrier-sync exits: a `kill -9` of the daemon
- * leaves Redis and its data in place, and the next start reuses it. Stop it with
- * `redis-cli -p $(cat var/redis/port) shutdown`.
+ *
+ * Lifecycle: whoever needs Redis first (`start`, or a CLI command such as `status`) starts it, as a
+ * detached child. A clean stop (the first SIGINT/SIGTERM, or a CLI command ending) stops it once the
+ * process has closed its own connections, unless another client still uses it (a daemon, another
+ * command, a redis-cli): then the last of them to stop cleanly stops it. A `kill -9` (or a second
+ * signal) leaves it running with its data, and the next process reuses it. SHUTDOWN writes the AOF
+ * out first, so a stop loses nothing; the next start reads the data back from `managedDir`.
  */
 import { spawn } from 'node:child_process';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
@@ -16,14 +20,26 @@ import type { Logger } from '../log.js';
 export interface ManagedRedis {
   url: string;
   isStartedHere: boolean;
+  /**
+   * For a clean stop, once this process has closed its own connections: shuts the server down
+   * unless another client still uses it. Idempotent; never throws.
+   */
+  stop(): Promise<void>;
 }
+
+/** How long other clients may take to go before the server is left to them. */
+const OTHERS_GRACE_MS = 2000;
+const STOP_TIMEOUT_MS = 15_000;
 
 export async function ensureManagedRedis(dir: string, port: number, logger: Logger): Promise<ManagedRedis> {
   const dataDir = resolve(dir);
   await mkdir(dataDir, { recursive: true });
   const portFile = join(dataDir, 'port');
   const known = Number((await readFile(portFile, 'utf8').catch(() => '')).trim());
-  if (known > 0 && (await answers(known))) return { url: `redis://127.0.0.1:${known}`, isStartedHere: false };
+  if (known > 0 && (await answers(known))) {
+    logger.info({ dir: dataDir, port: known }, 'using the managed redis-server already running (REDIS_URL is not set)');
+    return handleOf(dataDir, known, false, logger);
+  }
 
   const chosen = port > 0 ? port : await freePort();
   const child = spawn(
@@ -52,8 +68,77 @@ export async function ensureManagedRedis(dir: string, port: number, logger: Logg
     await new Promise((r) => setTimeout(r, 50));
   }
   await writeFile(portFile, `${chosen}\n`);
-  logger.info({ dir: dataDir, port: chosen, pid: child.pid }, 'started a managed redis-server (REDIS_URL is not set)');
-  return { url: `redis://127.0.0.1:${chosen}`, isStartedHere: true };
+  logger.info({ dir: dataDir, port: chosen, redisPid: child.pid }, 'started a managed redis-server (REDIS_URL is not set)');
+  return handleOf(dataDir, chosen, true, logger);
+}
+
+function handleOf(dataDir: string, port: number, isStartedHere: boolean, logger: Logger): ManagedRedis {
+  let stopping: Promise<void> | undefined;
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    isStartedHere,
+    stop: () => (stopping ??= stopUnlessShared(dataDir, port, logger).catch((error: unknown) => logger.warn({ port, err: (error as Error).message }, 'could not stop the managed redis-server'))),
+  };
+}
+
+async function stopUnlessShared(dataDir: string, port: number, logger: Logger): Promise<void> {
+  const admin = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000, connectionName: 'carrier-sync:stop' });
+  admin.on('error', () => {});
+  let redisPid: number;
+  try {
+    try {
+      await admin.connect();
+    } catch {
+      return; // already gone
+    }
+    const ownId = Number(await admin.client('ID'));
+    // This process's connections were closed just before; the server drops them a moment later.
+    const deadline = Date.now() + OTHERS_GRACE_MS;
+    let others = otherClients(String(await admin.client('LIST')), ownId);
+    while (others.length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      others = otherClients(String(await admin.client('LIST')), ownId);
+    }
+    if (others.length > 0) {
+      logger.info({ port, clients: others.length, names: [...new Set(others)] }, 'left the managed redis-server running: other clients use it');
+      return;
+    }
+    redisPid = Number(/^process_id:(\d+)/m.exec(await admin.info('server'))?.[1] ?? 0);
+    // No reply on success: the server closes the connection as it goes.
+    await admin.call('SHUTDOWN').catch((error: Error) => {
+      if (!/Connection is closed|ECONNRESET/.test(error.message)) throw error;
+    });
+  } finally {
+    admin.disconnect();
+  }
+  const deadline = Date.now() + STOP_TIMEOUT_MS;
+  while (redisPid > 0 && isRunning(redisPid)) {
+    if (Date.now() > deadline) throw new Error(`redis-server ${redisPid} still runs ${STOP_TIMEOUT_MS} ms after SHUTDOWN`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  // The port file names a server that is gone; a server started since (another port) keeps its own.
+  const portFile = join(dataDir, 'port');
+  if (Number((await readFile(portFile, 'utf8').catch(() => '')).trim()) === port) await rm(portFile, { force: true });
+  logger.info({ port, redisPid }, 'stopped the managed redis-server');
+}
+
+/** The names (or `addr` when unnamed) of CLIENT LIST's connections other than `ownId`. */
+function otherClients(list: string, ownId: number): string[] {
+  return list
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => Object.fromEntries(line.trim().split(' ').map((field) => [field.slice(0, field.indexOf('=')), field.slice(field.indexOf('=') + 1)])) as Record<string, string>)
+    .filter((fields) => Number(fields['id']) !== ownId)
+    .map((fields) => (fields['name'] !== undefined && fields['name'] !== '' ? fields['name'] : (fields['addr'] ?? '?')));
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 async function answers(port: number): Promise<boolean> {

@@ -21,7 +21,8 @@ export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan
     }
     await ctx.queues.housekeeping.upsertJobScheduler(name, { pattern: schedule.pattern, tz: schedule.tz }, { name, data: {} });
   }
-  const client = apiClientFor(config, target, { connections: 2, logger: log });
+  // The API client binds `mod: api` itself: it gets the root logger, not `log`.
+  const client = apiClientFor(config, target, { connections: 2, logger });
   ctx.closers.push('scheduler api client', () => client.close());
   const limiter = rateLimiterFor(ctx, target.carrierKey);
   const worker = new Worker(HOUSEKEEPING_QUEUE, async (job: Job) => runHousekeeping(job.name, { ctx, client, limiter, rescan, logger: log }), {

@@ -2,9 +2,9 @@
  * `carrier-sync start`: opens the shared context, starts the requested roles, and on the first
  * signal shuts down in order: stop taking files and ingest (/readyz 503) → scheduler → workers
  * finish what is in flight within the grace period → API client, embedded sandbox → outcome worker
- * (moves the files of what just finished), then the spool's lease is given up → ops server → queues
- * → Redis. After the intake steps, the order is the shutdown stack's, reversed from the order things
- * were opened.
+ * (moves the files of what just finished), then the spool's lease is given up → ops server → queues → Redis → the managed redis-server,
+ * when this process used one and no other client still does. After the intake steps, the
+ * order is the shutdown stack's, reversed from the order things were opened.
  */
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';

@@ -13,7 +13,8 @@ import type { Metrics } from '../ops/metrics.js';
 export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: Metrics): Promise<void> {
   const { config, logger } = ctx;
   const log = logger.child({ mod: 'push' });
-  const client = apiClientFor(config, target, { logger: log, onResponse: (sample) => metrics.observeRequest(sample) });
+  // The API client binds `mod: api` to the logger it gets: give it the root one, not `log`.
+  const client = apiClientFor(config, target, { logger, onResponse: (sample) => metrics.observeRequest(sample) });
   ctx.closers.push('api client', () => client.close());
   const limiter = rateLimiterFor(ctx, target.carrierKey);
   const gate = createPushGate(ctx.redis, ctx.keys, target.carrierKey, pushGateOptions(config));

@@ -426,3 +426,34 @@ describe('docs/deploy/carrier-sync.service', () => {
     expect(service.has('MemoryDenyWriteExecute')).toBe(false); // V8's JIT
   });
 });
+
+// ---- .ci/run ------------------------------------------------------------------------------------
+
+describe('.ci/run', () => {
+  const script = read('.ci/run');
+  /** The script's commands: comment lines and trailing comments dropped. */
+  const code = script
+    .split('\n')
+    .filter((line) => !line.trim().startsWith('#'))
+    .map((line) => line.replace(/\s+#\s.*$/, ''));
+  const lineOf = (pattern: RegExp): number => code.findIndex((line) => pattern.test(line));
+
+  it('ends no process by name (it may not have started it)', () => {
+    const byName = [/\bpkill\b/, /\bkillall5?\b/, /\bpgrep\b/, /\bpidof\b/, /\bkill\b[^\n]*(\$\(|`)/, /\bsystemctl\s+(stop|kill|restart)\b/, /\bservice\s+\S+\s+(stop|restart)\b/, /\bfuser\b[^\n]*\s-k/];
+    const offending = code.filter((line) => byName.some((pattern) => pattern.test(line)));
+    expect(offending).toEqual([]);
+  });
+
+  it('installs packages with a policy-rc.d that forbids starting services, only for the install', () => {
+    const install = lineOf(/apt-get install/);
+    expect(install).toBeGreaterThan(0);
+    expect(script).toMatch(/policy=\/usr\/sbin\/policy-rc\.d/);
+    const deny = lineOf(/printf '#!\/bin\/sh\\nexit 101\\n'.*"\$policy"/);
+    const trapSet = lineOf(/^\s*trap restore_policy EXIT\b/);
+    const restore = code.findIndex((line, index) => index > install && /^\s*restore_policy\s*$/.test(line));
+    expect({ deny: deny >= 0 && deny < install, trap: trapSet >= 0 && trapSet < install, restoredAfter: restore > install }).toEqual({ deny: true, trap: true, restoredAfter: true });
+    // An existing policy-rc.d is moved aside and put back, not overwritten.
+    expect(script).toMatch(/mv -f "\$policy" "\$saved"/);
+    expect(script).toMatch(/mv -f "\$saved" "\$policy"/);
+  });
+});

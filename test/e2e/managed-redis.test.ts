@@ -1,0 +1,114 @@
+/**
+ * The managed redis-server's lifecycle (README, "The two commands"): with REDIS_URL unset the
+ * binary runs its own under `./var/redis`; a clean stop stops it; a `kill -9` leaves it and the next
+ * start reuses it; CLI commands start it on demand and stop it when done, unless someone else (a
+ * running daemon) still uses it. Each run has its own temporary working folder, and every
+ * redis-server a test caused is ended by its pid afterwards, whatever the outcome.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { endRedisServers, isAlive, managedDirOf, managedRedisPidIn } from '../support/managed-redis.js';
+import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type DaemonProcess, type LogLine } from '../support/process.js';
+import { waitFor } from '../support/wait.js';
+
+const ENV = { CARRIER_SYNC_HTTP_PORT: '0', LOG_LEVEL: 'info' };
+const STARTED = 'started a managed redis-server (REDIS_URL is not set)';
+const REUSED = 'using the managed redis-server already running (REDIS_URL is not set)';
+
+const dirs: string[] = [];
+const redisPids = new Set<number>();
+
+afterEach(async () => {
+  await killAllDaemons();
+  await endRedisServers(redisPids);
+  redisPids.clear();
+  await Promise.all(dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
+});
+
+async function workDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'cs-managed-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** The pid of the redis-server answering for `dir`, remembered for the clean-up. */
+async function redisPidOf(dir: string): Promise<number> {
+  const pid = await managedRedisPidIn(managedDirOf(dir));
+  expect(pid, 'a managed redis-server answers').not.toBeNull();
+  redisPids.add(pid!);
+  return pid!;
+}
+
+async function startIn(dir: string): Promise<DaemonProcess> {
+  const daemon = spawnDaemon(ENV, { cwd: dir });
+  await waitUntilStarted(daemon, 30_000);
+  return daemon;
+}
+
+async function gone(pid: number): Promise<void> {
+  await waitFor(() => !isAlive(pid), { timeoutMs: 15_000, what: `redis-server ${pid} to be gone` });
+}
+const messagesOf = (lines: readonly LogLine[]): unknown[] => lines.map((line) => line.msg);
+
+describe('the managed redis-server', () => {
+  it('a SIGINT to `start` stops the redis-server it started, and says so', async () => {
+    const dir = await workDir();
+    const daemon = await startIn(dir);
+    const pid = await redisPidOf(dir);
+    const started = daemon.logs().find((line) => line.msg === STARTED);
+    expect(started?.['redisPid']).toBe(pid);
+
+    daemon.kill('SIGINT');
+    expect(await daemon.exited, daemon.tail()).toEqual({ code: 0, signal: null });
+    await gone(pid);
+    const messages = messagesOf(daemon.logs());
+    expect(messages).toContain('stopped the managed redis-server');
+    expect(messages.indexOf('stopped the managed redis-server'), messages.join('\n')).toBeLessThan(messages.indexOf('shut down cleanly'));
+  });
+
+  it('a kill -9 leaves it running; the next start reuses it, and its clean stop stops it', async () => {
+    const dir = await workDir();
+    const first = await startIn(dir);
+    const pid = await redisPidOf(dir);
+    first.kill('SIGKILL');
+    await first.exited;
+    expect(isAlive(pid)).toBe(true);
+
+    const second = await startIn(dir);
+    expect(await redisPidOf(dir)).toBe(pid);
+    expect(messagesOf(second.logs())).toContain(REUSED);
+    expect(messagesOf(second.logs())).not.toContain(STARTED);
+    second.kill('SIGTERM');
+    expect(await second.exited, second.tail()).toEqual({ code: 0, signal: null });
+    await gone(pid);
+  });
+
+  it('a CLI command starts it on demand and stops it when done', async () => {
+    const dir = await workDir();
+    const result = await runCli(['status', '--json'], { env: ENV, cwd: dir, timeoutMs: 30_000 });
+    const lines = result.stderr.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as LogLine);
+    const pid = lines.find((line) => line.msg === STARTED)?.['redisPid'];
+    expect(typeof pid, result.stderr).toBe('number');
+    redisPids.add(pid as number);
+    expect(result.code, result.stderr).toBe(0);
+    expect((JSON.parse(result.stdout) as { queues: Record<string, unknown> }).queues).toHaveProperty('label');
+    await gone(pid as number);
+  });
+
+  it('a CLI command leaves the redis-server of a running daemon alone', async () => {
+    const dir = await workDir();
+    const daemon = await startIn(dir);
+    const pid = await redisPidOf(dir);
+    const result = await runCli(['status'], { env: ENV, cwd: dir, timeoutMs: 30_000 });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain('left the managed redis-server running: other clients use it');
+    expect(isAlive(pid)).toBe(true);
+    expect(await managedRedisPidIn(managedDirOf(dir))).toBe(pid);
+
+    daemon.kill('SIGINT');
+    expect(await daemon.exited, daemon.tail()).toEqual({ code: 0, signal: null });
+    await gone(pid);
+  });
+});

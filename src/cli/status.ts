@@ -16,12 +16,13 @@ export function registerStatus(program: Command): void {
         const queues: Record<string, unknown> = {};
         for (const kind of ITEM_KINDS) {
           const queue = ctx.queues.items[kind];
-          const counts = await queue.getJobCounts('waiting', 'delayed', 'active', 'completed', 'failed', 'prioritized');
+          const counts = await queue.getJobCounts('waiting', 'delayed', 'active', 'failed', 'prioritized');
           queues[kind] = {
             waiting: (counts['waiting'] ?? 0) + (counts['prioritized'] ?? 0),
             delayed: counts['delayed'] ?? 0,
             active: counts['active'] ?? 0,
-            completed: counts['completed'] ?? 0,
+            // Completed jobs are not kept (see queue/queues.ts): the shared counters say how items ended.
+            completed: stats.sent[kind] + stats.superseded[kind] + stats.duplicates[kind],
             failed: stats.failed[kind],
             deadLettered: counts['failed'] ?? 0,
             paused: await queue.isPaused(),

@@ -24,7 +24,7 @@ import type { AuthGate } from '../queue/auth-gate.js';
 import type { Keys } from '../queue/keys.js';
 import type { RateLimiter } from '../queue/limiter.js';
 import type { ItemJob, ItemResult } from '../queue/payloads.js';
-import type { PushGate } from '../queue/push-gate.js';
+import type { GateVerdict, PushGate } from '../queue/push-gate.js';
 import type { QueueSet } from '../queue/queues.js';
 import type { RedisConnection } from '../queue/redis.js';
 import type { Stats } from '../queue/stats.js';
@@ -85,13 +85,13 @@ export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: str
           continue;
         }
         case 'go':
-          return send(deps, job, token, verdict.slot, verdict.isProbe, started);
+          return send(deps, job, token, verdict, started);
       }
     }
   };
 }
 
-async function send(deps: PushDeps, job: Job<ItemJob>, token: string | undefined, slot: string, isProbe: boolean, started: number): Promise<string> {
+async function send(deps: PushDeps, job: Job<ItemJob>, token: string | undefined, { slot, isProbe, authEpoch }: Extract<GateVerdict, { action: 'go' }>, started: number): Promise<string> {
   const item = job.data;
   const jobId = String(job.id);
   let result: Extract<ItemResult, 'accepted' | 'repeat'>;
@@ -100,7 +100,7 @@ async function send(deps: PushDeps, job: Job<ItemJob>, token: string | undefined
   } catch (error) {
     const syncError = toSyncError(error);
     if (isProbe) await onProbeAnswer(deps, syncError);
-    return onFailure(deps, job, token, slot, syncError);
+    return onFailure(deps, job, token, slot, authEpoch, syncError);
   }
   await finishItem(deps, job, result, slot);
   if (isProbe) await onProbeAnswer(deps, null);
@@ -119,7 +119,7 @@ async function onProbeAnswer(deps: PushDeps, error: SyncError | null): Promise<v
   deps.logger.info({ status: error?.status ?? 200 }, 'auth probe: the API accepts the key again; queues resumed');
 }
 
-async function onFailure(deps: PushDeps, job: Job<ItemJob>, token: string | undefined, slot: string, error: SyncError): Promise<never> {
+async function onFailure(deps: PushDeps, job: Job<ItemJob>, token: string | undefined, slot: string, authEpoch: number, error: SyncError): Promise<never> {
   const item = job.data;
   const jobId = String(job.id);
   const attempt = job.attemptsMade + 1;
@@ -141,7 +141,7 @@ async function onFailure(deps: PushDeps, job: Job<ItemJob>, token: string | unde
 
   if (error.disposition === 'pause') {
     await deps.gate.leave(item, jobId, slot, null);
-    const isFirst = await deps.authGate.trip({ at: new Date(deps.clock.now()).toISOString(), endpoint: item.kind, message: error.message });
+    const isFirst = await deps.authGate.trip({ at: new Date(deps.clock.now()).toISOString(), endpoint: item.kind, message: error.message }, authEpoch);
     if (isFirst) deps.logger.error(context, 'API refused the key (401): queues paused until `carrier-sync resume` or a probe succeeds');
     return stepAside(job, token, AUTH_RETRY_MS);
   }

@@ -7,10 +7,12 @@
  * the scheduler opens the probe and resumes the queues; the push gate then lets exactly one item
  * through (the first to come, now or later) while the others wait. Any answer but a 401 clears the
  * gate; a 401 closes it again with a longer backoff, and that item spends no attempt.
- * `carrier-sync resume` clears the gate by hand.
+ * `carrier-sync resume` clears the gate by hand. Each clear starts a new epoch: a 401 answered late
+ * to a request sent before the clear does not close the gate again.
  */
 import type { Queue } from 'bullmq';
 import type { RedisConnection } from './redis.js';
+import { defineScript } from './script.js';
 
 export interface AuthFailure {
   at: string;
@@ -23,8 +25,12 @@ export interface AuthFailure {
 }
 
 export interface AuthGate {
-  /** Records the failure and pauses the queues; true only for the call that closed the gate. */
-  trip(failure: AuthFailure): Promise<boolean>;
+  /**
+   * Records the failure and pauses the queues; true only for the call that closed the gate.
+   * `sentInEpoch` (see `epoch`): a 401 to a request sent before the gate was last cleared is stale
+   * — the key has worked since — and closes nothing.
+   */
+  trip(failure: AuthFailure, sentInEpoch?: number): Promise<boolean>;
   /** Lets the next item through as the probe: resumes the queues (the push gate admits one). */
   openProbe(): Promise<void>;
   /** True while a probe is open or in flight. */
@@ -35,14 +41,22 @@ export interface AuthGate {
   failure(): Promise<AuthFailure | null>;
 }
 
-export function createAuthGate(redis: RedisConnection, keys: { authFailure: string; authProbe: string }, queues: readonly Queue[]): AuthGate {
+// KEYS[1] failure, KEYS[2] epoch. ARGV[1] failure JSON, ARGV[2] epoch the request was sent in ('' unknown).
+const TRIP = defineScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if ARGV[2] ~= '' and tonumber(redis.call('GET', KEYS[2]) or '0') ~= tonumber(ARGV[2]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+return 1
+`);
+
+export function createAuthGate(redis: RedisConnection, keys: { authFailure: string; authProbe: string; authEpoch: string }, queues: readonly Queue[]): AuthGate {
   const read = async (): Promise<AuthFailure | null> => {
     const raw = await redis.get(keys.authFailure);
     return raw === null ? null : (JSON.parse(raw) as AuthFailure);
   };
   return {
-    async trip(failure) {
-      const isFirst = (await redis.set(keys.authFailure, JSON.stringify(failure), 'NX')) === 'OK';
+    async trip(failure, sentInEpoch) {
+      const isFirst = Number(await TRIP(redis, [keys.authFailure, keys.authEpoch], [JSON.stringify(failure), sentInEpoch ?? ''])) === 1;
       if (isFirst) await Promise.all(queues.map((queue) => queue.pause()));
       return isFirst;
     },
@@ -65,7 +79,7 @@ export function createAuthGate(redis: RedisConnection, keys: { authFailure: stri
       return next;
     },
     async clear() {
-      await redis.del(keys.authFailure, keys.authProbe);
+      await redis.multi().del(keys.authFailure, keys.authProbe).incr(keys.authEpoch).exec();
       await Promise.all(queues.map((queue) => queue.resume()));
     },
     failure: read,

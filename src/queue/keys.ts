@@ -47,6 +47,8 @@ export interface Keys {
   eventParked(deliveryId: string): string;
   /** While the 401 gate is closed: 'open' when the next item may probe the key, else the probing job's id. */
   readonly authProbe: string;
+  /** Counts the clears of the 401 gate (a request carries the epoch it was sent in). */
+  readonly authEpoch: string;
   /** Errors of every attempt of one job (a list of JSON objects). */
   attempts(jobId: string): string;
   /** An events file in flight: its expected and finished job ids. */
@@ -79,6 +81,7 @@ export function createKeys(prefix: string): Keys {
     eventOrder: (deliveryId) => k('event-order', deliveryId),
     eventParked: (deliveryId) => k('event-parked', deliveryId),
     authProbe: k('auth-probe'),
+    authEpoch: k('auth-epoch'),
     document: (kind, deliveryId) => k('doc', kind, deliveryId),
     documentLock: (kind, deliveryId) => k('doc-lock', kind, deliveryId),
     attempts: (jobId) => k('attempts', jobId),

@@ -27,11 +27,11 @@ import { stampSlotLua, takeSlotLua } from './limiter.js';
 import { defineScript } from './script.js';
 
 // KEYS: 1 order (doc hash | event order zset), 2 lock | parked set, 3 auth failure, 4 auth probe,
-//       5 limiter window, 6 limiter pause.
+//       5 limiter window, 6 limiter pause, 7 auth epoch.
 // ARGV: 1 job id, 2 mode ('doc'|'event'), 3 content id (doc), 4 generation (doc), 5 lock ttl ms,
 //       6 BullMQ job key prefix (event), 7 window ms, 8 limit, 9 slot member, 10 longest request ms,
 //       11 order ttl s, 12 activity key prefix (+ epoch minute), 13 activity ttl s.
-// Returns {verdict, a, b}: {'go', isProbe, member} | {'superseded'} | {'already'} |
+// Returns {verdict, a, b, c}: {'go', isProbe, member, auth epoch} | {'superseded'} | {'already'} |
 //   {'park', headDueMs} | {'busy', ms} | {'auth'} | {'wait', ms}.
 const ENTER = defineScript(`
 local jobId = ARGV[1]
@@ -77,7 +77,7 @@ redis.call('EXPIRE', bucket, ARGV[13])
 if ARGV[2] == 'doc' then redis.call('SET', KEYS[2], jobId, 'PX', ARGV[5]) end
 if ARGV[2] == 'event' then redis.call('SREM', KEYS[2], jobId) end
 if isProbe == 1 then redis.call('SET', KEYS[4], jobId, 'PX', ARGV[5]) end
-return {'go', isProbe, ARGV[9]}
+return {'go', isProbe, ARGV[9], tonumber(redis.call('GET', KEYS[7]) or '0')}
 `);
 
 // KEYS: 1 order (doc hash | event order zset), 2 lock | parked set, 3 limiter window, 4 stats hash,
@@ -137,7 +137,7 @@ return 'queue'
 `);
 
 export type GateVerdict =
-  | { action: 'go'; isProbe: boolean; slot: string }
+  | { action: 'go'; isProbe: boolean; slot: string; authEpoch: number }
   | { action: 'superseded' }
   | { action: 'already-accepted' }
   /** Events: an earlier event of the delivery is unfinished; it is due at `headDueMs` (epoch ms). */
@@ -194,7 +194,7 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
       const isDocument = item.kind !== 'collecting';
       const raw = (await ENTER(
         redis,
-        [...orderKeys(item), keys.authFailure, keys.authProbe, keys.limiter(keyId), keys.pause(keyId)],
+        [...orderKeys(item), keys.authFailure, keys.authProbe, keys.limiter(keyId), keys.pause(keyId), keys.authEpoch],
         [
           jobId,
           isDocument ? 'doc' : 'event',
@@ -210,11 +210,11 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
           activityPrefix,
           ACTIVITY_TTL_SEC,
         ],
-      )) as [string, number | string | undefined, string | undefined];
-      const [verdict, a, b] = raw;
+      )) as [string, number | string | undefined, string | undefined, number | undefined];
+      const [verdict, a, b, c] = raw;
       switch (verdict) {
         case 'go':
-          return { action: 'go', isProbe: Number(a) === 1, slot: String(b) };
+          return { action: 'go', isProbe: Number(a) === 1, slot: String(b), authEpoch: Number(c) };
         case 'superseded':
           return { action: 'superseded' };
         case 'already':

@@ -132,7 +132,7 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
     };
     const held: Term<S> = { validUntil: sentAt + validForMs, since: result.holder?.since ?? since, fence, session: null, starting: Promise.resolve(), isEnded: false, isFirst };
     term = held;
-    logger.info({ ...about, since: held.since, leaseMs, pid: self.pid, host: self.host }, 'holding the spool lease: this process watches the spool and moves its files');
+    logger.info({ ...about, since: held.since, leaseMs, host: self.host }, 'holding the spool lease: this process watches the spool and moves its files');
     held.starting = deps.start(fence).then(
       (session) => {
         held.session = session;

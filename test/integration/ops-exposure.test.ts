@@ -89,7 +89,7 @@ afterAll(async () => {
 describe('bound to 0.0.0.0 without credentials', () => {
   it('/ui and everything under it answer 403 naming CARRIER_SYNC_UI_PASSWORD', async () => {
     const ops = await start('0.0.0.0', {});
-    for (const path of ['/ui', '/ui/', '/ui/api/queues', '/ui/queues', '/ui/queues/queue/label', '/ui/static/js/main.js', '/ui/no-such-page', '/%75i', '//ui/api/queues', '/ui?x=1']) {
+    for (const path of ['/ui', '/ui/', '/ui/queues/api/queues', '/ui/queues', '/ui/queues/queue/label', '/ui/static/js/main.js', '/ui/no-such-page', '/%75i', '//ui/queues/api/queues', '/ui?x=1']) {
       const response = await fetch(`${ops.url}${path}`);
       expect({ path, status: response.status }).toEqual({ path, status: 403 });
       const body = (await response.json()) as { message: string; variable: string };
@@ -97,7 +97,7 @@ describe('bound to 0.0.0.0 without credentials', () => {
       expect(body.message).toContain('CARRIER_SYNC_UI_PASSWORD');
     }
     // The dashboard's destructive API is closed too.
-    const clean = await fetch(`${ops.url}/ui/api/queues/label/clean/failed`, { method: 'PUT' });
+    const clean = await fetch(`${ops.url}/ui/queues/api/queues/label/clean/failed`, { method: 'PUT' });
     expect(clean.status).toBe(403);
   });
 
@@ -142,7 +142,7 @@ describe('bound to 0.0.0.0 with credentials', () => {
 
   it('each credential opens only its own door', async () => {
     const ops = await start('0.0.0.0', { uiPassword: UI_PASSWORD });
-    expect((await fetch(`${ops.url}/ui/api/queues`, { headers: { authorization: basic(UI_PASSWORD) } })).status).toBe(200);
+    expect((await fetch(`${ops.url}/ui/queues/api/queues`, { headers: { authorization: basic(UI_PASSWORD) } })).status).toBe(200);
     expect((await postEvent(ops, 'HALF-1')).status).toBe(403);
     expect(await isQueued('HALF-1')).toBe(false);
   });
@@ -152,7 +152,7 @@ describe('bound to loopback without credentials', () => {
   it('/ui and POST /events work as before', async () => {
     const ops = await start('127.0.0.1', {});
     expect((await fetch(`${ops.url}/ui`)).status).toBe(200);
-    expect((await fetch(`${ops.url}/ui/api/queues`)).status).toBe(200);
+    expect((await fetch(`${ops.url}/ui/queues/api/queues`)).status).toBe(200);
     expect((await postEvent(ops, 'LOCAL-1')).status).toBe(202);
     expect(await isQueued('LOCAL-1')).toBe(true);
   });

@@ -190,9 +190,10 @@ async function runSeed(seed: number): Promise<void> {
         return note(`re-drop ${op.kind}/${newest.fileName} (identical to REV-${newest.rev})`);
       }
       case 'events': {
-        const ext = op.badName ? 'txt' : op.format;
         const clashWith = op.clash && !op.badName ? existing(model.eventsNames, op.records[0]?.pick ?? 0) : undefined;
-        const fileName = clashWith ?? `ev-${(counter += 1)}.${ext}`;
+        // A clash keeps the earlier file's format: the daemon reads a file by its extension.
+        const format = clashWith?.endsWith('.csv') === true ? 'csv' : clashWith === undefined ? op.format : 'ndjson';
+        const fileName = clashWith ?? `ev-${(counter += 1)}.${op.badName ? 'txt' : format}`;
         if (clashWith === undefined && !op.badName) model.eventsNames.push(fileName);
         const records = op.records.map((r) => {
           const index = r.pick % (model.eventDeliveries.length + 1);
@@ -205,7 +206,7 @@ async function runSeed(seed: number): Promise<void> {
         const invalid = Array.from({ length: op.invalidLines }, (_, i) => ({ id: model.eventDeliveries[0] ?? newId(), at: new Date(eventBase + i * 1000).toISOString().slice(0, 19) }));
         const rows = [...records, ...invalid];
         const text =
-          op.format === 'csv'
+          format === 'csv'
             ? `delivery_id,event_at\n${rows.map((r) => `${r.id},${r.at}`).join('\n')}\n`
             : `${rows.map((r) => JSON.stringify({ delivery_id: r.id, event_at: r.at })).join('\n')}\n`;
         const bytes = Buffer.from(text, 'utf8');
@@ -309,7 +310,9 @@ function failureText(seed: number, problems: string[], opLog: string[], e: E2eEn
         .map((l) => `  ${rel(Number(l.time ?? 0))}  [${d.child.pid}] ${l.msg ?? ''} ${JSON.stringify({ file: l['file'], jobId: l['jobId'], result: l['result'], attempt: l['attempt'], code: l['code'], to: l['to'] })}`),
     );
     logs.sort();
-    return [`delivery ${id} — API requests:`, ...requests, `delivery ${id} — daemon log lines:`, ...logs.slice(0, 40)].join('\n');
+    const delivery = e.sandbox.state.deliveries.get(id);
+    const held = `label ${delivery?.label?.sha256.slice(0, 12) ?? 'none'}${delivery?.label ? ` (received ${delivery.label.received_at}, ${delivery.label.replacements} replacements)` : ''}, CT-e ${delivery?.cte ? `nCT ${nctOf(delivery.cte.xml)} (received ${delivery.cte.received_at}, ${delivery.cte.replacements} replacements)` : 'none'}`;
+    return [`delivery ${id} — the API holds: ${held}`, `delivery ${id} — API requests:`, ...requests, `delivery ${id} — daemon log lines:`, ...logs.slice(0, 40)].join('\n');
   });
   return [
     `interleavings: seed ${seed} with ${PROCS} processes found ${problems.length} problem(s)`,

@@ -18,6 +18,9 @@ import type { Scenario } from '../support/report.js';
 import { MB, sampleRss } from '../support/rss.js';
 import { round, waitFor } from '../support/wait.js';
 
+/** Issue 14: ingest at least half as fast as a raw read+sha256 loop over the same files. */
+export const INGEST_MIN_RATIO = 0.5;
+
 export const ingestScenario: Scenario = {
   name: 'ingest',
   async run(env) {
@@ -62,8 +65,8 @@ export const ingestScenario: Scenario = {
             value: Math.round(filesPerSec),
             unit: 'files/s',
             reference: `read+sha256 loop: ${Math.round(refFilesPerSec).toLocaleString('en-US')} files/s (ratio ${round(filesPerSec / refFilesPerSec, 3)})`,
-            target: '≥ 1,000 files/s',
-            isMet: filesPerSec >= 1000,
+            target: `ratio ≥ ${INGEST_MIN_RATIO} (issue 14)`,
+            isMet: filesPerSec / refFilesPerSec >= INGEST_MIN_RATIO,
           },
           { metric: 'daemon peak RSS', value: round(rss.peakBytes() / MB), unit: 'MB', reference: `idle before the drop: ${round(idleRss / MB)} MB` },
         ],

@@ -68,7 +68,15 @@ export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher
     for (const file of found) observe(kind, file.name, file.size, file.mtimeMs);
   }
 
-  /** One pass over a kind: stat the head of the line, claim what is stable, as room allows. */
+  /**
+   * One pass over a kind: claim, in arrival order and as room allows, every candidate whose size
+   * and mtime were last seen to change at least writeStableMs ago. No lstat here: each inbox event
+   * already stat'ed the file, and the claim compares a fresh lstat (before and after its read) with
+   * what was seen — a file that changed unseen is 'changed', stat'ed once more and waits again.
+   * (Stat'ing every candidate on every tick cost ~5 lstats per file at writeStableMs 100, and up to
+   * room + 64 lstats a tick under a flood.) Claims run CLAIMS_AT_ONCE at a time, each starting as
+   * soon as one ends (no batch waits for its slowest claim).
+   */
   async function pump(kind: SpoolKind): Promise<void> {
     const queue = candidates[kind];
     if (queue.size === 0) return;
@@ -79,32 +87,31 @@ export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher
       return;
     }
     if (throttled.delete(kind)) logger.info({ kind }, 'back-pressure released');
+    const now = deps.clock.now();
     const ready: Array<[string, Candidate]> = [];
-    let looked = 0;
     for (const [name, candidate] of queue) {
-      if (ready.length >= room || looked >= room + 64) break;
-      looked += 1;
-      const stat = await lstat(join(paths.inbox(kind), name)).catch(() => null);
-      if (stat === null) {
-        queue.delete(name);
-        continue;
-      }
-      observe(kind, name, stat.size, stat.mtimeMs);
-      if (deps.clock.now() - candidate.stableSince >= spool.writeStableMs) ready.push([name, candidate]);
+      if (ready.length >= room) break;
+      if (now - candidate.stableSince >= spool.writeStableMs) ready.push([name, candidate]);
     }
-    for (let i = 0; i < ready.length; i += CLAIMS_AT_ONCE) {
-      await Promise.all(
-        ready.slice(i, i + CLAIMS_AT_ONCE).map(async ([name, candidate]) => {
-          try {
-            const result = await claimFile(deps, kind, name, candidate);
-            if (result !== 'changed') queue.delete(name);
-          } catch (error) {
-            logger.error({ kind, file: name, err: error }, 'claim failed; will try again');
-            candidate.stableSince = deps.clock.now();
+    let next = 0;
+    const claimNext = async (): Promise<void> => {
+      while (next < ready.length) {
+        const [name, candidate] = ready[next++]!;
+        try {
+          const result = await claimFile(deps, kind, name, candidate);
+          if (result !== 'changed') queue.delete(name);
+          else {
+            const stat = await lstat(join(paths.inbox(kind), name)).catch(() => null);
+            if (stat === null) queue.delete(name);
+            else observe(kind, name, stat.size, stat.mtimeMs);
           }
-        }),
-      );
-    }
+        } catch (error) {
+          logger.error({ kind, file: name, err: error }, 'claim failed; will try again');
+          candidate.stableSince = deps.clock.now();
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(CLAIMS_AT_ONCE, ready.length) }, claimNext));
   }
 
   /**

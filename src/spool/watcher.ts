@@ -36,8 +36,13 @@ interface Candidate {
   stableSince: number;
 }
 
-const CLAIMS_AT_ONCE = 8;
-const STATS_AT_ONCE = 32;
+/**
+ * A claim spends most of its time waiting (file reads, Redis round trips), so many run at once;
+ * their file bytes are held until queued, so the claims of one pass also stay under
+ * CLAIM_BYTES_AT_ONCE together (one larger file still goes through alone).
+ */
+const CLAIMS_AT_ONCE = 32;
+const CLAIM_BYTES_AT_ONCE = 32 * 1024 * 1024;
 
 export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher> {
   const { paths, spool, logger } = deps;
@@ -74,8 +79,8 @@ export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher
    * already stat'ed the file, and the claim compares a fresh lstat (before and after its read) with
    * what was seen — a file that changed unseen is 'changed', stat'ed once more and waits again.
    * (Stat'ing every candidate on every tick cost ~5 lstats per file at writeStableMs 100, and up to
-   * room + 64 lstats a tick under a flood.) Claims run CLAIMS_AT_ONCE at a time, each starting as
-   * soon as one ends (no batch waits for its slowest claim).
+   * room + 64 lstats a tick under a flood.) Claims run CLAIMS_AT_ONCE at a time (and within
+   * CLAIM_BYTES_AT_ONCE), each starting as soon as one ends (no batch waits for its slowest claim).
    */
   async function pump(kind: SpoolKind): Promise<void> {
     const queue = candidates[kind];
@@ -94,9 +99,20 @@ export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher
       if (now - candidate.stableSince >= spool.writeStableMs) ready.push([name, candidate]);
     }
     let next = 0;
+    let bytesInClaims = 0;
+    let running = 0;
+    let waiting: Array<() => void> = [];
     const claimNext = async (): Promise<void> => {
       while (next < ready.length) {
-        const [name, candidate] = ready[next++]!;
+        const [name, candidate] = ready[next]!;
+        const bytes = Math.max(0, candidate.size);
+        if (running > 0 && bytesInClaims + bytes > CLAIM_BYTES_AT_ONCE) {
+          await new Promise<void>((resolve) => waiting.push(resolve));
+          continue;
+        }
+        next += 1;
+        bytesInClaims += bytes;
+        running += 1;
         try {
           const result = await claimFile(deps, kind, name, candidate);
           if (result !== 'changed') queue.delete(name);
@@ -108,6 +124,12 @@ export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher
         } catch (error) {
           logger.error({ kind, file: name, err: error }, 'claim failed; will try again');
           candidate.stableSince = deps.clock.now();
+        } finally {
+          bytesInClaims -= bytes;
+          running -= 1;
+          const woken = waiting;
+          waiting = [];
+          for (const wake of woken) wake();
         }
       }
     };
@@ -115,37 +137,19 @@ export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher
   }
 
   /**
-   * One lstat per inbox event: inotify (fs.watch) names the file, the lstat tells the rest. Events
-   * wait in arrival order and at most STATS_AT_ONCE lstats run at once, so a flood of files does not
-   * hold a pending promise per file. A name is never stat'ed twice at once (answers could cross): an
-   * event for a name being stat'ed queues it once more.
+   * An inbox event (inotify, via fs.watch) only (re)starts the file's quiet period: every write to
+   * a file in the inbox raises an event, so writeStableMs without one means no write in that time.
+   * Its size and mtime become unknown (-1): the claim, instead of comparing them with a stat of
+   * ours, then also requires the file's own mtime to be writeStableMs old (a guard against events
+   * lost to an inotify queue overflow). No lstat per event: under a flood those lstats, each a
+   * round trip through libuv's thread pool, were a third of the watcher's file operations.
    */
-  const eventQueue = new Map<string, { kind: SpoolKind; name: string }>();
-  const statRunning = new Set<string>();
-  const statAgain = new Set<string>();
-  const drainEvents = (): void => {
-    for (const [key, { kind, name }] of eventQueue) {
-      if (statRunning.size >= STATS_AT_ONCE) return;
-      eventQueue.delete(key);
-      statRunning.add(key);
-      void lstat(join(paths.inbox(kind), name))
-        .then(
-          (stat) => observe(kind, name, stat.size, stat.mtimeMs),
-          () => candidates[kind].delete(name),
-        )
-        .finally(() => {
-          statRunning.delete(key);
-          if (statAgain.delete(key)) eventQueue.set(key, { kind, name });
-          drainEvents();
-        });
-    }
-  };
   const onEvent = (kind: SpoolKind, name: string): void => {
     if (isIgnoredName(name)) return;
-    const key = `${kind}/${name}`;
-    if (statRunning.has(key)) statAgain.add(key);
-    else if (!eventQueue.has(key)) eventQueue.set(key, { kind, name });
-    drainEvents();
+    const known = candidates[kind].get(name);
+    const now = deps.clock.now();
+    if (known === undefined) candidates[kind].set(name, { size: -1, mtimeMs: -1, stableSince: now });
+    else Object.assign(known, { size: -1, mtimeMs: -1, stableSince: now });
   };
 
   // Local disks: inotify. chokidar is kept for polling (network shares, where inotify sees nothing):

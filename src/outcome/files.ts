@@ -12,14 +12,36 @@ import { candidateName, originalName, parseInflightName } from '../spool/paths.j
 
 /** Moves `source` into `dir` under a free name; returns the target path, or null if `source` is gone. */
 export async function moveInto(source: string, dir: string, fileName: string): Promise<string | null> {
-  if (!(await exists(source))) return null;
-  await mkdir(dir, { recursive: true });
+  await ensureDir(dir);
   for (let n = 1; ; n += 1) {
     const target = join(dir, candidateName(fileName, n));
     if (await exists(target)) continue;
-    await renameAcross(source, target);
+    try {
+      await renameAcross(source, target);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      // The source already moved (an outcome applied twice), or the folder was taken away.
+      if (!(await exists(source))) return null;
+      madeDirs.delete(dir);
+      await ensureDir(dir);
+      await renameAcross(source, target);
+    }
     return target;
   }
+}
+
+/**
+ * Folders this process made or found (archive/<kind>/<day>/, failed/<kind>/): a recursive mkdir of
+ * a folder that exists costs a failed mkdir and a stat per move. A folder removed behind our back
+ * shows up as ENOENT on the rename, which makes it again.
+ */
+const madeDirs = new Set<string>();
+
+async function ensureDir(dir: string): Promise<void> {
+  if (madeDirs.has(dir)) return;
+  await mkdir(dir, { recursive: true });
+  if (madeDirs.size > 1000) madeDirs.clear();
+  madeDirs.add(dir);
 }
 
 /**
@@ -30,12 +52,18 @@ export async function moveInto(source: string, dir: string, fileName: string): P
  */
 export async function failInto(source: string, dir: string, fileName: string, report: { kind: string; at: string; content: ReportContent }): Promise<string | null> {
   if (!(await exists(source))) return null;
-  await mkdir(dir, { recursive: true });
+  await ensureDir(dir);
   const claim = parseInflightName(basename(source))?.claimId ?? null;
   for (let n = 1; ; n += 1) {
     const target = join(dir, candidateName(fileName, n));
     if ((await exists(target)) || (await exists(`${target}${REPORT}`))) continue;
-    await writeErrorReport(`${target}${REPORT}`, errorReport({ file: candidateName(fileName, n), kind: report.kind, at: report.at, claim }, report.content));
+    const body = errorReport({ file: candidateName(fileName, n), kind: report.kind, at: report.at, claim }, report.content);
+    await writeErrorReport(`${target}${REPORT}`, body).catch(async (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+      madeDirs.delete(dir);
+      await ensureDir(dir);
+      await writeErrorReport(`${target}${REPORT}`, body);
+    });
     await renameAcross(source, target);
     return target;
   }

@@ -48,7 +48,10 @@ export interface ClaimDeps {
 
 export type ClaimResult = 'queued' | 'refused' | 'duplicate' | 'changed';
 
-/** Claims `<inbox>/<fileName>`. 'changed': it moved or grew while being read; try again later. */
+/**
+ * Claims `<inbox>/<fileName>`, last seen with `seen` (size -1: seen only by an inbox event).
+ * 'changed': it changed since, or moved or grew while being read; try again later.
+ */
 export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: string, seen: { size: number; mtimeMs: number }): Promise<ClaimResult> {
   const path = join(deps.paths.inbox(kind), fileName);
   if (!deps.isOwner()) return 'changed';
@@ -59,7 +62,10 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
     await deps.sink.reject(kind, path, fileName, refused(kind, fileName, { code: 'SPOOL_NOT_REGULAR_FILE', message: `${fileName} is ${what}; drop regular files only` }));
     return 'refused';
   }
-  if (stat.size !== seen.size || stat.mtimeMs !== seen.mtimeMs) return 'changed';
+  // Seen by a stat: it must not have changed since. Seen only by an inbox event (size -1): its own
+  // mtime must be writeStableMs old too (the watcher already waited writeStableMs without events).
+  const isUnchanged = seen.size < 0 ? Date.now() - stat.mtimeMs >= deps.spool.writeStableMs : stat.size === seen.size && stat.mtimeMs === seen.mtimeMs;
+  if (!isUnchanged) return 'changed';
   const limit = limitOf(deps.spool, kind);
   if (stat.size > limit.bytes) {
     await deps.sink.reject(kind, path, fileName, refused(kind, fileName, { code: limit.code, message: `${fileName} is ${stat.size} bytes; the limit is ${limit.bytes}` }));

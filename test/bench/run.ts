@@ -15,12 +15,13 @@ import { ingestScenario } from './scenarios/ingest.js';
 import { latencyScenario } from './scenarios/latency.js';
 import { memoryScenario } from './scenarios/memory.js';
 import { mixedScenario } from './scenarios/mixed-1000.js';
+import { mixedDropScenario } from './scenarios/mixed-drop.js';
 import { pushScenario } from './scenarios/push.js';
 import { validatorsScenario } from './scenarios/validators.js';
 import { openBenchRedis, redisFacts } from './support/redis.js';
 import { acceptanceBox, consoleTable, writeReports, type BenchEnv, type Machine, type RunReport, type Scenario, type ScenarioResult } from './support/report.js';
 
-const SCENARIOS: readonly Scenario[] = [validatorsScenario, ingestScenario, pushScenario, goodputScenario, latencyScenario, memoryScenario, eventsDedupScenario, mixedScenario];
+const SCENARIOS: readonly Scenario[] = [validatorsScenario, ingestScenario, pushScenario, goodputScenario, latencyScenario, memoryScenario, eventsDedupScenario, mixedScenario, mixedDropScenario];
 
 function parseArgs(argv: readonly string[]): { isQuick: boolean; only: string[] | null } {
   let isQuick = false;

@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/log.js';
 import { createOutcomes } from '../../src/outcome/apply.js';
-import { failInto, sweepInterruptedMoves } from '../../src/outcome/files.js';
+import { failInto, moveInto, sweepInterruptedMoves } from '../../src/outcome/files.js';
 import type { Batches } from '../../src/queue/batches.js';
 import { refusalReport } from '../../src/queue/failure-report.js';
 import { originalName, spoolPaths } from '../../src/spool/paths.js';
@@ -27,7 +27,31 @@ const CLAIM = '0123456789abcdef-01234567';
 const report = { kind: 'cte', at: '2026-11-23T00:00:00.000Z', content: refusalReport({ code: 'CTE_NOT_XML', message: 'not XML' }) };
 const readJson = async (path: string): Promise<Record<string, unknown>> => JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
 
+describe('moveInto', () => {
+  it('moves under a free name, returns null once its source is gone, and makes its folder again when it was taken away', async () => {
+    const archive = join(root, 'archive', 'day');
+    for (const n of [1, 2]) await writeFile(join(root, `in-${n}`), `bytes ${n}`);
+    expect(await moveInto(join(root, 'in-1'), archive, 'a.pdf')).toBe(join(archive, 'a.pdf'));
+    expect(await moveInto(join(root, 'in-1'), archive, 'a.pdf')).toBeNull();
+    // The folder is known to this process now; an operator removes it between two moves.
+    await rm(archive, { recursive: true });
+    expect(await moveInto(join(root, 'in-2'), archive, 'a.pdf')).toBe(join(archive, 'a.pdf'));
+    expect(await readFile(join(archive, 'a.pdf'), 'utf8')).toBe('bytes 2');
+    expect(await readdir(root)).not.toContain('in-2');
+  });
+});
+
 describe('failInto', () => {
+  it('writes the report and moves the file even when its known folder was taken away', async () => {
+    const failed = join(root, 'failed-again');
+    await writeFile(join(root, 'in-1'), 'one');
+    await failInto(join(root, 'in-1'), failed, 'x.xml', report);
+    await rm(failed, { recursive: true });
+    await writeFile(join(root, 'in-2'), 'two');
+    expect(await failInto(join(root, 'in-2'), failed, 'x.xml', report)).toBe(join(failed, 'x.xml'));
+    expect((await readdir(failed)).sort()).toEqual(['x.xml', 'x.xml.error.json']);
+  });
+
   it('puts the file and its report in failed/, a second file of that name under a free name, and leaves no temp file', async () => {
     const failed = join(root, 'failed');
     for (const n of [1, 2]) {

@@ -13,28 +13,12 @@ import { createStats } from '../../../src/queue/stats.js';
 import { startSandbox } from '../../../src/sandbox/server.js';
 import { parseEventAt } from '../../../src/validate/event-at.js';
 import { spawnDaemon } from '../support/daemon.js';
-import { ndjson, pastInstant, sameInstantOtherwise, type EventLine } from '../support/inputs.js';
+import { ndjson, pastInstant, sameInstantOtherwise, shuffle, type EventLine } from '../support/inputs.js';
 import { benchPrefix, cleanupPrefix } from '../support/redis.js';
 import type { Scenario } from '../support/report.js';
 import { round, sleep, waitFor } from '../support/wait.js';
 
 const UNLIMITED = 1_000_000_000;
-
-/** A deterministic shuffle (mulberry32), so every run writes the same file shape. */
-function shuffle<T>(items: T[], seed: number): T[] {
-  let a = seed;
-  const random = (): number => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  for (let i = items.length - 1; i > 0; i -= 1) {
-    const j = Math.floor(random() * (i + 1));
-    [items[i], items[j]] = [items[j]!, items[i]!];
-  }
-  return items;
-}
 
 export const eventsDedupScenario: Scenario = {
   name: 'events-dedup',

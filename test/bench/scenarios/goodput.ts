@@ -24,6 +24,8 @@ import { round, sleep, waitFor } from '../support/wait.js';
 import { maxInWindow, windowCounts } from '../support/window.js';
 
 const WINDOW_MS = 60_000;
+/** Issue 14: sustained goodput at least 99.5% of the limit. */
+export const GOODPUT_MIN = 0.995;
 
 interface RunFigures {
   processes: number;
@@ -111,8 +113,8 @@ export const goodputScenario: Scenario = {
           value: round(goodput * 100, 1),
           unit: `% of ${limit}/min`,
           reference: `${Math.round(goodput * limit)} req/min; slot reuse every ${round(run.reuseIntervalMs / 1000, 2)} s over ${run.reusedSlots} reused slots`,
-          target: '≥ 98%',
-          isMet: goodput >= 0.98,
+          target: `≥ ${GOODPUT_MIN * 100}% (issue 14)`,
+          isMet: goodput >= GOODPUT_MIN,
         });
       }
       figures.push({

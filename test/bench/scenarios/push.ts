@@ -24,6 +24,8 @@ import type { Scenario } from '../support/report.js';
 import { round, waitFor } from '../support/wait.js';
 
 const UNLIMITED = 1_000_000_000;
+/** Issue 14: the push cost of an item at most 1.5× a raw BullMQ no-op job. */
+export const PUSH_COST_MAX_RATIO = 1.5;
 
 async function bullmqNoop(redisUrl: string, n: number, concurrency: number, delivery: Parameters<typeof itemJobOptions>[0]): Promise<number> {
   const prefix = benchPrefix('push-ref');
@@ -134,8 +136,8 @@ export const pushScenario: Scenario = {
               value: Math.round(daemonPerItemMs * 1000),
               unit: `µs (${Math.round(1000 / daemonPerItemMs).toLocaleString('en-US')} items/s)`,
               reference: `raw BullMQ no-op job: ${us(bullPerItemMs)} → ${round(ratio, 2)}×`,
-              target: '≤ 2× the no-op job',
-              isMet: ratio <= 2,
+              target: `≤ ${PUSH_COST_MAX_RATIO}× the no-op job (issue 14)`,
+              isMet: ratio <= PUSH_COST_MAX_RATIO,
             },
             {
               metric: 'own work beyond a no-op job + a raw request',

@@ -124,6 +124,22 @@ export function sameInstantOtherwise(at: Date, variant: number): string {
   }
 }
 
+/** A deterministic shuffle (mulberry32), so every run writes the same file shape. */
+export function shuffle<T>(items: T[], seed: number): T[] {
+  let a = seed;
+  const random = (): number => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  for (let i = items.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(random() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
+}
+
 /** Writes files under `<staging>/<token>/` so a later `dropAll` can rename them into place at once. */
 export async function stageFiles(staging: string, files: ReadonlyArray<{ name: string; bytes: Buffer | string }>): Promise<string> {
   const dir = join(staging, randomUUID());

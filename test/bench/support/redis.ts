@@ -118,3 +118,19 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/** `INFO commandstats`: calls per command (lower case, e.g. `evalsha`, `bzpopmin`). */
+export async function commandCalls(redis: Redis): Promise<Record<string, number>> {
+  const info = await redis.info('commandstats');
+  const out: Record<string, number> = {};
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out[match[1]!] = Number(match[2]);
+  return out;
+}
+
+/** Calls per command between two `commandCalls` readings, largest first, zeros left out. */
+export function callsBetween(before: Record<string, number>, after: Record<string, number>): Array<[string, number]> {
+  return Object.entries(after)
+    .map(([name, calls]): [string, number] => [name, calls - (before[name] ?? 0)])
+    .filter(([, calls]) => calls > 0)
+    .sort((a, b) => b[1] - a[1]);
+}

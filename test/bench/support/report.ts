@@ -79,7 +79,7 @@ const fmt = (value: number | string): string => {
   return value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: 0 });
 };
 
-const mark = (figure: Figure): string => (figure.isMet === undefined ? '' : figure.isMet ? 'yes' : 'NO');
+const mark = (figure: Figure): string => (figure.isMet === undefined ? '' : figure.isMet ? 'met' : 'not met');
 
 export function tableRows(results: readonly ScenarioResult[]): string[][] {
   const rows: string[][] = [];

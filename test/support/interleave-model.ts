@@ -145,6 +145,8 @@ export async function spoolProblems(spool: string, model: Model): Promise<string
   for (const path of all) {
     const parts = path.split('/');
     const name = parts.at(-1) ?? path;
+    // The spool's identity file (see src/spool/spool-id.ts) belongs there.
+    if (path === '.spool-id') continue;
     if (name.startsWith('.') || /\.(tmp|part|partial)$/i.test(name)) {
       problems.push(`temporary file left behind: ${path}`);
       continue;

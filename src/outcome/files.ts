@@ -10,8 +10,35 @@ import { basename, dirname, join } from 'node:path';
 import { errorReport, type ErrorReport, type ReportContent } from '../queue/failure-report.js';
 import { candidateName, originalName, parseInflightName } from '../spool/paths.js';
 
+/**
+ * Finding a free name and renaming onto it are two steps, and a rename replaces a file that took
+ * the name in between: two moves of files of one name into one folder at once (outcomes run
+ * concurrently) would lose one. Only the spool's lease holder moves files, so it is enough to run
+ * the moves of one name into one folder one at a time in this process.
+ */
+const movesUnderWay = new Map<string, Promise<unknown>>();
+
+function oneAtATime<T>(dir: string, fileName: string, move: () => Promise<T>): Promise<T> {
+  const key = `${dir}\0${originalName(fileName)}`;
+  const previous = movesUnderWay.get(key) ?? Promise.resolve();
+  const next = previous.then(move, move);
+  const settled = next.then(
+    () => undefined,
+    () => undefined,
+  );
+  movesUnderWay.set(key, settled);
+  void settled.then(() => {
+    if (movesUnderWay.get(key) === settled) movesUnderWay.delete(key);
+  });
+  return next;
+}
+
 /** Moves `source` into `dir` under a free name; returns the target path, or null if `source` is gone. */
-export async function moveInto(source: string, dir: string, fileName: string): Promise<string | null> {
+export function moveInto(source: string, dir: string, fileName: string): Promise<string | null> {
+  return oneAtATime(dir, fileName, () => moveNow(source, dir, fileName));
+}
+
+async function moveNow(source: string, dir: string, fileName: string): Promise<string | null> {
   await ensureDir(dir);
   for (let n = 1; ; n += 1) {
     const target = join(dir, candidateName(fileName, n));
@@ -50,7 +77,11 @@ async function ensureDir(dir: string): Promise<void> {
  * a later file of that name must not overwrite it). A report names the claim of an in-flight
  * source, which lets the start-up sweep tell a report cut off by a crash from a finished one.
  */
-export async function failInto(source: string, dir: string, fileName: string, report: { kind: string; at: string; content: ReportContent }): Promise<string | null> {
+export function failInto(source: string, dir: string, fileName: string, report: { kind: string; at: string; content: ReportContent }): Promise<string | null> {
+  return oneAtATime(dir, fileName, () => failNow(source, dir, fileName, report));
+}
+
+async function failNow(source: string, dir: string, fileName: string, report: { kind: string; at: string; content: ReportContent }): Promise<string | null> {
   if (!(await exists(source))) return null;
   await ensureDir(dir);
   const claim = parseInflightName(basename(source))?.claimId ?? null;

@@ -41,6 +41,23 @@ describe('moveInto', () => {
   });
 });
 
+describe('moves of files of one name into one folder at once', () => {
+  it('never lets one overwrite another: every file ends under its own name', async () => {
+    const sources = await Promise.all(
+      Array.from({ length: 8 }, async (_, i) => {
+        const path = join(root, `in-${i}.xml`);
+        await writeFile(path, `version ${i}`);
+        return path;
+      }),
+    );
+    const dir = join(root, 'archive');
+    const targets = await Promise.all(sources.map((source, i) => (i % 2 === 0 ? moveInto(source, dir, 'same.xml') : failInto(source, dir, 'same.xml', { kind: 'cte', at: new Date().toISOString(), content: refusalReport({ code: 'CTE_NOT_XML', message: 'm' }) }))));
+    expect(new Set(targets).size).toBe(8);
+    const contents = await Promise.all((await readdir(dir)).filter((name) => !name.endsWith('.error.json')).map((name) => readFile(join(dir, name), 'utf8')));
+    expect(contents.sort()).toEqual(Array.from({ length: 8 }, (_, i) => `version ${i}`));
+  });
+});
+
 describe('failInto', () => {
   it('writes the report and moves the file even when its known folder was taken away', async () => {
     const failed = join(root, 'failed-again');

@@ -56,15 +56,10 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       case 'carrier':
         return { [CARRIER_KEY_HEADER]: carrierKey };
       case 'carrier-and-seller-group':
-        return sellerGroupKey === null
-          ? { [CARRIER_KEY_HEADER]: carrierKey }
-          : { [CARRIER_KEY_HEADER]: carrierKey, [SELLER_GROUP_KEY_HEADER]: sellerGroupKey };
+        return sellerGroupKey === null ? { [CARRIER_KEY_HEADER]: carrierKey } : { [CARRIER_KEY_HEADER]: carrierKey, [SELLER_GROUP_KEY_HEADER]: sellerGroupKey };
       case 'seller-group':
         if (sellerGroupKey === null) {
-          throw new SyncError(
-            'CONFIG_INVALID',
-            `${request.endpoint}: needs a seller-group key (CARRIER_SYNC_SELLER_GROUP_KEY) and none is configured`,
-          );
+          throw new SyncError('CONFIG_INVALID', `${request.endpoint}: needs a seller-group key (CARRIER_SYNC_SELLER_GROUP_KEY) and none is configured`);
         }
         return { [SELLER_GROUP_KEY_HEADER]: sellerGroupKey };
     }
@@ -82,8 +77,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     putCte: (input) => call(buildCteRequest(input), readCteResponse),
     sendLabel: (input) => call(buildLabelRequest(input), readLabelResponse),
     patchWebhook: (webhookId, record) => call(buildWebhookRequest(webhookId, record), readWebhookResponse),
-    getOrderEvents: (sellerIdentifier, externalId) =>
-      call(buildOrderEventsRequest(sellerIdentifier, externalId), readOrderEventsResponse),
+    getOrderEvents: (sellerIdentifier, externalId) => call(buildOrderEventsRequest(sellerIdentifier, externalId), readOrderEventsResponse),
     getOrder: (orderId) => call(buildOrderGetRequest(orderId), readOrderGetResponse),
     updateOrder: (orderId, input) => call(buildOrderUpdateRequest(orderId, input), readOrderUpdateResponse),
     quoteOrders: (input) => call(buildQuotationRequest(input), readQuotationResponse),

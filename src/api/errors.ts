@@ -34,8 +34,7 @@ export interface ErrorResponse {
   nowMs: number;
 }
 
-export const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+export const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
 /** Reads shapes A–E; null when the body is not JSON or has neither a string code nor message. */
@@ -50,11 +49,16 @@ export function readErrorBody(text: string): ApiErrorBody | null {
   const code = str(parsed['code']);
   const message = str(parsed['message']);
   if (code === undefined && message === undefined) return null;
-  const shape = typeof parsed['status_code'] === 'number' ? 'D'
-    : typeof parsed['status'] === 'string' ? 'C'
-    : code === undefined ? 'E'
-    : typeof parsed['level'] === 'string' || 'params' in parsed ? 'A'
-    : 'B';
+  const shape =
+    typeof parsed['status_code'] === 'number'
+      ? 'D'
+      : typeof parsed['status'] === 'string'
+        ? 'C'
+        : code === undefined
+          ? 'E'
+          : typeof parsed['level'] === 'string' || 'params' in parsed
+            ? 'A'
+            : 'B';
   const result: ApiErrorBody = { shape };
   if (code !== undefined) result.code = code;
   if (message !== undefined) result.message = message;

@@ -31,8 +31,17 @@ export function registerBackfill(program: Command): void {
         import('../queue/queues.js'),
         import('../spool/claim.js'),
       ]);
-      const names = (await readdir(dir).catch(() => { throw new UsageError(`${dir}: not a readable folder`); })).filter((name) => !isIgnoredName(name)).sort();
-      const bar = process.stdout.isTTY === true ? new SingleBar({ format: 'backfill {bar} {value}/{total} files | queued {queued} | invalid {invalid}' }, Presets.shades_classic) : null;
+      const names = (
+        await readdir(dir).catch(() => {
+          throw new UsageError(`${dir}: not a readable folder`);
+        })
+      )
+        .filter((name) => !isIgnoredName(name))
+        .sort();
+      const bar =
+        process.stdout.isTTY === true
+          ? new SingleBar({ format: 'backfill {bar} {value}/{total} files | queued {queued} | invalid {invalid}' }, Presets.shades_classic)
+          : null;
       const totals = { queued: 0, invalid: 0, duplicates: 0 };
       const invalid: string[] = [];
       await withContext(command, async (ctx) => {
@@ -53,7 +62,9 @@ export function registerBackfill(program: Command): void {
             await enqueueDocument(ctx.enqueueDeps, prepared.document);
             totals.queued += 1;
           } else {
-            const jobs = prepared.events.records.map((r) => collectingJobOf(r, `backfill:${claimId}:${r.line}`, { source: 'backfill', index: r.line }, new Date().toISOString()));
+            const jobs = prepared.events.records.map((r) =>
+              collectingJobOf(r, `backfill:${claimId}:${r.line}`, { source: 'backfill', index: r.line }, new Date().toISOString()),
+            );
             const result = await enqueueEvents(ctx.enqueueDeps, jobs);
             totals.queued += result.jobIds.length;
             totals.duplicates += result.duplicates.length;

@@ -20,7 +20,9 @@ export function registerDlq(program: Command): void {
         return;
       }
       for (const l of letters) {
-        print(`${l.id}\n  kind ${l.kind}  delivery ${l.deliveryId}  file ${l.fileName ?? '-'}\n  ${l.errorCode}${l.apiCode === null ? '' : ` / ${l.apiCode}`}${l.status === null ? '' : ` (HTTP ${l.status})`}: ${l.message}\n  attempts ${l.attempts}  first ${l.firstFailureAt ?? '-'}  last ${l.lastFailureAt ?? '-'}`);
+        print(
+          `${l.id}\n  kind ${l.kind}  delivery ${l.deliveryId}  file ${l.fileName ?? '-'}\n  ${l.errorCode}${l.apiCode === null ? '' : ` / ${l.apiCode}`}${l.status === null ? '' : ` (HTTP ${l.status})`}: ${l.message}\n  attempts ${l.attempts}  first ${l.firstFailureAt ?? '-'}  last ${l.lastFailureAt ?? '-'}`,
+        );
       }
       print(`\n${letters.length} dead-lettered`);
     });
@@ -44,7 +46,8 @@ export function registerDlq(program: Command): void {
     .option('--older-than <duration>', 'only items dead-lettered longer ago than this, e.g. 30d, 12h, 15m')
     .action(async (options: { olderThan?: string }, command: Command) => {
       const olderThanMs = options.olderThan === undefined ? null : parseDuration(options.olderThan);
-      if (olderThanMs === null && options.olderThan !== undefined) throw new UsageError(`--older-than: "${options.olderThan}" is not a duration like 30d, 12h, 15m, 45s`);
+      if (olderThanMs === null && options.olderThan !== undefined)
+        throw new UsageError(`--older-than: "${options.olderThan}" is not a duration like 30d, 12h, 15m, 45s`);
       const purged = await withContext(command, (ctx) => purgeDeadLetters(ctx, olderThanMs, Date.now()));
       print(`purged ${purged.length}`);
     });

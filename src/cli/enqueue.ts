@@ -18,7 +18,8 @@ export function registerEnqueue(program: Command): void {
       if (!verdict.ok) throw new UsageError(verdict.error.message);
       const job = collectingJobOf(verdict.value, `cli:${randomUUID()}`, { source: 'cli' }, new Date().toISOString());
       const result = await withContext(command, (ctx) => enqueueEvents(ctx.enqueueDeps, [job]));
-      if (result.duplicates.length > 0) print(`duplicate: an event at ${verdict.value.instantKey} was already taken for delivery ${options.deliveryId}; not sent again`);
+      if (result.duplicates.length > 0)
+        print(`duplicate: an event at ${verdict.value.instantKey} was already taken for delivery ${options.deliveryId}; not sent again`);
       else print(`queued ${result.jobIds[0] ?? ''}${verdict.value.epochMs > Date.now() ? ` (held until ${verdict.value.instantKey})` : ''}`);
     });
 }

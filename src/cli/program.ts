@@ -23,7 +23,17 @@ export function buildProgram(): Command {
     .configureOutput({
       writeErr: (text) => process.stderr.write(text.startsWith('error:') ? `carrier-sync: ${text.slice(7).trim()} (see --help)\n` : text),
     });
-  for (const register of [registerStart, registerStatus, registerDlq, registerEnqueue, registerWebhook, registerValidate, registerSandbox, registerBackfill, registerResume]) {
+  for (const register of [
+    registerStart,
+    registerStatus,
+    registerDlq,
+    registerEnqueue,
+    registerWebhook,
+    registerValidate,
+    registerSandbox,
+    registerBackfill,
+    registerResume,
+  ]) {
     register(program);
   }
   program.commands.forEach(applyExitOverride);

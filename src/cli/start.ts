@@ -14,9 +14,13 @@ export function registerStart(program: Command): void {
     .option('--roles <list>', `comma-separated roles to run: ${ROLES.join(', ')}`, ROLES.join(','))
     .action(async (options: { roles: string }, command: Command) => {
       const { startDaemon } = await import('../runtime/start.js');
-      const roles = options.roles.split(',').map((role) => role.trim()).filter(Boolean);
+      const roles = options.roles
+        .split(',')
+        .map((role) => role.trim())
+        .filter(Boolean);
       const unknown = roles.filter((role) => !(ROLES as readonly string[]).includes(role));
-      if (roles.length === 0 || unknown.length > 0) throw new UsageError(`--roles: unknown role ${unknown.join(', ') || '(none given)'}; choose from ${ROLES.join(', ')}`);
+      if (roles.length === 0 || unknown.length > 0)
+        throw new UsageError(`--roles: unknown role ${unknown.join(', ') || '(none given)'}; choose from ${ROLES.join(', ')}`);
       const config = configOf(command);
       const logger = createLogger({ level: config.log.level, isPretty: process.stderr.isTTY === true });
       const daemon = startDaemon(config, roles as Role[], logger);

@@ -42,7 +42,12 @@ export function registerStatus(program: Command): void {
             return { id, holder: holder === null ? null : { host: holder.host, pid: holder.pid, since: holder.since, leaseLeftMs: holder.ttlMs } };
           }),
         );
-        const schedulers = (await ctx.queues.housekeeping.getJobSchedulers(0, -1, true)).map((s) => ({ id: s.key, pattern: s.pattern ?? null, tz: s.tz ?? null, next: s.next === undefined ? null : new Date(s.next).toISOString() }));
+        const schedulers = (await ctx.queues.housekeeping.getJobSchedulers(0, -1, true)).map((s) => ({
+          id: s.key,
+          pattern: s.pattern ?? null,
+          tz: s.tz ?? null,
+          next: s.next === undefined ? null : new Date(s.next).toISOString(),
+        }));
         return {
           prefix: ctx.config.prefix,
           queues,
@@ -66,12 +71,19 @@ export function registerStatus(program: Command): void {
         return `${kind.padEnd(11)} ${String(c['waiting']).padStart(8)} ${String(c['delayed']).padStart(8)} ${String(c['active']).padStart(7)} ${String(c['completed']).padStart(10)} ${String(c['failed']).padStart(7)} ${String(c['deadLettered']).padStart(6)} ${String(c['duplicates']).padStart(6)}  ${c['paused'] === true ? 'PAUSED' : ''}`;
       });
       print(['queue        waiting  delayed  active  completed  failed    dlq   dups', ...rows].join('\n'));
-      if (report.authFailure !== null) print(`\n!! queues paused: the API refused the key (401) at ${report.authFailure.at}: ${report.authFailure.message}\n   fix the key, then run \`carrier-sync resume\` (a probe also retries with backoff)`);
+      if (report.authFailure !== null)
+        print(
+          `\n!! queues paused: the API refused the key (401) at ${report.authFailure.at}: ${report.authFailure.message}\n   fix the key, then run \`carrier-sync resume\` (a probe also retries with backoff)`,
+        );
       const rl = report.rateLimiter;
-      print(`\nrate limiter: ${rl.inWindow ?? '?'} of ${rl.ratePerMinute} per minute in the window${rl.pausedForMs ? `, paused ${rl.pausedForMs} ms by a 429` : ''}`);
+      print(
+        `\nrate limiter: ${rl.inWindow ?? '?'} of ${rl.ratePerMinute} per minute in the window${rl.pausedForMs ? `, paused ${rl.pausedForMs} ms by a 429` : ''}`,
+      );
       for (const spool of report.spools) {
         const { holder } = spool;
-        print(`\nspool ${spool.id}: ${holder === null ? 'no process holds it (no watcher running, or one is taking over)' : `held by pid ${holder.pid} on ${holder.host} since ${holder.since} (lease ${(holder.leaseLeftMs / 1000).toFixed(1)} s left)`}`);
+        print(
+          `\nspool ${spool.id}: ${holder === null ? 'no process holds it (no watcher running, or one is taking over)' : `held by pid ${holder.pid} on ${holder.host} since ${holder.since} (lease ${(holder.leaseLeftMs / 1000).toFixed(1)} s left)`}`,
+        );
       }
       if (report.schedulers.length > 0) {
         print('\nschedulers:');

@@ -15,7 +15,11 @@ export function registerValidate(program: Command): void {
       const verdicts = [];
       for (const file of files) verdicts.push({ file, ...(await verdictOf(file, config.spool)) });
       if (options.json === true) print(JSON.stringify(verdicts, null, 2));
-      else for (const v of verdicts) print(`${v.ok ? 'valid  ' : 'INVALID'} ${v.file}${v.ok ? '' : `\n        ${v.code}: ${v.message}`}${v.notes.map((n) => `\n        note: ${n}`).join('')}`);
+      else
+        for (const v of verdicts)
+          print(
+            `${v.ok ? 'valid  ' : 'INVALID'} ${v.file}${v.ok ? '' : `\n        ${v.code}: ${v.message}`}${v.notes.map((n) => `\n        note: ${n}`).join('')}`,
+          );
       if (verdicts.some((v) => !v.ok)) process.exitCode = 1;
     });
 }
@@ -38,7 +42,9 @@ async function verdictOf(file: string, spool: { maxLabelBytes: number; maxCteByt
   const { checkCte, checkLabel, eventsFormatOf, parseEventsFile } = await import('../validate/index.js');
   if (name.endsWith('.pdf')) {
     const v = await checkLabel(bytes, { maxBytes: spool.maxLabelBytes });
-    return v.ok ? { ok: true, notes: [`PDF ${v.value.pdfVersion}, ${v.value.pageCount} page(s)`, ...v.warnings] } : { ok: false, code: v.error.code, message: v.error.message, notes: [] };
+    return v.ok
+      ? { ok: true, notes: [`PDF ${v.value.pdfVersion}, ${v.value.pageCount} page(s)`, ...v.warnings] }
+      : { ok: false, code: v.error.code, message: v.error.message, notes: [] };
   }
   if (name.endsWith('.xml')) {
     const v = checkCte(bytes, { maxBytes: spool.maxCteBytes });
@@ -48,7 +54,9 @@ async function verdictOf(file: string, spool: { maxLabelBytes: number; maxCteByt
   if (format !== null) {
     const result = parseEventsFile(bytes.toString('utf8'), format, { maxLineBytes: spool.maxEventLineBytes });
     const notes = [`${result.records.length} valid record(s)`, ...result.rejects.map((r) => `line ${r.line}: ${r.code}: ${r.message}`)];
-    return result.rejects.length === 0 ? { ok: true, notes } : { ok: false, code: 'EVENT_BAD_RECORD', message: `${result.rejects.length} invalid line(s)`, notes };
+    return result.rejects.length === 0
+      ? { ok: true, notes }
+      : { ok: false, code: 'EVENT_BAD_RECORD', message: `${result.rejects.length} invalid line(s)`, notes };
   }
   return { ok: false, code: 'SPOOL_BAD_NAME', message: 'unknown file type: expected .pdf, .xml, .ndjson, .jsonl or .csv', notes: [] };
 }

@@ -20,9 +20,21 @@ export function registerWebhook(program: Command): void {
         if (at <= 0) throw new UsageError(`--header: "${pair}" must look like Name=value`);
         headers[pair.slice(0, at)] = pair.slice(at + 1);
       }
-      const record = { url: options.url, headers: options.header.length === 0 ? null : headers, events: options.events.split(',').map((e) => e.trim()).filter(Boolean) };
+      const record = {
+        url: options.url,
+        headers: options.header.length === 0 ? null : headers,
+        events: options.events
+          .split(',')
+          .map((e) => e.trim())
+          .filter(Boolean),
+      };
       const config = configOf(command);
-      const [{ apiClientFor }, { rateLimiterFor }, { resolveApiTarget }, { applyWebhook }] = await Promise.all([import('../runtime/api-client.js'), import('../queue/limiter.js'), import('../runtime/api-target.js'), import('../runtime/webhook.js')]);
+      const [{ apiClientFor }, { rateLimiterFor }, { resolveApiTarget }, { applyWebhook }] = await Promise.all([
+        import('../runtime/api-client.js'),
+        import('../queue/limiter.js'),
+        import('../runtime/api-target.js'),
+        import('../runtime/webhook.js'),
+      ]);
       await withContext(command, async (ctx) => {
         const target = await resolveApiTarget(config, createLogger({ level: 'warn' }), ctx.closers);
         const client = apiClientFor(config, target, { connections: 1 });

@@ -19,7 +19,10 @@ export const configSchema = z
       .strict(),
     redis: z
       .object({
-        url: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').nullable(),
+        url: z
+          .string()
+          .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
+          .nullable(),
         managedDir: z.string().min(1),
         managedPort: z.number().int().min(0).max(65535),
         cluster: z.boolean(),
@@ -29,7 +32,10 @@ export const configSchema = z
     spool: z
       .object({
         dir: z.string().min(1),
-        id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only, 1-64 chars').nullable(),
+        id: z
+          .string()
+          .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only, 1-64 chars')
+          .nullable(),
         writeStableMs: ms,
         usePolling: z.boolean(),
         pollIntervalMs: positiveInt,
@@ -97,7 +103,11 @@ export const configSchema = z
       ctx.addIssue({ code: 'custom', path: ['redis', 'url'], message: 'REDIS_URL (the cluster seed nodes) is required when redis.cluster is on' });
     }
     if (config.redis.cluster && !/^\{[^{}]+\}$/.test(config.prefix)) {
-      ctx.addIssue({ code: 'custom', path: ['prefix'], message: 'on Redis Cluster the prefix must be one hash tag, e.g. {carrier-sync}, so every key of a deployment shares a slot' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['prefix'],
+        message: 'on Redis Cluster the prefix must be one hash tag, e.g. {carrier-sync}, so every key of a deployment shares a slot',
+      });
     }
     if (config.api.url !== null && config.api.carrierKey === null) {
       ctx.addIssue({

@@ -37,7 +37,8 @@ export function registerExposureGuard(app: FastifyInstance, options: ExposureOpt
   if (isLoopbackHost(options.host)) return;
   const closed: Array<{ what: string; variable: string; matches: (path: string) => boolean }> = [];
   if (!options.isUiPasswordSet) closed.push({ what: options.uiBasePath, variable: UI_PASSWORD_VARIABLE, matches: (path) => isUnder(path, options.uiBasePath) });
-  if (!options.isIngestTokenSet) closed.push({ what: `POST ${options.ingestPath}`, variable: INGEST_TOKEN_VARIABLE, matches: (path) => path === options.ingestPath });
+  if (!options.isIngestTokenSet)
+    closed.push({ what: `POST ${options.ingestPath}`, variable: INGEST_TOKEN_VARIABLE, matches: (path) => path === options.ingestPath });
   if (closed.length === 0) return;
   for (const { what, variable } of closed) {
     options.logger.warn({ host: options.host, closed: what, set: variable }, 'ops server bound beyond loopback: answering 403 until the credential is set');

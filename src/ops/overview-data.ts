@@ -121,14 +121,20 @@ export async function readOverview(sources: OverviewSources): Promise<Overview> 
 }
 
 function stateOf(sources: OverviewSources, failure: Awaited<ReturnType<AuthGate['failure']>>, details: OverviewDetails): OverviewState {
-  if (sources.isDraining()) return { code: 'draining', headline: 'Draining: this process is stopping and finishing its in-flight work', detail: null, since: null };
+  if (sources.isDraining())
+    return { code: 'draining', headline: 'Draining: this process is stopping and finishing its in-flight work', detail: null, since: null };
   if (failure !== null) {
     return { code: 'paused', headline: 'Paused: the API refused our key (401)', detail: `${failure.endpoint}: ${failure.message}`, since: failure.at };
   }
   const waiting = details.backlog.reduce((sum, row) => sum + row.queued + row.active + (row.inbox ?? 0), 0);
   const lastMinute = details.activity.requests.at(-1) ?? 0;
   if (waiting === 0) return { code: 'idle', headline: 'Working: nothing waiting to be sent', detail: null, since: null };
-  return { code: 'working', headline: `Working: ${waiting} item${waiting === 1 ? '' : 's'} to send, ${lastMinute} request${lastMinute === 1 ? '' : 's'} this minute`, detail: null, since: null };
+  return {
+    code: 'working',
+    headline: `Working: ${waiting} item${waiting === 1 ? '' : 's'} to send, ${lastMinute} request${lastMinute === 1 ? '' : 's'} this minute`,
+    detail: null,
+    since: null,
+  };
 }
 
 function redisDown(reason: string): OverviewState {

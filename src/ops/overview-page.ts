@@ -90,12 +90,33 @@ function renderFigures(o: Overview, d: OverviewDetails): string {
     return href === null ? `<div class="tile ${tone}">${body}</div>` : `<a class="tile ${tone}" href="${href}">${body}</a>`;
   };
   return [
-    tile('requests-minute', 'Requests this minute', String(lastMinute), `of ${o.ratePerMinute} allowed (${Math.round(load * 100)}%)`, '#chart', load >= 0.95 ? 'warn' : ''),
+    tile(
+      'requests-minute',
+      'Requests this minute',
+      String(lastMinute),
+      `of ${o.ratePerMinute} allowed (${Math.round(load * 100)}%)`,
+      '#chart',
+      load >= 0.95 ? 'warn' : '',
+    ),
     tile('sent-hour', 'Sent, last hour', String(total(d.activity.sent)), `${total(d.activity.requests)} requests`, '#chart'),
-    tile('rate-limited-hour', '429s, last hour', String(total(d.activity.rateLimited)), 'answers “too many requests”', '#chart', total(d.activity.rateLimited) > 0 ? 'warn' : ''),
+    tile(
+      'rate-limited-hour',
+      '429s, last hour',
+      String(total(d.activity.rateLimited)),
+      'answers “too many requests”',
+      '#chart',
+      total(d.activity.rateLimited) > 0 ? 'warn' : '',
+    ),
     tile('backlog', 'Backlog', String(backlog), 'queued, sending, delayed', '#backlog'),
     tile('refused-total', 'Refused locally', String(d.refusals.total), 'never sent: files in failed/', '#refusals', d.refusals.total > 0 ? 'bad' : ''),
-    tile('dead-letters-total', 'Dead letters', String(d.deadLetters.total), 'refused by the API: replayable', '#dead-letters', d.deadLetters.total > 0 ? 'bad' : ''),
+    tile(
+      'dead-letters-total',
+      'Dead letters',
+      String(d.deadLetters.total),
+      'refused by the API: replayable',
+      '#dead-letters',
+      d.deadLetters.total > 0 ? 'bad' : '',
+    ),
   ].join('');
 }
 
@@ -114,9 +135,15 @@ function renderBacklog(rows: BacklogRow[], maxQueued: number, base: string): str
 }
 
 function renderRefusals(r: { total: number; byCode: CodeCount[]; latest: Refusal[] }): string {
-  const chips = r.byCode.length === 0 ? '<span class="empty">none</span>' : r.byCode.map((c) => `<span class="chip" data-refused-code="${escape(c.code)}">${escape(c.code)} <b data-count>${c.count}</b></span>`).join('');
+  const chips =
+    r.byCode.length === 0
+      ? '<span class="empty">none</span>'
+      : r.byCode.map((c) => `<span class="chip" data-refused-code="${escape(c.code)}">${escape(c.code)} <b data-count>${c.count}</b></span>`).join('');
   const rows = r.latest
-    .map((x) => `<tr><td class="when" title="${escape(x.at)}">${escape(shortTime(x.at))}</td><td class="file" title="failed/${escape(x.kind)}/${escape(x.file)}">${escape(x.file)}</td><td><code>${escape(x.code)}</code></td><td class="reason"><div class="clamp" title="${escape(x.reason)}">${escape(x.reason)}</div></td></tr>`)
+    .map(
+      (x) =>
+        `<tr><td class="when" title="${escape(x.at)}">${escape(shortTime(x.at))}</td><td class="file" title="failed/${escape(x.kind)}/${escape(x.file)}">${escape(x.file)}</td><td><code>${escape(x.code)}</code></td><td class="reason"><div class="clamp" title="${escape(x.reason)}">${escape(x.reason)}</div></td></tr>`,
+    )
     .join('');
   return `<h2 id="refusals">Refused locally <small>never became a job; each file sits in failed/&lt;kind&gt;/ with its .error.json</small></h2>
 <div class="chips">${chips}</div>
@@ -127,7 +154,12 @@ function renderDeadLetters(dl: { total: number; byCode: CodeCount[]; latest: Dea
   const chips =
     dl.byCode.length === 0
       ? '<span class="empty">none</span>'
-      : dl.byCode.map((c) => `<span class="chip" data-dead-code="${escape(c.code)}">${escape(c.code)} <b data-count>${c.count}</b><button type="button" class="replay" data-replay-code="${escape(c.code)}" title="replay every dead letter with this code">replay all</button></span>`).join('');
+      : dl.byCode
+          .map(
+            (c) =>
+              `<span class="chip" data-dead-code="${escape(c.code)}">${escape(c.code)} <b data-count>${c.count}</b><button type="button" class="replay" data-replay-code="${escape(c.code)}" title="replay every dead letter with this code">replay all</button></span>`,
+          )
+          .join('');
   const rows = dl.latest
     .map(
       (x) =>

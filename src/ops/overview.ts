@@ -63,7 +63,10 @@ export function registerOverview(scope: FastifyInstance, options: OverviewOption
     const ids = isId ? [body.id as string] : await deadLetterIdsWithCode(sources, body.code as string);
     const { retried, missing } = await retryDeadLetters(sources, ids);
     logger.info({ retried, missing, ...(isCode ? { code: body.code } : {}) }, 'dead letters replayed from the overview page');
-    if (retried.length === 0) return reply.code(404).send({ message: isId ? `${String(body.id)} is not a dead letter (any more)` : `no dead letter with code ${String(body.code)}`, retried, missing });
+    if (retried.length === 0)
+      return reply
+        .code(404)
+        .send({ message: isId ? `${String(body.id)} is not a dead letter (any more)` : `no dead letter with code ${String(body.code)}`, retried, missing });
     return { retried, missing };
   });
 }

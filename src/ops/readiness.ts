@@ -48,7 +48,10 @@ export function createReadiness(deps: ReadinessDeps): () => Promise<ReadinessSta
       const failure = await withDeadline(deps.authGate.failure(), timeoutMs, `no reply within ${timeoutMs} ms`);
       spool = deps.spool === undefined ? null : await withDeadline(deps.spool(), timeoutMs, `no reply within ${timeoutMs} ms`);
       if (failure !== null) {
-        return { ...unready(`queues paused: the API refused our key (401) at ${failure.at} on ${failure.endpoint}: ${failure.message}`), ...(spool === null ? {} : { spool }) };
+        return {
+          ...unready(`queues paused: the API refused our key (401) at ${failure.at} on ${failure.endpoint}: ${failure.message}`),
+          ...(spool === null ? {} : { spool }),
+        };
       }
     } catch (error) {
       return unready(`redis is not answering: ${error instanceof Error ? error.message : String(error)}`);

@@ -92,7 +92,12 @@ export function createOutcomes(deps: OutcomeDeps): Outcomes {
     const { info } = state;
     const path = join(deps.paths.inflight('events'), info.inflightName);
     if (state.deadLettered.length > 0) {
-      await reject('events', path, info.fileName, batchReport(state, 'API_REJECTED', `${state.deadLettered.length} of ${state.total} events were dead-lettered`));
+      await reject(
+        'events',
+        path,
+        info.fileName,
+        batchReport(state, 'API_REJECTED', `${state.deadLettered.length} of ${state.total} events were dead-lettered`),
+      );
     } else {
       if (info.rejects.length > 0) {
         const content = batchReport(state, 'EVENT_BAD_RECORD', `${info.rejects.length} invalid lines; the valid records were sent`);
@@ -103,7 +108,17 @@ export function createOutcomes(deps: OutcomeDeps): Outcomes {
       } else await archive('events', path, info.fileName);
     }
     deps.inflight.forget('events', info.inflightName);
-    log.info({ kind: 'events', file: info.fileName, total: state.total, duplicates: info.duplicates, invalid: info.rejects.length, deadLettered: state.deadLettered.length }, 'events file finished');
+    log.info(
+      {
+        kind: 'events',
+        file: info.fileName,
+        total: state.total,
+        duplicates: info.duplicates,
+        invalid: info.rejects.length,
+        deadLettered: state.deadLettered.length,
+      },
+      'events file finished',
+    );
     await deps.batches.drop(batchId);
   }
 

@@ -13,13 +13,24 @@ export async function finishItem(deps: PushDeps, job: Job<ItemJob>, result: Item
   const item = job.data;
   const jobId = String(job.id);
   const history = result === 'dead-lettered' ? await deps.attempts.read(jobId) : [];
-  const outcome = item.origin.source === 'spool' ? deps.queues.outcome(item.origin.spoolId).add('outcome', outcomeOf(deps, job, result, history, error), { jobId: `${jobId}.${result}.${job.attemptsStarted}` }) : null;
+  const outcome =
+    item.origin.source === 'spool'
+      ? deps.queues
+          .outcome(item.origin.spoolId)
+          .add('outcome', outcomeOf(deps, job, result, history, error), { jobId: `${jobId}.${result}.${job.attemptsStarted}` })
+      : null;
   const [woken] = await Promise.all([deps.gate.leave(item, jobId, slot, result), outcome]);
   if (woken !== null) await wakeParked(deps.itemQueue, woken);
   if (result === 'repeat') deps.logger.warn({ kind: item.kind, deliveryId: item.deliveryId, jobId }, 'API reported the event_at as a repeat');
 }
 
-function outcomeOf(deps: PushDeps, job: Job<ItemJob>, result: ItemResult, history: ReadonlyArray<{ at: string }>, error: SyncError | undefined): OutcomeMessage {
+function outcomeOf(
+  deps: PushDeps,
+  job: Job<ItemJob>,
+  result: ItemResult,
+  history: ReadonlyArray<{ at: string }>,
+  error: SyncError | undefined,
+): OutcomeMessage {
   const item = job.data;
   return {
     kind: item.kind,

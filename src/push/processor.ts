@@ -91,7 +91,13 @@ export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: str
   };
 }
 
-async function send(deps: PushDeps, job: Job<ItemJob>, token: string | undefined, { slot, isProbe, authEpoch }: Extract<GateVerdict, { action: 'go' }>, started: number): Promise<string> {
+async function send(
+  deps: PushDeps,
+  job: Job<ItemJob>,
+  token: string | undefined,
+  { slot, isProbe, authEpoch }: Extract<GateVerdict, { action: 'go' }>,
+  started: number,
+): Promise<string> {
   const item = job.data;
   const jobId = String(job.id);
   let result: Extract<ItemResult, 'accepted' | 'repeat'>;
@@ -104,7 +110,10 @@ async function send(deps: PushDeps, job: Job<ItemJob>, token: string | undefined
   }
   await finishItem(deps, job, result, slot);
   if (isProbe) await onProbeAnswer(deps, null);
-  deps.logger.info({ kind: item.kind, deliveryId: item.deliveryId, jobId, attempt: job.attemptsMade + 1, status: 200, durationMs: deps.clock.now() - started, result }, 'item sent');
+  deps.logger.info(
+    { kind: item.kind, deliveryId: item.deliveryId, jobId, attempt: job.attemptsMade + 1, status: 200, durationMs: deps.clock.now() - started, result },
+    'item sent',
+  );
   return result;
 }
 

@@ -49,7 +49,11 @@ redis.call('SET', KEYS[1], ARGV[1])
 return 1
 `);
 
-export function createAuthGate(redis: RedisConnection, keys: { authFailure: string; authProbe: string; authEpoch: string }, queues: readonly Queue[]): AuthGate {
+export function createAuthGate(
+  redis: RedisConnection,
+  keys: { authFailure: string; authProbe: string; authEpoch: string },
+  queues: readonly Queue[],
+): AuthGate {
   const read = async (): Promise<AuthFailure | null> => {
     const raw = await redis.get(keys.authFailure);
     return raw === null ? null : (JSON.parse(raw) as AuthFailure);

@@ -91,7 +91,8 @@ export async function retryDeadLetters(deps: DeadLetterDeps, ids: readonly strin
   const wanted = ids === 'all' ? null : new Set(ids);
   for (const kind of ITEM_KINDS) {
     const queue = deps.queues.items[kind];
-    const jobs = wanted === null ? await queue.getFailed(0, -1) : await Promise.all([...wanted].filter((id) => id.startsWith(`${kind}.`)).map((id) => queue.getJob(id)));
+    const jobs =
+      wanted === null ? await queue.getFailed(0, -1) : await Promise.all([...wanted].filter((id) => id.startsWith(`${kind}.`)).map((id) => queue.getJob(id)));
     for (const job of jobs) {
       if (job === undefined || job === null) continue;
       if ((await job.getState()) !== 'failed') continue;

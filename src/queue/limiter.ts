@@ -57,7 +57,8 @@ end
 
 // KEYS[1] window sorted set, KEYS[2] pause key. ARGV[1] window ms, ARGV[2] limit, ARGV[3] member,
 // ARGV[4] longest request ms. Returns {'go'} when a slot was taken, else {'wait', ms}.
-const ACQUIRE = defineScript(`${takeSlotLua({ window: 'KEYS[1]', pause: 'KEYS[2]', windowMs: 'ARGV[1]', limit: 'ARGV[2]', member: 'ARGV[3]', maxRequestMs: 'ARGV[4]' })}
+const ACQUIRE =
+  defineScript(`${takeSlotLua({ window: 'KEYS[1]', pause: 'KEYS[2]', windowMs: 'ARGV[1]', limit: 'ARGV[2]', member: 'ARGV[3]', maxRequestMs: 'ARGV[4]' })}
 return {'go'}`);
 const STAMP = defineScript(stampSlotLua({ window: 'KEYS[1]', member: 'ARGV[1]' }));
 
@@ -102,7 +103,10 @@ export function createRateLimiter(redis: RedisConnection, options: RateLimiterOp
   const maxRequestMs = options.maxRequestMs ?? DEFAULT_MAX_REQUEST_MS;
   const take = async (): Promise<{ slot: string } | { waitMs: number }> => {
     const slot = `${Date.now()}-${randomBytes(6).toString('hex')}`;
-    const [verdict, waitMs] = (await ACQUIRE(redis, [options.windowKey, options.pauseKey], [windowMs, options.ratePerMinute, slot, maxRequestMs])) as [string, number?];
+    const [verdict, waitMs] = (await ACQUIRE(redis, [options.windowKey, options.pauseKey], [windowMs, options.ratePerMinute, slot, maxRequestMs])) as [
+      string,
+      number?,
+    ];
     return verdict === 'go' ? { slot } : { waitMs: Number(waitMs) };
   };
   const tryAcquire = async (): Promise<number> => {
@@ -142,7 +146,10 @@ export function createRateLimiter(redis: RedisConnection, options: RateLimiterOp
 /** Used where no API config is at hand (a test's limiter): a generous bound. */
 const DEFAULT_MAX_REQUEST_MS = 30_000;
 
-type LimitConfig = { delivery: Pick<DeliveryConfig, 'ratePerMinute' | 'rateWindowMarginMs'>; api?: Pick<ApiConfig, 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs'> };
+type LimitConfig = {
+  delivery: Pick<DeliveryConfig, 'ratePerMinute' | 'rateWindowMarginMs'>;
+  api?: Pick<ApiConfig, 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs'>;
+};
 
 /** The longest one request can take under the client's timeouts. */
 export function maxRequestMsOf(config: LimitConfig): number {

@@ -185,7 +185,9 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
   const activityPrefix = keys.activity(0).slice(0, -1);
   const jobPrefix = (kind: ItemKind): string => `${keys.bullPrefix}:${kind}:`;
   const orderKeys = (item: ItemJob): [string, string] =>
-    item.kind === 'collecting' ? [keys.eventOrder(item.deliveryId), keys.eventParked(item.deliveryId)] : [keys.document(item.kind, item.deliveryId), keys.documentLock(item.kind, item.deliveryId)];
+    item.kind === 'collecting'
+      ? [keys.eventOrder(item.deliveryId), keys.eventParked(item.deliveryId)]
+      : [keys.document(item.kind, item.deliveryId), keys.documentLock(item.kind, item.deliveryId)];
   const contentOf = (item: ItemJob): string => (item.kind === 'collecting' ? '' : item.origin.contentId);
 
   return {
@@ -263,8 +265,20 @@ export type DocumentQueueVerdict = 'older' | 'accepted' | 'queue';
  * Raises the delivery's high-water generation to this document's, unless a newer one was queued
  * already (generations never go down), and tells whether the API already holds these bytes.
  */
-export async function queueDocumentOrder(redis: RedisConnection, keys: Keys, kind: Exclude<ItemKind, 'collecting'>, deliveryId: string, generation: string, contentId: string, retentionSec: number): Promise<DocumentQueueVerdict> {
-  return (await QUEUE_DOCUMENT(redis, [keys.document(kind, deliveryId), keys.documentLock(kind, deliveryId)], [generation, contentId, retentionSec])) as DocumentQueueVerdict;
+export async function queueDocumentOrder(
+  redis: RedisConnection,
+  keys: Keys,
+  kind: Exclude<ItemKind, 'collecting'>,
+  deliveryId: string,
+  generation: string,
+  contentId: string,
+  retentionSec: number,
+): Promise<DocumentQueueVerdict> {
+  return (await QUEUE_DOCUMENT(
+    redis,
+    [keys.document(kind, deliveryId), keys.documentLock(kind, deliveryId)],
+    [generation, contentId, retentionSec],
+  )) as DocumentQueueVerdict;
 }
 
 /**

@@ -7,7 +7,11 @@ import { createApiClient, type ApiClient, type ApiClientOptions } from '../api/i
 import type { Config } from '../config/schema.js';
 import type { ApiTarget } from './api-target.js';
 
-export function apiClientFor(config: Readonly<Config>, target: ApiTarget, extra: Partial<Pick<ApiClientOptions, 'connections' | 'logger' | 'onResponse'>> = {}): ApiClient {
+export function apiClientFor(
+  config: Readonly<Config>,
+  target: ApiTarget,
+  extra: Partial<Pick<ApiClientOptions, 'connections' | 'logger' | 'onResponse'>> = {},
+): ApiClient {
   return createApiClient({
     baseUrl: target.url,
     carrierKey: target.carrierKey,

@@ -69,7 +69,11 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
       dedup,
       attempts: createAttemptLog(redis, keys),
       batches: createBatches(redis, keys),
-      authGate: createAuthGate(redis, keys, ITEM_KINDS.map((kind) => queues.items[kind])),
+      authGate: createAuthGate(
+        redis,
+        keys,
+        ITEM_KINDS.map((kind) => queues.items[kind]),
+      ),
       enqueueDeps: { redis, keys, queues, dedup, stats, clock, retentionSec: config.delivery.completedRetentionSec },
     };
   } catch (error) {
@@ -84,7 +88,8 @@ export async function warnAboutRedisDurability(redis: RedisConnection, logger: L
     const policy = (await redis.config('GET', 'maxmemory-policy')) as string[];
     const aof = (await redis.config('GET', 'appendonly')) as string[];
     const save = (await redis.config('GET', 'save')) as string[];
-    if (policy[1] !== 'noeviction') logger.warn({ policy: policy[1] }, 'Redis maxmemory-policy is not noeviction: queued items can be evicted under memory pressure');
+    if (policy[1] !== 'noeviction')
+      logger.warn({ policy: policy[1] }, 'Redis maxmemory-policy is not noeviction: queued items can be evicted under memory pressure');
     if (aof[1] !== 'yes' && (save[1] ?? '') === '') logger.warn('Redis persistence is off (no AOF, no RDB): a Redis restart loses every queued item');
   } catch (error) {
     logger.warn({ err: (error as Error).message }, 'cannot read Redis config (CONFIG GET refused?): durability not checked');

@@ -57,11 +57,14 @@ function parseBody(text: string): unknown[] {
     const value: unknown = JSON.parse(trimmed);
     return Array.isArray(value) ? value : [value];
   }
-  return trimmed.split(/\r?\n/).filter((line) => line.trim() !== '').map((line): unknown => {
-    try {
-      return JSON.parse(line);
-    } catch {
-      return { line };
-    }
-  });
+  return trimmed
+    .split(/\r?\n/)
+    .filter((line) => line.trim() !== '')
+    .map((line): unknown => {
+      try {
+        return JSON.parse(line);
+      } catch {
+        return { line };
+      }
+    });
 }

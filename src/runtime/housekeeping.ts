@@ -29,7 +29,8 @@ export async function runHousekeeping(name: string, deps: HousekeepingDeps): Pro
     case 'deadLetterSummary': {
       const letters = await listDeadLetters(deps.ctx);
       const byCode: Record<string, number> = {};
-      for (const letter of letters) byCode[`${letter.kind}:${letter.apiCode ?? letter.errorCode}`] = (byCode[`${letter.kind}:${letter.apiCode ?? letter.errorCode}`] ?? 0) + 1;
+      for (const letter of letters)
+        byCode[`${letter.kind}:${letter.apiCode ?? letter.errorCode}`] = (byCode[`${letter.kind}:${letter.apiCode ?? letter.errorCode}`] ?? 0) + 1;
       deps.logger[letters.length > 0 ? 'warn' : 'info']({ deadLettered: letters.length, byCode }, 'dead-letter summary');
       return { deadLettered: letters.length, byCode };
     }

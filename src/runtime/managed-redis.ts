@@ -45,15 +45,24 @@ export async function ensureManagedRedis(dir: string, port: number, logger: Logg
   const child = spawn(
     'redis-server',
     [
-      '--port', String(chosen),
-      '--bind', '127.0.0.1',
-      '--dir', dataDir,
-      '--appendonly', 'yes',
-      '--appendfsync', 'everysec',
-      '--save', '',
-      '--maxmemory-policy', 'noeviction',
-      '--daemonize', 'no',
-      '--logfile', join(dataDir, 'redis.log'),
+      '--port',
+      String(chosen),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dataDir,
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      'everysec',
+      '--save',
+      '',
+      '--maxmemory-policy',
+      'noeviction',
+      '--daemonize',
+      'no',
+      '--logfile',
+      join(dataDir, 'redis.log'),
     ],
     { detached: true, stdio: 'ignore' },
   );
@@ -77,12 +86,23 @@ function handleOf(dataDir: string, port: number, isStartedHere: boolean, logger:
   return {
     url: `redis://127.0.0.1:${port}`,
     isStartedHere,
-    stop: () => (stopping ??= stopUnlessShared(dataDir, port, logger).catch((error: unknown) => logger.warn({ port, err: (error as Error).message }, 'could not stop the managed redis-server'))),
+    stop: () =>
+      (stopping ??= stopUnlessShared(dataDir, port, logger).catch((error: unknown) =>
+        logger.warn({ port, err: (error as Error).message }, 'could not stop the managed redis-server'),
+      )),
   };
 }
 
 async function stopUnlessShared(dataDir: string, port: number, logger: Logger): Promise<void> {
-  const admin = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000, connectionName: 'carrier-sync:stop' });
+  const admin = new Redis({
+    port,
+    host: '127.0.0.1',
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1000,
+    connectionName: 'carrier-sync:stop',
+  });
   admin.on('error', () => {});
   let redisPid: number;
   try {
@@ -127,7 +147,15 @@ function otherClients(list: string, ownId: number): string[] {
   return list
     .split('\n')
     .filter((line) => line.trim() !== '')
-    .map((line) => Object.fromEntries(line.trim().split(' ').map((field) => [field.slice(0, field.indexOf('=')), field.slice(field.indexOf('=') + 1)])) as Record<string, string>)
+    .map(
+      (line) =>
+        Object.fromEntries(
+          line
+            .trim()
+            .split(' ')
+            .map((field) => [field.slice(0, field.indexOf('=')), field.slice(field.indexOf('=') + 1)]),
+        ) as Record<string, string>,
+    )
     .filter((fields) => Number(fields['id']) !== ownId)
     .map((fields) => (fields['name'] !== undefined && fields['name'] !== '' ? fields['name'] : (fields['addr'] ?? '?')));
 }

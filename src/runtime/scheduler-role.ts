@@ -46,7 +46,13 @@ export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan
     log.info({ probes: failure.probes ?? 0 }, 'auth probe: the next item tests the key');
   };
   const schedule = (): void => {
-    timer = setTimeout(() => void probe().catch((error: unknown) => log.warn({ err: (error as Error).message }, 'auth probe check failed')).finally(schedule), probeTickMs);
+    timer = setTimeout(
+      () =>
+        void probe()
+          .catch((error: unknown) => log.warn({ err: (error as Error).message }, 'auth probe check failed'))
+          .finally(schedule),
+      probeTickMs,
+    );
     timer.unref();
   };
   schedule();

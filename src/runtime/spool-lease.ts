@@ -130,7 +130,15 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
         if (!fence.isHeld()) throw new Error(`this process no longer holds the spool lease ${lease.key}`);
       },
     };
-    const held: Term<S> = { validUntil: sentAt + validForMs, since: result.holder?.since ?? since, fence, session: null, starting: Promise.resolve(), isEnded: false, isFirst };
+    const held: Term<S> = {
+      validUntil: sentAt + validForMs,
+      since: result.holder?.since ?? since,
+      fence,
+      session: null,
+      starting: Promise.resolve(),
+      isEnded: false,
+      isFirst,
+    };
     term = held;
     logger.info({ ...about, since: held.since, leaseMs, host: self.host }, 'holding the spool lease: this process watches the spool and moves its files');
     held.starting = deps.start(fence).then(

@@ -46,7 +46,12 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
     let isDraining = false;
     /** Who holds the spool (watcher role only), for /readyz. */
     let spoolLease: (() => Promise<SpoolReadiness>) | null = null;
-    const readiness = createReadiness({ redis: ctx.redis, authGate: ctx.authGate, isDraining: () => isDraining, spool: () => spoolLease?.() ?? Promise.resolve(null) });
+    const readiness = createReadiness({
+      redis: ctx.redis,
+      authGate: ctx.authGate,
+      isDraining: () => isDraining,
+      spool: () => spoolLease?.() ?? Promise.resolve(null),
+    });
     metrics.attach({
       stats: ctx.stats,
       queues: ctx.queues.items,
@@ -69,7 +74,13 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
         queues: ctx.queues.items,
         enqueueDeps: ctx.enqueueDeps,
         readiness,
-        overview: { authGate: ctx.authGate, ratePerMinute: config.delivery.ratePerMinute, maxQueued: config.delivery.maxQueued, spoolId: await spoolIdOf(config.spool), inboxCounts: inboxCounter(config.spool) },
+        overview: {
+          authGate: ctx.authGate,
+          ratePerMinute: config.delivery.ratePerMinute,
+          maxQueued: config.delivery.maxQueued,
+          spoolId: await spoolIdOf(config.spool),
+          inboxCounts: inboxCounter(config.spool),
+        },
         logger: logger.child({ mod: 'ops' }),
       });
       const server = ops;

@@ -103,7 +103,12 @@ async function startSpoolSession(ctx: Context, paths: SpoolPaths, fence: Fence):
         // A refused events file counts once; its invalid lines are counted when it is parsed.
         await ctx.stats.add('received', ITEM_KIND_OF[kind]);
         await ctx.stats.add('failed', ITEM_KIND_OF[kind]);
-        await recordRefusal(ctx.redis, ctx.keys, { at: new Date(ctx.clock.now()).toISOString(), kind, file: fileName, code: report.code, reason: report.message }, ctx.clock.now()); // overview: refusals by code, latest 20, per minute
+        await recordRefusal(
+          ctx.redis,
+          ctx.keys,
+          { at: new Date(ctx.clock.now()).toISOString(), kind, file: fileName, code: report.code, reason: report.message },
+          ctx.clock.now(),
+        ); // overview: refusals by code, latest 20, per minute
       },
       async archive(kind, path, fileName) {
         fence.assertHeld();
@@ -160,7 +165,9 @@ async function startSpoolSession(ctx: Context, paths: SpoolPaths, fence: Fence):
   // kept running (Redis away at the wrong moment). Claims younger than a minute are left alone.
   const reconcileTimer = setInterval(() => {
     if (!fence.isHeld()) return;
-    reconcileInflight(claimDeps, index, log, ctx.clock.now() - 60_000).catch((error: unknown) => log.warn({ err: (error as Error).message }, 'in-flight reconcile failed'));
+    reconcileInflight(claimDeps, index, log, ctx.clock.now() - 60_000).catch((error: unknown) =>
+      log.warn({ err: (error as Error).message }, 'in-flight reconcile failed'),
+    );
   }, config.spool.rescanIntervalMs);
   reconcileTimer.unref();
   log.info(

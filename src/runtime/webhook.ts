@@ -47,7 +47,10 @@ export async function reconcileWebhook(ctx: Context, api: KeyedApi, logger: Logg
   const applied = raw === null ? null : (JSON.parse(raw) as WebhookRecord & { id: string });
   const changed = applied === null || applied.id !== wanted.id || !sameRecord(applied, desired);
   await applyWebhook(ctx, api, wanted.id, desired);
-  logger[changed ? 'info' : 'debug']({ webhookId: wanted.id, url: desired.url, headerNames: Object.keys(desired.headers ?? {}), events: desired.events }, 'webhook registration applied');
+  logger[changed ? 'info' : 'debug'](
+    { webhookId: wanted.id, url: desired.url, headerNames: Object.keys(desired.headers ?? {}), events: desired.events },
+    'webhook registration applied',
+  );
   return { changed };
 }
 

@@ -127,7 +127,10 @@ function withoutLeadingZeros(value: string): string {
 }
 
 function documentDigits(value: string): string {
-  return value.trim().replace(/[.\-/\s]/g, '').toUpperCase();
+  return value
+    .trim()
+    .replace(/[.\-/\s]/g, '')
+    .toUpperCase();
 }
 
 function decimal(value: string): string {

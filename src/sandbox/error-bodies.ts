@@ -49,14 +49,7 @@ export function errorBody(shape: ErrorShape, status: number, code: string, messa
 }
 
 /** Sends an error in the endpoint's shape; returns the reply so handlers can `return fail(...)`. */
-export function fail(
-  reply: FastifyReply,
-  shape: ErrorShape,
-  status: number,
-  code: string,
-  message: string,
-  params?: Params,
-): FastifyReply {
+export function fail(reply: FastifyReply, shape: ErrorShape, status: number, code: string, message: string, params?: Params): FastifyReply {
   return reply.code(status).send(errorBody(shape, status, code, message, params));
 }
 

@@ -7,8 +7,7 @@
  * `07:00:00.000-03:00` and `10:00:00.000000000+00:00` are the same instant.
  */
 
-const ISO_INSTANT =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/;
+const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/;
 
 /** Nanoseconds since the epoch, or null when `text` is not an ISO 8601 instant with an offset. */
 export function parseInstant(text: string): bigint | null {

@@ -5,17 +5,7 @@
  * `keyId` names the carrier or seller group whose key was presented.
  */
 
-export type SandboxEndpoint =
-  | 'collecting'
-  | 'cte'
-  | 'label'
-  | 'webhook'
-  | 'order-events'
-  | 'order-get'
-  | 'order-update'
-  | 'quotation'
-  | 'control'
-  | 'unknown';
+export type SandboxEndpoint = 'collecting' | 'cte' | 'label' | 'webhook' | 'order-events' | 'order-get' | 'order-update' | 'quotation' | 'control' | 'unknown';
 
 export interface SandboxRequest {
   seq: number;

@@ -26,9 +26,11 @@ export async function runSandbox(options: RunSandboxOptions = {}): Promise<Sandb
     logger: options.logger ?? false,
     ...(options.autoCreateDeliveries === undefined ? {} : { autoCreateDeliveries: options.autoCreateDeliveries }),
   });
-  options.logger?.child({ mod: 'sandbox' }).info(
-    { url: handle.url, carrierKeys: Object.keys(handle.keys.carriers), sellerGroups: Object.keys(handle.keys.sellerGroups) },
-    'sandbox API ready; keys are in the seed file',
-  );
+  options.logger
+    ?.child({ mod: 'sandbox' })
+    .info(
+      { url: handle.url, carrierKeys: Object.keys(handle.keys.carriers), sellerGroups: Object.keys(handle.keys.sellerGroups) },
+      'sandbox API ready; keys are in the seed file',
+    );
   return handle;
 }

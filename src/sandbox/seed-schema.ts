@@ -23,7 +23,10 @@ export const quoteRuleSchema = z.strictObject({
   transit_days: count,
   days_per_zone: count.default(0),
   /** First digits of destination zip codes served; null serves every zip code. */
-  serves_zip_prefixes: z.array(z.string().regex(/^\d{1,8}$/)).nullable().default(null),
+  serves_zip_prefixes: z
+    .array(z.string().regex(/^\d{1,8}$/))
+    .nullable()
+    .default(null),
   max_weight: count.nullable().default(null),
   has_price: z.boolean().default(true),
   has_date: z.boolean().default(true),
@@ -71,9 +74,7 @@ const volumeSchema = z.strictObject({
   height: count.nullable().default(null),
   width: count.nullable().default(null),
   length: count.nullable().default(null),
-  items: z
-    .array(z.strictObject({ name: text, quantity: count, amount: count, weight: count, sku: nullableText }))
-    .default([]),
+  items: z.array(z.strictObject({ name: text, quantity: count, amount: count, weight: count, sku: nullableText })).default([]),
 });
 
 export const orderSchema = z.strictObject({
@@ -85,7 +86,11 @@ export const orderSchema = z.strictObject({
   status_name: text.default('CREATED'),
   sub_status: nullableText,
   invoice_number: nullableText,
-  access_key: z.string().regex(/^\d{44}$/, 'must be 44 digits').nullable().default(null),
+  access_key: z
+    .string()
+    .regex(/^\d{44}$/, 'must be 44 digits')
+    .nullable()
+    .default(null),
   invoice_created_timestamp: instant,
   amount: count,
   type: text.default('DELIVERY'),

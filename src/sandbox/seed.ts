@@ -55,24 +55,48 @@ function referenceProblems(seed: SeedData): string[] {
     return seen;
   };
   const carriers = new Map(seed.carriers.map((carrier) => [carrier.id, carrier]));
-  unique('carrier id', seed.carriers.map((carrier) => carrier.id));
-  unique('seller group id', seed.seller_groups.map((group) => group.id));
-  const sellers = unique('seller id', seed.seller_groups.flatMap((group) => group.sellers.map((seller) => seller.id)));
-  unique('method id', seed.carriers.flatMap((carrier) => carrier.methods.map((method) => method.id)));
+  unique(
+    'carrier id',
+    seed.carriers.map((carrier) => carrier.id),
+  );
+  unique(
+    'seller group id',
+    seed.seller_groups.map((group) => group.id),
+  );
+  const sellers = unique(
+    'seller id',
+    seed.seller_groups.flatMap((group) => group.sellers.map((seller) => seller.id)),
+  );
+  unique(
+    'method id',
+    seed.carriers.flatMap((carrier) => carrier.methods.map((method) => method.id)),
+  );
   const keys = [...seed.carriers.map((carrier) => carrier.key), ...seed.seller_groups.map((group) => group.key)];
   if (new Set(keys).size !== keys.length) problems.push('every carrier and seller group needs its own key');
   for (const group of seed.seller_groups) {
-    unique(`seller identifier in group ${group.id}:`, group.sellers.map((seller) => seller.identifier ?? seller.document_number));
+    unique(
+      `seller identifier in group ${group.id}:`,
+      group.sellers.map((seller) => seller.identifier ?? seller.document_number),
+    );
   }
-  unique('webhook_id', seed.webhooks.map((webhook) => webhook.webhook_id));
+  unique(
+    'webhook_id',
+    seed.webhooks.map((webhook) => webhook.webhook_id),
+  );
   for (const webhook of seed.webhooks) {
     if (!carriers.has(webhook.carrier_id)) problems.push(`webhook ${webhook.webhook_id}: unknown carrier_id ${webhook.carrier_id}`);
   }
-  const orders = unique('order id', seed.orders.map((order) => order.id));
+  const orders = unique(
+    'order id',
+    seed.orders.map((order) => order.id),
+  );
   for (const order of seed.orders) {
     if (!sellers.has(order.seller_id)) problems.push(`order ${order.id}: unknown seller_id ${order.seller_id}`);
   }
-  unique('delivery id', seed.deliveries.flatMap((delivery) => (delivery.id === undefined ? [] : [delivery.id])));
+  unique(
+    'delivery id',
+    seed.deliveries.flatMap((delivery) => (delivery.id === undefined ? [] : [delivery.id])),
+  );
   for (const [index, delivery] of seed.deliveries.entries()) {
     const name = `delivery ${delivery.id ?? `#${index}`}`;
     if (delivery.id === undefined) problems.push(`${name}: id is required in a seed`);

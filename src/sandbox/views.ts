@@ -59,9 +59,23 @@ export function orderView(state: SandboxState, order: SandboxOrder): Record<stri
 
 export function orderEventsView(state: SandboxState, order: SandboxOrder): Record<string, unknown> {
   const full = orderView(state, order);
-  const fields = ['id', 'order_number', 'external_id', 'tracking', 'status_name', 'sub_status', 'invoice_number', 'access_key',
-    'invoice_created_timestamp', 'amount', 'type', 'created_at', 'last_delivery_type', 'last_delivery_method_name',
-    'last_delivery_shipping_method_type'];
+  const fields = [
+    'id',
+    'order_number',
+    'external_id',
+    'tracking',
+    'status_name',
+    'sub_status',
+    'invoice_number',
+    'access_key',
+    'invoice_created_timestamp',
+    'amount',
+    'type',
+    'created_at',
+    'last_delivery_type',
+    'last_delivery_method_name',
+    'last_delivery_shipping_method_type',
+  ];
   const view: Record<string, unknown> = Object.fromEntries(fields.map((field) => [field, full[field]]));
   view['deliveries'] = byCreation(state.deliveriesOfOrder(order.id)).map((delivery) => deliveryView(state, delivery));
   return view;
@@ -69,8 +83,7 @@ export function orderEventsView(state: SandboxState, order: SandboxOrder): Recor
 
 export function deliveryView(state: SandboxState, delivery: SandboxDelivery): Record<string, unknown> {
   const { carrier, method } = state.methodOf(delivery);
-  const optional = (name: keyof SandboxDelivery): Record<string, unknown> =>
-    delivery[name] === undefined ? {} : { [name]: delivery[name] };
+  const optional = (name: keyof SandboxDelivery): Record<string, unknown> => (delivery[name] === undefined ? {} : { [name]: delivery[name] });
   return {
     id: delivery.id,
     external_id: delivery.external_id,

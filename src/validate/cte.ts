@@ -42,7 +42,12 @@ interface Problem {
 }
 
 /** Accepted roots → the element that holds infCte. */
-const DOCUMENT_OF: ReadonlyMap<string, string> = new Map([['CTe', 'CTe'], ['cteProc', 'CTe'], ['CTeOS', 'CTeOS'], ['cteOSProc', 'CTeOS']]);
+const DOCUMENT_OF: ReadonlyMap<string, string> = new Map([
+  ['CTe', 'CTe'],
+  ['cteProc', 'CTe'],
+  ['CTeOS', 'CTeOS'],
+  ['cteOSProc', 'CTeOS'],
+]);
 const STATE_CODES = new Set([11, 12, 13, 14, 15, 16, 17, 21, 22, 23, 24, 25, 26, 27, 28, 29, 31, 32, 33, 35, 41, 42, 43, 50, 51, 52, 53]);
 const DH_EMI = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(Z|[+-]\d{2}:\d{2})?$/;
 const DECIMAL = /^\d{1,13}(\.\d{1,2})?$/;
@@ -100,7 +105,10 @@ function checkDocument(xml: string, root: string, rootNode: unknown): Verdict<Ct
   if (cancelled !== null) return fail('CTE_CANCELLED', `${cancelled}: a cancelled CT-e cannot document a delivery; send the CT-e that replaced it`);
   const mod = text(childAt(infCte, 'ide/mod'));
   if (child(infCte, 'dest') === undefined && (documentName === 'CTeOS' || mod === '67')) {
-    return fail('CTE_FIELD_MISSING', 'infCte/dest is missing: this is a CT-e OS (modelo 67), which has no dest (only toma), and the API requires dest/CNPJ or dest/CPF; a CT-e OS cannot be sent');
+    return fail(
+      'CTE_FIELD_MISSING',
+      'infCte/dest is missing: this is a CT-e OS (modelo 67), which has no dest (only toma), and the API requires dest/CNPJ or dest/CPF; a CT-e OS cannot be sent',
+    );
   }
   const problems: Problem[] = [];
   const field = (path: string, rule: (value: string) => string | null): string => {
@@ -112,7 +120,9 @@ function checkDocument(xml: string, root: string, rootNode: unknown): Verdict<Ct
     }
     return value ?? '';
   };
-  const cUF = field('ide/cUF', (v) => (/^\d{2}$/.test(v) && STATE_CODES.has(Number(v)) ? null : 'is not an IBGE state code (11–17, 21–29, 31–33, 35, 41–43, 50–53)'));
+  const cUF = field('ide/cUF', (v) =>
+    /^\d{2}$/.test(v) && STATE_CODES.has(Number(v)) ? null : 'is not an IBGE state code (11–17, 21–29, 31–33, 35, 41–43, 50–53)',
+  );
   const nCT = field('ide/nCT', (v) => (/^\d{1,9}$/.test(v) && !isAllZeros(v) ? null : 'must be 1–9 digits, not all zero'));
   const dhEmi = field('ide/dhEmi', dhEmiProblem);
   const emitCnpj = field('emit/CNPJ', cnpjProblem);
@@ -123,7 +133,10 @@ function checkDocument(xml: string, root: string, rootNode: unknown): Verdict<Ct
     return fail(problems[0]?.code ?? 'CTE_FIELD_INVALID', message, { problems: problems.map((p) => p.text) });
   }
   const warnings: string[] = [];
-  for (const [name, value] of [['emit/CNPJ', emitCnpj], [`dest/${destDocument.type}`, destDocument.value]]) {
+  for (const [name, value] of [
+    ['emit/CNPJ', emitCnpj],
+    [`dest/${destDocument.type}`, destDocument.value],
+  ]) {
     if (value !== undefined && isAllZeros(value)) warnings.push(`infCte/${name} is all zeros: it passes the check digits but is no real company`);
   }
   const model = mod === '57' || mod === '67' ? mod : null;

@@ -19,18 +19,14 @@ export interface EventInstant {
   wire: string;
 }
 
-const PATTERN =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))?$/;
+const PATTERN = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))?$/;
 
 const MAX_OFFSET_MINUTES = 18 * 60;
 
 export function parseEventAt(text: string): EventInstant | SyncError {
   const match = PATTERN.exec(text);
   if (match === null) {
-    return bad(
-      text,
-      'is not an ISO 8601 date-time; write it as YYYY-MM-DDTHH:MM:SS(.fraction)(Z|±hh:mm), e.g. 2026-03-01T09:30:00-03:00',
-    );
+    return bad(text, 'is not an ISO 8601 date-time; write it as YYYY-MM-DDTHH:MM:SS(.fraction)(Z|±hh:mm), e.g. 2026-03-01T09:30:00-03:00');
   }
   const [, yearText, monthText, dayText, hourText, minuteText, secondText, fraction, zulu, sign, offH, offM] = match;
   if (zulu === undefined && sign === undefined) {

@@ -1,5 +1,5 @@
 import { CsvError, parse, type InfoRecord } from 'csv-parse/sync';
-import type { SyncError} from '../errors.js';
+import type { SyncError } from '../errors.js';
 import { type ErrorCode } from '../errors.js';
 import { checkEventRecord, type CollectingEventRecord } from './event-record.js';
 
@@ -31,12 +31,17 @@ export function eventsFormatOf(fileName: string): EventsFormat | null {
 export function parseEventsFile(text: string, format: EventsFormat, options: { maxLineBytes: number }): EventsFileResult {
   const result: EventsFileResult = { records: [], rejects: [] };
   // Long lines are blanked, not removed, so the line numbers of the others stay true.
-  const lines = text.replace(/^\uFEFF/, '').split(/\r\n|\n|\r/).map((line, index) => {
-    const bytes = Buffer.byteLength(line, 'utf8');
-    if (bytes <= options.maxLineBytes) return line;
-    result.rejects.push(reject(index + 1, 'EVENT_LINE_TOO_LONG', `line is ${bytes} bytes, over the limit of ${options.maxLineBytes}; split it or shorten it`));
-    return '';
-  });
+  const lines = text
+    .replace(/^\uFEFF/, '')
+    .split(/\r\n|\n|\r/)
+    .map((line, index) => {
+      const bytes = Buffer.byteLength(line, 'utf8');
+      if (bytes <= options.maxLineBytes) return line;
+      result.rejects.push(
+        reject(index + 1, 'EVENT_LINE_TOO_LONG', `line is ${bytes} bytes, over the limit of ${options.maxLineBytes}; split it or shorten it`),
+      );
+      return '';
+    });
   if (format === 'ndjson') readNdjson(lines, result);
   else readCsv(lines, result);
   result.rejects.sort((a, b) => a.line - b.line);
@@ -67,7 +72,11 @@ function readCsv(lines: string[], result: EventsFileResult): void {
   if (idColumn < 0 || atColumn < 0) {
     const absent = [idColumn < 0 ? 'delivery_id' : null, atColumn < 0 ? 'event_at' : null].filter((name) => name !== null);
     result.rejects.push(
-      reject(header.line, 'EVENT_BAD_RECORD', `the header row lacks ${absent.join(' and ')} (found: ${names.join(', ')}); the first row must name delivery_id and event_at`),
+      reject(
+        header.line,
+        'EVENT_BAD_RECORD',
+        `the header row lacks ${absent.join(' and ')} (found: ${names.join(', ')}); the first row must name delivery_id and event_at`,
+      ),
     );
     return;
   }
@@ -147,7 +156,11 @@ function parseCsv(text: string, firstLine: number, table: CsvTable): CsvRow[] {
     const misfit = info.error instanceof CsvError && info.error.code === 'CSV_RECORD_INCONSISTENT_COLUMNS' ? (info.error['record'] as string[]) : undefined;
     const fields = misfit ?? Array.from({ length: width }, (_, index) => record[String(index)] ?? '');
     // info.lines is the line a record ends on; a quoted field may span lines.
-    return { fields, fitsHeader: misfit === undefined, line: firstLine - 1 + info.lines - fields.reduce((n, field) => n + (field.match(/\n/g)?.length ?? 0), 0) };
+    return {
+      fields,
+      fitsHeader: misfit === undefined,
+      line: firstLine - 1 + info.lines - fields.reduce((n, field) => n + (field.match(/\n/g)?.length ?? 0), 0),
+    };
   });
 }
 

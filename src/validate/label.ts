@@ -34,7 +34,10 @@ export async function checkLabel(bytes: Uint8Array, options: { maxBytes: number 
   if (decoded instanceof SyncError) return reject(decoded);
   const pdf = decoded;
   if (pdf.length > options.maxBytes) {
-    return fail('LABEL_TOO_LARGE', `the label is ${pdf.length} bytes, over the limit of ${options.maxBytes}; export it smaller (fewer pages, compressed images)`);
+    return fail(
+      'LABEL_TOO_LARGE',
+      `the label is ${pdf.length} bytes, over the limit of ${options.maxBytes}; export it smaller (fewer pages, compressed images)`,
+    );
   }
   if (pdf.length === 0) return fail('LABEL_EMPTY', 'the label file is empty; write the PDF completely before moving it into the inbox');
   const text = Buffer.from(pdf.buffer, pdf.byteOffset, pdf.length).toString('latin1');
@@ -102,7 +105,10 @@ function checkTrailer(text: string): SyncError | null {
   if (text.slice(0, end).endsWith('%%EOF')) return null;
   const last = text.lastIndexOf('%%EOF');
   if (last < 0) {
-    return new SyncError('LABEL_TRUNCATED', 'the file has no %%EOF marker: it is truncated or was not finished; the API requires the file to END with %%EOF: export it again completely');
+    return new SyncError(
+      'LABEL_TRUNCATED',
+      'the file has no %%EOF marker: it is truncated or was not finished; the API requires the file to END with %%EOF: export it again completely',
+    );
   }
   const extra = text.length - (last + 5);
   return new SyncError(
@@ -137,7 +143,10 @@ function startxrefWarnings(text: string): string[] {
 }
 
 function encrypted(): Verdict<LabelSummary> {
-  return fail('LABEL_ENCRYPTED', 'the PDF is encrypted; the platform must print it without a password: export the label without encryption or security settings');
+  return fail(
+    'LABEL_ENCRYPTED',
+    'the PDF is encrypted; the platform must print it without a password: export the label without encryption or security settings',
+  );
 }
 
 function fail(code: ErrorCode, message: string): Verdict<LabelSummary> {

@@ -47,7 +47,5 @@ export function isIgnoredName(fileName: string): boolean {
 
 function bad(kind: SpoolKind, fileName: string, problem: string): Verdict<SpoolName> {
   const shown = fileName.length > 80 ? `${fileName.slice(0, 80)}…` : fileName;
-  return reject(
-    new SyncError('SPOOL_BAD_NAME', `${kind}/${shown}: ${problem}; name the file ${SHAPE[kind]}`, { params: { kind, fileName: shown } }),
-  );
+  return reject(new SyncError('SPOOL_BAD_NAME', `${kind}/${shown}: ${problem}; name the file ${SHAPE[kind]}`, { params: { kind, fileName: shown } }));
 }

@@ -19,9 +19,28 @@ import { mixedDropScenario } from './scenarios/mixed-drop.js';
 import { pushScenario } from './scenarios/push.js';
 import { validatorsScenario } from './scenarios/validators.js';
 import { openBenchRedis, redisFacts } from './support/redis.js';
-import { acceptanceBox, consoleTable, writeReports, type BenchEnv, type Machine, type RunReport, type Scenario, type ScenarioResult } from './support/report.js';
+import {
+  acceptanceBox,
+  consoleTable,
+  writeReports,
+  type BenchEnv,
+  type Machine,
+  type RunReport,
+  type Scenario,
+  type ScenarioResult,
+} from './support/report.js';
 
-const SCENARIOS: readonly Scenario[] = [validatorsScenario, ingestScenario, pushScenario, goodputScenario, latencyScenario, memoryScenario, eventsDedupScenario, mixedScenario, mixedDropScenario];
+const SCENARIOS: readonly Scenario[] = [
+  validatorsScenario,
+  ingestScenario,
+  pushScenario,
+  goodputScenario,
+  latencyScenario,
+  memoryScenario,
+  eventsDedupScenario,
+  mixedScenario,
+  mixedDropScenario,
+];
 
 function parseArgs(argv: readonly string[]): { isQuick: boolean; only: string[] | null } {
   let isQuick = false;
@@ -55,7 +74,9 @@ function machine(redisVersion: string, redisOrigin: string): Machine {
     redis: redisVersion,
     redisOrigin,
     os: `${platform()} ${release()}`,
-    loadAvg: loadavg().map((l) => l.toFixed(2)).join(' / '),
+    loadAvg: loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' / '),
   };
 }
 
@@ -86,8 +107,13 @@ async function main(): Promise<void> {
   for (const name of await readdir(env.logDir)) {
     if (selected.some((s) => name.startsWith(s.name))) await rm(join(env.logDir, name), { force: true });
   }
-  const info = machine(facts.version, `${redis.origin}, maxmemory ${facts.maxmemoryBytes > 0 ? `${Math.round(facts.maxmemoryBytes / 1024 ** 2)} MB` : 'unbounded'}, ${facts.policy}`);
-  process.stdout.write(`carrier-sync bench (${isQuick ? 'quick' : 'full'}): ${selected.map((s) => s.name).join(', ')}\nmachine: ${info.nproc} cores, node ${info.node}, redis ${info.redis} (${info.redisOrigin})\n\n`);
+  const info = machine(
+    facts.version,
+    `${redis.origin}, maxmemory ${facts.maxmemoryBytes > 0 ? `${Math.round(facts.maxmemoryBytes / 1024 ** 2)} MB` : 'unbounded'}, ${facts.policy}`,
+  );
+  process.stdout.write(
+    `carrier-sync bench (${isQuick ? 'quick' : 'full'}): ${selected.map((s) => s.name).join(', ')}\nmachine: ${info.nproc} cores, node ${info.node}, redis ${info.redis} (${info.redisOrigin})\n\n`,
+  );
 
   const results: ScenarioResult[] = [];
   try {
@@ -102,7 +128,9 @@ async function main(): Promise<void> {
         result = { name: scenario.name, durationMs: performance.now() - started, figures: [], notes: [], error: message };
       }
       results.push(result);
-      process.stdout.write(`${result.error === undefined ? 'done' : 'FAILED'} in ${(result.durationMs / 1000).toFixed(1)} s (load average ${loadavg()[0]?.toFixed(2) ?? '?'})\n`);
+      process.stdout.write(
+        `${result.error === undefined ? 'done' : 'FAILED'} in ${(result.durationMs / 1000).toFixed(1)} s (load average ${loadavg()[0]?.toFixed(2) ?? '?'})\n`,
+      );
       if (result.error !== undefined) process.stdout.write(`${result.error}\n`);
     }
   } finally {

@@ -40,7 +40,10 @@ describe('backfill', () => {
     const dir = join(t.dir, 'old-events');
     await mkdir(dir);
     const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
-    await writeFile(join(dir, 'events.csv'), `event_at,delivery_id,driver_name\n2026-11-22T04:46:26.500Z,${a},Ana\n2026-11-22T04:47:26.500Z,${b},Ana,unexpected\n2026-11-22T04:48:26.500Z,${c}\n`);
+    await writeFile(
+      join(dir, 'events.csv'),
+      `event_at,delivery_id,driver_name\n2026-11-22T04:46:26.500Z,${a},Ana\n2026-11-22T04:47:26.500Z,${b},Ana,unexpected\n2026-11-22T04:48:26.500Z,${c}\n`,
+    );
     const result = await runCli(t.args('backfill', dir, '--kind', 'events'), { env: t.env, timeoutMs: 30_000 });
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(/backfill events: 1 queued, 0 duplicates, 2 invalid/);

@@ -124,7 +124,11 @@ describe('chaos', () => {
       async () => {
         const inFlight = (await listFiles(join(e.spool, '.inflight'))).length;
         const inboxes = (await Promise.all(['labels', 'cte', 'events'].map((k) => listFiles(join(e.spool, k))))).flat().length;
-        return inFlight === 0 && inboxes === 0 && [...labels.keys()].every((id) => e.sandbox.state.deliveries.get(id)?.label !== null && e.sandbox.state.deliveries.get(id)?.label !== undefined);
+        return (
+          inFlight === 0 &&
+          inboxes === 0 &&
+          [...labels.keys()].every((id) => e.sandbox.state.deliveries.get(id)?.label !== null && e.sandbox.state.deliveries.get(id)?.label !== undefined)
+        );
       },
       { timeoutMs: 120_000, intervalMs: 250, what: `all ${total} documents and ${dropped.length} files settled` },
     );
@@ -135,7 +139,8 @@ describe('chaos', () => {
     const extra = [...archived, ...failed].filter((f) => !dropped.includes(f));
     if (extra.length > 0 || archived.length + failed.length !== dropped.length) {
       const ids = extra.map((f) => /([0-9a-f-]{36})/.exec(f)?.[1] ?? f);
-      for (const [n, d] of daemons.entries()) for (const line of d.stderrLines.filter((l) => ids.some((id) => l.includes(id)))) console.log(`daemon ${n}: ${line}`);
+      for (const [n, d] of daemons.entries())
+        for (const line of d.stderrLines.filter((l) => ids.some((id) => l.includes(id)))) console.log(`daemon ${n}: ${line}`);
       console.log(JSON.stringify(e.sandbox.requests().filter((r) => ids.some((id) => r.deliveryId === id))));
     }
     expect([...archived, ...failed].sort()).toEqual([...dropped].sort());
@@ -149,7 +154,10 @@ describe('chaos', () => {
     // Events: each distinct instant recorded once; repeats (a send whose record a kill cut off) rare.
     for (const [id, set] of instants) {
       const recorded = e.sandbox.state.deliveries.get(id)?.events.map((ev) => ev.event_at) ?? [];
-      expect(recorded.map((at) => new Date(at).toISOString()), id).toEqual([...set]);
+      expect(
+        recorded.map((at) => new Date(at).toISOString()),
+        id,
+      ).toEqual([...set]);
     }
     const collecting = e.sandbox.requests().filter((r) => r.endpoint === 'collecting');
     const repeatRequests = collecting.filter((r) => r.isRepeat === true);
@@ -159,16 +167,25 @@ describe('chaos', () => {
     // a stalled job or the dedup while everything ran.
     expect(repeats).toBeLessThanOrEqual((kills + 1) * 8);
     for (const repeat of repeatRequests) {
-      const first = collecting.find((r) => r.status === 200 && r.isRepeat !== true && r.deliveryId === repeat.deliveryId && Date.parse(r.eventAt ?? '') === Date.parse(repeat.eventAt ?? ''));
+      const first = collecting.find(
+        (r) =>
+          r.status === 200 && r.isRepeat !== true && r.deliveryId === repeat.deliveryId && Date.parse(r.eventAt ?? '') === Date.parse(repeat.eventAt ?? ''),
+      );
       expect(first, `first send of ${repeat.deliveryId} ${repeat.eventAt}`).toBeDefined();
       const across = interruptions.some((i) => first!.at <= i.to && repeat.at >= i.from);
-      expect(across, `repeat of ${repeat.deliveryId} ${repeat.eventAt} (first at ${first!.at}, again at ${repeat.at}) spans no kill or restart ${JSON.stringify(interruptions)}`).toBe(true);
+      expect(
+        across,
+        `repeat of ${repeat.deliveryId} ${repeat.eventAt} (first at ${first!.at}, again at ${repeat.at}) spans no kill or restart ${JSON.stringify(interruptions)}`,
+      ).toBe(true);
     }
 
     // The shared limit held in every sliding 60 s window of the sandbox's own log (restarts and the
     // Redis restart included), and every 429 was the injected storm, none caused by us.
     const requests = e.sandbox.requests().filter((r) => r.endpoint !== 'control');
-    const busiestWindow = maxInWindow(requests.map((r) => r.at), 60_000);
+    const busiestWindow = maxInWindow(
+      requests.map((r) => r.at),
+      60_000,
+    );
     if (busiestWindow > RATE_LIMIT) {
       const byWhat = new Map<string, number>();
       for (const r of requests) {
@@ -186,7 +203,9 @@ describe('chaos', () => {
 
     // Any refusal or dead letter of a valid item on the way (even one a later run undid) is shown.
     const valid = [...labels.keys(), ...ctes];
-    const detours = daemons.flatMap((d, n) => d.stderrLines.filter((l) => /item dead-lettered|file refused/.test(l) && valid.some((id) => l.includes(id))).map((l) => `daemon ${n}: ${l}`));
+    const detours = daemons.flatMap((d, n) =>
+      d.stderrLines.filter((l) => /item dead-lettered|file refused/.test(l) && valid.some((id) => l.includes(id))).map((l) => `daemon ${n}: ${l}`),
+    );
     for (const line of detours) console.log(line);
 
     // Nothing dead-lettered, and nothing for a 429 or a 401 in particular.
@@ -194,9 +213,27 @@ describe('chaos', () => {
     expect(JSON.parse(dlq.stdout)).toEqual([]);
 
     // The key is in no log line of any run and in no error report.
-    const reports = await Promise.all((await listFiles(join(e.spool, 'failed'))).filter((f) => f.endsWith('.error.json')).map((f) => readFile(join(e.spool, 'failed', f), 'utf8')));
+    const reports = await Promise.all(
+      (await listFiles(join(e.spool, 'failed'))).filter((f) => f.endsWith('.error.json')).map((f) => readFile(join(e.spool, 'failed', f), 'utf8')),
+    );
     expect(reports).toHaveLength(6);
     expect([...daemons.flatMap((d) => [...d.stdoutLines, ...d.stderrLines]), ...reports, dlq.stdout].filter((text) => text.includes(e.carrierKey))).toEqual([]);
-    console.log(JSON.stringify({ chaos: { files: dropped.length, documents: total, events: instants.size, kills, redisRestarts: 1, requests: e.sandbox.requests().length, faults: e.sandbox.requests().filter((r) => r.fault !== undefined).length, repeats, maxInWindow: busiestWindow, limit: RATE_LIMIT, detours: detours.length } }));
+    console.log(
+      JSON.stringify({
+        chaos: {
+          files: dropped.length,
+          documents: total,
+          events: instants.size,
+          kills,
+          redisRestarts: 1,
+          requests: e.sandbox.requests().length,
+          faults: e.sandbox.requests().filter((r) => r.fault !== undefined).length,
+          repeats,
+          maxInWindow: busiestWindow,
+          limit: RATE_LIMIT,
+          detours: detours.length,
+        },
+      }),
+    );
   }, 300_000);
 });

@@ -112,9 +112,16 @@ async function expectWholeThroughPipes(name: string, args: readonly string[], en
   expect(reference.code).toBe(expectedCode);
   expect(Buffer.byteLength(reference.text)).toBeGreaterThan(MIN_BYTES);
   const parsed = JSON.parse(reference.text) as unknown;
-  for (const [what, reader] of [['slow', SLOW_READER], ['fast', FAST_READER]] as const) {
+  for (const [what, reader] of [
+    ['slow', SLOW_READER],
+    ['fast', FAST_READER],
+  ] as const) {
     const received = await throughPipe(args, env, reader);
-    expect({ what, code: received.code, bytes: received.bytes }, received.stderr).toEqual({ what, code: expectedCode, bytes: Buffer.byteLength(reference.text) });
+    expect({ what, code: received.code, bytes: received.bytes }, received.stderr).toEqual({
+      what,
+      code: expectedCode,
+      bytes: Buffer.byteLength(reference.text),
+    });
     expect(received.sha256).toBe(sha256Of(reference.text));
   }
   return parsed;
@@ -177,7 +184,12 @@ describe('output through a pipe is complete', () => {
     });
 
     it('prints every dead letter whole to a slow and a fast pipe reader', async () => {
-      const letters = (await expectWholeThroughPipes('dlq-list', ['dlq', 'list', '--json'], { REDIS_URL: testRedisUrl(), CARRIER_SYNC_PREFIX: prefix }, 0)) as Array<{ id: string }>;
+      const letters = (await expectWholeThroughPipes(
+        'dlq-list',
+        ['dlq', 'list', '--json'],
+        { REDIS_URL: testRedisUrl(), CARRIER_SYNC_PREFIX: prefix },
+        0,
+      )) as Array<{ id: string }>;
       expect(letters).toHaveLength(LETTERS);
       expect(new Set(letters.map((letter) => letter.id)).size).toBe(LETTERS);
     });

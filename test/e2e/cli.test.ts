@@ -59,7 +59,12 @@ describe('usage and configuration errors exit 2 with one line naming the problem
     { name: 'an unknown command', args: ['frobnicate'], says: /unknown command 'frobnicate'/ },
     { name: 'an unknown role', args: ['start', '--roles', 'watcher,chef'], says: /--roles.*chef/ },
     { name: 'CARRIER_SYNC_HTTP_PORT=abc', args: ['start'], env: { CARRIER_SYNC_HTTP_PORT: 'abc' }, says: /CARRIER_SYNC_HTTP_PORT/ },
-    { name: 'CARRIER_SYNC_API_URL without a key', args: ['start'], env: { CARRIER_SYNC_CARRIER_KEY: undefined }, says: /CARRIER_SYNC_CARRIER_KEY is required when CARRIER_SYNC_API_URL is set/ },
+    {
+      name: 'CARRIER_SYNC_API_URL without a key',
+      args: ['start'],
+      env: { CARRIER_SYNC_CARRIER_KEY: undefined },
+      says: /CARRIER_SYNC_CARRIER_KEY is required when CARRIER_SYNC_API_URL is set/,
+    },
     { name: 'dlq retry with neither ids nor --all', args: ['dlq', 'retry'], says: /ids or --all/ },
     { name: 'dlq purge --older-than bogus', args: ['dlq', 'purge', '--older-than', 'bogus'], says: /--older-than: "bogus"/ },
     { name: 'a --config file that does not exist', args: ['--config', '/nonexistent/carrier-sync.yaml', 'status'], says: /cannot read config file/ },
@@ -77,7 +82,12 @@ describe('usage and configuration errors exit 2 with one line naming the problem
 
 describe('validate', () => {
   const ok = [join(FIXTURES, 'labels/ok-minimal-4x6.pdf'), join(FIXTURES, 'cte/cte-valid-cteproc.xml'), join(FIXTURES, 'events/events-mixed-offsets.ndjson')];
-  const bad = [join(FIXTURES, 'labels/bad-no-eof.pdf'), join(FIXTURES, 'cte/cte-missing-dest.xml'), join(FIXTURES, 'events/events-bad-lines.jsonl'), join(FIXTURES, 'events/events-field-count-mismatch.csv')];
+  const bad = [
+    join(FIXTURES, 'labels/bad-no-eof.pdf'),
+    join(FIXTURES, 'cte/cte-missing-dest.xml'),
+    join(FIXTURES, 'events/events-bad-lines.jsonl'),
+    join(FIXTURES, 'events/events-field-count-mismatch.csv'),
+  ];
 
   it('prints a valid verdict per good file and exits 0', async () => {
     const result = await run(['validate', ...ok]);
@@ -130,7 +140,21 @@ describe('queue commands', () => {
 
 describe('webhook set', () => {
   it('PATCHes the complete record: url, headers and events', async () => {
-    const result = await run(t.args('webhook', 'set', WEBHOOK_ID, '--url', 'https://hooks.example/carrier-sync', '--header', 'X-Token=abc=def', '--header', 'X-Env=test', '--events', 'DELIVERY_STATUS_CHANGED,DELIVERY_CREATED'));
+    const result = await run(
+      t.args(
+        'webhook',
+        'set',
+        WEBHOOK_ID,
+        '--url',
+        'https://hooks.example/carrier-sync',
+        '--header',
+        'X-Token=abc=def',
+        '--header',
+        'X-Env=test',
+        '--events',
+        'DELIVERY_STATUS_CHANGED,DELIVERY_CREATED',
+      ),
+    );
     expect(result.code, result.stderr).toBe(0);
     expect(t.sandbox.state.webhooks.get(WEBHOOK_ID)).toMatchObject({
       url: 'https://hooks.example/carrier-sync',

@@ -94,7 +94,16 @@ beforeAll(async () => {
 
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   context = await browser.newContext({ httpCredentials: { username: 'admin', password: UI_PASSWORD }, viewport: { width: 1280, height: 800 } });
   page = await context.newPage();
@@ -109,7 +118,8 @@ afterAll(async () => {
 
 const figure = (name: string): Locator => page.locator(`[data-figure="${name}"]`);
 const textOf = async (locator: Locator): Promise<string> => ((await locator.textContent()) ?? '').replace(/\s+/g, ' ').trim();
-const chipCount = async (attribute: 'data-refused-code' | 'data-dead-code', code: string): Promise<number> => Number(await textOf(page.locator(`[${attribute}="${code}"] [data-count]`)));
+const chipCount = async (attribute: 'data-refused-code' | 'data-dead-code', code: string): Promise<number> =>
+  Number(await textOf(page.locator(`[${attribute}="${code}"] [data-count]`)));
 const deadLetterRows = (): Locator => page.locator('tr[data-dead-letter]');
 const shot = (name: string): Promise<Buffer> => page.screenshot({ path: `${ARTIFACTS}/overview-${name}.png` });
 
@@ -177,10 +187,15 @@ describe('the /ui overview in Chromium', () => {
     t.sandbox.state.addDelivery({ id: target });
     const row = page.locator('tr[data-dead-letter]').filter({ hasText: `${target}.pdf` });
     await expect(row.count()).resolves.toBe(1);
-    const [response] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/ui/dead-letters/replay')), row.locator('button[data-replay-id]').click()]);
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/ui/dead-letters/replay')),
+      row.locator('button[data-replay-id]').click(),
+    ]);
     expect(response.status()).toBe(200);
     await page.locator('#toast').filter({ hasText: 'Replayed 1 dead letter' }).waitFor();
-    await waitFor(async () => (await deadLetterRows().count()) === 2 && (await textOf(figure('sent-hour'))) === '7', { what: 'the replayed letter gone from the page, 7 sent' });
+    await waitFor(async () => (await deadLetterRows().count()) === 2 && (await textOf(figure('sent-hour'))) === '7', {
+      what: 'the replayed letter gone from the page, 7 sent',
+    });
     expect(await row.count()).toBe(0);
     expect(await textOf(figure('dead-letters-total'))).toBe('2');
     expect(await chipCount('data-dead-code', 'DELIVERY_NOT_FOUND')).toBe(1);
@@ -194,7 +209,11 @@ describe('the /ui overview in Chromium', () => {
     const auth = { authorization: `Basic ${Buffer.from(`admin:${UI_PASSWORD}`).toString('base64')}`, 'content-type': 'application/json' };
     const body = JSON.stringify({ id: String(letter!.id) });
     expect((await fetch(`${base}/ui/dead-letters/replay`, { method: 'POST', headers: auth, body })).status).toBe(403);
-    const foreign = await fetch(`${base}/ui/dead-letters/replay`, { method: 'POST', headers: { ...auth, 'x-carrier-sync-ui': 'replay', origin: 'http://evil.example' }, body });
+    const foreign = await fetch(`${base}/ui/dead-letters/replay`, {
+      method: 'POST',
+      headers: { ...auth, 'x-carrier-sync-ui': 'replay', origin: 'http://evil.example' },
+      body,
+    });
     expect(foreign.status).toBe(403);
     expect(await queues.items.label.getJobState(String(letter!.id))).toBe('failed');
   });
@@ -206,7 +225,11 @@ describe('the /ui overview in Chromium', () => {
 
   it('shows a 401 pause with its reason and since when, then working again once cleared', async () => {
     const keys = createKeys(t.prefix);
-    const gate = createAuthGate(redis, keys, ITEM_KINDS.map((kind) => queues.items[kind]));
+    const gate = createAuthGate(
+      redis,
+      keys,
+      ITEM_KINDS.map((kind) => queues.items[kind]),
+    );
     await gate.trip({ at: new Date().toISOString(), endpoint: 'label', message: 'API refused the key (401): Invalid API key' });
     try {
       await waitFor(async () => (await page.locator('[data-state]').getAttribute('data-state')) === 'paused', { what: 'the paused state on the page' });
@@ -229,7 +252,10 @@ describe('the /ui overview in Chromium', () => {
     await card.locator('button:has(svg.lucide-trash-2)').click();
     const dialog = page.getByRole('alertdialog');
     await dialog.waitFor();
-    const [response] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'PUT' && r.url().endsWith('/clean')), dialog.getByRole('button', { name: 'Confirm' }).click()]);
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'PUT' && r.url().endsWith('/clean')),
+      dialog.getByRole('button', { name: 'Confirm' }).click(),
+    ]);
     expect(response.status()).toBeLessThan(300);
     await waitFor(async () => (await queues.items.label.getFailedCount()) === 1, { what: 'the cleaned dead letter gone' });
     // And back to the overview; its header links to bull-board's queue list.

@@ -25,7 +25,17 @@ import { afterEach, describe, it } from 'vitest';
 import { makeCteXml, makePdf } from '../support/builders.js';
 import { createE2eEnv, type E2eEnv } from '../support/e2e-env.js';
 import { intOf, planFor, seedsFromEnv, type PlanOp, type Timing } from '../support/interleave-plan.js';
-import { Model, nctOf, sandboxProblems, sha256, spoolProblems, summarizeSpool, type DocKind, type DocVersion, type SpoolKind } from '../support/interleave-model.js';
+import {
+  Model,
+  nctOf,
+  sandboxProblems,
+  sha256,
+  spoolProblems,
+  summarizeSpool,
+  type DocKind,
+  type DocVersion,
+  type SpoolKind,
+} from '../support/interleave-model.js';
 import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type DaemonProcess } from '../support/process.js';
 import { waitFor } from '../support/wait.js';
 
@@ -105,7 +115,11 @@ async function runSeed(seed: number): Promise<void> {
   };
   /** A name is dropped again only once the earlier file of that name left the inbox (else the producer would overwrite it). */
   const whenNameFree = async (kind: SpoolKind, fileName: string): Promise<void> => {
-    const isTaken = async (): Promise<boolean> => stat(join(e.spool, kind, fileName)).then(() => true, () => false);
+    const isTaken = async (): Promise<boolean> =>
+      stat(join(e.spool, kind, fileName)).then(
+        () => true,
+        () => false,
+      );
     if (!(await isTaken())) return;
     await waitFor(async () => !(await isTaken()), { timeoutMs: WAIT_CLAIMED_MS, what: `${kind}/${fileName} to leave the inbox` });
   };
@@ -117,14 +131,19 @@ async function runSeed(seed: number): Promise<void> {
   const waitTiming = async (kind: DocKind, deliveryId: string, timing: Timing): Promise<void> => {
     const newest = model.newestValid(kind, deliveryId);
     if (timing !== 'after-accepted' || newest === undefined) return;
-    if (waitedForAcceptance >= WAIT_ACCEPTED_TOTAL_MS) return note(`  not waiting for REV-${newest.rev} of ${kind}/${deliveryId} to be accepted: ${WAIT_ACCEPTED_TOTAL_MS} ms of such waits spent`);
+    if (waitedForAcceptance >= WAIT_ACCEPTED_TOTAL_MS)
+      return note(`  not waiting for REV-${newest.rev} of ${kind}/${deliveryId} to be accepted: ${WAIT_ACCEPTED_TOTAL_MS} ms of such waits spent`);
     const since = Date.now();
     const isAccepted = await waitFor(() => holds(kind, deliveryId) === newest.identity, { timeoutMs: WAIT_ACCEPTED_MS, intervalMs: 50 }).then(
       () => true,
       () => false,
     );
     waitedForAcceptance += Date.now() - since;
-    note(isAccepted ? `  REV-${newest.rev} of ${kind}/${deliveryId} is accepted` : `  REV-${newest.rev} of ${kind}/${deliveryId} not accepted within ${WAIT_ACCEPTED_MS} ms; dropping anyway`);
+    note(
+      isAccepted
+        ? `  REV-${newest.rev} of ${kind}/${deliveryId} is accepted`
+        : `  REV-${newest.rev} of ${kind}/${deliveryId} not accepted within ${WAIT_ACCEPTED_MS} ms; dropping anyway`,
+    );
   };
 
   let nct = 1000;
@@ -141,7 +160,11 @@ async function runSeed(seed: number): Promise<void> {
     } else {
       fileName = `${deliveryId}.xml`;
       identity = String((nct += 1));
-      const xml = isValid ? makeCteXml({ nCT: identity }) : rev % 2 === 0 ? makeCteXml({ nCT: identity, emitCnpj: '11222333000100' }) : `<?xml version="1.0"?><CTe><nCT>${identity}</nCT></CTe>`;
+      const xml = isValid
+        ? makeCteXml({ nCT: identity })
+        : rev % 2 === 0
+          ? makeCteXml({ nCT: identity, emitCnpj: '11222333000100' })
+          : `<?xml version="1.0"?><CTe><nCT>${identity}</nCT></CTe>`;
       bytes = Buffer.from(xml, 'utf8');
     }
     await whenNameFree(kind, fileName);
@@ -192,7 +215,10 @@ async function runSeed(seed: number): Promise<void> {
         const bytes = bytesOf.get(newest.identity)!;
         await whenNameFree(op.kind, newest.fileName);
         const mtimeMs = await place(op.kind, newest.fileName, bytes);
-        model.addDocument({ ...newest, mtimeMs }, { kind: op.kind, fileName: newest.fileName, sha256: sha256(bytes), expect: 'archive', hasLinesReport: false });
+        model.addDocument(
+          { ...newest, mtimeMs },
+          { kind: op.kind, fileName: newest.fileName, sha256: sha256(bytes), expect: 'archive', hasLinesReport: false },
+        );
         return note(`re-drop ${op.kind}/${newest.fileName} (identical to REV-${newest.rev})`);
       }
       case 'events': {
@@ -209,7 +235,10 @@ async function runSeed(seed: number): Promise<void> {
           const at = r.offset === 0 ? iso : r.offset === 1 ? iso.replace('Z', '+00:00') : `${new Date(ms - 3 * 3_600_000).toISOString().slice(0, -1)}-03:00`;
           return { id, ms, at };
         });
-        const invalid = Array.from({ length: op.invalidLines }, (_, i) => ({ id: model.eventDeliveries[0] ?? newId(), at: new Date(eventBase + i * 1000).toISOString().slice(0, 19) }));
+        const invalid = Array.from({ length: op.invalidLines }, (_, i) => ({
+          id: model.eventDeliveries[0] ?? newId(),
+          at: new Date(eventBase + i * 1000).toISOString().slice(0, 19),
+        }));
         const rows = [...records, ...invalid];
         const text =
           format === 'csv'
@@ -219,8 +248,16 @@ async function runSeed(seed: number): Promise<void> {
         await whenNameFree('events', fileName);
         await place('events', fileName, bytes);
         if (!op.badName) for (const r of records) model.addEvent(r.id, r.ms);
-        model.dropped.push({ kind: 'events', fileName, sha256: sha256(bytes), expect: op.badName ? 'failed' : 'archive', hasLinesReport: !op.badName && op.invalidLines > 0 });
-        return note(`drop events/${fileName}: ${records.length} records of ${new Set(records.map((r) => r.id)).size} deliveries, ${op.invalidLines} invalid lines${clashWith === undefined ? '' : ' (name clash)'}${op.badName ? ' (bad name)' : ''}`);
+        model.dropped.push({
+          kind: 'events',
+          fileName,
+          sha256: sha256(bytes),
+          expect: op.badName ? 'failed' : 'archive',
+          hasLinesReport: !op.badName && op.invalidLines > 0,
+        });
+        return note(
+          `drop events/${fileName}: ${records.length} records of ${new Set(records.map((r) => r.id)).size} deliveries, ${op.invalidLines} invalid lines${clashWith === undefined ? '' : ' (name clash)'}${op.badName ? ' (bad name)' : ''}`,
+        );
       }
       case 'faults':
         e.sandbox.setFaults(op.faults);
@@ -254,7 +291,9 @@ async function runSeed(seed: number): Promise<void> {
       () => note('settled'),
       async () => {
         const spool = await summarizeSpool(e.spool);
-        problems.push(`did not settle within ${SETTLE_MS} ms: ${spool.settled}/${model.dropped.length} files under archive/ or failed/; still waiting: ${spool.waiting.join(', ') || 'none'}`);
+        problems.push(
+          `did not settle within ${SETTLE_MS} ms: ${spool.settled}/${model.dropped.length} files under archive/ or failed/; still waiting: ${spool.waiting.join(', ') || 'none'}`,
+        );
       },
     );
   } catch (error) {
@@ -274,7 +313,8 @@ async function runSeed(seed: number): Promise<void> {
   try {
     const queues = (JSON.parse(status.stdout) as { queues: Record<string, Record<string, number>> }).queues;
     for (const [kind, q] of Object.entries(queues)) {
-      for (const field of ['waiting', 'delayed', 'active', 'deadLettered']) if ((q[field] ?? 0) !== 0) problems.push(`queue ${kind}: ${q[field]} ${field} at the end`);
+      for (const field of ['waiting', 'delayed', 'active', 'deadLettered'])
+        if ((q[field] ?? 0) !== 0) problems.push(`queue ${kind}: ${q[field]} ${field} at the end`);
     }
   } catch {
     problems.push(`carrier-sync status --json failed: ${status.stderr || status.stdout}`);
@@ -308,17 +348,29 @@ function failureText(seed: number, problems: string[], opLog: string[], e: E2eEn
     const requests = e.sandbox
       .requests()
       .filter((r) => r.deliveryId === id)
-      .map((r) => `  ${rel(r.at)}  ${r.endpoint} ${r.status}${r.fault === undefined ? '' : ` (${r.fault})`}${r.labelSha256 === undefined ? '' : ` label ${r.labelSha256.slice(0, 12)}`}${r.isRepeat === true ? ' repeat' : ''}`);
+      .map(
+        (r) =>
+          `  ${rel(r.at)}  ${r.endpoint} ${r.status}${r.fault === undefined ? '' : ` (${r.fault})`}${r.labelSha256 === undefined ? '' : ` label ${r.labelSha256.slice(0, 12)}`}${r.isRepeat === true ? ' repeat' : ''}`,
+      );
     const logs = daemons.flatMap((d) =>
       d
         .logs()
         .filter((l) => JSON.stringify(l).includes(id))
-        .map((l) => `  ${rel(Number(l.time ?? 0))}  [${d.child.pid}] ${l.msg ?? ''} ${JSON.stringify({ file: l['file'], jobId: l['jobId'], result: l['result'], attempt: l['attempt'], code: l['code'], to: l['to'] })}`),
+        .map(
+          (l) =>
+            `  ${rel(Number(l.time ?? 0))}  [${d.child.pid}] ${l.msg ?? ''} ${JSON.stringify({ file: l['file'], jobId: l['jobId'], result: l['result'], attempt: l['attempt'], code: l['code'], to: l['to'] })}`,
+        ),
     );
     logs.sort();
     const delivery = e.sandbox.state.deliveries.get(id);
     const held = `label ${delivery?.label?.sha256.slice(0, 12) ?? 'none'}${delivery?.label ? ` (received ${delivery.label.received_at}, ${delivery.label.replacements} replacements)` : ''}, CT-e ${delivery?.cte ? `nCT ${nctOf(delivery.cte.xml)} (received ${delivery.cte.received_at}, ${delivery.cte.replacements} replacements)` : 'none'}`;
-    return [`delivery ${id} — the API holds: ${held}`, `delivery ${id} — API requests:`, ...requests, `delivery ${id} — daemon log lines:`, ...logs.slice(0, 40)].join('\n');
+    return [
+      `delivery ${id} — the API holds: ${held}`,
+      `delivery ${id} — API requests:`,
+      ...requests,
+      `delivery ${id} — daemon log lines:`,
+      ...logs.slice(0, 40),
+    ].join('\n');
   });
   return [
     `interleavings: seed ${seed} with ${PROCS} processes found ${problems.length} problem(s)`,

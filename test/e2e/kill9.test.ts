@@ -52,7 +52,8 @@ async function dropEverything(env: E2eEnv): Promise<Drop> {
     const instants = Array.from({ length: EVENTS_PER_DELIVERY }, (_, i) => base + d * 60_000 + i * 1000);
     events.set(deliveryId, instants);
     // Alternate offsets: the dedup must compare instants, not texts.
-    for (const [i, ms] of instants.entries()) lines.push(JSON.stringify({ delivery_id: deliveryId, event_at: i % 2 === 0 ? new Date(ms).toISOString() : minus3h(ms) }));
+    for (const [i, ms] of instants.entries())
+      lines.push(JSON.stringify({ delivery_id: deliveryId, event_at: i % 2 === 0 ? new Date(ms).toISOString() : minus3h(ms) }));
   }
   const eventsFile = `collecting-${randomUUID()}.ndjson`;
   await Promise.all([
@@ -104,7 +105,9 @@ async function killAndRecover(env: E2eEnv, daemon: DaemonProcess, drop: Drop, ki
     timeoutMs: 30_000,
   }).catch(async (error: Error) => {
     const left = await listFiles(env.spool);
-    throw new Error(`${error.message}\nnot archived: ${left.filter((f) => !f.startsWith('archive/')).join(', ')}\n--- first daemon\n${daemon.tail(15)}\n--- after restart\n${again.tail(40)}`);
+    throw new Error(
+      `${error.message}\nnot archived: ${left.filter((f) => !f.startsWith('archive/')).join(', ')}\n--- first daemon\n${daemon.tail(15)}\n--- after restart\n${again.tail(40)}`,
+    );
   });
   again.kill('SIGTERM');
   expect(await again.exited, again.tail()).toEqual({ code: 0, signal: null });
@@ -120,7 +123,10 @@ async function killAndRecover(env: E2eEnv, daemon: DaemonProcess, drop: Drop, ki
   // The API: every document reached its delivery.
   const requests = env.sandbox.requests();
   const of = (endpoint: SandboxRequest['endpoint']): SandboxRequest[] => requests.filter((r) => r.endpoint === endpoint);
-  expect(requests.filter((r) => r.status !== 200).map((r) => `${r.endpoint} ${r.status}`), 'only 200 answers').toEqual([]);
+  expect(
+    requests.filter((r) => r.status !== 200).map((r) => `${r.endpoint} ${r.status}`),
+    'only 200 answers',
+  ).toEqual([]);
   for (const [id, pdf] of drop.labels) expect(env.sandbox.state.deliveries.get(id)?.label?.sha256, `label of ${id}`).toBe(sha(pdf));
   for (const id of drop.ctes.keys()) expect(env.sandbox.state.deliveries.get(id)?.cte, `CT-e of ${id}`).toBeTruthy();
 
@@ -134,7 +140,9 @@ async function killAndRecover(env: E2eEnv, daemon: DaemonProcess, drop: Drop, ki
   const firstAccepted = (r: SandboxRequest): SandboxRequest | undefined =>
     collecting.find((c) => c.isRepeat !== true && c.deliveryId === r.deliveryId && Date.parse(c.eventAt ?? '') === Date.parse(r.eventAt ?? ''));
   for (const repeat of repeats) {
-    expect(firstAccepted(repeat)?.at, `a repeat of ${repeat.deliveryId} ${repeat.eventAt} must re-send an event received before the kill`).toBeLessThan(killedAt);
+    expect(firstAccepted(repeat)?.at, `a repeat of ${repeat.deliveryId} ${repeat.eventAt} must re-send an event received before the kill`).toBeLessThan(
+      killedAt,
+    );
   }
   expect(repeats.length, 'events sent twice (inherent send→record window only)').toBeLessThanOrEqual(CONCURRENCY);
 
@@ -156,14 +164,20 @@ async function killAndRecover(env: E2eEnv, daemon: DaemonProcess, drop: Drop, ki
 describe('kill -9 and restart', () => {
   it('while the first files are being claimed and sent: nothing lost, nothing doubled', async () => {
     // Slow enough answers that requests are in flight at the kill.
-    const env = (t = await createE2eEnv({ sandbox: { autoCreateDeliveries: true, faults: { latencyMs: 20, latencyJitterMs: 80 } }, settings: { delivery: { concurrency: CONCURRENCY } } }));
+    const env = (t = await createE2eEnv({
+      sandbox: { autoCreateDeliveries: true, faults: { latencyMs: 20, latencyJitterMs: 80 } },
+      settings: { delivery: { concurrency: CONCURRENCY } },
+    }));
     const drop = await dropEverything(env);
     const daemon = await startDaemon(env);
     await killAndRecover(env, daemon, drop, { what: 'at the first answers', answered: 3 });
   });
 
   it('a third of the way through: nothing lost, nothing doubled', async () => {
-    const env = (t = await createE2eEnv({ sandbox: { autoCreateDeliveries: true, faults: { latencyMs: 20, latencyJitterMs: 80 } }, settings: { delivery: { concurrency: CONCURRENCY } } }));
+    const env = (t = await createE2eEnv({
+      sandbox: { autoCreateDeliveries: true, faults: { latencyMs: 20, latencyJitterMs: 80 } },
+      settings: { delivery: { concurrency: CONCURRENCY } },
+    }));
     const daemon = await startDaemon(env);
     const drop = await dropEverything(env);
     await killAndRecover(env, daemon, drop, { what: 'a third of the way', answered: Math.floor(TOTAL_REQUESTS / 3) });

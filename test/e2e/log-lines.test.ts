@@ -38,7 +38,11 @@ it('no log line of a daemon run (managed Redis, embedded sandbox, files, ingest,
   await dropFile(join(spool, 'labels'), `${label}.pdf`, await makePdf('label'));
   await dropFile(join(spool, 'cte'), `${cte}.xml`, makeCteXml());
   await dropFile(join(spool, 'labels'), `${badLabel}.pdf`, 'not a pdf');
-  await dropFile(join(spool, 'events'), 'events-one-good-one-bad.ndjson', `${JSON.stringify({ delivery_id: randomUUID(), event_at: '2026-03-01T10:00:00Z' })}\n{"delivery_id":"x","event_at":"nope"}\n`);
+  await dropFile(
+    join(spool, 'events'),
+    'events-one-good-one-bad.ndjson',
+    `${JSON.stringify({ delivery_id: randomUUID(), event_at: '2026-03-01T10:00:00Z' })}\n{"delivery_id":"x","event_at":"nope"}\n`,
+  );
   const started = daemon.logs().find((line) => line.msg === 'carrier-sync started');
   const ingest = await fetch(`${String(started?.['opsUrl'])}/events`, {
     method: 'POST',
@@ -50,7 +54,12 @@ it('no log line of a daemon run (managed Redis, embedded sandbox, files, ingest,
     async () => {
       const archived = await listFiles(join(spool, 'archive'));
       const failed = await listFiles(join(spool, 'failed'));
-      return archived.some((path) => path.endsWith(`${label}.pdf`)) && archived.some((path) => path.endsWith(`${cte}.xml`)) && failed.some((path) => path.endsWith(`${badLabel}.pdf`)) && failed.some((path) => path.includes('events-one-good-one-bad'));
+      return (
+        archived.some((path) => path.endsWith(`${label}.pdf`)) &&
+        archived.some((path) => path.endsWith(`${cte}.xml`)) &&
+        failed.some((path) => path.endsWith(`${badLabel}.pdf`)) &&
+        failed.some((path) => path.includes('events-one-good-one-bad'))
+      );
     },
     { timeoutMs: 30_000, what: 'the label and CT-e archived, the bad label and the events report in failed/' },
   );
@@ -61,7 +70,15 @@ it('no log line of a daemon run (managed Redis, embedded sandbox, files, ingest,
   const lines = [...daemon.stderrLines, ...daemon.stdoutLines].filter((line) => line.trim() !== '');
   const messages = daemon.logs().map((line) => line.msg);
   // The run produced the lines this test is about.
-  expect(messages).toEqual(expect.arrayContaining(['started a managed redis-server (REDIS_URL is not set)', 'sandbox API ready; keys are in the seed file', 'carrier-sync started', 'events ingested', 'shut down cleanly']));
+  expect(messages).toEqual(
+    expect.arrayContaining([
+      'started a managed redis-server (REDIS_URL is not set)',
+      'sandbox API ready; keys are in the seed file',
+      'carrier-sync started',
+      'events ingested',
+      'shut down cleanly',
+    ]),
+  );
   expect(daemon.logs().some((line) => line['mod'] === 'sandbox')).toBe(true);
   expect(lines.length).toBeGreaterThan(20);
   const problems = lines.flatMap((line) => {

@@ -88,7 +88,10 @@ describe('the managed redis-server', () => {
   it('a CLI command starts it on demand and stops it when done', async () => {
     const dir = await workDir();
     const result = await runCli(['status', '--json'], { env: ENV, cwd: dir, timeoutMs: 30_000 });
-    const lines = result.stderr.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as LogLine);
+    const lines = result.stderr
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as LogLine);
     const pid = lines.find((line) => line.msg === STARTED)?.['redisPid'];
     expect(typeof pid, result.stderr).toBe('number');
     redisPids.add(pid as number);

@@ -32,10 +32,13 @@ describe('one watcher and three workers', () => {
     const workers = await Promise.all([1, 2, 3].map(() => startRoles(e, 'worker')));
     const ids = Array.from({ length: 90 }, () => randomUUID());
     for (const id of ids) await dropFile(join(e.spool, 'labels'), `${id}.pdf`, await makePdf(id));
-    await waitFor(async () => (await readdir(join(e.spool, 'archive', 'labels'), { recursive: true })).filter((f) => String(f).endsWith('.pdf')).length === ids.length, {
-      timeoutMs: 60_000,
-      what: 'all labels archived',
-    });
+    await waitFor(
+      async () => (await readdir(join(e.spool, 'archive', 'labels'), { recursive: true })).filter((f) => String(f).endsWith('.pdf')).length === ids.length,
+      {
+        timeoutMs: 60_000,
+        what: 'all labels archived',
+      },
+    );
     const accepted = e.sandbox.requests().filter((r) => r.endpoint === 'label' && r.status === 200);
     expect(accepted).toHaveLength(ids.length);
     expect(new Set(accepted.map((r) => r.deliveryId)).size).toBe(ids.length);

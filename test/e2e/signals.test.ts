@@ -75,7 +75,10 @@ describe('signals', () => {
     const messages = daemon.logs().map((line) => line.msg);
     expect(messages).toContain('signal received');
     expect(messages).toContain('shut down cleanly');
-    expect(daemon.logs().filter((line) => (line.level ?? 0) >= 50), 'error lines').toEqual([]);
+    expect(
+      daemon.logs().filter((line) => (line.level ?? 0) >= 50),
+      'error lines',
+    ).toEqual([]);
     expectNoSecretIn(daemon, env);
   });
 

@@ -51,13 +51,18 @@ describe('three daemons on one spool', () => {
     expect(holders, daemons.map((d) => d.tail(5)).join('\n---\n')).toHaveLength(1);
     const holder = holders[0]!;
     const standbys = daemons.filter((d) => d !== holder);
-    for (const standby of standbys) expect(standby.logs().map((line) => line.msg)).toContain('standing by: another process holds the spool lease (it watches the spool and moves its files)');
+    for (const standby of standbys)
+      expect(standby.logs().map((line) => line.msg)).toContain('standing by: another process holds the spool lease (it watches the spool and moves its files)');
 
     // Who holds the spool: /readyz of each (a standby is ready too) and `status`.
     for (const daemon of daemons) {
       const { status, body } = await readyz(daemon);
       expect(status).toBe(200);
-      expect(body['spool']).toMatchObject({ role: daemon === holder ? 'holder' : 'standby', self: { pid: daemon.child.pid }, holder: { pid: holder.child.pid, isSelf: daemon === holder } });
+      expect(body['spool']).toMatchObject({
+        role: daemon === holder ? 'holder' : 'standby',
+        self: { pid: daemon.child.pid },
+        holder: { pid: holder.child.pid, isSelf: daemon === holder },
+      });
     }
     const status = await runCli(e.args('status', '--json'), { env: e.env });
     expect(status.code, status.stderr).toBe(0);
@@ -73,10 +78,15 @@ describe('three daemons on one spool', () => {
     for (const name of badCtes) await dropFile(join(e.spool, 'cte'), name, '<CTe><not-closed>');
     for (const name of labels) await dropFile(join(e.spool, 'labels'), name, await makePdf(name));
     const expectedFailed = badCtes.flatMap((name) => [name, `${name}.error.json`]).sort();
-    await waitFor(async () => (await filesIn(join(e.spool, 'failed', 'cte'))).length >= expectedFailed.length && (await filesIn(join(e.spool, 'archive', 'labels'))).length >= labels.length, {
-      what: 'every file decided',
-      timeoutMs: 30_000,
-    });
+    await waitFor(
+      async () =>
+        (await filesIn(join(e.spool, 'failed', 'cte'))).length >= expectedFailed.length &&
+        (await filesIn(join(e.spool, 'archive', 'labels'))).length >= labels.length,
+      {
+        what: 'every file decided',
+        timeoutMs: 30_000,
+      },
+    );
     expect(await filesIn(join(e.spool, 'failed', 'cte'))).toEqual(expectedFailed);
     expect(await filesIn(join(e.spool, 'archive', 'labels'))).toEqual([...labels].sort());
     for (const standby of standbys) expect(standby.logs().filter(isMove)).toEqual([]);
@@ -93,20 +103,33 @@ describe('three daemons on one spool', () => {
     const afterKill = `${randomUUID()}.pdf`;
     await dropFile(join(e.spool, 'labels'), afterKill, await makePdf(afterKill));
 
-    const next = await Promise.race(standbys.map((d) => d.waitForLog((line) => line.msg === HOLDING, { timeoutMs: 20_000, what: 'a standby taking over' }).then((line) => ({ daemon: d, line }))));
+    const next = await Promise.race(
+      standbys.map((d) =>
+        d.waitForLog((line) => line.msg === HOLDING, { timeoutMs: 20_000, what: 'a standby taking over' }).then((line) => ({ daemon: d, line })),
+      ),
+    );
     const takeoverMs = (next.line.time ?? Number.NaN) - killedAt;
-    await waitFor(async () => (await filesIn(join(e.spool, 'archive', 'labels'))).includes(afterKill), { what: 'the file dropped after the kill archived', timeoutMs: 20_000, intervalMs: 10 });
+    await waitFor(async () => (await filesIn(join(e.spool, 'archive', 'labels'))).includes(afterKill), {
+      what: 'the file dropped after the kill archived',
+      timeoutMs: 20_000,
+      intervalMs: 10,
+    });
     const processedMs = Date.now() - killedAt;
-    console.info(`[spool lease] kill -9 of the holder → a standby holds the lease after ${takeoverMs} ms; a file dropped after the kill archived after ${processedMs} ms (files in flight at the kill: ${inflightAtKill})`);
+    console.info(
+      `[spool lease] kill -9 of the holder → a standby holds the lease after ${takeoverMs} ms; a file dropped after the kill archived after ${processedMs} ms (files in flight at the kill: ${inflightAtKill})`,
+    );
     expect(takeoverMs).toBeLessThan(10_000);
     expect(processedMs).toBeLessThan(10_000);
 
     // Everything in flight at the kill ends once; the third process still stands by.
     const allLabels = [...labels, ...inFlight, afterKill].sort();
-    await waitFor(async () => (await filesIn(join(e.spool, 'archive', 'labels'))).length >= allLabels.length && (await listFiles(join(e.spool, '.inflight'))).length === 0, {
-      what: 'every label archived after the takeover',
-      timeoutMs: 30_000,
-    });
+    await waitFor(
+      async () => (await filesIn(join(e.spool, 'archive', 'labels'))).length >= allLabels.length && (await listFiles(join(e.spool, '.inflight'))).length === 0,
+      {
+        what: 'every label archived after the takeover',
+        timeoutMs: 30_000,
+      },
+    );
     expect(await filesIn(join(e.spool, 'archive', 'labels'))).toEqual(allLabels);
     expect(await filesIn(join(e.spool, 'failed'))).toEqual(expectedFailed.map((name) => `cte/${name}`));
     for (const inbox of ['labels', 'cte', 'events']) expect(await listFiles(join(e.spool, inbox))).toEqual([]);
@@ -147,7 +170,10 @@ describe('three daemons on one spool', () => {
       expect(JSON.parse((await redis.get(key)) ?? '{}')).toMatchObject({ pid: daemon.child.pid });
       // Another process's lease, as if this one had been cut off from Redis long enough to lose it.
       await redis.set(key, JSON.stringify({ id: 'someone-else', host: 'elsewhere', pid: 1, since: new Date().toISOString() }), 'PX', 60_000);
-      const lost = await daemon.waitForLog((line) => line.msg === 'lost the spool lease: stopped moving files; standing by', { timeoutMs: 5000, what: 'the loss noticed' });
+      const lost = await daemon.waitForLog((line) => line.msg === 'lost the spool lease: stopped moving files; standing by', {
+        timeoutMs: 5000,
+        what: 'the loss noticed',
+      });
       expect(lost['reason']).toBe('the lease expired or another process took it');
       const name = `${randomUUID()}.pdf`;
       await dropFile(join(e.spool, 'labels'), name, await makePdf(name));
@@ -159,7 +185,10 @@ describe('three daemons on one spool', () => {
       }
       expect(daemon.logs().filter((line) => line.msg === 'file queued')).toEqual([]);
       await redis.del(key);
-      await waitFor(async () => (await filesIn(join(e.spool, 'archive', 'labels'))).includes(name), { what: 'the file archived once the lease is back', timeoutMs: 15_000 });
+      await waitFor(async () => (await filesIn(join(e.spool, 'archive', 'labels'))).includes(name), {
+        what: 'the file archived once the lease is back',
+        timeoutMs: 15_000,
+      });
       expect(daemon.logs().filter((line) => line.msg === HOLDING)).toHaveLength(2);
     } finally {
       redis.disconnect();

@@ -37,24 +37,99 @@ const cteXml = (fields: { nCT?: string; emit?: string } = {}): string =>
   (fields.emit === '' ? '' : `<emit><CNPJ>${fields.emit ?? '12345678000195'}</CNPJ></emit>`) +
   '<dest><CPF>00000000002</CPF></dest><vPrest><vTPrest>18.00</vTPrest></vPrest></infCte></CTe>';
 
-const ORDER_FIELDS = ['id', 'order_number', 'external_id', 'tracking', 'status_name', 'sub_status', 'invoice_number', 'access_key',
-  'invoice_created_timestamp', 'amount', 'type', 'created_at', 'last_delivery_type', 'last_delivery_method_name',
-  'last_delivery_shipping_method_type'];
-const FULL_ORDER_FIELDS = [...ORDER_FIELDS, 'creation_origin', 'last_delivery_external_id', 'last_delivery_support_id',
-  'last_delivery_collect_eta', 'last_delivery_collect_verification_code', 'last_delivery_delivery_eta',
-  'last_delivery_delivery_verification_code', 'last_delivery_return_eta', 'last_delivery_return_verification_code',
-  'additional_information', 'carrier_additional_information', 'estimated_route_distance', 'estimated_straight_distance',
-  'expected_customer_shipping_price', 'expected_customer_shipping_date', 'last_delivery_expected_delivery_price',
-  'last_delivery_expected_delivery_date', 'customer_purchase_experience_rating', 'customer_delivery_experience_rating',
-  'customer_feedback_comment', 'delivery_window_start', 'delivery_window_end', 'delivery_service_time', 'seller', 'customer',
-  'destination_address', 'volumes'];
-const DELIVERY_FIELDS = ['id', 'external_id', 'support_id', 'type', 'method_name', 'shipping_method_type', 'status_name', 'sub_status',
-  'driver_name', 'driver_document', 'driver_phone', 'driver_vehicle_type', 'driver_vehicle_color', 'driver_vehicle_plate',
-  'driver_image_url', 'expected_delivery_date', 'expected_delivery_price', 'created_at', 'collect_eta', 'delivery_eta',
-  'manual_delivery', 'scheduled_at', 'events'];
-const EVENT_FIELDS = ['id', 'status', 'sub_status', 'failure_code', 'failure_message', 'failure_driver_message', 'observation',
-  'driver_name', 'driver_document', 'driver_phone', 'driver_vehicle_type', 'driver_vehicle_color', 'driver_vehicle_plate',
-  'driver_image_url', 'latitude', 'longitude', 'manual_event', 'event_at', 'created_at'];
+const ORDER_FIELDS = [
+  'id',
+  'order_number',
+  'external_id',
+  'tracking',
+  'status_name',
+  'sub_status',
+  'invoice_number',
+  'access_key',
+  'invoice_created_timestamp',
+  'amount',
+  'type',
+  'created_at',
+  'last_delivery_type',
+  'last_delivery_method_name',
+  'last_delivery_shipping_method_type',
+];
+const FULL_ORDER_FIELDS = [
+  ...ORDER_FIELDS,
+  'creation_origin',
+  'last_delivery_external_id',
+  'last_delivery_support_id',
+  'last_delivery_collect_eta',
+  'last_delivery_collect_verification_code',
+  'last_delivery_delivery_eta',
+  'last_delivery_delivery_verification_code',
+  'last_delivery_return_eta',
+  'last_delivery_return_verification_code',
+  'additional_information',
+  'carrier_additional_information',
+  'estimated_route_distance',
+  'estimated_straight_distance',
+  'expected_customer_shipping_price',
+  'expected_customer_shipping_date',
+  'last_delivery_expected_delivery_price',
+  'last_delivery_expected_delivery_date',
+  'customer_purchase_experience_rating',
+  'customer_delivery_experience_rating',
+  'customer_feedback_comment',
+  'delivery_window_start',
+  'delivery_window_end',
+  'delivery_service_time',
+  'seller',
+  'customer',
+  'destination_address',
+  'volumes',
+];
+const DELIVERY_FIELDS = [
+  'id',
+  'external_id',
+  'support_id',
+  'type',
+  'method_name',
+  'shipping_method_type',
+  'status_name',
+  'sub_status',
+  'driver_name',
+  'driver_document',
+  'driver_phone',
+  'driver_vehicle_type',
+  'driver_vehicle_color',
+  'driver_vehicle_plate',
+  'driver_image_url',
+  'expected_delivery_date',
+  'expected_delivery_price',
+  'created_at',
+  'collect_eta',
+  'delivery_eta',
+  'manual_delivery',
+  'scheduled_at',
+  'events',
+];
+const EVENT_FIELDS = [
+  'id',
+  'status',
+  'sub_status',
+  'failure_code',
+  'failure_message',
+  'failure_driver_message',
+  'observation',
+  'driver_name',
+  'driver_document',
+  'driver_phone',
+  'driver_vehicle_type',
+  'driver_vehicle_color',
+  'driver_vehicle_plate',
+  'driver_image_url',
+  'latitude',
+  'longitude',
+  'manual_event',
+  'event_at',
+  'created_at',
+];
 
 let sandbox: SandboxHandle;
 let client: ApiClient;
@@ -66,7 +141,13 @@ const opened: ApiClient[] = [];
 
 function makeClient(url: string, overrides: Partial<ApiClientOptions> = {}): ApiClient {
   const made = createApiClient({
-    baseUrl: url, carrierKey, sellerGroupKey, connectTimeoutMs: 2000, headersTimeoutMs: 5000, bodyTimeoutMs: 5000, connections: 4,
+    baseUrl: url,
+    carrierKey,
+    sellerGroupKey,
+    connectTimeoutMs: 2000,
+    headersTimeoutMs: 5000,
+    bodyTimeoutMs: 5000,
+    connections: 4,
     ...overrides,
   });
   opened.push(made);
@@ -119,8 +200,13 @@ describe('4.1 collecting', () => {
   });
   it('unknown delivery → API_NOT_FOUND with the API code and params (shape A)', async () => {
     const error = await failure(client.sendCollecting({ deliveryId: UNKNOWN_DELIVERY, eventAt: '2025-03-10T09:00:00Z' }));
-    expect(error).toMatchObject({ code: 'API_NOT_FOUND', status: 404, apiCode: 'DELIVERY_NOT_FOUND', apiLevel: 'WARNING',
-      params: { delivery_id: UNKNOWN_DELIVERY } });
+    expect(error).toMatchObject({
+      code: 'API_NOT_FOUND',
+      status: 404,
+      apiCode: 'DELIVERY_NOT_FOUND',
+      apiLevel: 'WARNING',
+      params: { delivery_id: UNKNOWN_DELIVERY },
+    });
   });
   it('a finished delivery is rejected (dead-letter)', async () => {
     const error = await failure(client.sendCollecting({ deliveryId: DELIVERY_SUCCESSFUL_C1, eventAt: '2025-03-10T09:00:00Z' }));
@@ -135,16 +221,20 @@ describe('4.2 CT-e', () => {
   });
   it('unknown delivery: 400 DELIVERY_NOT_FOUND → API_NOT_FOUND, status 400 kept', async () => {
     const error = await failure(client.putCte({ deliveryId: UNKNOWN_DELIVERY, xml: cteXml() }));
-    expect(error).toMatchObject({ code: 'API_NOT_FOUND', disposition: 'retry', status: 400, apiCode: 'DELIVERY_NOT_FOUND',
-      params: { delivery_id: UNKNOWN_DELIVERY } });
+    expect(error).toMatchObject({
+      code: 'API_NOT_FOUND',
+      disposition: 'retry',
+      status: 400,
+      apiCode: 'DELIVERY_NOT_FOUND',
+      params: { delivery_id: UNKNOWN_DELIVERY },
+    });
   });
   it.each([
     ['a missing field', { emit: '' }, 'emit.CNPJ'],
     ['a value that does not match the delivery', { nCT: '9999' }, 'ide.nCT'],
   ])('%s → API_REJECTED CTE_VALIDATION_ERROR', async (_what, fields, field) => {
     const error = await failure(client.putCte({ deliveryId: DELIVERY_PENDING_C1, xml: cteXml(fields) }));
-    expect(error).toMatchObject({ code: 'API_REJECTED', status: 400, apiCode: 'CTE_VALIDATION_ERROR', apiLevel: 'WARNING',
-      params: { field } });
+    expect(error).toMatchObject({ code: 'API_REJECTED', status: 400, apiCode: 'CTE_VALIDATION_ERROR', apiLevel: 'WARNING', params: { field } });
   });
 });
 
@@ -154,7 +244,9 @@ describe('4.3 label', () => {
     await client.sendLabel({ deliveryId: DELIVERY_PENDING_C1, pdfBase64, externalId: 'ext-42' });
     await client.sendLabel({ deliveryId: DELIVERY_PENDING_C1, pdfBase64: `data:application/pdf;base64,${pdfBase64}`, externalId: null });
     expect(sandbox.state.deliveries.get(DELIVERY_PENDING_C1)?.label).toMatchObject({
-      sha256: createHash('sha256').update(PDF).digest('hex'), external_id: null, replacements: 1,
+      sha256: createHash('sha256').update(PDF).digest('hex'),
+      external_id: null,
+      replacements: 1,
     });
   });
   it('not a PDF: 400 with code UNAUTHORIZED is API_REJECTED, not a bad key', async () => {
@@ -182,7 +274,10 @@ describe('4.4 webhook', () => {
     await client.patchWebhook(WEBHOOK_C1, { ...record, headers: null });
     expect(sandbox.state.webhooks.get(WEBHOOK_C1)?.headers).toBeNull();
   });
-  it.each([['an unknown webhook', 'no-such-hook'], ["another carrier's webhook", WEBHOOK_C2]])('%s → API_NOT_FOUND', async (_what, id) => {
+  it.each([
+    ['an unknown webhook', 'no-such-hook'],
+    ["another carrier's webhook", WEBHOOK_C2],
+  ])('%s → API_NOT_FOUND', async (_what, id) => {
     const error = await failure(client.patchWebhook(id, { url: 'https://x.example/', headers: null, events: [] }));
     expect(error).toMatchObject({ code: 'API_NOT_FOUND', status: 404 });
   });
@@ -208,14 +303,14 @@ describe('4.5–4.8 seller-group endpoints', () => {
     expect(order.id).toBe(ORDER_G1);
     for (const field of FULL_ORDER_FIELDS) expect(order).toHaveProperty(field);
   });
-  it.each([['an unknown order', 'aa000000-0000-4000-8000-0000000000ff'], ["another group's order", ORDER_G2]])(
-    '4.6 %s → 404 shape C ORDER_NOT_FOUND → API_NOT_FOUND',
-    async (_what, orderId) => {
-      const error = await failure(client.getOrder(orderId));
-      expect(error).toMatchObject({ code: 'API_NOT_FOUND', status: 404, apiCode: 'ORDER_NOT_FOUND' });
-      expect(error.apiMessage).toBeTruthy();
-    },
-  );
+  it.each([
+    ['an unknown order', 'aa000000-0000-4000-8000-0000000000ff'],
+    ["another group's order", ORDER_G2],
+  ])('4.6 %s → 404 shape C ORDER_NOT_FOUND → API_NOT_FOUND', async (_what, orderId) => {
+    const error = await failure(client.getOrder(orderId));
+    expect(error).toMatchObject({ code: 'API_NOT_FOUND', status: 404, apiCode: 'ORDER_NOT_FOUND' });
+    expect(error.apiMessage).toBeTruthy();
+  });
   it('4.7 updates the invoice data', async () => {
     await expect(client.updateOrder(ORDER_G1, { invoiceNumber: 'NF-77', accessKey: ACCESS_KEY })).resolves.toEqual({ success: true });
     expect(sandbox.state.orders.get(ORDER_G1)).toMatchObject({ invoice_number: 'NF-77', access_key: ACCESS_KEY });
@@ -229,10 +324,11 @@ describe('4.5–4.8 seller-group endpoints', () => {
     const error = await failure(client.updateOrder(ORDER_G2, { invoiceNumber: 'NF-1' }));
     expect(error).toMatchObject({ code: 'API_NOT_FOUND', status: 404, apiCode: 'INVOICE_NOT_FOUND_OR_NOT_IN_SELLER_GROUP' });
   });
-  const quote = (zip: string) => client.quoteOrders({
-    sellerIdentifier: SELLER_1,
-    orders: [{ identifier: 'o-1', amount: 10_000, destinationZipCode: zip, volumes: [{ weight: 1200, height: 10, length: 20, width: 30 }] }],
-  });
+  const quote = (zip: string) =>
+    client.quoteOrders({
+      sellerIdentifier: SELLER_1,
+      orders: [{ identifier: 'o-1', amount: 10_000, destinationZipCode: zip, volumes: [{ weight: 1200, height: 10, length: 20, width: 30 }] }],
+    });
   it('4.8 quotes the orders', async () => {
     const response = await quote('01310100');
     expect(response).toMatchObject({ seller_identifier: SELLER_1, orders: [{ identifier: 'o-1', destination_zip_code: '01310100' }] });
@@ -241,15 +337,20 @@ describe('4.5–4.8 seller-group endpoints', () => {
   });
   it('4.8 invalid zip → 400 shape D INVALID_DESTINATION_ZIPCODE → API_REJECTED with params and error_id', async () => {
     const error = await failure(quote('123'));
-    expect(error).toMatchObject({ code: 'API_REJECTED', status: 400, apiCode: 'INVALID_DESTINATION_ZIPCODE',
-      params: { destination_zipcode: '123' } });
+    expect(error).toMatchObject({ code: 'API_REJECTED', status: 400, apiCode: 'INVALID_DESTINATION_ZIPCODE', params: { destination_zipcode: '123' } });
     expect(error.message).toMatch(/error_id [0-9a-f-]{36}/);
   });
   it('without a seller-group key, every seller call fails CONFIG_INVALID before any I/O', async () => {
     const carrierOnly = makeClient(sandbox.url, { sellerGroupKey: null });
     sandbox.clearRequests();
-    const errors = await Promise.all([carrierOnly.getOrderEvents(SELLER_1, 'x'), carrierOnly.getOrder(ORDER_G1),
-      carrierOnly.updateOrder(ORDER_G1, {}), carrierOnly.quoteOrders({ sellerIdentifier: SELLER_1, orders: [] })].map(failure));
+    const errors = await Promise.all(
+      [
+        carrierOnly.getOrderEvents(SELLER_1, 'x'),
+        carrierOnly.getOrder(ORDER_G1),
+        carrierOnly.updateOrder(ORDER_G1, {}),
+        carrierOnly.quoteOrders({ sellerIdentifier: SELLER_1, orders: [] }),
+      ].map(failure),
+    );
     for (const error of errors) expect(error).toMatchObject({ code: 'CONFIG_INVALID', disposition: 'reject-local' });
     expect(sandbox.requests()).toHaveLength(0);
     await expect(carrierOnly.sendCollecting({ deliveryId: UNKNOWN_DELIVERY, eventAt: '2025-03-10T09:00:00Z' })).rejects.toMatchObject({
@@ -365,7 +466,8 @@ describe('on the wire (recorded by a plain HTTP server)', () => {
     await new Promise((resolve) => recorder.close(resolve));
   });
   const keysOf = (headers: IncomingHttpHeaders) => ({
-    carrier: headers['x-service-carrier-key'], seller: headers['x-service-seller-group-key'],
+    carrier: headers['x-service-carrier-key'],
+    seller: headers['x-service-seller-group-key'],
   });
 
   it('sends each endpoint its keys: 4.1/4.2 both, 4.3/4.4 carrier, 4.5–4.8 seller group', async () => {

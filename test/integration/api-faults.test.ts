@@ -20,7 +20,8 @@ afterEach(async () => {
   running = undefined;
 });
 
-const archivedCount = async (t: TestDaemon): Promise<number> => (await readdir(join(t.spool, 'archive', 'labels'), { recursive: true })).filter((f) => String(f).endsWith('.pdf')).length;
+const archivedCount = async (t: TestDaemon): Promise<number> =>
+  (await readdir(join(t.spool, 'archive', 'labels'), { recursive: true })).filter((f) => String(f).endsWith('.pdf')).length;
 
 async function withCtx<T>(t: TestDaemon, run: (ctx: Awaited<ReturnType<typeof openContext>>) => Promise<T>): Promise<T> {
   const ctx = await openContext(t.config, createLogger({ level: 'silent' }), 'test');
@@ -60,7 +61,10 @@ describe('API push-back', () => {
   });
 
   it('a 401 pauses the queues once, turns /readyz red, keeps every item, and resumes on `resume`', async () => {
-    running = await startTestDaemon({ roles: ['watcher', 'worker', 'http'], sandbox: { autoCreateDeliveries: true, faults: { unauthorizedUntil: Date.now() + 3_600_000 } } });
+    running = await startTestDaemon({
+      roles: ['watcher', 'worker', 'http'],
+      sandbox: { autoCreateDeliveries: true, faults: { unauthorizedUntil: Date.now() + 3_600_000 } },
+    });
     const t = running;
     const ids = Array.from({ length: 8 }, () => randomUUID());
     for (const id of ids) await writeFile(join(t.spool, 'labels', `${id}.pdf`), await makePdf(id));
@@ -68,10 +72,13 @@ describe('API push-back', () => {
       const response = await fetch(`${t.daemon.opsUrl()!}/readyz`);
       return { status: response.status, body: (await response.json()) as { reason?: string } };
     };
-    const red = await waitFor(async () => {
-      const r = await readyz();
-      return r.status === 503 ? r : null;
-    }, { what: '/readyz 503' });
+    const red = await waitFor(
+      async () => {
+        const r = await readyz();
+        return r.status === 503 ? r : null;
+      },
+      { what: '/readyz 503' },
+    );
     expect(red.body.reason).toMatch(/401/);
     const unauthorized = t.sandbox.requests().filter((r) => r.status === 401).length;
     // Only the requests already in flight when the gate closed hit the 401 (concurrency 4), not one per item.
@@ -126,7 +133,11 @@ describe('API push-back', () => {
   });
 
   it('with nothing waiting, opens the gate and lets the next item be the probe', async () => {
-    running = await startTestDaemon({ roles: ['watcher', 'worker', 'scheduler'], sandbox: { autoCreateDeliveries: true }, settings: { delivery: { authProbeMs: 200 } } });
+    running = await startTestDaemon({
+      roles: ['watcher', 'worker', 'scheduler'],
+      sandbox: { autoCreateDeliveries: true },
+      settings: { delivery: { authProbeMs: 200 } },
+    });
     const t = running;
     await withCtx(t, (ctx) => ctx.authGate.trip({ at: new Date().toISOString(), endpoint: 'label', message: 'Unauthorized' }));
     await withCtx(t, (ctx) => waitFor(() => ctx.authGate.isProbing(), { what: 'the probe opened with no item waiting' }));

@@ -73,7 +73,10 @@ describe('document order: the newest document wins', () => {
     await waitFor(() => t.sandbox.requests().some((r) => r.endpoint === 'cte' && r.status === 503), { what: "the older CT-e's first attempt answered 503" });
     t.sandbox.setFaults({ errorRate: 0 });
     await drop(join(t.spool, 'cte'), `${id}.xml`, makeCteXml({ nCT: '2' }));
-    await waitFor(async () => (await countUnder(join(t.spool, 'archive'))) === 1 && (await countUnder(join(t.spool, 'failed'))) === 2, { what: 'older archived (superseded), newer in failed/ with its report', timeoutMs: 20_000 });
+    await waitFor(async () => (await countUnder(join(t.spool, 'archive'))) === 1 && (await countUnder(join(t.spool, 'failed'))) === 2, {
+      what: 'older archived (superseded), newer in failed/ with its report',
+      timeoutMs: 20_000,
+    });
     const cteRequests = t.sandbox.requests().filter((r) => r.endpoint === 'cte');
     // The older one's first attempt (503) and the newer one's refusal (unknown delivery): the older
     // one never again.

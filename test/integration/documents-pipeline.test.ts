@@ -54,7 +54,9 @@ describe('labels and CT-e from the spool to the API', () => {
 
     await waitFor(async () => (await filesUnder(join(t.spool, 'archive'))).length === 3, { what: '3 archived files' });
     const archived = await filesUnder(join(t.spool, 'archive'));
-    expect(archived.map((f) => f.replace(/\d{4}-\d{2}-\d{2}/, 'DATE'))).toEqual([`cte/DATE/${cteDelivery}.xml`, `labels/DATE/${early}.pdf`, `labels/DATE/${late}__ORD-77.pdf`].sort());
+    expect(archived.map((f) => f.replace(/\d{4}-\d{2}-\d{2}/, 'DATE'))).toEqual(
+      [`cte/DATE/${cteDelivery}.xml`, `labels/DATE/${early}.pdf`, `labels/DATE/${late}__ORD-77.pdf`].sort(),
+    );
     expect(labelRequests(t)).toHaveLength(2);
     expect(t.sandbox.state.deliveries.get(early)?.label?.sha256).toBe(sha(earlyPdf));
     expect(t.sandbox.state.deliveries.get(late)?.label?.external_id).toBe('ORD-77');
@@ -131,7 +133,9 @@ describe('labels and CT-e from the spool to the API', () => {
     await waitFor(async () => (await filesUnder(join(t.spool, 'failed'))).filter((f) => !f.endsWith('.error.json')).length >= drops.length - 1, {
       what: 'refused files in failed/',
     }).catch(async (error: unknown) => {
-      throw new Error(`${String(error)}; failed/: ${(await filesUnder(join(t.spool, 'failed'))).join(', ')}; labels/: ${(await filesUnder(join(t.spool, 'labels'))).join(', ')}; cte/: ${(await filesUnder(join(t.spool, 'cte'))).join(', ')}; drops: ${drops.map(([k, n, , c]) => `${k}/${n}=${c}`).join(', ')}; archive: ${(await filesUnder(join(t.spool, 'archive'))).join(', ')}`);
+      throw new Error(
+        `${String(error)}; failed/: ${(await filesUnder(join(t.spool, 'failed'))).join(', ')}; labels/: ${(await filesUnder(join(t.spool, 'labels'))).join(', ')}; cte/: ${(await filesUnder(join(t.spool, 'cte'))).join(', ')}; drops: ${drops.map(([k, n, , c]) => `${k}/${n}=${c}`).join(', ')}; archive: ${(await filesUnder(join(t.spool, 'archive'))).join(', ')}`,
+      );
     });
     await waitFor(async () => (await readdir(join(t.spool, 'failed', 'labels'))).includes('a-directory'), { what: 'the directory refused' });
     for (const [kind, name, , code] of drops.filter(([, , , c]) => c !== '')) {
@@ -174,16 +178,24 @@ describe('labels and CT-e from the spool to the API', () => {
     await writeFile(join(failed('events'), 'old.ndjson.error.json'), JSON.stringify({ code: 'EVENT_BAD_RECORD', claim: 'fedcba9876543210-76543210' }));
 
     await t.restart();
-    await waitFor(async () => (await filesUnder(join(t.spool, 'archive'))).length === 1 && (await filesUnder(failed('labels'))).includes(`${refused}.pdf`), { what: 'both files decided again' });
+    await waitFor(async () => (await filesUnder(join(t.spool, 'archive'))).length === 1 && (await filesUnder(failed('labels'))).includes(`${refused}.pdf`), {
+      what: 'both files decided again',
+    });
     expect(await filesUnder(failed('labels'))).toEqual([`${refused}.pdf`, `${refused}.pdf.error.json`].sort());
-    expect(JSON.parse(await readFile(join(failed('labels'), `${refused}.pdf.error.json`), 'utf8'))).toMatchObject({ code: 'LABEL_NOT_PDF', file: `${refused}.pdf` });
+    expect(JSON.parse(await readFile(join(failed('labels'), `${refused}.pdf.error.json`), 'utf8'))).toMatchObject({
+      code: 'LABEL_NOT_PDF',
+      file: `${refused}.pdf`,
+    });
     expect(t.sandbox.state.deliveries.get(inFlight)?.label?.sha256).toBe(sha(pdf));
     expect(await filesUnder(failed('events'))).toEqual(['old.ndjson.error.json']);
     expect(await filesUnder(join(t.spool, '.inflight'))).toEqual([]);
   });
 
   it('recovers from injected 5xx and socket resets without losing or repeating a file', async () => {
-    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true, faults: { errorRate: 0.3, resetRate: 0.1 } }, settings: { delivery: { maxAttempts: 20, backoffMs: 20 } } });
+    running = await startTestDaemon({
+      sandbox: { autoCreateDeliveries: true, faults: { errorRate: 0.3, resetRate: 0.1 } },
+      settings: { delivery: { maxAttempts: 20, backoffMs: 20 } },
+    });
     const t = running;
     const ids = Array.from({ length: 20 }, () => randomUUID());
     for (const id of ids) await writeFile(join(t.spool, 'labels', `${id}.pdf`), await makePdf(id));
@@ -233,13 +245,18 @@ describe('labels and CT-e from the spool to the API', () => {
     const pdf = await makePdf('same bytes');
     await writeFile(join(t.spool, 'labels', `${good}.pdf`), pdf);
     await writeFile(join(t.spool, 'labels', `${cancelled}.pdf`), pdf);
-    await waitFor(async () => (await filesUnder(join(t.spool, 'archive'))).length === 1 && (await filesUnder(join(t.spool, 'failed'))).length === 2, { what: 'one archived, one refused' });
+    await waitFor(async () => (await filesUnder(join(t.spool, 'archive'))).length === 1 && (await filesUnder(join(t.spool, 'failed'))).length === 2, {
+      what: 'one archived, one refused',
+    });
     expect((await filesUnder(join(t.spool, 'archive')))[0]).toMatch(new RegExp(`${good}\\.pdf$`));
     expect(await readdir(join(t.spool, 'failed', 'labels'))).toEqual([`${cancelled}.pdf`, `${cancelled}.pdf.error.json`]);
   });
 
   it('works in polling mode (network shares without inotify)', async () => {
-    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true }, settings: { spool: { usePolling: true, pollIntervalMs: 100, rescanIntervalMs: 60_000 } } });
+    running = await startTestDaemon({
+      sandbox: { autoCreateDeliveries: true },
+      settings: { spool: { usePolling: true, pollIntervalMs: 100, rescanIntervalMs: 60_000 } },
+    });
     const t = running;
     const id = randomUUID();
     await writeFile(join(t.spool, 'labels', `${id}.pdf`), await makePdf('polled'));

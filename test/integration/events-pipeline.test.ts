@@ -65,11 +65,16 @@ describe('collecting events', () => {
     );
     await waitFor(() => accepted(t).length === 3, { what: '3 distinct instants sent' });
     await writeFile(join(t.spool, 'events', 'batch-2.csv'), `event_at,delivery_id\n2026-01-10T12:00:01.500+02:00,${a}\n2026-01-10T11:00:00Z,${a}\n`);
-    await waitFor(async () => (await readdir(join(t.spool, 'archive', 'events'), { recursive: true })).filter((f) => String(f).includes('.')).length === 2, { what: 'both files archived' });
+    await waitFor(async () => (await readdir(join(t.spool, 'archive', 'events'), { recursive: true })).filter((f) => String(f).includes('.')).length === 2, {
+      what: 'both files archived',
+    });
     const response = await fetch(`${t.daemon.opsUrl()!}/events`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify([{ delivery_id: b, event_at: '2026-01-10T09:00:00-01:00' }, { delivery_id: b, event_at: '2026-01-10T10:30:00Z' }]),
+      body: JSON.stringify([
+        { delivery_id: b, event_at: '2026-01-10T09:00:00-01:00' },
+        { delivery_id: b, event_at: '2026-01-10T10:30:00Z' },
+      ]),
     });
     expect(response.status).toBe(202);
     const verdicts = (await response.json()) as { results: Array<{ status: string }> };
@@ -89,11 +94,21 @@ describe('collecting events', () => {
     const id = randomUUID();
     const times = ['2026-02-01T10:05:00Z', '2026-02-01T10:01:00Z', '2026-02-01T10:03:00Z', '2026-02-01T10:02:00Z', '2026-02-01T10:04:00Z'];
     const lines = times.map((event_at) => JSON.stringify({ delivery_id: id, event_at }));
-    lines.splice(2, 0, '{"delivery_id": "x", "event_at": "2026-02-01T10:00:00"}', 'not json', JSON.stringify({ delivery_id: '../etc', event_at: '2026-02-01T10:00:00Z' }));
+    lines.splice(
+      2,
+      0,
+      '{"delivery_id": "x", "event_at": "2026-02-01T10:00:00"}',
+      'not json',
+      JSON.stringify({ delivery_id: '../etc', event_at: '2026-02-01T10:00:00Z' }),
+    );
     await writeFile(join(t.spool, 'events', 'mixed.jsonl'), lines.join('\n'));
-    await waitFor(async () => (await readdir(join(t.spool, 'archive', 'events'), { recursive: true })).some((f) => String(f).endsWith('mixed.jsonl')), { what: 'the file archived' });
+    await waitFor(async () => (await readdir(join(t.spool, 'archive', 'events'), { recursive: true })).some((f) => String(f).endsWith('mixed.jsonl')), {
+      what: 'the file archived',
+    });
     expect(accepted(t).map((r) => r.eventAt)).toEqual([...times].sort().map((s) => s.replace('Z', '.000Z')));
-    const report = JSON.parse(await readFile(join(t.spool, 'failed', 'events', 'mixed.jsonl.error.json'), 'utf8')) as { invalidLines: Array<{ line: number; code: string }> };
+    const report = JSON.parse(await readFile(join(t.spool, 'failed', 'events', 'mixed.jsonl.error.json'), 'utf8')) as {
+      invalidLines: Array<{ line: number; code: string }>;
+    };
     expect(report.invalidLines.map((l) => [l.line, l.code])).toEqual([
       [3, 'EVENT_BAD_TIME'],
       [4, 'EVENT_BAD_RECORD'],
@@ -129,7 +144,10 @@ describe('collecting events', () => {
         if (hasBadLines) {
           rows.push(`${row(fresh(poisoned), i + 1)},unexpected`); // one field too many: the issue's row
           rows.push(i % 4 < 2 ? at(i + 2) : `Silva, J.,${fresh(poisoned)},${at(i + 2)}`); // too few / an unquoted comma
-          expectedReports.set(name, [[3, 'EVENT_BAD_RECORD'], [4, 'EVENT_BAD_RECORD']]);
+          expectedReports.set(name, [
+            [3, 'EVENT_BAD_RECORD'],
+            [4, 'EVENT_BAD_RECORD'],
+          ]);
         }
         rows.push(row(fresh(valid), i + 3), row(fresh(valid), i + 4));
         text = `${i % 6 === 0 ? '\uFEFF' : ''}${rows.join(eol)}${eol}`;
@@ -137,21 +155,31 @@ describe('collecting events', () => {
         const lines = [JSON.stringify({ delivery_id: fresh(valid), event_at: at(i), driver_name: 'Ana' })];
         if (hasBadLines) {
           lines.push(JSON.stringify({ delivery_id: fresh(poisoned), event_at: '2026-11-22T04:46:26' }), JSON.stringify([fresh(poisoned), at(i)]));
-          expectedReports.set(name, [[2, 'EVENT_BAD_TIME'], [3, 'EVENT_BAD_RECORD']]);
+          expectedReports.set(name, [
+            [2, 'EVENT_BAD_TIME'],
+            [3, 'EVENT_BAD_RECORD'],
+          ]);
         }
         lines.push(JSON.stringify({ delivery_id: fresh(valid), event_at: at(i + 3) }), JSON.stringify({ event_at: at(i + 4), delivery_id: fresh(valid) }));
         text = `${lines.join('\n')}\n`;
       }
       await writeFile(join(t.spool, 'events', name), text);
     }
-    const archived = async (): Promise<string[]> => (await readdir(join(t.spool, 'archive', 'events'), { recursive: true })).map(String).filter((f) => f.includes('.'));
+    const archived = async (): Promise<string[]> =>
+      (await readdir(join(t.spool, 'archive', 'events'), { recursive: true })).map(String).filter((f) => f.includes('.'));
     await waitFor(async () => (await archived()).length === 36, { what: 'all 36 files archived', timeoutMs: 60_000 });
     const failed = (await readdir(join(t.spool, 'failed', 'events'))).sort();
     expect(failed).toEqual([...expectedReports.keys()].map((name) => `${name}.error.json`).sort());
     for (const [name, lines] of expectedReports) {
-      const report = JSON.parse(await readFile(join(t.spool, 'failed', 'events', `${name}.error.json`), 'utf8')) as { code: string; invalidLines: Array<{ line: number; code: string; message: string }> };
+      const report = JSON.parse(await readFile(join(t.spool, 'failed', 'events', `${name}.error.json`), 'utf8')) as {
+        code: string;
+        invalidLines: Array<{ line: number; code: string; message: string }>;
+      };
       expect(report.code, name).toBe('EVENT_BAD_RECORD');
-      expect(report.invalidLines.map((l) => [l.line, l.code]), name).toEqual(lines);
+      expect(
+        report.invalidLines.map((l) => [l.line, l.code]),
+        name,
+      ).toEqual(lines);
       if (name.endsWith('.csv')) expect(report.invalidLines[0]!.message, name).toMatch(/^\d fields, the header has \d;/);
     }
     expect(new Set(accepted(t).map((r) => r.deliveryId))).toEqual(valid);

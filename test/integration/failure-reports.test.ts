@@ -22,7 +22,20 @@ afterEach(async () => {
 
 type Report = Record<string, unknown>;
 const BODY_KEYS = REPORT_KEYS.filter((key) => !['file', 'kind', 'at', 'claim'].includes(key));
-const API_FIELDS = ['code', 'message', 'status', 'apiCode', 'apiMessage', 'params', 'attempts', 'firstFailureAt', 'lastFailureAt', 'jobId', 'deliveryId', 'hint'] as const;
+const API_FIELDS = [
+  'code',
+  'message',
+  'status',
+  'apiCode',
+  'apiMessage',
+  'params',
+  'attempts',
+  'firstFailureAt',
+  'lastFailureAt',
+  'jobId',
+  'deliveryId',
+  'hint',
+] as const;
 
 describe('.error.json: one format for every writer', () => {
   it('local refusals, outcome and reconcile dead letters, and events reports have the same keys; a dead letter reads the same from either path', async () => {
@@ -30,7 +43,8 @@ describe('.error.json: one format for every writer', () => {
     const t = running;
     const failed = (kind: string, name: string): string => join(t.spool, 'failed', kind, `${name}.error.json`);
     const read = async (kind: string, name: string): Promise<Report> => JSON.parse(await readFile(failed(kind, name), 'utf8')) as Report;
-    const has = async (kind: string, name: string): Promise<boolean> => (await readdir(join(t.spool, 'failed', kind)).catch((): string[] => [])).includes(`${name}.error.json`);
+    const has = async (kind: string, name: string): Promise<boolean> =>
+      (await readdir(join(t.spool, 'failed', kind)).catch((): string[] => [])).includes(`${name}.error.json`);
 
     const notPdf = `${randomUUID()}.pdf`;
     const cancelled = t.sandbox.state.addDelivery({ status_name: 'CANCELLED' }).id;
@@ -39,12 +53,27 @@ describe('.error.json: one format for every writer', () => {
     await writeFile(join(t.spool, 'labels', notPdf), 'not a pdf');
     await writeFile(join(t.spool, 'events', 'notes.txt'), 'not an events file');
     await writeFile(join(t.spool, 'labels', `${cancelled}.pdf`), refusedPdf);
-    await writeFile(join(t.spool, 'events', 'bad-lines.ndjson'), `{"delivery_id":"${good1}","event_at":"2026-11-22T04:46:26Z"}\n{"delivery_id":"${good1}","event_at":"2026-11-22T04:46:26"}\n`);
+    await writeFile(
+      join(t.spool, 'events', 'bad-lines.ndjson'),
+      `{"delivery_id":"${good1}","event_at":"2026-11-22T04:46:26Z"}\n{"delivery_id":"${good1}","event_at":"2026-11-22T04:46:26"}\n`,
+    );
     await writeFile(join(t.spool, 'events', 'dead.csv'), `delivery_id,event_at\n${good2},2026-11-22T04:46:26Z\n${cancelled},2026-11-22T04:47:26Z\n`);
-    await waitFor(async () => (await Promise.all([has('labels', notPdf), has('events', 'notes.txt'), has('labels', `${cancelled}.pdf`), has('events', 'bad-lines.ndjson'), has('events', 'dead.csv')])).every(Boolean), {
-      what: 'five reports',
-      timeoutMs: 30_000,
-    });
+    await waitFor(
+      async () =>
+        (
+          await Promise.all([
+            has('labels', notPdf),
+            has('events', 'notes.txt'),
+            has('labels', `${cancelled}.pdf`),
+            has('events', 'bad-lines.ndjson'),
+            has('events', 'dead.csv'),
+          ])
+        ).every(Boolean),
+      {
+        what: 'five reports',
+        timeoutMs: 30_000,
+      },
+    );
 
     const localLabel = await read('labels', notPdf);
     const localEvents = await read('events', 'notes.txt');
@@ -56,12 +85,30 @@ describe('.error.json: one format for every writer', () => {
 
     expect(localLabel).toMatchObject({ code: 'LABEL_NOT_PDF', deliveryId: notPdf.slice(0, -4), status: null, attempts: null, jobId: null, claim: null });
     expect(localEvents).toMatchObject({ code: 'SPOOL_BAD_NAME', deliveryId: null, claim: null });
-    expect(outcomeDead).toMatchObject({ code: 'API_REJECTED', status: 400, apiCode: expect.any(String), apiMessage: expect.any(String), attempts: 1, jobId: expect.any(String), deliveryId: cancelled, hint: null, claim: expect.any(String) });
+    expect(outcomeDead).toMatchObject({
+      code: 'API_REJECTED',
+      status: 400,
+      apiCode: expect.any(String),
+      apiMessage: expect.any(String),
+      attempts: 1,
+      jobId: expect.any(String),
+      deliveryId: cancelled,
+      hint: null,
+      claim: expect.any(String),
+    });
     for (const key of ['firstFailureAt', 'lastFailureAt'] as const) expect(outcomeDead[key]).toMatch(/^\d{4}-\d\d-\d\dT/);
     expect(badLines).toMatchObject({ code: 'EVENT_BAD_RECORD', invalidLines: [{ line: 2, code: 'EVENT_BAD_TIME' }], deadLettered: [], accepted: 1 });
     const deadEntries = deadEvents['deadLettered'] as Report[];
     expect(deadEntries.map((entry) => Object.keys(entry))).toEqual([['line', ...BODY_KEYS]]);
-    expect(deadEntries[0]).toMatchObject({ line: 3, code: 'API_REJECTED', status: 400, apiCode: 'DELIVERY_NOT_ELIGIBLE', attempts: 1, deliveryId: cancelled, jobId: expect.any(String) });
+    expect(deadEntries[0]).toMatchObject({
+      line: 3,
+      code: 'API_REJECTED',
+      status: 400,
+      apiCode: 'DELIVERY_NOT_ELIGIBLE',
+      attempts: 1,
+      deliveryId: cancelled,
+      jobId: expect.any(String),
+    });
     expect(deadEvents).toMatchObject({ code: 'API_REJECTED', accepted: 1, invalidLines: [] });
 
     // The outcome of a dead letter is lost (crash): its file is still in flight at the next start,

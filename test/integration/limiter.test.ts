@@ -19,7 +19,14 @@ afterAll(async () => {
 function limiterOn(limit: number, windowMs: number, key: string, maxRequestMs = 100) {
   const redis = new Redis(testRedisUrl());
   connections.push(redis);
-  return createRateLimiter(redis, { windowKey: `${prefix}:w:${key}`, pauseKey: `${prefix}:p:${key}`, ratePerMinute: limit, windowMarginMs: 0, windowMs, maxRequestMs });
+  return createRateLimiter(redis, {
+    windowKey: `${prefix}:w:${key}`,
+    pauseKey: `${prefix}:p:${key}`,
+    ratePerMinute: limit,
+    windowMarginMs: 0,
+    windowMs,
+    maxRequestMs,
+  });
 }
 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -47,7 +47,11 @@ let server: OpsServer;
 beforeAll(async () => {
   queues = openQueues(redis, prefix, DELIVERY);
   const stats = createStats(redis, keys.stats);
-  const authGate = createAuthGate(redis, keys, ITEM_KINDS.map((kind) => queues.items[kind]));
+  const authGate = createAuthGate(
+    redis,
+    keys,
+    ITEM_KINDS.map((kind) => queues.items[kind]),
+  );
   const readiness = createReadiness({ redis, authGate, isDraining: () => false });
   const metrics = createMetrics();
   metrics.attach({
@@ -95,7 +99,12 @@ beforeAll(async () => {
     await stats.add('dead_lettered', kind);
     await stats.add('failed', kind, 2);
   }
-  await recordRefusal(redis, keys, { at: new Date().toISOString(), kind: 'labels', file: 'ENC-1.pdf', code: 'LABEL_ENCRYPTED', reason: 'the PDF is encrypted' }, Date.now());
+  await recordRefusal(
+    redis,
+    keys,
+    { at: new Date().toISOString(), kind: 'labels', file: 'ENC-1.pdf', code: 'LABEL_ENCRYPTED', reason: 'the PDF is encrypted' },
+    Date.now(),
+  );
 });
 
 afterAll(async () => {
@@ -182,7 +191,14 @@ describe('alert rules and dashboard in deploy/', () => {
         used.add(base);
       }
     }
-    for (const needed of ['carrier_sync_auth_paused', 'carrier_sync_ready', 'carrier_sync_max_queued', 'carrier_sync_rate_limit_per_minute', 'carrier_sync_api_request_seconds', 'carrier_sync_files_refused_total']) {
+    for (const needed of [
+      'carrier_sync_auth_paused',
+      'carrier_sync_ready',
+      'carrier_sync_max_queued',
+      'carrier_sync_rate_limit_per_minute',
+      'carrier_sync_api_request_seconds',
+      'carrier_sync_files_refused_total',
+    ]) {
       expect(used, `deploy/ should use ${needed}`).toContain(needed);
     }
   });

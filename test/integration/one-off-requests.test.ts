@@ -55,7 +55,9 @@ describe('one-off requests with the key', () => {
     const limiter = rateLimiterFor(ctx, carrierKey);
     try {
       sandbox.setFaults({ rateLimitStormUntil: Date.now() + 60_000, stormRetryAfterSec: 30 });
-      await expect(applyWebhook(ctx, { client, limiter }, WEBHOOK, { url: 'https://example.test/hook', headers: null, events: [] })).rejects.toMatchObject({ code: 'API_RATE_LIMITED' });
+      await expect(applyWebhook(ctx, { client, limiter }, WEBHOOK, { url: 'https://example.test/hook', headers: null, events: [] })).rejects.toMatchObject({
+        code: 'API_RATE_LIMITED',
+      });
       expect(await limiter.pausedForMs()).toBeGreaterThan(20_000);
       expect(await limiter.tryAcquire()).toBeGreaterThan(20_000);
     } finally {

@@ -34,12 +34,29 @@ const logLines: string[] = [];
 
 async function start(host: string, credentials: { uiPassword?: string; ingestToken?: string }): Promise<OpsServer> {
   const stats = createStats(redis, keys.stats);
-  const authGate = createAuthGate(redis, keys, ITEM_KINDS.map((kind) => queues.items[kind]));
+  const authGate = createAuthGate(
+    redis,
+    keys,
+    ITEM_KINDS.map((kind) => queues.items[kind]),
+  );
   const metrics = createMetrics();
-  metrics.attach({ stats, queues: queues.items, isAuthPaused: async () => false, refusalCounts: async () => ({}), isReady: null, ratePerMinute: 300, maxQueued: 5000 });
+  metrics.attach({
+    stats,
+    queues: queues.items,
+    isAuthPaused: async () => false,
+    refusalCounts: async () => ({}),
+    isReady: null,
+    ratePerMinute: 300,
+    maxQueued: 5000,
+  });
   const destination = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      logLines.push(...chunk.toString().split('\n').filter((line) => line !== ''));
+      logLines.push(
+        ...chunk
+          .toString()
+          .split('\n')
+          .filter((line) => line !== ''),
+      );
       done();
     },
   });
@@ -71,7 +88,8 @@ function postEvent(ops: OpsServer, deliveryId: string, headers: Record<string, s
   });
 }
 
-const isQueued = async (deliveryId: string): Promise<boolean> => (await queues.items.collecting.getJobState(collectingJobId(deliveryId, '2026-04-01T10:00:00Z'))) !== 'unknown';
+const isQueued = async (deliveryId: string): Promise<boolean> =>
+  (await queues.items.collecting.getJobState(collectingJobId(deliveryId, '2026-04-01T10:00:00Z'))) !== 'unknown';
 
 beforeAll(() => {
   queues = openQueues(redis, prefix, DELIVERY);
@@ -89,7 +107,18 @@ afterAll(async () => {
 describe('bound to 0.0.0.0 without credentials', () => {
   it('/ui and everything under it answer 403 naming CARRIER_SYNC_UI_PASSWORD', async () => {
     const ops = await start('0.0.0.0', {});
-    for (const path of ['/ui', '/ui/', '/ui/queues/api/queues', '/ui/queues', '/ui/queues/queue/label', '/ui/static/js/main.js', '/ui/no-such-page', '/%75i', '//ui/queues/api/queues', '/ui?x=1']) {
+    for (const path of [
+      '/ui',
+      '/ui/',
+      '/ui/queues/api/queues',
+      '/ui/queues',
+      '/ui/queues/queue/label',
+      '/ui/static/js/main.js',
+      '/ui/no-such-page',
+      '/%75i',
+      '//ui/queues/api/queues',
+      '/ui?x=1',
+    ]) {
       const response = await fetch(`${ops.url}${path}`);
       expect({ path, status: response.status }).toEqual({ path, status: 403 });
       const body = (await response.json()) as { message: string; variable: string };

@@ -56,7 +56,11 @@ beforeAll(async () => {
   queues = openQueues(redis, prefix, DELIVERY);
   const stats = createStats(redis, keys.stats);
   const dedup = createDedupMemory(redis, keys, 30);
-  authGate = createAuthGate(redis, keys, ITEM_KINDS.map((kind) => queues.items[kind]));
+  authGate = createAuthGate(
+    redis,
+    keys,
+    ITEM_KINDS.map((kind) => queues.items[kind]),
+  );
   const readiness = createReadiness({ redis, authGate, isDraining: () => isDraining });
   const metrics = createMetrics();
   metrics.attach({
@@ -71,7 +75,12 @@ beforeAll(async () => {
   metrics.observeRequest({ endpoint: 'collecting', status: 200, durationMs: 42 });
   const destination = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      logLines.push(...chunk.toString().split('\n').filter((line) => line !== ''));
+      logLines.push(
+        ...chunk
+          .toString()
+          .split('\n')
+          .filter((line) => line !== ''),
+      );
       done();
     },
   });
@@ -85,7 +94,13 @@ beforeAll(async () => {
     queues: queues.items,
     enqueueDeps: { redis, keys, queues, dedup, stats, clock: systemClock, retentionSec: 3600 },
     readiness,
-    overview: { authGate, ratePerMinute: DELIVERY.ratePerMinute, maxQueued: DELIVERY.maxQueued, spoolId: 'ops-spool', inboxCounts: async () => ({ labels: 2 }) },
+    overview: {
+      authGate,
+      ratePerMinute: DELIVERY.ratePerMinute,
+      maxQueued: DELIVERY.maxQueued,
+      spoolId: 'ops-spool',
+      inboxCounts: async () => ({ labels: 2 }),
+    },
     logger: createLogger({ level: 'debug', destination }),
   });
 });
@@ -219,7 +234,18 @@ describe('/ui overview', () => {
 
   it('keeps refusals by code and only the latest 20, newest first; a long reason is cut', async () => {
     for (let i = 0; i < REFUSALS_KEPT + 5; i += 1) {
-      await recordRefusal(redis, keys, { at: new Date().toISOString(), kind: 'labels', file: `F-${i}.pdf`, code: i % 5 === 0 ? 'LABEL_ENCRYPTED' : 'LABEL_TRUNCATED', reason: 'x'.repeat(1000) }, Date.now());
+      await recordRefusal(
+        redis,
+        keys,
+        {
+          at: new Date().toISOString(),
+          kind: 'labels',
+          file: `F-${i}.pdf`,
+          code: i % 5 === 0 ? 'LABEL_ENCRYPTED' : 'LABEL_TRUNCATED',
+          reason: 'x'.repeat(1000),
+        },
+        Date.now(),
+      );
     }
     const { refusals } = (await overview()).details!;
     expect(refusals.total).toBe(25);
@@ -262,7 +288,11 @@ describe('/ui overview', () => {
 
   it('refuses a replay without the page header (403), from another origin (403), or without an id or code (400)', async () => {
     const post = (body: unknown, headers: Record<string, string>): Promise<Response> =>
-      fetch(`${server.url}/ui/dead-letters/replay`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+      fetch(`${server.url}/ui/dead-letters/replay`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
     expect((await post({ id: 'label.X.1' }, {})).status).toBe(403);
     expect((await post({ id: 'label.X.1' }, { 'x-carrier-sync-ui': 'replay', origin: 'http://elsewhere.example:8080' })).status).toBe(403);
     expect((await post({}, { 'x-carrier-sync-ui': 'replay' })).status).toBe(400);

@@ -24,13 +24,34 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'cs-cluster-'));
   const ports = [await freePort(), await freePort(), await freePort()];
   for (const port of ports) {
-    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(dir, `nodes-${port}.conf`),
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+      ],
+      { stdio: 'ignore' },
+    );
     nodes.push(child);
   }
   const addresses = ports.map((port) => `127.0.0.1:${port}`);
   await waitFor(async () => (await run('redis-cli', ['-p', String(ports[2]), 'ping'])).stdout.includes('PONG'), { what: 'cluster nodes up' });
   await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes']);
-  await waitFor(async () => (await run('redis-cli', ['-p', String(ports[0]), 'cluster', 'info'])).stdout.includes('cluster_state:ok'), { what: 'cluster_state:ok' });
+  await waitFor(async () => (await run('redis-cli', ['-p', String(ports[0]), 'cluster', 'info'])).stdout.includes('cluster_state:ok'), {
+    what: 'cluster_state:ok',
+  });
   seeds = addresses.map((address) => `redis://${address}`).join(',');
 }, 60_000);
 
@@ -46,17 +67,25 @@ afterAll(async () => {
 
 describe('Redis Cluster', () => {
   it('refuses a prefix without a hash tag on a cluster', () => {
-    expect(() => loadConfig({ env: { REDIS_URL: 'redis://127.0.0.1:7000', CARRIER_SYNC_REDIS_CLUSTER: 'true', CARRIER_SYNC_PREFIX: 'carrier-sync' } })).toThrowError(/hash tag/);
+    expect(() =>
+      loadConfig({ env: { REDIS_URL: 'redis://127.0.0.1:7000', CARRIER_SYNC_REDIS_CLUSTER: 'true', CARRIER_SYNC_PREFIX: 'carrier-sync' } }),
+    ).toThrowError(/hash tag/);
   });
 
   it('sends labels and events once through a three-node cluster', async () => {
     const prefix = `{cs-${randomUUID().slice(0, 8)}}`;
-    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true }, env: { REDIS_URL: seeds, CARRIER_SYNC_REDIS_CLUSTER: 'true', CARRIER_SYNC_PREFIX: prefix } });
+    running = await startTestDaemon({
+      sandbox: { autoCreateDeliveries: true },
+      env: { REDIS_URL: seeds, CARRIER_SYNC_REDIS_CLUSTER: 'true', CARRIER_SYNC_PREFIX: prefix },
+    });
     const t = running;
     const ids = Array.from({ length: 10 }, () => randomUUID());
     for (const id of ids) await writeFile(join(t.spool, 'labels', `${id}.pdf`), await makePdf(id));
     await writeFile(join(t.spool, 'events', 'e.ndjson'), ids.map((id) => JSON.stringify({ delivery_id: id, event_at: '2026-05-01T10:00:00Z' })).join('\n'));
-    await waitFor(async () => (await readdir(join(t.spool, 'archive'), { recursive: true })).filter((f) => /\.(pdf|ndjson)$/.test(String(f))).length === ids.length + 1, { what: 'all archived' });
+    await waitFor(
+      async () => (await readdir(join(t.spool, 'archive'), { recursive: true })).filter((f) => /\.(pdf|ndjson)$/.test(String(f))).length === ids.length + 1,
+      { what: 'all archived' },
+    );
     const ok = t.sandbox.requests().filter((r) => r.status === 200);
     expect(ok.filter((r) => r.endpoint === 'label')).toHaveLength(ids.length);
     expect(ok.filter((r) => r.endpoint === 'collecting')).toHaveLength(ids.length);

@@ -14,7 +14,15 @@ const G1 = uuid('5e000000', 1);
 const G2 = uuid('5e000000', 2);
 const delivery = (n: number): string => uuid('de000000', n);
 const order = (n: number): string => uuid('aa000000', n);
-const D = { c1Cancelled: delivery(1), c2Pending: delivery(2), c2Failed: delivery(3), c1PendingCte: delivery(4), c1Failed: delivery(5), c1DispatchedCte: delivery(8), c1InTransit: delivery(9) };
+const D = {
+  c1Cancelled: delivery(1),
+  c2Pending: delivery(2),
+  c2Failed: delivery(3),
+  c1PendingCte: delivery(4),
+  c1Failed: delivery(5),
+  c1DispatchedCte: delivery(8),
+  c1InTransit: delivery(9),
+};
 const WEBHOOK_C1 = uuid('fb000000', 1);
 const WEBHOOK_C2 = uuid('fb000000', 2);
 const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -45,15 +53,30 @@ function client(sandbox: () => SandboxHandle) {
 
 const pdf = (text = '%PDF-1.4\n1 0 obj\n<<>>\nendobj\ntrailer\n<<>>\n%%EOF'): string => Buffer.from(text, 'latin1').toString('base64');
 
-interface CteValues { cUF: string; nCT: string; dhEmi: string; CNPJ: string; vTPrest: string; dest: string }
-const CTE_04: CteValues = { cUF: '35', nCT: '1004', dhEmi: '2025-03-02T10:00:00-03:00', CNPJ: '12345678000195', vTPrest: '18.00', dest: '<CPF>00000000002</CPF>' };
+interface CteValues {
+  cUF: string;
+  nCT: string;
+  dhEmi: string;
+  CNPJ: string;
+  vTPrest: string;
+  dest: string;
+}
+const CTE_04: CteValues = {
+  cUF: '35',
+  nCT: '1004',
+  dhEmi: '2025-03-02T10:00:00-03:00',
+  CNPJ: '12345678000195',
+  vTPrest: '18.00',
+  dest: '<CPF>00000000002</CPF>',
+};
 function cteXml(values: Partial<CteValues> = {}, root: 'cteProc' | 'CTe' | 'CTeOS' = 'cteProc'): string {
   const v = { ...CTE_04, ...values };
   const tag = (name: string, value: string): string => (value === '' ? '' : `<${name}>${value}</${name}>`);
   const inf = `<infCte Id="CTe35250312345678000195570010000010041000010040" versao="4.00"><ide>${tag('cUF', v.cUF)}${tag('nCT', v.nCT)}${tag('dhEmi', v.dhEmi)}</ide><emit>${tag('CNPJ', v.CNPJ)}</emit><vPrest>${tag('vTPrest', v.vTPrest)}</vPrest>${v.dest === '' ? '' : `<dest>${v.dest}</dest>`}</infCte>`;
   const ns = 'xmlns="http://www.portalfiscal.inf.br/cte"';
   if (root === 'CTeOS') return `<?xml version="1.0" encoding="UTF-8"?><CTeOS ${ns} versao="4.00">${inf}</CTeOS>`;
-  if (root === 'CTe') return `<?xml version="1.0"?><cte:CTe xmlns:cte="http://www.portalfiscal.inf.br/cte">${inf.replace(/<(\/?)(\w+)/g, '<$1cte:$2')}</cte:CTe>`;
+  if (root === 'CTe')
+    return `<?xml version="1.0"?><cte:CTe xmlns:cte="http://www.portalfiscal.inf.br/cte">${inf.replace(/<(\/?)(\w+)/g, '<$1cte:$2')}</cte:CTe>`;
   return `<?xml version="1.0" encoding="UTF-8"?><cteProc ${ns} versao="4.00"><CTe ${ns}>${inf}</CTe><protCTe versao="4.00"/></cteProc>`;
 }
 
@@ -162,7 +185,12 @@ describe('POST /v1/delivery/collecting', () => {
       expect(repeat).toMatchObject({ status: 200, body: { success: false } });
     }
     expect(sb.state.deliveries.get(id)?.events).toHaveLength(1);
-    expect(sb.requests().filter((entry) => entry.deliveryId === id).map((entry) => entry.isRepeat)).toEqual([false, true, true, true]);
+    expect(
+      sb
+        .requests()
+        .filter((entry) => entry.deliveryId === id)
+        .map((entry) => entry.isRepeat),
+    ).toEqual([false, true, true, true]);
 
     const later = await api('POST', '/v1/delivery/collecting', { as: 'c1', body: { delivery_id: id, event_at: '2025-04-01T13:00:00.001Z' } });
     expect(later.body).toEqual({ success: true });
@@ -185,7 +213,10 @@ describe('POST /v1/delivery/collecting', () => {
 
   it('an unknown delivery or another carrier’s delivery is 404 DELIVERY_NOT_FOUND; a cancelled or failed one is 400', async () => {
     const body = (deliveryId: string) => ({ delivery_id: deliveryId, event_at: '2025-04-02T10:00:00Z' });
-    for (const [who, id] of [['c1', uuid('de000000', 999)], ['c2', D.c1InTransit]] as const) {
+    for (const [who, id] of [
+      ['c1', uuid('de000000', 999)],
+      ['c2', D.c1InTransit],
+    ] as const) {
       const answer = await api('POST', '/v1/delivery/collecting', { as: who, body: body(id) });
       expect(answer.status).toBe(404);
       expect(answer.body).toEqual({ code: 'DELIVERY_NOT_FOUND', message: expect.any(String), level: 'WARNING', status: 404, params: { delivery_id: id } });
@@ -224,11 +255,17 @@ describe('POST /v1/delivery/mail-label', () => {
   });
 
   it('404 for an unknown or another carrier’s delivery; 400 DELIVERY_NOT_ELIGIBLE for a cancelled or failed one', async () => {
-    for (const [who, id] of [['c1', uuid('de000000', 998)], ['c1', D.c2Pending]] as const) {
+    for (const [who, id] of [
+      ['c1', uuid('de000000', 998)],
+      ['c1', D.c2Pending],
+    ] as const) {
       const answer = await api('POST', '/v1/delivery/mail-label', { as: who, body: { delivery_id: id, base64: pdf() } });
       expect(answer).toMatchObject({ status: 404, body: { code: 'DELIVERY_NOT_FOUND', level: 'WARNING', status: 404, params: { delivery_id: id } } });
     }
-    for (const [who, id] of [['c1', D.c1Cancelled], ['c2', D.c2Failed]] as const) {
+    for (const [who, id] of [
+      ['c1', D.c1Cancelled],
+      ['c2', D.c2Failed],
+    ] as const) {
       const answer = await api('POST', '/v1/delivery/mail-label', { as: who, body: { delivery_id: id, base64: pdf() } });
       expect(answer).toMatchObject({ status: 400, body: { code: 'DELIVERY_NOT_ELIGIBLE', level: 'WARNING' } });
     }
@@ -236,7 +273,8 @@ describe('POST /v1/delivery/mail-label', () => {
 });
 
 describe('PUT /v1/delivery/cte', () => {
-  const put = (xml: string, deliveryId = D.c1PendingCte) => api('PUT', '/v1/delivery/cte', { as: 'c1', body: { delivery_id: deliveryId, xml_cte_string: xml } });
+  const put = (xml: string, deliveryId = D.c1PendingCte) =>
+    api('PUT', '/v1/delivery/cte', { as: 'c1', body: { delivery_id: deliveryId, xml_cte_string: xml } });
 
   it.each([['cteProc'], ['CTe'], ['CTeOS']] as const)('accepts a %s document that matches the delivery and stores it', async (root) => {
     const xml = cteXml({ vTPrest: '18' }, root);
@@ -357,8 +395,17 @@ describe('POST /v1/quotation/orders', () => {
     const [near, far] = body.orders;
     const byName = (quotations: Array<{ method_type: string; method_shipping_price: number | null; tags: string[] }>) =>
       quotations.map((q) => [q.method_type, q.method_shipping_price, q.tags.join('+')]);
-    expect(byName(near.quotations)).toEqual([['D0', 3100, 'fastest'], ['D1', 1900, ''], ['D4', 1000, 'cheapest'], ['EXPRESS', null, '']]);
-    expect(byName(far.quotations)).toEqual([['D1', 5300, 'fastest'], ['D4', 2700, 'cheapest'], ['EXPRESS', null, '']]);
+    expect(byName(near.quotations)).toEqual([
+      ['D0', 3100, 'fastest'],
+      ['D1', 1900, ''],
+      ['D4', 1000, 'cheapest'],
+      ['EXPRESS', null, ''],
+    ]);
+    expect(byName(far.quotations)).toEqual([
+      ['D1', 5300, 'fastest'],
+      ['D4', 2700, 'cheapest'],
+      ['EXPRESS', null, ''],
+    ]);
     for (const q of [...near.quotations, ...far.quotations]) {
       expect(q.method_id).toMatch(UUID_SHAPE);
       expect(q.logistic_id).toMatch(UUID_SHAPE);
@@ -367,7 +414,10 @@ describe('POST /v1/quotation/orders', () => {
     const { fastest, cheapest } = body.optimized_global_quotation;
     expect(fastest.total_orders_shipping_price).toBe(3100 + 5300);
     expect(cheapest.total_orders_shipping_price).toBe(1000 + 2700);
-    expect(fastest.orders_quotations.map((q: { identifier: string; method_type: string }) => [q.identifier, q.method_type])).toEqual([['near', 'D0'], ['far', 'D1']]);
+    expect(fastest.orders_quotations.map((q: { identifier: string; method_type: string }) => [q.identifier, q.method_type])).toEqual([
+      ['near', 'D0'],
+      ['far', 'D1'],
+    ]);
     expect(cheapest.orders_quotations[0]).toMatchObject({ identifier: 'near', amount: 5000, destination_zip_code: '01310200', method_type: 'D4' });
     const dayOf = (iso: string) => Date.parse(iso) / DAY_MS;
     expect(dayOf(fastest.max_orders_expected_delivery_date) - dayOf(near.quotations[0].method_expected_delivery_date)).toBe(10);
@@ -488,7 +538,10 @@ describe('control over HTTP', () => {
     await api('POST', '/v1/delivery/collecting', { as: 'c1', body: { delivery_id: ids[0], event_at: '2025-05-01T08:00:00Z' } });
     const shown = await api('GET', `/_sandbox/deliveries/${ids[0]}`);
     expect(shown.body).toMatchObject({ status_name: 'In Transit', sub_status: 'Collecting', events: [{ event_at: '2025-05-01T08:00:00Z' }] });
-    expect(await api('PATCH', `/_sandbox/deliveries/${ids[1]}`, { body: { status_name: 'CANCELLED' } })).toMatchObject({ status: 200, body: { status_name: 'CANCELLED', sub_status: null } });
+    expect(await api('PATCH', `/_sandbox/deliveries/${ids[1]}`, { body: { status_name: 'CANCELLED' } })).toMatchObject({
+      status: 200,
+      body: { status_name: 'CANCELLED', sub_status: null },
+    });
     expect((await api('POST', '/v1/delivery/mail-label', { as: 'c1', body: { delivery_id: ids[1], base64: pdf() } })).body.code).toBe('DELIVERY_NOT_ELIGIBLE');
     expect((await api('GET', `/_sandbox/deliveries/${uuid('de000000', 503)}`)).status).toBe(404);
   });
@@ -504,9 +557,13 @@ describe('options', () => {
 
   it('autoCreateDeliveries creates unknown UUID-shaped deliveries for the calling carrier on first use', async () => {
     const id = uuid('de000000', 700);
-    expect((await call('POST', '/v1/delivery/collecting', { as: 'c2', body: { delivery_id: id, event_at: '2025-06-01T10:00:00Z' } })).body).toEqual({ success: true });
+    expect((await call('POST', '/v1/delivery/collecting', { as: 'c2', body: { delivery_id: id, event_at: '2025-06-01T10:00:00Z' } })).body).toEqual({
+      success: true,
+    });
     expect(other.state.deliveries.get(id)).toMatchObject({ carrier_id: C2, status_name: 'In Transit' });
-    expect((await call('POST', '/v1/delivery/collecting', { as: 'c2', body: { delivery_id: 'not-a-uuid', event_at: '2025-06-01T10:00:00Z' } })).status).toBe(404);
+    expect((await call('POST', '/v1/delivery/collecting', { as: 'c2', body: { delivery_id: 'not-a-uuid', event_at: '2025-06-01T10:00:00Z' } })).status).toBe(
+      404,
+    );
   });
 
   it('a body over the limit gets 413 in the endpoint’s shape; a body that is not JSON gets 400', async () => {
@@ -519,8 +576,32 @@ describe('options', () => {
 
 describe('seed', () => {
   const minimal = (): SandboxSeed => ({
-    carriers: [{ id: C1, name: 'Only', key: 'only-carrier-key', kind: 'ONLY', logistic_id: uuid('ab000000', 9), methods: [{ id: uuid('ee000000', 9), name: 'Local', method_type: 'D1', shipping_method_type: 'EXPRESS', quote: { base_price: 100, transit_days: 1, serves_zip_prefixes: ['2'] } }] }],
-    seller_groups: [{ id: G1, name: 'G', key: 'only-seller-key', sellers: [{ id: uuid('5e110000', 9), company_name: 'S', trading_name: 'S', document_number: '11222333000181', origin_zip_code: '20040002' }] }],
+    carriers: [
+      {
+        id: C1,
+        name: 'Only',
+        key: 'only-carrier-key',
+        kind: 'ONLY',
+        logistic_id: uuid('ab000000', 9),
+        methods: [
+          {
+            id: uuid('ee000000', 9),
+            name: 'Local',
+            method_type: 'D1',
+            shipping_method_type: 'EXPRESS',
+            quote: { base_price: 100, transit_days: 1, serves_zip_prefixes: ['2'] },
+          },
+        ],
+      },
+    ],
+    seller_groups: [
+      {
+        id: G1,
+        name: 'G',
+        key: 'only-seller-key',
+        sellers: [{ id: uuid('5e110000', 9), company_name: 'S', trading_name: 'S', document_number: '11222333000181', origin_zip_code: '20040002' }],
+      },
+    ],
   });
 
   it('accepts a seed object; an order nobody serves gets empty quotations and stays out of the global options', async () => {
@@ -532,7 +613,11 @@ describe('seed', () => {
       });
       expect(answer.status).toBe(200);
       expect(answer.body.orders[0].quotations).toEqual([]);
-      expect(answer.body.optimized_global_quotation.fastest).toEqual({ total_orders_shipping_price: 0, max_orders_expected_delivery_date: null, orders_quotations: [] });
+      expect(answer.body.optimized_global_quotation.fastest).toEqual({
+        total_orders_shipping_price: 0,
+        max_orders_expected_delivery_date: null,
+        orders_quotations: [],
+      });
     } finally {
       await small.close();
     }

@@ -28,10 +28,23 @@ afterEach(async () => {
 
 describe('scheduled housekeeping', () => {
   it('puts a drifted webhook registration back, headers included, and lists the schedulers with their next run', async () => {
-    const wanted = { id: WEBHOOK, url: 'https://carrier-one.example/hooks/v2', headers: { authorization: 'Bearer new-token', 'x-carrier': 'one' }, events: ['DELIVERY_STATUS_CHANGED'] };
+    const wanted = {
+      id: WEBHOOK,
+      url: 'https://carrier-one.example/hooks/v2',
+      headers: { authorization: 'Bearer new-token', 'x-carrier': 'one' },
+      events: ['DELIVERY_STATUS_CHANGED'],
+    };
     running = await startTestDaemon({
       roles: ['worker', 'scheduler'],
-      settings: { webhook: wanted, schedules: { webhookReconcile: EVERY_SECOND, rescan: OFF, deadLetterSummary: { pattern: '0 7 * * *', tz: 'America/Sao_Paulo' }, eventsPull: { ...OFF } } },
+      settings: {
+        webhook: wanted,
+        schedules: {
+          webhookReconcile: EVERY_SECOND,
+          rescan: OFF,
+          deadLetterSummary: { pattern: '0 7 * * *', tz: 'America/Sao_Paulo' },
+          eventsPull: { ...OFF },
+        },
+      },
     });
     const t = running;
     const record = () => t.sandbox.state.webhooks.get(WEBHOOK);
@@ -74,7 +87,9 @@ describe('scheduled housekeeping', () => {
       roles: ['worker', 'scheduler'],
       sandbox: { autoCreateDeliveries: true },
       env: { CARRIER_SYNC_EVENTS_PULL_TOKEN: 'Bearer pull-secret' },
-      settings: { schedules: { eventsPull: { ...EVERY_SECOND, url, authHeader: 'authorization' }, rescan: OFF, webhookReconcile: OFF, deadLetterSummary: OFF } },
+      settings: {
+        schedules: { eventsPull: { ...EVERY_SECOND, url, authHeader: 'authorization' }, rescan: OFF, webhookReconcile: OFF, deadLetterSummary: OFF },
+      },
     });
     const t = running;
     const second = startDaemon(t.config, ['scheduler'], createLogger({ level: 'silent' }));

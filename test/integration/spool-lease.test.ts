@@ -28,7 +28,12 @@ afterAll(async () => {
   await cleanupPrefix(prefix);
 });
 
-const holderNamed = (name: string): LeaseHolder => ({ id: `${name}-${randomBytes(4).toString('hex')}`, host: `host-${name}`, pid: 1000, since: new Date().toISOString() });
+const holderNamed = (name: string): LeaseHolder => ({
+  id: `${name}-${randomBytes(4).toString('hex')}`,
+  host: `host-${name}`,
+  pid: 1000,
+  since: new Date().toISOString(),
+});
 const freshKey = (): string => keys.spoolLease(randomBytes(4).toString('hex'));
 
 describe('lease primitives', () => {
@@ -248,7 +253,9 @@ describe('the keeper', () => {
     expect(a.held.isHolder()).toBe(true);
     await redis.set(key, JSON.stringify(holderNamed('thief')), 'PX', 60_000);
     await waitFor(() => !a.held.isHolder() && a.sessions[0]!.stops.length === 1, { what: 'A to notice', timeoutMs: 3000 });
-    expect(a.logs.find((l) => l.msg === 'lost the spool lease: stopped moving files; standing by')?.['reason']).toBe('the lease expired or another process took it');
+    expect(a.logs.find((l) => l.msg === 'lost the spool lease: stopped moving files; standing by')?.['reason']).toBe(
+      'the lease expired or another process took it',
+    );
     expect((await a.held.state()).holder).toMatchObject({ host: 'host-thief', isSelf: false });
 
     await redis.del(key);

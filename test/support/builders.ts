@@ -40,7 +40,15 @@ export interface CteFields {
 }
 
 export function makeCteXml(fields: CteFields = {}): string {
-  const f = { cUF: '35', nCT: '123', dhEmi: '2026-03-01T10:00:00-03:00', emitCnpj: cnpj('112223330001'), vTPrest: '150.00', destCpf: cpf('123456789'), ...fields };
+  const f = {
+    cUF: '35',
+    nCT: '123',
+    dhEmi: '2026-03-01T10:00:00-03:00',
+    emitCnpj: cnpj('112223330001'),
+    vTPrest: '150.00',
+    destCpf: cpf('123456789'),
+    ...fields,
+  };
   return `<?xml version="1.0" encoding="UTF-8"?>
 <CTe xmlns="http://www.portalfiscal.inf.br/cte"><infCte versao="4.00" Id="CTe35260311222333000181570010000001231000001234">
 <ide><cUF>${f.cUF}</cUF><mod>57</mod><serie>1</serie><nCT>${f.nCT}</nCT><dhEmi>${f.dhEmi}</dhEmi></ide>

@@ -16,7 +16,10 @@ export default async function setup(): Promise<void> {
   const newest = Math.max(await newestMtime(join(ROOT, 'src')), (await mtimeOf(join(ROOT, 'tsconfig.json'))) ?? 0);
   if (built !== null && built >= newest) return;
   try {
-    await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json')], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
+    await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json')], {
+      cwd: ROOT,
+      maxBuffer: 16 * 1024 * 1024,
+    });
   } catch (error) {
     const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
     // tsc emits despite type errors; errors outside src/ (test/bench is in that project too) do not

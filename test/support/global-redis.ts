@@ -19,11 +19,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     return async () => {};
   }
   const port = await freePort();
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   await waitForReady(child);
   project.provide('redisUrl', `redis://127.0.0.1:${port}`);
   return async () => {

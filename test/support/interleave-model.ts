@@ -95,7 +95,9 @@ export function reportProblems(text: string, where: string): string[] {
   }
   if (report === null || typeof report !== 'object' || Array.isArray(report)) return [`${where}: the report is not a JSON object`];
   const record = report as Record<string, unknown>;
-  return REPORT_STRING_KEYS.filter((key) => typeof record[key] !== 'string' || record[key] === '').map((key) => `${where}: the report has no ${key} (${JSON.stringify(record[key])})`);
+  return REPORT_STRING_KEYS.filter((key) => typeof record[key] !== 'string' || record[key] === '').map(
+    (key) => `${where}: the report has no ${key} (${JSON.stringify(record[key])})`,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -168,7 +170,9 @@ export async function spoolProblems(spool: string, model: Model): Promise<string
   // Each dropped file exactly once: matched on kind, original name and bytes.
   const unmatched = [...found];
   const take = (file: DroppedFile, place?: 'archive' | 'failed'): FoundFile | undefined => {
-    const at = unmatched.findIndex((f) => f.kind === file.kind && originalName(f.name) === file.fileName && f.sha256 === file.sha256 && (place === undefined || f.place === place));
+    const at = unmatched.findIndex(
+      (f) => f.kind === file.kind && originalName(f.name) === file.fileName && f.sha256 === file.sha256 && (place === undefined || f.place === place),
+    );
     return at < 0 ? undefined : unmatched.splice(at, 1)[0];
   };
   const missing: DroppedFile[] = [];
@@ -176,7 +180,8 @@ export async function spoolProblems(spool: string, model: Model): Promise<string
   for (const file of model.dropped) (take(file, file.expect) === undefined ? missing : placed).push(file);
   for (const file of missing) {
     const elsewhere = take(file);
-    if (elsewhere !== undefined) problems.push(`${file.kind}/${file.fileName} (sha ${file.sha256.slice(0, 12)}) should be under ${file.expect}/ but is at ${elsewhere.path}`);
+    if (elsewhere !== undefined)
+      problems.push(`${file.kind}/${file.fileName} (sha ${file.sha256.slice(0, 12)}) should be under ${file.expect}/ but is at ${elsewhere.path}`);
     else problems.push(`${file.kind}/${file.fileName} (sha ${file.sha256.slice(0, 12)}) was dropped but is under neither archive/ nor failed/`);
   }
   for (const extra of unmatched) problems.push(`${extra.path} is one file too many (dropped fewer times than found, or never dropped)`);
@@ -219,7 +224,9 @@ export function sandboxProblems(sandbox: SandboxHandle, model: Model): string[] 
     const describe = (identity: string | null): string => {
       if (identity === null) return 'nothing';
       const revs = versions.filter((v) => v.identity === identity).map((v) => v.rev);
-      return revs.length === 0 ? `an unknown document (${identity.slice(0, 12)})` : `REV-${Math.max(...revs)} (${versions.find((v) => v.identity === identity)?.fileName})`;
+      return revs.length === 0
+        ? `an unknown document (${identity.slice(0, 12)})`
+        : `REV-${Math.max(...revs)} (${versions.find((v) => v.identity === identity)?.fileName})`;
     };
     const what = kind === 'labels' ? 'label' : 'CT-e';
     if (newest === undefined) {

@@ -69,8 +69,26 @@ export const faultProfile: fc.Arbitrary<FaultProfile> = fc.record({
 
 const planOp: fc.Arbitrary<PlanOp> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ op: fc.constant('label-new' as const), isValid: mostlyValid, plain: fc.boolean() }) },
-  { weight: 5, arbitrary: fc.record({ op: fc.constant('label-next' as const), pick, isValid: mostlyValid, plain: fc.integer({ min: 0, max: 3 }).map((n) => n === 0), timing }) },
-  { weight: 4, arbitrary: fc.record({ op: fc.constant('label-burst' as const), pick, isNew: fc.boolean(), count: fc.integer({ min: 2, max: 3 }), gapMs: fc.integer({ min: 0, max: 150 }) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant('label-next' as const),
+      pick,
+      isValid: mostlyValid,
+      plain: fc.integer({ min: 0, max: 3 }).map((n) => n === 0),
+      timing,
+    }),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant('label-burst' as const),
+      pick,
+      isNew: fc.boolean(),
+      count: fc.integer({ min: 2, max: 3 }),
+      gapMs: fc.integer({ min: 0, max: 150 }),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('cte-new' as const), isValid: mostlyValid }) },
   { weight: 4, arbitrary: fc.record({ op: fc.constant('cte-next' as const), pick, isValid: mostlyValid, timing }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('redrop' as const), kind: fc.constantFrom('labels' as const, 'cte' as const), pick }) },

@@ -1,14 +1,6 @@
 import { errors as undiciErrors } from 'undici';
 import { describe, expect, it } from 'vitest';
-import {
-  fromTransportError,
-  MAX_KEPT_BODY_BYTES,
-  parseRetryAfter,
-  readErrorBody,
-  toSyncError,
-  truncateBody,
-  unreadableSuccess,
-} from '../../src/api/errors.js';
+import { fromTransportError, MAX_KEPT_BODY_BYTES, parseRetryAfter, readErrorBody, toSyncError, truncateBody, unreadableSuccess } from '../../src/api/errors.js';
 import { DISPOSITIONS, ERROR_CODES, SyncError, type Disposition, type ErrorCode } from '../../src/errors.js';
 
 const NOW = Date.parse('2025-03-10T12:00:00Z');
@@ -32,7 +24,11 @@ const SHAPE_E = { message: 'Unauthorized' };
 describe('readErrorBody reads the five shapes of §7', () => {
   it('A: code, message, level, numeric status, params', () => {
     expect(readErrorBody(json(SHAPE_A))).toEqual({
-      shape: 'A', code: 'DELIVERY_NOT_FOUND', message: 'Delivery not found', level: 'WARNING', params: { delivery_id: 'd-1' },
+      shape: 'A',
+      code: 'DELIVERY_NOT_FOUND',
+      message: 'Delivery not found',
+      level: 'WARNING',
+      params: { delivery_id: 'd-1' },
     });
   });
   it('A without params (level WARNING, bad PDF)', () => {
@@ -47,7 +43,11 @@ describe('readErrorBody reads the five shapes of §7', () => {
   });
   it('D: status_code, timestamp, error_id, params', () => {
     expect(readErrorBody(json(SHAPE_D))).toEqual({
-      shape: 'D', code: 'INVALID_DESTINATION_ZIPCODE', message: 'Invalid zipcode', params: { destination_zipcode: '000' }, errorId: SHAPE_D.error_id,
+      shape: 'D',
+      code: 'INVALID_DESTINATION_ZIPCODE',
+      message: 'Invalid zipcode',
+      params: { destination_zipcode: '000' },
+      errorId: SHAPE_D.error_id,
     });
   });
   it('E: message only', () => {

@@ -31,7 +31,7 @@ describe('loadConfig', () => {
 
   it('layers a --config file between the defaults and the environment', () => {
     const files: Record<string, string> = { '/etc/cs.yaml': 'delivery:\n  maxQueued: 10\n  ratePerMinute: 50\n' };
-    const readFile = (path: string): string => files[path] ?? (loadDefault(path));
+    const readFile = (path: string): string => files[path] ?? loadDefault(path);
     const config = loadConfig({ env: { CARRIER_SYNC_RATE_LIMIT_PER_MINUTE: '60' }, configPath: '/etc/cs.yaml', readFile });
     expect(config.delivery.maxQueued).toBe(10);
     expect(config.delivery.ratePerMinute).toBe(60);

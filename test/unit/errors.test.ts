@@ -21,6 +21,10 @@ describe('error codes', () => {
   it('takes its disposition from the table unless the thrower knows better', () => {
     expect(new SyncError('NETWORK', 'x').disposition).toBe('retry');
     expect(new SyncError('API_NOT_FOUND', 'x', { disposition: 'dead-letter' }).disposition).toBe('dead-letter');
-    expect(new SyncError('API_REJECTED', 'x', { status: 400, apiCode: 'UNAUTHORIZED' }).toJSON()).toMatchObject({ code: 'API_REJECTED', status: 400, apiCode: 'UNAUTHORIZED' });
+    expect(new SyncError('API_REJECTED', 'x', { status: 400, apiCode: 'UNAUTHORIZED' }).toJSON()).toMatchObject({
+      code: 'API_REJECTED',
+      status: 400,
+      apiCode: 'UNAUTHORIZED',
+    });
   });
 });

@@ -26,7 +26,16 @@ const notFound: OutcomeMessage = {
   origin: { source: 'spool', spoolId: 's', fileName: 'dlv-1.pdf', contentId: '0123456789abcdef' },
   attempts: 4,
   at: '2026-11-23T10:00:03.000Z',
-  error: { code: 'API_NOT_FOUND', message: 'HTTP 404', disposition: 'retry', status: 404, apiCode: 'DELIVERY_NOT_FOUND', apiMessage: 'Delivery not found', params: { delivery_id: 'dlv-1' }, body: '{"…"}' },
+  error: {
+    code: 'API_NOT_FOUND',
+    message: 'HTTP 404',
+    disposition: 'retry',
+    status: 404,
+    apiCode: 'DELIVERY_NOT_FOUND',
+    apiMessage: 'Delivery not found',
+    params: { delivery_id: 'dlv-1' },
+    body: '{"…"}',
+  },
   firstFailureAt: '2026-11-23T10:00:00.000Z',
   lastFailureAt: '2026-11-23T10:00:03.000Z',
 };
@@ -35,7 +44,21 @@ describe('the .error.json format', () => {
   it('a local refusal has every key, the API ones null', () => {
     const report = errorReport(PLACE, refusalReport({ code: 'LABEL_NOT_PDF', message: 'no %PDF header' }, 'dlv-1'));
     expect(Object.keys(report)).toEqual([...REPORT_KEYS]);
-    expect(report).toEqual({ ...PLACE, code: 'LABEL_NOT_PDF', message: 'no %PDF header', status: null, apiCode: null, apiMessage: null, params: null, attempts: null, firstFailureAt: null, lastFailureAt: null, jobId: null, deliveryId: 'dlv-1', hint: null });
+    expect(report).toEqual({
+      ...PLACE,
+      code: 'LABEL_NOT_PDF',
+      message: 'no %PDF header',
+      status: null,
+      apiCode: null,
+      apiMessage: null,
+      params: null,
+      attempts: null,
+      firstFailureAt: null,
+      lastFailureAt: null,
+      jobId: null,
+      deliveryId: 'dlv-1',
+      hint: null,
+    });
   });
 
   it('a dead letter carries the API answer, attempts, times, job, delivery and hint, and nothing else of the error', () => {
@@ -64,14 +87,28 @@ describe('the .error.json format', () => {
     delete bare.lastFailureAt;
     const report = errorReport(PLACE, deadLetterReport(deadLetterFactsOfOutcome(bare)));
     expect(Object.keys(report)).toEqual([...REPORT_KEYS]);
-    expect(report).toMatchObject({ code: 'TIMEOUT', message: 'headers timeout', status: null, apiCode: null, params: null, hint: null, firstFailureAt: null, lastFailureAt: notFound.at });
+    expect(report).toMatchObject({
+      code: 'TIMEOUT',
+      message: 'headers timeout',
+      status: null,
+      apiCode: null,
+      params: null,
+      hint: null,
+      firstFailureAt: null,
+      lastFailureAt: notFound.at,
+    });
   });
 
   it("an events file's report adds its lines, and lists each dead-lettered event in the dead-letter format", () => {
     const dead = { line: 7, ...deadLetterReport(deadLetterFactsOfOutcome({ ...notFound, kind: 'collecting' })) };
     const report = errorReport(
       { ...PLACE, file: 'a.ndjson', kind: 'events' },
-      eventsFileReport('API_REJECTED', '1 of 3 events were dead-lettered', { invalidLines: [{ line: 2, code: 'EVENT_BAD_TIME', message: 'no offset' }], deadLettered: [dead], duplicates: 0, accepted: 2 }),
+      eventsFileReport('API_REJECTED', '1 of 3 events were dead-lettered', {
+        invalidLines: [{ line: 2, code: 'EVENT_BAD_TIME', message: 'no offset' }],
+        deadLettered: [dead],
+        duplicates: 0,
+        accepted: 2,
+      }),
     );
     expect(Object.keys(report)).toEqual([...REPORT_KEYS, ...EVENTS_REPORT_KEYS]);
     expect(report).toMatchObject({ code: 'API_REJECTED', deliveryId: null, jobId: null, attempts: null, accepted: 2 });

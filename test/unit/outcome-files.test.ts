@@ -51,7 +51,13 @@ describe('moves of files of one name into one folder at once', () => {
       }),
     );
     const dir = join(root, 'archive');
-    const targets = await Promise.all(sources.map((source, i) => (i % 2 === 0 ? moveInto(source, dir, 'same.xml') : failInto(source, dir, 'same.xml', { kind: 'cte', at: new Date().toISOString(), content: refusalReport({ code: 'CTE_NOT_XML', message: 'm' }) }))));
+    const targets = await Promise.all(
+      sources.map((source, i) =>
+        i % 2 === 0
+          ? moveInto(source, dir, 'same.xml')
+          : failInto(source, dir, 'same.xml', { kind: 'cte', at: new Date().toISOString(), content: refusalReport({ code: 'CTE_NOT_XML', message: 'm' }) }),
+      ),
+    );
     expect(new Set(targets).size).toBe(8);
     const contents = await Promise.all((await readdir(dir)).filter((name) => !name.endsWith('.error.json')).map((name) => readFile(join(dir, name), 'utf8')));
     expect(contents.sort()).toEqual(Array.from({ length: 8 }, (_, i) => `version ${i}`));
@@ -145,7 +151,15 @@ describe('a replayed dead letter accepted by the API', () => {
       logger: silentLogger,
     });
 
-    await outcomes.apply({ kind: 'label', jobId: 'label.x.2', deliveryId: 'x', result: 'accepted', origin: { source: 'spool', spoolId: 'test', fileName: 'x.pdf', contentId: '0123456789abcdef' }, attempts: 2, at: new Date().toISOString() });
+    await outcomes.apply({
+      kind: 'label',
+      jobId: 'label.x.2',
+      deliveryId: 'x',
+      result: 'accepted',
+      origin: { source: 'spool', spoolId: 'test', fileName: 'x.pdf', contentId: '0123456789abcdef' },
+      attempts: 2,
+      at: new Date().toISOString(),
+    });
 
     expect((await readdir(failed)).sort()).toEqual(['x~3.pdf.error.json']);
     const day = new Date().toISOString().slice(0, 10);

@@ -136,8 +136,13 @@ describe('Dockerfile', () => {
   });
 
   it('ships production dependencies only: node_modules from an `--omit=dev` install or a prune', () => {
-    const isProductionInstall = (args: string): boolean => /\bnpm (ci|install|prune)\b[^&;|]*--omit[= ]dev\b/.test(args) || /\bnpm prune\b[^&;|]*--production\b/.test(args);
-    const sources = all(runtime, 'COPY').filter((copy) => copyPaths(copy).slice(0, -1).some((path) => /node_modules\/?$/.test(path)));
+    const isProductionInstall = (args: string): boolean =>
+      /\bnpm (ci|install|prune)\b[^&;|]*--omit[= ]dev\b/.test(args) || /\bnpm prune\b[^&;|]*--production\b/.test(args);
+    const sources = all(runtime, 'COPY').filter((copy) =>
+      copyPaths(copy)
+        .slice(0, -1)
+        .some((path) => /node_modules\/?$/.test(path)),
+    );
     expect(sources.length, 'the runtime stage copies node_modules from another stage').toBeGreaterThan(0);
     for (const copy of sources) {
       const from = stages.find((stage) => stage.name === copyFrom(copy));
@@ -229,7 +234,8 @@ interface Compose {
   volumes?: Record<string, unknown>;
 }
 
-const words = (command: string | string[] | undefined): string[] => (command === undefined ? [] : Array.isArray(command) ? command : command.trim().split(/\s+/));
+const words = (command: string | string[] | undefined): string[] =>
+  command === undefined ? [] : Array.isArray(command) ? command : command.trim().split(/\s+/);
 
 function environmentOf(service: ComposeService): Map<string, string> {
   const env = new Map<string, string>();
@@ -277,7 +283,9 @@ describe('compose.yaml', () => {
   const compose = parseYaml(read('compose.yaml')) as Compose;
   const services = compose.services;
   const namedVolumes = new Set(Object.keys(compose.volumes ?? {}));
-  const dockerfileHealthcheck = parseDockerfile(read('Dockerfile')).some((instruction) => instruction.keyword === 'HEALTHCHECK' && instruction.args.includes('/healthz'));
+  const dockerfileHealthcheck = parseDockerfile(read('Dockerfile')).some(
+    (instruction) => instruction.keyword === 'HEALTHCHECK' && instruction.args.includes('/healthz'),
+  );
   const daemon = services['carrier-sync']!;
   const usesImage = (service: ComposeService): boolean => service.build !== undefined || service.image === daemon.image;
 
@@ -327,7 +335,9 @@ describe('compose.yaml', () => {
   it('overrides the /healthz check where the ops server does not run', () => {
     for (const [name, service] of Object.entries(services).filter(([, service]) => usesImage(service) && !servesHttp(service))) {
       const test = service.healthcheck?.test === undefined ? undefined : words(service.healthcheck.test).join(' ');
-      expect(service.healthcheck?.disable === true || (test !== undefined && !test.includes(`:${defaults.http.port}/healthz`)), `${name}: health check`).toBe(true);
+      expect(service.healthcheck?.disable === true || (test !== undefined && !test.includes(`:${defaults.http.port}/healthz`)), `${name}: health check`).toBe(
+        true,
+      );
     }
   });
 
@@ -420,7 +430,9 @@ describe('docs/deploy/carrier-sync.service', () => {
     expect(one('ProtectSystem')).toBe('strict');
     expect(one('PrivateTmp')).toBe('true');
     const writable = (service.get('ReadWritePaths') ?? []).flatMap((paths) => paths.split(/\s+/)).map((path) => path.replace(/^-/, ''));
-    const spoolDir = (service.get('Environment') ?? []).map((entry) => /^"?CARRIER_SYNC_SPOOL_DIR=([^"\s]+)/.exec(entry)?.[1]).find(Boolean) ?? join(one('WorkingDirectory')!, 'spool');
+    const spoolDir =
+      (service.get('Environment') ?? []).map((entry) => /^"?CARRIER_SYNC_SPOOL_DIR=([^"\s]+)/.exec(entry)?.[1]).find(Boolean) ??
+      join(one('WorkingDirectory')!, 'spool');
     expect(writable).toContain(spoolDir);
     expect(writable.some((path) => /\/var$/.test(path))).toBe(true);
     expect(service.has('MemoryDenyWriteExecute')).toBe(false); // V8's JIT
@@ -439,7 +451,16 @@ describe('.ci/run', () => {
   const lineOf = (pattern: RegExp): number => code.findIndex((line) => pattern.test(line));
 
   it('ends no process by name (it may not have started it)', () => {
-    const byName = [/\bpkill\b/, /\bkillall5?\b/, /\bpgrep\b/, /\bpidof\b/, /\bkill\b[^\n]*(\$\(|`)/, /\bsystemctl\s+(stop|kill|restart)\b/, /\bservice\s+\S+\s+(stop|restart)\b/, /\bfuser\b[^\n]*\s-k/];
+    const byName = [
+      /\bpkill\b/,
+      /\bkillall5?\b/,
+      /\bpgrep\b/,
+      /\bpidof\b/,
+      /\bkill\b[^\n]*(\$\(|`)/,
+      /\bsystemctl\s+(stop|kill|restart)\b/,
+      /\bservice\s+\S+\s+(stop|restart)\b/,
+      /\bfuser\b[^\n]*\s-k/,
+    ];
     const offending = code.filter((line) => byName.some((pattern) => pattern.test(line)));
     expect(offending).toEqual([]);
   });
@@ -451,7 +472,11 @@ describe('.ci/run', () => {
     const deny = lineOf(/printf '#!\/bin\/sh\\nexit 101\\n'.*"\$policy"/);
     const trapSet = lineOf(/^\s*trap restore_policy EXIT\b/);
     const restore = code.findIndex((line, index) => index > install && /^\s*restore_policy\s*$/.test(line));
-    expect({ deny: deny >= 0 && deny < install, trap: trapSet >= 0 && trapSet < install, restoredAfter: restore > install }).toEqual({ deny: true, trap: true, restoredAfter: true });
+    expect({ deny: deny >= 0 && deny < install, trap: trapSet >= 0 && trapSet < install, restoredAfter: restore > install }).toEqual({
+      deny: true,
+      trap: true,
+      restoredAfter: true,
+    });
     // An existing policy-rc.d is moved aside and put back, not overwritten.
     expect(script).toMatch(/mv -f "\$policy" "\$saved"/);
     expect(script).toMatch(/mv -f "\$saved" "\$policy"/);

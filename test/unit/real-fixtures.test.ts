@@ -25,30 +25,100 @@ const LIMIT = { maxBytes: 10 * 1024 * 1024 };
 
 const ROWS: Row[] = [
   // CT-e
-  { file: 'cte/cteproc-v3.00-signed-dest-cnpj-authorized.xml', verdict: 'accept', warning: /dest\/CNPJ is all zeros/, why: 'all 7 fields valid; dest CNPJ 00000000000000 passes mod 11, so accepted with a warning' },
-  { file: 'cte/cteproc-v3.00-signed-dest-cpf-with-proccanccte.xml', verdict: 'reject', code: 'CTE_CANCELLED', why: 'carries procCancCTe: a cancelled CT-e cannot document a delivery' },
-  { file: 'cte/cteosproc-v3.00-mod67-signed-authorized.xml', verdict: 'reject', code: 'CTE_FIELD_MISSING', why: 'CT-e OS (modelo 67) has no dest; the API requires dest/CNPJ|CPF' },
+  {
+    file: 'cte/cteproc-v3.00-signed-dest-cnpj-authorized.xml',
+    verdict: 'accept',
+    warning: /dest\/CNPJ is all zeros/,
+    why: 'all 7 fields valid; dest CNPJ 00000000000000 passes mod 11, so accepted with a warning',
+  },
+  {
+    file: 'cte/cteproc-v3.00-signed-dest-cpf-with-proccanccte.xml',
+    verdict: 'reject',
+    code: 'CTE_CANCELLED',
+    why: 'carries procCancCTe: a cancelled CT-e cannot document a delivery',
+  },
+  {
+    file: 'cte/cteosproc-v3.00-mod67-signed-authorized.xml',
+    verdict: 'reject',
+    code: 'CTE_FIELD_MISSING',
+    why: 'CT-e OS (modelo 67) has no dest; the API requires dest/CNPJ|CPF',
+  },
   { file: 'cte/cte-v3.00-bare-signed-single-line.xml', verdict: 'reject', code: 'CTE_FIELD_INVALID', why: 'emit/CNPJ 99999999999999 fails the check digits' },
-  { file: 'cte/cte-v2.00-bare-signed-legacy-layout.xml', verdict: 'reject', code: 'CTE_FIELD_INVALID', why: 'dhEmi 2012-10-02T16:13:00 has no UTC offset; we never guess a timezone' },
-  { file: 'cte/cteproc-v4.00-unsigned-dest-cnpj.xml', verdict: 'reject', code: 'CTE_FIELD_INVALID', why: 'cUF 01 is no IBGE state code; emit and dest CNPJ fail the check digits' },
-  { file: 'cte/cteproc-v4.00-alphanumeric-cnpj.xml', verdict: 'reject', code: 'CTE_FIELD_INVALID', why: 'cUF 01 is no IBGE state code (its alphanumeric CNPJs pass; see validate-cte.test.ts)' },
-  { file: 'cte/cte-v4.00-bare-unsigned-modal-aereo.xml', verdict: 'accept', warning: /access key's nCT/, why: 'all 7 fields valid, +01:00 offset is fine; access key nCT 5741 vs ide 574 is a warning only' },
-  { file: 'cte/cteos-v3.00-mod67-utf8-bom-unsigned.xml', verdict: 'reject', code: 'CTE_FIELD_MISSING', why: 'CT-e OS (modelo 67) has no dest; reported before its bad emit CNPJ because no fix makes it sendable' },
-  { file: 'cte/cte-v4.00-bare-signed-placeholder-signature.xml', verdict: 'reject', code: 'CTE_FIELD_INVALID', why: 'emit/CNPJ 18760500000000 fails the check digits' },
-  { file: 'cte/invalid-cte-v4.00-complemento-missing-ide-emit-vprest.xml', verdict: 'reject', code: 'CTE_FIELD_MISSING', why: 'infCte holds no ide, emit, vPrest or dest' },
+  {
+    file: 'cte/cte-v2.00-bare-signed-legacy-layout.xml',
+    verdict: 'reject',
+    code: 'CTE_FIELD_INVALID',
+    why: 'dhEmi 2012-10-02T16:13:00 has no UTC offset; we never guess a timezone',
+  },
+  {
+    file: 'cte/cteproc-v4.00-unsigned-dest-cnpj.xml',
+    verdict: 'reject',
+    code: 'CTE_FIELD_INVALID',
+    why: 'cUF 01 is no IBGE state code; emit and dest CNPJ fail the check digits',
+  },
+  {
+    file: 'cte/cteproc-v4.00-alphanumeric-cnpj.xml',
+    verdict: 'reject',
+    code: 'CTE_FIELD_INVALID',
+    why: 'cUF 01 is no IBGE state code (its alphanumeric CNPJs pass; see validate-cte.test.ts)',
+  },
+  {
+    file: 'cte/cte-v4.00-bare-unsigned-modal-aereo.xml',
+    verdict: 'accept',
+    warning: /access key's nCT/,
+    why: 'all 7 fields valid, +01:00 offset is fine; access key nCT 5741 vs ide 574 is a warning only',
+  },
+  {
+    file: 'cte/cteos-v3.00-mod67-utf8-bom-unsigned.xml',
+    verdict: 'reject',
+    code: 'CTE_FIELD_MISSING',
+    why: 'CT-e OS (modelo 67) has no dest; reported before its bad emit CNPJ because no fix makes it sendable',
+  },
+  {
+    file: 'cte/cte-v4.00-bare-signed-placeholder-signature.xml',
+    verdict: 'reject',
+    code: 'CTE_FIELD_INVALID',
+    why: 'emit/CNPJ 18760500000000 fails the check digits',
+  },
+  {
+    file: 'cte/invalid-cte-v4.00-complemento-missing-ide-emit-vprest.xml',
+    verdict: 'reject',
+    code: 'CTE_FIELD_MISSING',
+    why: 'infCte holds no ide, emit, vPrest or dest',
+  },
   { file: 'cte/invalid-cte-v4.00-infcte-without-id-empty.xml', verdict: 'reject', code: 'CTE_FIELD_MISSING', why: 'infCte is empty' },
   { file: 'cte/invalid-not-cte-root-element.xml', verdict: 'reject', code: 'CTE_NOT_CTE', why: 'root element <root> is not a CT-e' },
-  { file: 'cte/invalid-cte-v4.00-xsd-placeholders-no-namespace.xml', verdict: 'reject', code: 'CTE_FIELD_INVALID', why: 'every value is the literal "string"; dest has both CNPJ and CPF' },
+  {
+    file: 'cte/invalid-cte-v4.00-xsd-placeholders-no-namespace.xml',
+    verdict: 'reject',
+    code: 'CTE_FIELD_INVALID',
+    why: 'every value is the literal "string"; dest has both CNPJ and CPF',
+  },
   { file: 'cte/not-cte-proceventocte-v3.00-cce.xml', verdict: 'reject', code: 'CTE_NOT_CTE', why: 'procEventoCTe is an event (carta de correção), not a CT-e' },
   // PDF
   { file: 'pdf/valid-pdf17-minimal-no-eol-after-eof.pdf', verdict: 'accept', why: 'valid; ending exactly at %%EOF with no EOL is fine' },
   { file: 'pdf/valid-dacte-a4-pdf14.pdf', verdict: 'accept', why: 'valid A4 DACTE' },
   { file: 'pdf/label-correios-100x140mm-4pages.pdf', verdict: 'accept', why: 'valid 4-page label' },
   { file: 'pdf/label-thermal-227x283pt-zpl-rendered.pdf', verdict: 'accept', why: 'valid thermal label; no EOL after %%EOF is fine' },
-  { file: 'pdf/junk-before-header-encrypted-linearized.pdf', verdict: 'reject', code: 'LABEL_NOT_PDF', why: '14 bytes before %PDF: the API requires the file to start with %PDF (it is also encrypted)' },
+  {
+    file: 'pdf/junk-before-header-encrypted-linearized.pdf',
+    verdict: 'reject',
+    code: 'LABEL_NOT_PDF',
+    why: '14 bytes before %PDF: the API requires the file to start with %PDF (it is also encrypted)',
+  },
   { file: 'pdf/junk-before-header-no-eof-empty-startxref.pdf', verdict: 'reject', code: 'LABEL_NOT_PDF', why: '29 bytes before %PDF (and no %%EOF)' },
-  { file: 'pdf/junk-after-eof-comment-lines.pdf', verdict: 'reject', code: 'LABEL_TRAILING_DATA', why: '83 bytes of comment lines after the last %%EOF: the API requires the file to end with %%EOF' },
-  { file: 'pdf/whitespace-after-eof-bad-startxref.pdf', verdict: 'accept', warning: /startxref points to byte 781/, why: 'only whitespace after %%EOF; its wrong startxref is repaired by readers, so only a warning' },
+  {
+    file: 'pdf/junk-after-eof-comment-lines.pdf',
+    verdict: 'reject',
+    code: 'LABEL_TRAILING_DATA',
+    why: '83 bytes of comment lines after the last %%EOF: the API requires the file to end with %%EOF',
+  },
+  {
+    file: 'pdf/whitespace-after-eof-bad-startxref.pdf',
+    verdict: 'accept',
+    warning: /startxref points to byte 781/,
+    why: 'only whitespace after %%EOF; its wrong startxref is repaired by readers, so only a warning',
+  },
   { file: 'pdf/pdf20-no-xref-no-trailer-no-eof.pdf', verdict: 'reject', code: 'LABEL_TRUNCATED', why: 'no %%EOF at all' },
   { file: 'pdf/no-eof-marker-truncated-to-percent.pdf', verdict: 'reject', code: 'LABEL_TRUNCATED', why: '%%EOF cut down to a single %' },
   { file: 'pdf/truncated-mid-stream-184-bytes.pdf', verdict: 'reject', code: 'LABEL_TRUNCATED', why: 'cut off inside a stream; no %%EOF' },
@@ -56,7 +126,12 @@ const ROWS: Row[] = [
   { file: 'pdf/incremental-updates-4-eof.pdf', verdict: 'accept', why: 'valid, 4 incremental sections, CR line ends' },
   { file: 'pdf/incremental-updates-3-eof-small.pdf', verdict: 'accept', why: 'valid, 3 incremental sections' },
   { file: 'pdf/encrypted-aes128-v4.pdf', verdict: 'reject', code: 'LABEL_ENCRYPTED', why: '/Encrypt in the trailer: must print without a password' },
-  { file: 'pdf/encrypted-aes256-r6-pdf20-password.pdf', verdict: 'reject', code: 'LABEL_ENCRYPTED', why: '/Encrypt in the trailer (AES-256, needs a password)' },
+  {
+    file: 'pdf/encrypted-aes256-r6-pdf20-password.pdf',
+    verdict: 'reject',
+    code: 'LABEL_ENCRYPTED',
+    why: '/Encrypt in the trailer (AES-256, needs a password)',
+  },
   { file: 'pdf/linearized-minimal.pdf', verdict: 'accept', why: 'valid linearized PDF, 2x %%EOF' },
   { file: 'pdf/pdf20-valid-small.pdf', verdict: 'accept', why: 'valid PDF 2.0' },
   { file: 'pdf/not-pdf-text-oops.pdf', verdict: 'reject', code: 'LABEL_NOT_PDF', why: 'the text "oops"' },
@@ -77,7 +152,8 @@ function repoRoot(): string {
 const REAL = resolve(repoRoot(), 'test/fixtures/real');
 const SHARED = resolve(repoRoot(), '../shared/fixtures/real');
 const listed = new Set(ROWS.map((row) => row.file));
-const filesIn = (root: string): string[] => ['pdf', 'cte'].flatMap((kind) => (existsSync(join(root, kind)) ? readdirSync(join(root, kind)).map((name) => `${kind}/${name}`) : []));
+const filesIn = (root: string): string[] =>
+  ['pdf', 'cte'].flatMap((kind) => (existsSync(join(root, kind)) ? readdirSync(join(root, kind)).map((name) => `${kind}/${name}`) : []));
 
 describe('real fixtures: every file has a row', () => {
   it(`every file under test/fixtures/real/{pdf,cte} has a verdict row, and every row its file`, () => {

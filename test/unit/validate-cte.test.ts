@@ -18,13 +18,33 @@ function expectReject(verdict: ReturnType<typeof check>, code: ErrorCode, messag
 /** The policy calls (also written at the top of src/validate/cte.ts). */
 describe('checkCte decisions', () => {
   const decisions: Array<{ decision: string; file: string; code: ErrorCode | null; message: RegExp }> = [
-    { decision: 'a CT-e OS (modelo 67) has no dest, which the API requires: refused', file: 'cte-os-mod67-no-dest.xml', code: 'CTE_FIELD_MISSING', message: /CT-e OS \(modelo 67\).*cannot be sent/ },
-    { decision: 'a protocol with cStat 101 means cancelled: refused', file: 'cte-cancelled-cstat-101.xml', code: 'CTE_CANCELLED', message: /cStat 101.*cannot document a delivery/ },
+    {
+      decision: 'a CT-e OS (modelo 67) has no dest, which the API requires: refused',
+      file: 'cte-os-mod67-no-dest.xml',
+      code: 'CTE_FIELD_MISSING',
+      message: /CT-e OS \(modelo 67\).*cannot be sent/,
+    },
+    {
+      decision: 'a protocol with cStat 101 means cancelled: refused',
+      file: 'cte-cancelled-cstat-101.xml',
+      code: 'CTE_CANCELLED',
+      message: /cStat 101.*cannot document a delivery/,
+    },
     { decision: 'a cancellation event (110111) in the cteProc: refused', file: 'cte-cancel-event-110111.xml', code: 'CTE_CANCELLED', message: /110111/ },
     { decision: 'DOCTYPE/ENTITY is refused before parsing, never expanded', file: 'cte-doctype-entity.xml', code: 'CTE_DOCTYPE', message: /DOCTYPE/ },
-    { decision: 'dhEmi without an offset is refused: we never guess a timezone', file: 'cte-dhemi-without-offset.xml', code: 'CTE_FIELD_INVALID', message: /ide\/dhEmi "2026-03-01T09:30:00" has no UTC offset/ },
+    {
+      decision: 'dhEmi without an offset is refused: we never guess a timezone',
+      file: 'cte-dhemi-without-offset.xml',
+      code: 'CTE_FIELD_INVALID',
+      message: /ide\/dhEmi "2026-03-01T09:30:00" has no UTC offset/,
+    },
     { decision: 'the declared ISO-8859-1 encoding is honoured', file: 'cte-iso-8859-1.xml', code: null, message: /São João/ },
-    { decision: 'undeclared non-UTF-8 bytes are refused, not replaced', file: 'cte-latin1-bytes-undeclared.xml', code: 'CTE_NOT_XML', message: /not valid UTF-8.*line 12/ },
+    {
+      decision: 'undeclared non-UTF-8 bytes are refused, not replaced',
+      file: 'cte-latin1-bytes-undeclared.xml',
+      code: 'CTE_NOT_XML',
+      message: /not valid UTF-8.*line 12/,
+    },
     { decision: 'the 2026 alphanumeric CNPJ is accepted', file: 'cte-alphanumeric-cnpj.xml', code: null, message: /12ABC34501DE35/ },
   ];
   for (const row of decisions) {
@@ -100,7 +120,12 @@ describe('checkCte refusals', () => {
     { name: 'a root named like an Object property', xml: () => '<isPrototypeOf><infCte/></isPrototypeOf>', code: 'CTE_NOT_CTE', message: /<isPrototypeOf>/ },
     { name: 'a cteProc without its CTe', xml: () => '<cteProc versao="4.00"><protCTe/></cteProc>', code: 'CTE_NOT_CTE', message: /holds no <CTe>/ },
     { name: 'a CTe without infCte', xml: () => '<CTe><Signature/></CTe>', code: 'CTE_FIELD_MISSING', message: /^infCte is missing/ },
-    { name: 'a missing dest', xml: () => fixture('cte-missing-dest.xml'), code: 'CTE_FIELD_MISSING', message: /infCte\/dest\/CNPJ \(or dest\/CPF\) is missing/ },
+    {
+      name: 'a missing dest',
+      xml: () => fixture('cte-missing-dest.xml'),
+      code: 'CTE_FIELD_MISSING',
+      message: /infCte\/dest\/CNPJ \(or dest\/CPF\) is missing/,
+    },
     { name: 'an empty cUF', xml: () => withValue('cUF', ''), code: 'CTE_FIELD_MISSING', message: /infCte\/ide\/cUF is missing or empty/ },
     { name: 'cUF 01', xml: () => withValue('cUF', '01'), code: 'CTE_FIELD_INVALID', message: /infCte\/ide\/cUF "01" is not an IBGE state code/ },
     { name: 'cUF 34', xml: () => withValue('cUF', '34'), code: 'CTE_FIELD_INVALID', message: /"34"/ },
@@ -109,13 +134,33 @@ describe('checkCte refusals', () => {
     { name: 'dhEmi on 30 February', xml: () => withValue('dhEmi', '2026-02-30T10:00:00-03:00'), code: 'CTE_FIELD_INVALID', message: /real calendar date/ },
     { name: 'dhEmi without seconds', xml: () => withValue('dhEmi', '2026-03-01T10:00-03:00'), code: 'CTE_FIELD_INVALID', message: /YYYY-MM-DDThh:mm:ss±hh:mm/ },
     { name: 'emit CNPJ with punctuation', xml: () => withValue('CNPJ', '11.222.333/0001-81'), code: 'CTE_FIELD_INVALID', message: /without dots/ },
-    { name: 'emit CNPJ with a bad check digit', xml: () => withValue('CNPJ', '11222333000182'), code: 'CTE_FIELD_INVALID', message: /infCte\/emit\/CNPJ "11222333000182" has wrong check digits \(expected 81\)/ },
+    {
+      name: 'emit CNPJ with a bad check digit',
+      xml: () => withValue('CNPJ', '11222333000182'),
+      code: 'CTE_FIELD_INVALID',
+      message: /infCte\/emit\/CNPJ "11222333000182" has wrong check digits \(expected 81\)/,
+    },
     { name: 'a lower-case alphanumeric CNPJ', xml: () => withValue('CNPJ', '12abc34501de35'), code: 'CTE_FIELD_INVALID', message: /upper case/ },
     { name: 'vTPrest with a comma', xml: () => withValue('vTPrest', '150,00'), code: 'CTE_FIELD_INVALID', message: /infCte\/vPrest\/vTPrest "150,00"/ },
     { name: 'vTPrest with 3 decimals', xml: () => withValue('vTPrest', '1.005'), code: 'CTE_FIELD_INVALID', message: /decimal/ },
-    { name: 'dest CPF with bad check digits', xml: () => Buffer.from(fixture('cte-valid-bare-dest-cpf.xml')).toString().replace('52998224725', '52998224724'), code: 'CTE_FIELD_INVALID', message: /dest\/CPF "52998224724" has wrong check digits/ },
-    { name: 'dest CPF of one repeated digit', xml: () => Buffer.from(fixture('cte-valid-bare-dest-cpf.xml')).toString().replace('52998224725', '11111111111'), code: 'CTE_FIELD_INVALID', message: /repeats one digit/ },
-    { name: 'dest with both CNPJ and CPF', xml: () => VALID.replace('</CNPJ><xNome>Dest', '</CNPJ><CPF>52998224725</CPF><xNome>Dest'), code: 'CTE_FIELD_INVALID', message: /both CNPJ and CPF/ },
+    {
+      name: 'dest CPF with bad check digits',
+      xml: () => Buffer.from(fixture('cte-valid-bare-dest-cpf.xml')).toString().replace('52998224725', '52998224724'),
+      code: 'CTE_FIELD_INVALID',
+      message: /dest\/CPF "52998224724" has wrong check digits/,
+    },
+    {
+      name: 'dest CPF of one repeated digit',
+      xml: () => Buffer.from(fixture('cte-valid-bare-dest-cpf.xml')).toString().replace('52998224725', '11111111111'),
+      code: 'CTE_FIELD_INVALID',
+      message: /repeats one digit/,
+    },
+    {
+      name: 'dest with both CNPJ and CPF',
+      xml: () => VALID.replace('</CNPJ><xNome>Dest', '</CNPJ><CPF>52998224725</CPF><xNome>Dest'),
+      code: 'CTE_FIELD_INVALID',
+      message: /both CNPJ and CPF/,
+    },
   ];
   for (const row of rows) {
     it(`${row.name} → ${row.code}`, () => expectReject(check(row.xml()), row.code, row.message));

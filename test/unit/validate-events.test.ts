@@ -1,15 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { SyncError } from '../../src/errors.js';
-import {
-  checkDeliveryId,
-  checkEventRecord,
-  eventsFormatOf,
-  isIgnoredName,
-  parseEventAt,
-  parseEventsFile,
-  parseSpoolName,
-} from '../../src/validate/index.js';
+import { checkDeliveryId, checkEventRecord, eventsFormatOf, isIgnoredName, parseEventAt, parseEventsFile, parseSpoolName } from '../../src/validate/index.js';
 
 const fixture = (name: string): string => readFileSync(new URL(`../fixtures/events/${name}`, import.meta.url), 'utf8');
 const LINE = { maxLineBytes: 4096 };
@@ -68,7 +60,13 @@ describe('checkEventRecord and checkDeliveryId', () => {
     const verdict = checkEventRecord({ delivery_id: 'dlv_1-A', event_at: '2026-03-01T09:00:00-03:00', note: 'x' });
     expect(verdict).toEqual({
       ok: true,
-      value: { deliveryId: 'dlv_1-A', eventAt: '2026-03-01T09:00:00-03:00', instantKey: '2026-03-01T12:00:00Z', epochMs: Date.parse('2026-03-01T12:00:00Z'), wire: '2026-03-01T12:00:00.000Z' },
+      value: {
+        deliveryId: 'dlv_1-A',
+        eventAt: '2026-03-01T09:00:00-03:00',
+        instantKey: '2026-03-01T12:00:00Z',
+        epochMs: Date.parse('2026-03-01T12:00:00Z'),
+        wire: '2026-03-01T12:00:00.000Z',
+      },
       warnings: [],
     });
   });
@@ -108,7 +106,10 @@ describe('parseEventsFile', () => {
 
   it('reports each bad NDJSON line by number and keeps the good ones (CRLF, blank lines)', () => {
     const { records, rejects } = parseEventsFile(fixture('events-bad-lines.jsonl'), 'ndjson', LINE);
-    expect(records.map((r) => [r.line, r.deliveryId])).toEqual([[1, 'dlv-1'], [10, 'dlv-5']]);
+    expect(records.map((r) => [r.line, r.deliveryId])).toEqual([
+      [1, 'dlv-1'],
+      [10, 'dlv-5'],
+    ]);
     expect(rejects.map((r) => [r.line, r.code])).toEqual([
       [2, 'EVENT_BAD_TIME'],
       [3, 'EVENT_BAD_RECORD'],
@@ -146,7 +147,10 @@ describe('parseEventsFile', () => {
 
   it('an unclosed quote costs only its own line', () => {
     const { records, rejects } = parseEventsFile(fixture('events-unclosed-quote.csv'), 'csv', LINE);
-    expect(records.map((r) => [r.line, r.deliveryId])).toEqual([[2, 'dlv-20'], [4, 'dlv-22']]);
+    expect(records.map((r) => [r.line, r.deliveryId])).toEqual([
+      [2, 'dlv-20'],
+      [4, 'dlv-22'],
+    ]);
     expect(rejects.map((r) => [r.line, r.code])).toEqual([[3, 'EVENT_BAD_RECORD']]);
   });
 

@@ -60,7 +60,11 @@ describe('checkLabel on PDFs built in code', () => {
 
   it('a data URI label is measured and summarised as the decoded PDF', async () => {
     const pdf = await minimalPdf();
-    const uri = bytesOf(`data:application/pdf;base64,${Buffer.from(pdf).toString('base64').replace(/(.{76})/g, '$1\r\n')}`);
+    const uri = bytesOf(
+      `data:application/pdf;base64,${Buffer.from(pdf)
+        .toString('base64')
+        .replace(/(.{76})/g, '$1\r\n')}`,
+    );
     const verdict = await checkLabel(uri, LIMIT);
     expect(verdict.ok && verdict.value.byteLength).toBe(pdf.length);
   });

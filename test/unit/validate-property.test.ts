@@ -35,7 +35,10 @@ describe('checkLabel properties', () => {
 
   it('never throws on random bytes, with or without a PDF header', async () => {
     const tail = fc.uint8Array({ maxLength: 300 });
-    const input = fc.oneof(tail, tail.map((rest) => new Uint8Array([...Buffer.from('%PDF-1.4\n'), ...rest, ...Buffer.from('\n%%EOF\n')])));
+    const input = fc.oneof(
+      tail,
+      tail.map((rest) => new Uint8Array([...Buffer.from('%PDF-1.4\n'), ...rest, ...Buffer.from('\n%%EOF\n')])),
+    );
     await fc.assert(fc.asyncProperty(input, judge), RUNS);
   });
 
@@ -50,24 +53,56 @@ describe('checkLabel properties', () => {
       fc.uint8Array({ minLength: 1, maxLength: 40 }).map((junk) => (bytes: Uint8Array) => new Uint8Array([...junk, ...bytes])),
       fc.uint8Array({ minLength: 1, maxLength: 40 }).map((junk) => (bytes: Uint8Array) => new Uint8Array([...bytes, ...junk])),
     );
-    await fc.assert(fc.asyncProperty(mutation, (mutate) => judge(mutate(valid))), { numRuns: 300 });
+    await fc.assert(
+      fc.asyncProperty(mutation, (mutate) => judge(mutate(valid))),
+      { numRuns: 300 },
+    );
   });
 });
 
 /** The 7 contract fields (4.2) of an accepted CT-e, as the API would look for them. */
-function apiWouldTakeCte(value: { cUF: string; nCT: string; dhEmi: string; emitCnpj: string; vTPrest: string; destDocument: { value: string } }, xml: string): boolean {
+function apiWouldTakeCte(
+  value: { cUF: string; nCT: string; dhEmi: string; emitCnpj: string; vTPrest: string; destDocument: { value: string } },
+  xml: string,
+): boolean {
   const filled = [value.cUF, value.nCT, value.dhEmi, value.emitCnpj, value.vTPrest, value.destDocument.value].every((field) => field !== '');
   return filled && xml.includes('infCte') && /^\d{2}$/.test(value.cUF) && /[+-]\d{2}:\d{2}$|Z$/.test(value.dhEmi) && !/<!DOCTYPE|<!ENTITY/i.test(xml);
 }
 
 describe('checkCte properties', () => {
   const valid = readFileSync(new URL('../fixtures/cte/cte-valid-cteproc.xml', import.meta.url), 'utf8');
-  const pieces = fc.constantFrom('<', '>', '&', '&amp;', '</ide>', '<dest>', '<!DOCTYPE x>', '<!ENTITY e "x">', ']]>', '"', '\u0000', 'é', '<CPF>52998224725</CPF>', '00');
+  const pieces = fc.constantFrom(
+    '<',
+    '>',
+    '&',
+    '&amp;',
+    '</ide>',
+    '<dest>',
+    '<!DOCTYPE x>',
+    '<!ENTITY e "x">',
+    ']]>',
+    '"',
+    '\u0000',
+    'é',
+    '<CPF>52998224725</CPF>',
+    '00',
+  );
   const mutation = fc.oneof(
-    fc.tuple(fc.nat(), fc.nat({ max: 40 })).map(([at, length]) => (xml: string) => xml.slice(0, at % xml.length) + xml.slice((at % xml.length) + length)),
-    fc.tuple(fc.nat(), fc.oneof(pieces, fc.string({ maxLength: 8 }))).map(([at, text]) => (xml: string) => xml.slice(0, at % xml.length) + text + xml.slice(at % xml.length)),
-    fc.tuple(fc.constantFrom('cUF', 'nCT', 'dhEmi', 'CNPJ', 'vTPrest', 'mod'), fc.oneof(fc.string({ maxLength: 16 }), fc.stringMatching(/^\d{1,15}$/)))
-      .map(([element, value]) => (xml: string) => xml.replace(new RegExp(`<${element}>[^<]*</${element}>`), `<${element}>${value}</${element}>`)),
+    fc.tuple(fc.nat(), fc.nat({ max: 40 })).map(
+      ([at, length]) =>
+        (xml: string) =>
+          xml.slice(0, at % xml.length) + xml.slice((at % xml.length) + length),
+    ),
+    fc.tuple(fc.nat(), fc.oneof(pieces, fc.string({ maxLength: 8 }))).map(
+      ([at, text]) =>
+        (xml: string) =>
+          xml.slice(0, at % xml.length) + text + xml.slice(at % xml.length),
+    ),
+    fc.tuple(fc.constantFrom('cUF', 'nCT', 'dhEmi', 'CNPJ', 'vTPrest', 'mod'), fc.oneof(fc.string({ maxLength: 16 }), fc.stringMatching(/^\d{1,15}$/))).map(
+      ([element, value]) =>
+        (xml: string) =>
+          xml.replace(new RegExp(`<${element}>[^<]*</${element}>`), `<${element}>${value}</${element}>`),
+    ),
     fc.tuple(fc.nat(), fc.integer({ min: 1, max: 255 })).map(([at, byte]) => (xml: string) => {
       const bytes = Buffer.from(xml, 'latin1');
       bytes[at % bytes.length] = byte;
@@ -128,7 +163,8 @@ describe('event properties', () => {
   it('never accepts an event without an offset or with a bad delivery id, and never throws', () => {
     const timeLike = fc.oneof(
       fc.string({ maxLength: 40 }),
-      fc.tuple(instant, offsetMinutes, fc.integer({ min: 0, max: 9 }), fc.string({ maxLength: 3 }), fc.nat({ max: 40 }))
+      fc
+        .tuple(instant, offsetMinutes, fc.integer({ min: 0, max: 9 }), fc.string({ maxLength: 3 }), fc.nat({ max: 40 }))
         .map(([epochMs, offset, precision, junk, cut]) => {
           const text = written(epochMs - (epochMs % 1000), 0, offset, precision);
           return cut % 3 === 0 ? text.slice(0, cut) + junk + text.slice(cut) : text;
@@ -153,7 +189,9 @@ describe('event properties', () => {
   it('accounts for every non-blank line of a random events file exactly once', () => {
     const line = fc.oneof(
       fc.string({ maxLength: 60 }),
-      fc.record({ delivery_id: fc.string({ maxLength: 6 }), event_at: fc.constantFrom('2026-03-01T12:00:00Z', '2026-03-01T12:00:00', 'x') }).map((raw) => JSON.stringify(raw)),
+      fc
+        .record({ delivery_id: fc.string({ maxLength: 6 }), event_at: fc.constantFrom('2026-03-01T12:00:00Z', '2026-03-01T12:00:00', 'x') })
+        .map((raw) => JSON.stringify(raw)),
     );
     fc.assert(
       fc.property(fc.array(line, { maxLength: 20 }), fc.constantFrom('ndjson' as const, 'csv' as const), (lines, format) => {

@@ -19,8 +19,7 @@ export function buildCollectingRequest(input: CollectingInput): EndpointRequest 
   };
 }
 
-const isSuccessBody = (value: unknown): value is { success: boolean } =>
-  isRecord(value) && typeof value['success'] === 'boolean';
+const isSuccessBody = (value: unknown): value is { success: boolean } => isRecord(value) && typeof value['success'] === 'boolean';
 
 /**
  * 200 {success:false} is how the API answers an event_at it has already seen (§3 rule 1): the

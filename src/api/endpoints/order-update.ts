@@ -25,8 +25,7 @@ export function buildOrderUpdateRequest(orderId: string, input: OrderUpdateInput
   };
 }
 
-const isSuccessBody = (value: unknown): value is { success: boolean } =>
-  isRecord(value) && typeof value['success'] === 'boolean';
+const isSuccessBody = (value: unknown): value is { success: boolean } => isRecord(value) && typeof value['success'] === 'boolean';
 
 export function readOrderUpdateResponse(response: HttpResponse): { success: boolean } {
   return { success: readJson(response, isSuccessBody).success };

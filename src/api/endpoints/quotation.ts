@@ -27,8 +27,7 @@ export function buildQuotationRequest(input: QuotationRequest): EndpointRequest 
 }
 
 /** Only the outline is checked (an object with an `orders` array); the fields pass through as sent. */
-const isQuotation = (value: unknown): value is QuotationResponse =>
-  isRecord(value) && Array.isArray(value['orders']);
+const isQuotation = (value: unknown): value is QuotationResponse => isRecord(value) && Array.isArray(value['orders']);
 
 export function readQuotationResponse(response: HttpResponse): QuotationResponse {
   return readJson(response, isQuotation);

@@ -43,7 +43,15 @@ export const eventsDedupScenario: Scenario = {
     const redis = new Redis(env.redisUrl, { maxRetriesPerRequest: null });
     const stats = createStats(redis, createKeys(prefix).stats);
     const daemon = await spawnDaemon(
-      { redisUrl: env.redisUrl, prefix, apiUrl: sandbox.url, carrierKey: Object.values(sandbox.keys.carriers)[0] ?? '', spool, logFile: join(env.logDir, 'events-dedup.log'), env: { CARRIER_SYNC_RATE_LIMIT_PER_MINUTE: String(UNLIMITED) } },
+      {
+        redisUrl: env.redisUrl,
+        prefix,
+        apiUrl: sandbox.url,
+        carrierKey: Object.values(sandbox.keys.carriers)[0] ?? '',
+        spool,
+        logFile: join(env.logDir, 'events-dedup.log'),
+        env: { CARRIER_SYNC_RATE_LIMIT_PER_MINUTE: String(UNLIMITED) },
+      },
       ['watcher', 'worker'],
     );
     try {
@@ -53,24 +61,39 @@ export const eventsDedupScenario: Scenario = {
       const started = Date.now();
       await rename(join(staging, 'bench-events.ndjson'), join(spool, 'events', 'bench-events.ndjson'));
       const calls = (): number => sandbox.requests().filter((r) => r.endpoint === 'collecting').length;
-      const isArchived = async (): Promise<boolean> => (await readdir(join(spool, 'archive', 'events'), { recursive: true }).catch(() => [] as string[])).some((f) => String(f).endsWith('bench-events.ndjson'));
-      await waitFor(async () => calls() >= unique && (await isArchived()), { timeoutMs: env.isQuick ? 120_000 : 600_000, what: `${unique} collecting calls and the file archived` });
+      const isArchived = async (): Promise<boolean> =>
+        (await readdir(join(spool, 'archive', 'events'), { recursive: true }).catch(() => [] as string[])).some((f) =>
+          String(f).endsWith('bench-events.ndjson'),
+        );
+      await waitFor(async () => calls() >= unique && (await isArchived()), {
+        timeoutMs: env.isQuick ? 120_000 : 600_000,
+        what: `${unique} collecting calls and the file archived`,
+      });
       const elapsedMs = Date.now() - started;
       await sleep(2000); // anything sent twice would show up now
       const log = sandbox.requests().filter((r) => r.endpoint === 'collecting');
       const ok = log.filter((r) => r.status === 200);
       const repeatsSeen = log.filter((r) => r.isRepeat === true).length;
-      const distinct = new Set(ok.map((r) => {
-        const instant = parseEventAt(r.eventAt ?? '');
-        return `${r.deliveryId ?? ''}|${'instantKey' in instant ? instant.instantKey : r.eventAt ?? ''}`;
-      })).size;
+      const distinct = new Set(
+        ok.map((r) => {
+          const instant = parseEventAt(r.eventAt ?? '');
+          return `${r.deliveryId ?? ''}|${'instantKey' in instant ? instant.instantKey : (r.eventAt ?? '')}`;
+        }),
+      ).size;
       const counters = await stats.read();
-      const isPassed = log.length === unique && ok.length === unique && repeatsSeen === 0 && distinct === unique && counters.duplicates.collecting === duplicates;
+      const isPassed =
+        log.length === unique && ok.length === unique && repeatsSeen === 0 && distinct === unique && counters.duplicates.collecting === duplicates;
       return {
         figures: [
           { metric: 'collecting calls at the sandbox', value: log.length, unit: 'calls', target: `= ${unique}`, isMet: log.length === unique },
           { metric: 'answered as a repeat (isRepeat)', value: repeatsSeen, unit: 'calls', target: '= 0', isMet: repeatsSeen === 0 },
-          { metric: 'daemon duplicates counter', value: counters.duplicates.collecting, unit: '', target: `= ${duplicates}`, isMet: counters.duplicates.collecting === duplicates },
+          {
+            metric: 'daemon duplicates counter',
+            value: counters.duplicates.collecting,
+            unit: '',
+            target: `= ${duplicates}`,
+            isMet: counters.duplicates.collecting === duplicates,
+          },
           { metric: 'file → all sent and archived', value: round(elapsedMs / 1000, 1), unit: `s (${Math.round((unique * 1000) / elapsedMs)} events/s)` },
         ],
         acceptance: {
@@ -83,7 +106,12 @@ export const eventsDedupScenario: Scenario = {
             `daemon duplicates counter: ${counters.duplicates.collecting}  expected ${duplicates}  (received ${counters.received.collecting}, sent ${counters.sent.collecting})`,
           ],
         },
-        notes: [`duplicate forms used: ${repeats.slice(0, 5).map((r) => r.event_at).join(', ')}; daemon error log lines ${daemon.errorCount()}`],
+        notes: [
+          `duplicate forms used: ${repeats
+            .slice(0, 5)
+            .map((r) => r.event_at)
+            .join(', ')}; daemon error log lines ${daemon.errorCount()}`,
+        ],
         details: { total, unique, duplicates, calls: log.length, ok: ok.length, repeatsSeen, distinct, counters, elapsedMs },
       };
     } finally {

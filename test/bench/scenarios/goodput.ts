@@ -72,7 +72,10 @@ async function runOnce(env: Parameters<Scenario['run']>[0], processes: number, l
     await Promise.all(daemons.map((d) => d.stop(10_000)));
     const log = sandbox.requests().filter((r) => r.endpoint === 'collecting');
     const inRun = log.filter((r) => r.at <= firstAt + runMs);
-    const times = inRun.filter((r) => r.status !== 429).map((r) => r.at).sort((a, b) => a - b);
+    const times = inRun
+      .filter((r) => r.status !== 429)
+      .map((r) => r.at)
+      .sort((a, b) => a - b);
     const counts = windowCounts(times, WINDOW_MS, firstAt - 1, firstAt + runMs, 100);
     const reuses: number[] = [];
     for (let k = 0; k + limit < times.length; k += 1) reuses.push((times[k + limit] ?? 0) - (times[k] ?? 0));
@@ -80,7 +83,10 @@ async function runOnce(env: Parameters<Scenario['run']>[0], processes: number, l
       processes,
       requests: inRun.length,
       status429: log.filter((r) => r.status === 429).length,
-      maxWindow: maxInWindow(log.filter((r) => r.status !== 429).map((r) => r.at), WINDOW_MS),
+      maxWindow: maxInWindow(
+        log.filter((r) => r.status !== 429).map((r) => r.at),
+        WINDOW_MS,
+      ),
       firstWindow: times.filter((t) => t < firstAt + WINDOW_MS).length,
       fillMs: times.length >= limit ? (times[limit - 1] ?? 0) - firstAt : null,
       reuseIntervalMs: reuses.length === 0 ? null : reuses.reduce((a, b) => a + b, 0) / reuses.length,

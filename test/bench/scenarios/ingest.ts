@@ -29,20 +29,37 @@ export const ingestScenario: Scenario = {
     const prefix = benchPrefix('ingest');
     const spool = join(env.workDir, 'ingest-spool');
     const labels = Array.from({ length: n }, (_, i) => ({ name: `${randomUUID()}.pdf`, bytes: labelPdf(`ingest label ${i}`, 2048) }));
-    const ctes = Array.from({ length: n }, (_, i) => ({ name: `${randomUUID()}.xml`, bytes: Buffer.from(cteXml({ nCT: 1 + i, emitCnpj: cnpj(String(112223330000 + (i % 9999))) })) }));
+    const ctes = Array.from({ length: n }, (_, i) => ({
+      name: `${randomUUID()}.xml`,
+      bytes: Buffer.from(cteXml({ nCT: 1 + i, emitCnpj: cnpj(String(112223330000 + (i % 9999))) })),
+    }));
     const labelDir = await stageFiles(join(env.workDir, 'staging'), labels);
     const cteDir = await stageFiles(join(env.workDir, 'staging'), ctes);
     const totalBytes = [...labels, ...ctes].reduce((sum, f) => sum + f.bytes.length, 0);
 
     // Reference: one loop that reads and hashes every file (page cache warm, as for the daemon).
     const refStarted = performance.now();
-    for (const [dir, files] of [[labelDir, labels], [cteDir, ctes]] as const) {
-      for (const file of files) createHash('sha256').update(await readFile(join(dir, file.name))).digest('hex');
+    for (const [dir, files] of [
+      [labelDir, labels],
+      [cteDir, ctes],
+    ] as const) {
+      for (const file of files)
+        createHash('sha256')
+          .update(await readFile(join(dir, file.name)))
+          .digest('hex');
     }
     const refFilesPerSec = (2 * n * 1000) / (performance.now() - refStarted);
 
     const daemon = await spawnDaemon(
-      { redisUrl: env.redisUrl, prefix, apiUrl: 'http://127.0.0.1:9', carrierKey: 'unused-by-the-watcher', spool, logFile: join(env.logDir, 'ingest.log'), env: { CARRIER_SYNC_MAX_QUEUED: String(10 * n) } },
+      {
+        redisUrl: env.redisUrl,
+        prefix,
+        apiUrl: 'http://127.0.0.1:9',
+        carrierKey: 'unused-by-the-watcher',
+        spool,
+        logFile: join(env.logDir, 'ingest.log'),
+        env: { CARRIER_SYNC_MAX_QUEUED: String(10 * n) },
+      },
       ['watcher'],
     );
     const redis = new Redis(env.redisUrl, { maxRetriesPerRequest: null });
@@ -53,10 +70,25 @@ export const ingestScenario: Scenario = {
       const idleRss = (await rss.sampleNow())?.rssBytes ?? 0;
       const cpuBefore = await cpuSeconds(daemon.pid);
       const started = performance.now();
-      await Promise.all([dropAll(labelDir, join(spool, 'labels'), labels.map((f) => f.name)), dropAll(cteDir, join(spool, 'cte'), ctes.map((f) => f.name))]);
+      await Promise.all([
+        dropAll(
+          labelDir,
+          join(spool, 'labels'),
+          labels.map((f) => f.name),
+        ),
+        dropAll(
+          cteDir,
+          join(spool, 'cte'),
+          ctes.map((f) => f.name),
+        ),
+      ]);
       const dropMs = performance.now() - started;
       let backlog = 0;
-      await waitFor(async () => (backlog = (await Promise.all(queues.map(backlogOf))).reduce((a, b) => a + b, 0)) >= 2 * n, { timeoutMs: 600_000, what: `${2 * n} jobs queued`, intervalMs: 50 });
+      await waitFor(async () => (backlog = (await Promise.all(queues.map(backlogOf))).reduce((a, b) => a + b, 0)) >= 2 * n, {
+        timeoutMs: 600_000,
+        what: `${2 * n} jobs queued`,
+        intervalMs: 50,
+      });
       const elapsedMs = performance.now() - started;
       const cpuUsed = (await cpuSeconds(daemon.pid)) - cpuBefore;
       await rss.stop();

@@ -49,7 +49,12 @@ export const latencyScenario: Scenario = {
       for (let i = 0; i < Math.min(drops, 50); i += 1) {
         const body = JSON.stringify({ delivery_id: randomUUID(), base64: labelPdf(`direct ${i}`).toString('base64') });
         const started = performance.now();
-        const response = await pool.request({ path: '/v1/delivery/mail-label', method: 'POST', headers: { 'content-type': 'application/json', 'x-service-carrier-key': carrierKey }, body });
+        const response = await pool.request({
+          path: '/v1/delivery/mail-label',
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-service-carrier-key': carrierKey },
+          body,
+        });
         await response.body.text();
         direct.push(performance.now() - started);
       }

@@ -58,7 +58,10 @@ export const memoryScenario: Scenario = {
     const fileOf = (i: number): { name: string; bytes: Buffer } =>
       i % 2 === 0
         ? { name: `${randomUUID()}.pdf`, bytes: labelPdf(`m${i}`, 1024) }
-        : { name: `${randomUUID()}.xml`, bytes: Buffer.from(cteXml({ nCT: 1 + (i % 999_999_999), emitCnpj: cnpj(String(112223330000 + (i % 9999))), cargoItems: 1 })) };
+        : {
+            name: `${randomUUID()}.xml`,
+            bytes: Buffer.from(cteXml({ nCT: 1 + (i % 999_999_999), emitCnpj: cnpj(String(112223330000 + (i % 9999))), cargoItems: 1 })),
+          };
     const daemon = await spawnDaemon(
       {
         redisUrl,
@@ -104,21 +107,38 @@ export const memoryScenario: Scenario = {
       const labelDir = await stageFiles(staging, labels);
       const cteDir = await stageFiles(staging, ctes);
       const floodStarted = Date.now();
-      await Promise.all([dropAll(labelDir, join(spool, 'labels'), labels.map((f) => f.name)), dropAll(cteDir, join(spool, 'cte'), ctes.map((f) => f.name))]);
+      await Promise.all([
+        dropAll(
+          labelDir,
+          join(spool, 'labels'),
+          labels.map((f) => f.name),
+        ),
+        dropAll(
+          cteDir,
+          join(spool, 'cte'),
+          ctes.map((f) => f.name),
+        ),
+      ]);
       const dropMs = Date.now() - floodStarted;
       env.progress(`memory: ${total} files dropped in ${dropMs} ms; waiting until all are sent`);
       const deadline = Date.now() + (env.isQuick ? 300_000 : 1_200_000);
       for (let tick = 1; (await sentNow()) < total; tick += 1) {
         if (Date.now() > deadline) throw new Error(`flood not sent in time: ${await sentNow()} of ${total}`);
-        if (tick % 60 === 0) env.progress(`memory: ${await sentNow()} of ${total} sent, RSS ${round((samples[samples.length - 1]?.rssBytes ?? 0) / MB)} MB, Redis ${round((samples[samples.length - 1]?.redisBytes ?? 0) / MB)} MB`);
+        if (tick % 60 === 0)
+          env.progress(
+            `memory: ${await sentNow()} of ${total} sent, RSS ${round((samples[samples.length - 1]?.rssBytes ?? 0) / MB)} MB, Redis ${round((samples[samples.length - 1]?.redisBytes ?? 0) / MB)} MB`,
+          );
         await sleep(500);
       }
       const floodMs = Date.now() - floodStarted;
       // Let the outcomes land (files archived, outcome jobs removed) so the soak starts settled.
-      const archived = async (): Promise<number> => (await readdir(join(spool, 'archive'), { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).length;
+      const archived = async (): Promise<number> =>
+        (await readdir(join(spool, 'archive'), { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).length;
       const settleDeadline = Date.now() + 120_000;
       while ((await archived()) < total && Date.now() < settleDeadline) await sleep(2000);
-      env.progress(`memory: flood sent in ${round(floodMs / 1000)} s (peak RSS so far ${round(rss.peakBytes() / MB)} MB); soak of ${soakMs / 1000} s at ${tricklePerSec} files/s`);
+      env.progress(
+        `memory: flood sent in ${round(floodMs / 1000)} s (peak RSS so far ${round(rss.peakBytes() / MB)} MB); soak of ${soakMs / 1000} s at ${tricklePerSec} files/s`,
+      );
       const floodSamples = samples.filter((s) => s.at >= floodStarted);
       const floodPeakRss = Math.max(rss.peakBytes(), ...floodSamples.map((s) => s.rssBytes));
       // What stays in Redis once the flood is sent and settled (no backlog left): the re-drop memory.
@@ -136,7 +156,10 @@ export const memoryScenario: Scenario = {
         await writeFile(join(staging, file.name), file.bytes);
         await rename(join(staging, file.name), join(spool, file.name.endsWith('.pdf') ? 'labels' : 'cte', file.name));
         trickled += 1;
-        if (trickled % (tricklePerSec * 60) === 0) env.progress(`memory: soak ${trickled / tricklePerSec} s, RSS ${round((samples[samples.length - 1]?.rssBytes ?? 0) / MB)} MB, Redis ${round((samples[samples.length - 1]?.redisBytes ?? 0) / MB)} MB`);
+        if (trickled % (tricklePerSec * 60) === 0)
+          env.progress(
+            `memory: soak ${trickled / tricklePerSec} s, RSS ${round((samples[samples.length - 1]?.rssBytes ?? 0) / MB)} MB, Redis ${round((samples[samples.length - 1]?.redisBytes ?? 0) / MB)} MB`,
+          );
         await sleep(Math.max(0, soakStarted + (trickled * 1000) / tricklePerSec - Date.now()));
       }
       const soakEnded = Date.now();
@@ -158,7 +181,11 @@ export const memoryScenario: Scenario = {
       const bound = facts.maxmemoryBytes;
       return {
         figures: [
-          { metric: `flood: ${total.toLocaleString('en-US')} files sent`, value: Math.round((total * 1000) / floodMs), unit: `files/s (${round(floodMs / 1000)} s)` },
+          {
+            metric: `flood: ${total.toLocaleString('en-US')} files sent`,
+            value: Math.round((total * 1000) / floodMs),
+            unit: `files/s (${round(floodMs / 1000)} s)`,
+          },
           {
             metric: `daemon peak RSS in the flood (${total.toLocaleString('en-US')} files)`,
             value: round(floodPeakRss / MB),
@@ -211,7 +238,26 @@ export const memoryScenario: Scenario = {
           `soak: ${trickled} files over ${round((soakEnded - soakStarted) / 1000)} s; ${samples.length} samples (1 s); daemon error log lines ${daemon.errorCount()}`,
           'Redis grows with every item sent by design — the completed job (payload emptied) is kept 7 days so an identical re-drop is archived without a second send; what back-pressure bounds is the waiting backlog',
         ],
-        details: { total, floodMs, dropMs, idleRss, idleAfterRss, floodPeakRss, settledRedis, redisBytesPerItem, peakRss, peakRedis, baselineRedis, maxBacklog, rssStart, rssEnd, rssSlope, redisSlope, bytesPerCompleted, samples },
+        details: {
+          total,
+          floodMs,
+          dropMs,
+          idleRss,
+          idleAfterRss,
+          floodPeakRss,
+          settledRedis,
+          redisBytesPerItem,
+          peakRss,
+          peakRedis,
+          baselineRedis,
+          maxBacklog,
+          rssStart,
+          rssEnd,
+          rssSlope,
+          redisSlope,
+          bytesPerCompleted,
+          samples,
+        },
       };
     } finally {
       isSampling = false;

@@ -35,7 +35,10 @@ const countBy = <T>(items: readonly T[], key: (item: T) => string): Record<strin
   for (const item of items) out[key(item)] = (out[key(item)] ?? 0) + 1;
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
 };
-const show = (counts: Record<string, number>): string => Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ') || 'none';
+const show = (counts: Record<string, number>): string =>
+  Object.entries(counts)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ') || 'none';
 const isSame = (a: Record<string, number>, b: Record<string, number>): boolean => JSON.stringify(a) === JSON.stringify(b);
 
 async function listFiles(dir: string): Promise<string[]> {
@@ -51,7 +54,12 @@ export const mixedScenario: Scenario = {
     const unknown = Array.from({ length: 100 }, () => randomUUID());
     const files: MixFile[] = [];
     const label = (id: string, i: number, expect: Expect, bytes?: Buffer): void => {
-      files.push({ name: i % 3 === 0 ? `${id}__ext-${i}.pdf` : `${id}.pdf`, bytes: bytes ?? labelPdf(`mixed ${i}`, 1500 + (i % 7) * 300), kind: 'labels', expect });
+      files.push({
+        name: i % 3 === 0 ? `${id}__ext-${i}.pdf` : `${id}.pdf`,
+        bytes: bytes ?? labelPdf(`mixed ${i}`, 1500 + (i % 7) * 300),
+        kind: 'labels',
+        expect,
+      });
     };
     const cte = (id: string, i: number, expect: Expect, xml?: string): void => {
       files.push({ name: `${id}.xml`, bytes: Buffer.from(xml ?? cteXml({ nCT: 7000 + i, emitCnpj: cnpj(String(112223330000 + i)) })), kind: 'cte', expect });
@@ -74,7 +82,12 @@ export const mixedScenario: Scenario = {
       cte(randomUUID(), 3100 + i, refused('CTE_DOCTYPE'), cteXml({ nCT: 3100 + i, doctype: true }));
       cte(randomUUID(), 3200 + i, refused('CTE_FIELD_MISSING'), cteXml({ nCT: 3200 + i, hasDest: false }));
       const valid = cnpj(String(112223330000 + i));
-      cte(randomUUID(), 3300 + i, refused('CTE_FIELD_INVALID'), cteXml({ nCT: 3300 + i, emitCnpj: `${valid.slice(0, 13)}${(Number(valid.slice(13)) + 1) % 10}` }));
+      cte(
+        randomUUID(),
+        3300 + i,
+        refused('CTE_FIELD_INVALID'),
+        cteXml({ nCT: 3300 + i, emitCnpj: `${valid.slice(0, 13)}${(Number(valid.slice(13)) + 1) % 10}` }),
+      );
     }
 
     const prefix = benchPrefix('mixed');
@@ -89,10 +102,12 @@ export const mixedScenario: Scenario = {
       env: { CARRIER_SYNC_RATE_LIMIT_PER_MINUTE: String(UNLIMITED) },
     };
     const daemon = await spawnDaemon(setup, ['watcher', 'worker']);
-    const staged = await Promise.all((['labels', 'cte'] as const).map(async (kind) => {
-      const mine = files.filter((f) => f.kind === kind);
-      return { kind, dir: await stageFiles(join(env.workDir, 'mixed-staging'), mine), names: mine.map((f) => f.name) };
-    }));
+    const staged = await Promise.all(
+      (['labels', 'cte'] as const).map(async (kind) => {
+        const mine = files.filter((f) => f.kind === kind);
+        return { kind, dir: await stageFiles(join(env.workDir, 'mixed-staging'), mine), names: mine.map((f) => f.name) };
+      }),
+    );
     try {
       await daemon.ready;
       const started = Date.now();
@@ -108,7 +123,11 @@ export const mixedScenario: Scenario = {
       await sleep(1000);
 
       const archived = (await listFiles(join(spool, 'archive'))).filter((f) => !f.endsWith('.json'));
-      const failedReports = await Promise.all((await listFiles(join(spool, 'failed'))).filter((f) => f.endsWith('.error.json')).map(async (f) => JSON.parse(await readFile(f, 'utf8')) as { code: string; apiCode?: string | null }));
+      const failedReports = await Promise.all(
+        (await listFiles(join(spool, 'failed')))
+          .filter((f) => f.endsWith('.error.json'))
+          .map(async (f) => JSON.parse(await readFile(f, 'utf8')) as { code: string; apiCode?: string | null }),
+      );
       const local = failedReports.filter((r) => !r.code.startsWith('API_'));
       const log = sandbox.requests().filter((r) => r.endpoint === 'label' || r.endpoint === 'cte');
       const ok = log.filter((r) => r.status === 200);
@@ -120,8 +139,14 @@ export const mixedScenario: Scenario = {
 
       const expected = {
         accepted: files.filter((f) => f.expect.outcome === 'accepted').length,
-        refused: countBy(files.filter((f) => f.expect.outcome === 'refused'), (f) => (f.expect as { code: string }).code),
-        dead: countBy(files.filter((f) => f.expect.outcome === 'dead'), (f) => `${f.kind === 'labels' ? 'label' : 'cte'}:${(f.expect as { apiCode: string }).apiCode}`),
+        refused: countBy(
+          files.filter((f) => f.expect.outcome === 'refused'),
+          (f) => (f.expect as { code: string }).code,
+        ),
+        dead: countBy(
+          files.filter((f) => f.expect.outcome === 'dead'),
+          (f) => `${f.kind === 'labels' ? 'label' : 'cte'}:${(f.expect as { apiCode: string }).apiCode}`,
+        ),
       };
       const got = {
         accepted: ok.length,
@@ -132,13 +157,36 @@ export const mixedScenario: Scenario = {
       };
       const injected = log.filter((r) => r.fault === 'error').length;
       const isPassed =
-        got.accepted === expected.accepted && got.archived === expected.accepted && acceptedTwice === 0 && isSame(got.refused, expected.refused) && isSame(got.dead, expected.dead) && got.deadInFailed === dead.length;
+        got.accepted === expected.accepted &&
+        got.archived === expected.accepted &&
+        acceptedTwice === 0 &&
+        isSame(got.refused, expected.refused) &&
+        isSame(got.dead, expected.dead) &&
+        got.deadInFailed === dead.length;
       return {
         figures: [
-          { metric: 'accepted by the sandbox / archived', value: `${got.accepted} / ${got.archived}`, unit: '', target: `${expected.accepted} / ${expected.accepted}`, isMet: got.accepted === expected.accepted && got.archived === expected.accepted },
+          {
+            metric: 'accepted by the sandbox / archived',
+            value: `${got.accepted} / ${got.archived}`,
+            unit: '',
+            target: `${expected.accepted} / ${expected.accepted}`,
+            isMet: got.accepted === expected.accepted && got.archived === expected.accepted,
+          },
           { metric: 'documents accepted more than once', value: acceptedTwice, unit: '', target: '0', isMet: acceptedTwice === 0 },
-          { metric: 'refused locally (failed/)', value: local.length, unit: 'files', target: String(files.filter((f) => f.expect.outcome === 'refused').length), isMet: isSame(got.refused, expected.refused) },
-          { metric: 'dead-lettered (listDeadLetters)', value: dead.length, unit: 'items', target: String(files.filter((f) => f.expect.outcome === 'dead').length), isMet: isSame(got.dead, expected.dead) },
+          {
+            metric: 'refused locally (failed/)',
+            value: local.length,
+            unit: 'files',
+            target: String(files.filter((f) => f.expect.outcome === 'refused').length),
+            isMet: isSame(got.refused, expected.refused),
+          },
+          {
+            metric: 'dead-lettered (listDeadLetters)',
+            value: dead.length,
+            unit: 'items',
+            target: String(files.filter((f) => f.expect.outcome === 'dead').length),
+            isMet: isSame(got.dead, expected.dead),
+          },
           { metric: 'drop → every file settled', value: round(elapsedMs / 1000, 1), unit: `s (${injected} injected 503s retried)` },
         ],
         acceptance: {

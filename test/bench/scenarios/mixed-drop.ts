@@ -43,7 +43,10 @@ const countBy = <T>(items: readonly T[], key: (item: T) => string): Record<strin
   for (const item of items) out[key(item)] = (out[key(item)] ?? 0) + 1;
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
 };
-const show = (counts: Record<string, number>): string => Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ') || 'none';
+const show = (counts: Record<string, number>): string =>
+  Object.entries(counts)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ') || 'none';
 const isSame = (a: Record<string, number>, b: Record<string, number>): boolean => JSON.stringify(a) === JSON.stringify(b);
 
 async function listFiles(dir: string): Promise<string[]> {
@@ -51,7 +54,10 @@ async function listFiles(dir: string): Promise<string[]> {
 }
 
 /** The drop's files and what must become of each. */
-function buildDrop(sandbox: Awaited<ReturnType<typeof startSandbox>>): { files: DropFile[]; events: { unique: number; duplicates: number; malformed: number; deliveries: number } } {
+function buildDrop(sandbox: Awaited<ReturnType<typeof startSandbox>>): {
+  files: DropFile[];
+  events: { unique: number; duplicates: number; malformed: number; deliveries: number };
+} {
   const carriers = [...sandbox.state.carriers.keys()];
   const other = carriers[1] ?? '';
   const known = Array.from({ length: 480 }, () => sandbox.state.addDelivery({}).id);
@@ -62,7 +68,12 @@ function buildDrop(sandbox: Awaited<ReturnType<typeof startSandbox>>): { files: 
   const accepted: Expect = { outcome: 'accepted' };
   const refused = (code: string): Expect => ({ outcome: 'refused', code });
   const label = (id: string, i: number, expect: Expect, bytes?: Buffer): void => {
-    files.push({ name: i % 3 === 0 ? `${id}__ext-${i}.pdf` : `${id}.pdf`, bytes: bytes ?? labelPdf(`drop ${i}`, 1500 + (i % 7) * 300), kind: 'labels', expect });
+    files.push({
+      name: i % 3 === 0 ? `${id}__ext-${i}.pdf` : `${id}.pdf`,
+      bytes: bytes ?? labelPdf(`drop ${i}`, 1500 + (i % 7) * 300),
+      kind: 'labels',
+      expect,
+    });
   };
   const cte = (id: string, i: number, expect: Expect, xml?: string): void => {
     files.push({ name: `${id}.xml`, bytes: Buffer.from(xml ?? cteXml({ nCT: 7000 + i, emitCnpj: cnpj(String(112223330000 + i)) })), kind: 'cte', expect });
@@ -89,7 +100,12 @@ function buildDrop(sandbox: Awaited<ReturnType<typeof startSandbox>>): { files: 
     cte(randomUUID(), 3100 + i, refused('CTE_DOCTYPE'), cteXml({ nCT: 3100 + i, doctype: true }));
     cte(randomUUID(), 3200 + i, refused('CTE_FIELD_MISSING'), cteXml({ nCT: 3200 + i, hasDest: false }));
     const valid = cnpj(String(112223330000 + i));
-    cte(randomUUID(), 3300 + i, refused('CTE_FIELD_INVALID'), cteXml({ nCT: 3300 + i, emitCnpj: `${valid.slice(0, 13)}${(Number(valid.slice(13)) + 1) % 10}` }));
+    cte(
+      randomUUID(),
+      3300 + i,
+      refused('CTE_FIELD_INVALID'),
+      cteXml({ nCT: 3300 + i, emitCnpj: `${valid.slice(0, 13)}${(Number(valid.slice(13)) + 1) % 10}` }),
+    );
   }
   // Events: 4 files × 35 deliveries × 4 events, + 10 same-instant duplicates and 5 malformed records each.
   const perFile = 35;
@@ -104,8 +120,20 @@ function buildDrop(sandbox: Awaited<ReturnType<typeof startSandbox>>): { files: 
     const repeats = rows.slice(0, 10).map((row, k) => ({ delivery_id: row.delivery_id, event_at: sameInstantOtherwise(new Date(row.event_at), k) }));
     const lines = shuffle([...rows, ...repeats], 14 + f).map((row) => (isCsv ? `${row.delivery_id},${row.event_at}` : JSON.stringify(row)));
     const malformed = isCsv
-      ? [`${known[0] ?? ''},yesterday`, 'not/a valid id,2026-01-10T08:00:00Z', `${known[1] ?? ''},`, `${known[2] ?? ''},2026-01-10T08:00:00`, `${known[3] ?? ''},"unclosed`]
-      : ['{"delivery_id": "x"', JSON.stringify({ delivery_id: known[0] }), JSON.stringify({ delivery_id: known[1], event_at: 'yesterday' }), '[1,2]', JSON.stringify({ delivery_id: 'not/a valid id', event_at: '2026-01-10T08:00:00Z' })];
+      ? [
+          `${known[0] ?? ''},yesterday`,
+          'not/a valid id,2026-01-10T08:00:00Z',
+          `${known[1] ?? ''},`,
+          `${known[2] ?? ''},2026-01-10T08:00:00`,
+          `${known[3] ?? ''},"unclosed`,
+        ]
+      : [
+          '{"delivery_id": "x"',
+          JSON.stringify({ delivery_id: known[0] }),
+          JSON.stringify({ delivery_id: known[1], event_at: 'yesterday' }),
+          '[1,2]',
+          JSON.stringify({ delivery_id: 'not/a valid id', event_at: '2026-01-10T08:00:00Z' }),
+        ];
     malformed.forEach((line, k) => lines.splice(7 + k * 23, 0, line));
     const text = `${isCsv ? 'delivery_id,event_at\n' : ''}${lines.join('\n')}\n`;
     files.push({ name: `drop-events-${f}.${isCsv ? 'csv' : 'ndjson'}`, bytes: Buffer.from(text), kind: 'events', expect: accepted });
@@ -131,10 +159,12 @@ export const mixedDropScenario: Scenario = {
     };
     const daemon = await spawnDaemon(setup, ['watcher', 'worker']);
     const kinds: Kind[] = ['labels', 'cte', 'events'];
-    const staged = await Promise.all(kinds.map(async (kind) => {
-      const mine = files.filter((f) => f.kind === kind);
-      return { kind, dir: await stageFiles(join(env.workDir, 'drop-staging'), mine), names: mine.map((f) => f.name) };
-    }));
+    const staged = await Promise.all(
+      kinds.map(async (kind) => {
+        const mine = files.filter((f) => f.kind === kind);
+        return { kind, dir: await stageFiles(join(env.workDir, 'drop-staging'), mine), names: mine.map((f) => f.name) };
+      }),
+    );
     const redis = new Redis(env.redisUrl, { maxRetriesPerRequest: null });
     try {
       await daemon.ready;
@@ -164,7 +194,11 @@ export const mixedDropScenario: Scenario = {
 
       // Outcomes, each beside what the drop predicts.
       const archived = (await listFiles(join(spool, 'archive'))).filter((f) => !f.endsWith('.json'));
-      const reports = await Promise.all((await listFiles(join(spool, 'failed'))).filter((f) => f.endsWith('.error.json')).map(async (f) => ({ path: f, ...(JSON.parse(await readFile(f, 'utf8')) as { code: string; apiCode?: string | null }) })));
+      const reports = await Promise.all(
+        (await listFiles(join(spool, 'failed')))
+          .filter((f) => f.endsWith('.error.json'))
+          .map(async (f) => ({ path: f, ...(JSON.parse(await readFile(f, 'utf8')) as { code: string; apiCode?: string | null }) })),
+      );
       const documentReports = reports.filter((r) => !r.path.includes('/failed/events/'));
       const local = documentReports.filter((r) => !r.code.startsWith('API_'));
       const dead = documentReports.filter((r) => r.code.startsWith('API_'));
@@ -177,9 +211,18 @@ export const mixedDropScenario: Scenario = {
       const repeats = collecting.filter((r) => r.isRepeat === true).length;
       const isDocument = (f: DropFile): boolean => f.kind !== 'events';
       const expected = {
-        accepted: countBy(files.filter((f) => isDocument(f) && f.expect.outcome === 'accepted'), (f) => (f.kind === 'labels' ? 'label' : 'cte')),
-        refused: countBy(files.filter((f) => f.expect.outcome === 'refused'), (f) => (f.expect as { code: string }).code),
-        dead: countBy(files.filter((f) => f.expect.outcome === 'dead'), (f) => `${f.kind === 'labels' ? 'label' : 'cte'}:${(f.expect as { apiCode: string }).apiCode}`),
+        accepted: countBy(
+          files.filter((f) => isDocument(f) && f.expect.outcome === 'accepted'),
+          (f) => (f.kind === 'labels' ? 'label' : 'cte'),
+        ),
+        refused: countBy(
+          files.filter((f) => f.expect.outcome === 'refused'),
+          (f) => (f.expect as { code: string }).code,
+        ),
+        dead: countBy(
+          files.filter((f) => f.expect.outcome === 'dead'),
+          (f) => `${f.kind === 'labels' ? 'label' : 'cte'}:${(f.expect as { apiCode: string }).apiCode}`,
+        ),
         archived: files.filter((f) => f.expect.outcome === 'accepted').length,
       };
       const got = {
@@ -205,7 +248,10 @@ export const mixedDropScenario: Scenario = {
         return times.length === 0 ? null : Math.max(...times) - started;
       };
       const lastRequest = { label: lastOf('label'), cte: lastOf('cte'), collecting: lastOf('collecting') };
-      const collectingMedianMs = percentile(collecting.map((r) => r.at - started), 50);
+      const collectingMedianMs = percentile(
+        collecting.map((r) => r.at - started),
+        50,
+      );
       const commands = callsBetween(callsBefore, callsAfter).filter(([name]) => name !== 'info');
       const totalCommands = commands.reduce((sum, [, calls]) => sum + calls, 0);
       const requests = log.filter((r) => r.endpoint === 'label' || r.endpoint === 'cte' || r.endpoint === 'collecting').length;
@@ -228,8 +274,21 @@ export const mixedDropScenario: Scenario = {
             target: `≤ ${MIXED_DROP_TARGETS.cpuSeconds} s`,
             isMet: cpuUsed <= MIXED_DROP_TARGETS.cpuSeconds,
           },
-          { metric: 'last request after the drop: label / CT-e / collecting', value: `${s(lastRequest.label)} / ${s(lastRequest.cte)} / ${s(lastRequest.collecting)}`, unit: '', reference: `collecting median ${s(collectingMedianMs)}` },
-          { metric: 'Redis commands per file (INFO commandstats, incl. inside scripts)', value: round(totalCommands / files.length, 1), unit: `(${totalCommands.toLocaleString('en-US')} in all)`, reference: commands.slice(0, 6).map(([name, calls]) => `${name} ${round(calls / files.length, 1)}`).join(', ') },
+          {
+            metric: 'last request after the drop: label / CT-e / collecting',
+            value: `${s(lastRequest.label)} / ${s(lastRequest.cte)} / ${s(lastRequest.collecting)}`,
+            unit: '',
+            reference: `collecting median ${s(collectingMedianMs)}`,
+          },
+          {
+            metric: 'Redis commands per file (INFO commandstats, incl. inside scripts)',
+            value: round(totalCommands / files.length, 1),
+            unit: `(${totalCommands.toLocaleString('en-US')} in all)`,
+            reference: commands
+              .slice(0, 6)
+              .map(([name, calls]) => `${name} ${round(calls / files.length, 1)}`)
+              .join(', '),
+          },
           { metric: 'outcomes as the drop predicts', value: isPassed ? 'all' : 'NOT all', unit: '', target: 'all', isMet: isPassed },
         ],
         acceptance: {
@@ -250,7 +309,20 @@ export const mixedDropScenario: Scenario = {
           `drain = the drop's start to the last ctime under archive/ and failed/ (the settle was seen ${seenAt - lastAt} ms later by a 50 ms poll); CPU = /proc/<pid>/stat utime+stime from the drop to the settle`,
           `Redis calls by command over the drain: ${commands.map(([name, calls]) => `${name} ${calls}`).join(', ')}`,
         ],
-        details: { files: files.length, dropMs, drainMs, cpuSeconds: cpuUsed, lastRequest, collectingMedianMs, commands: Object.fromEntries(commands), requests, expected, got, acceptedTwice, events },
+        details: {
+          files: files.length,
+          dropMs,
+          drainMs,
+          cpuSeconds: cpuUsed,
+          lastRequest,
+          collectingMedianMs,
+          commands: Object.fromEntries(commands),
+          requests,
+          expected,
+          got,
+          acceptedTwice,
+          events,
+        },
       };
     } finally {
       redis.disconnect();

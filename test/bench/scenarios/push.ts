@@ -35,17 +35,25 @@ async function bullmqNoop(redisUrl: string, n: number, concurrency: number, deli
   const jobs = Array.from({ length: n }, (_, i) => {
     const verdict = checkEventRecord({ delivery_id: randomUUID(), event_at: pastInstant(i).toISOString() });
     if (!verdict.ok) throw verdict.error;
-    return { name: 'collecting', data: collectingJobOf(verdict.value, `cli:${randomUUID()}`, { source: 'cli' }, receivedAt), opts: { jobId: `collecting.ref.${i}` } };
+    return {
+      name: 'collecting',
+      data: collectingJobOf(verdict.value, `cli:${randomUUID()}`, { source: 'cli' }, receivedAt),
+      opts: { jobId: `collecting.ref.${i}` },
+    };
   });
   for (let i = 0; i < jobs.length; i += 500) await queue.addBulk(jobs.slice(i, i + 500));
   let done = 0;
   let first = 0;
   let last = 0;
   const finished = new Promise<void>((resolve) => {
-    const worker = new Worker('collecting', async () => {
-      if (first === 0) first = performance.now();
-      return 'accepted';
-    }, { connection: redis, prefix, concurrency, autorun: false });
+    const worker = new Worker(
+      'collecting',
+      async () => {
+        if (first === 0) first = performance.now();
+        return 'accepted';
+      },
+      { connection: redis, prefix, concurrency, autorun: false },
+    );
     worker.on('completed', () => {
       done += 1;
       if (done === n) {

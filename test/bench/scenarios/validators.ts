@@ -48,28 +48,76 @@ export const validatorsScenario: Scenario = {
     const smallCte = Array.from({ length: 200 }, (_, i) => Buffer.from(cteXml({ nCT: 1000 + i, emitCnpj: cnpj(String(112223330000 + i)) })));
     const largeCte = Array.from({ length: 20 }, (_, i) => Buffer.from(cteXml({ nCT: 5000 + i, cargoItems: 2000 })));
     const lines = env.isQuick ? 5000 : 20_000;
-    const events = Buffer.from(ndjson(Array.from({ length: lines }, (_, i) => ({ delivery_id: `dlv-${i % 997}`, event_at: pastInstant(i).toISOString().replace('Z', '-00:00') }))));
-    const eventsCsv = Buffer.from(`delivery_id,event_at\n${Array.from({ length: lines }, (_, i) => `dlv-${i % 997},${pastInstant(i).toISOString()}`).join('\n')}\n`);
+    const events = Buffer.from(
+      ndjson(Array.from({ length: lines }, (_, i) => ({ delivery_id: `dlv-${i % 997}`, event_at: pastInstant(i).toISOString().replace('Z', '-00:00') }))),
+    );
+    const eventsCsv = Buffer.from(
+      `delivery_id,event_at\n${Array.from({ length: lines }, (_, i) => `dlv-${i % 997},${pastInstant(i).toISOString()}`).join('\n')}\n`,
+    );
     const limits = { maxBytes: 10 * 1024 * 1024 };
 
     const rows: Array<{ what: string; unit: string; ours: Rate; ref: Rate; refName: string; perOp?: number }> = [];
-    const pdfLoad = (b: Buffer): Promise<PDFDocument> => PDFDocument.load(b, { updateMetadata: false, ignoreEncryption: true, throwOnInvalidObject: true, parseSpeed: ParseSpeeds.Medium });
-    rows.push({ what: 'checkLabel 2 KB', unit: 'files', ours: await measure(smallLabels, ms, (b) => checkLabel(b, limits)), ref: await measure(smallLabels, ms, pdfLoad), refName: 'PDFDocument.load' });
-    rows.push({ what: 'checkLabel 200 KB', unit: 'files', ours: await measure(largeLabels, ms, (b) => checkLabel(b, limits)), ref: await measure(largeLabels, ms, pdfLoad), refName: 'PDFDocument.load' });
+    const pdfLoad = (b: Buffer): Promise<PDFDocument> =>
+      PDFDocument.load(b, { updateMetadata: false, ignoreEncryption: true, throwOnInvalidObject: true, parseSpeed: ParseSpeeds.Medium });
+    rows.push({
+      what: 'checkLabel 2 KB',
+      unit: 'files',
+      ours: await measure(smallLabels, ms, (b) => checkLabel(b, limits)),
+      ref: await measure(smallLabels, ms, pdfLoad),
+      refName: 'PDFDocument.load',
+    });
+    rows.push({
+      what: 'checkLabel 200 KB',
+      unit: 'files',
+      ours: await measure(largeLabels, ms, (b) => checkLabel(b, limits)),
+      ref: await measure(largeLabels, ms, pdfLoad),
+      refName: 'PDFDocument.load',
+    });
     const xmlRef = (b: Buffer): unknown => {
       const text = b.toString('utf8');
       XMLValidator.validate(text);
       return xmlParser.parse(text);
     };
-    rows.push({ what: `checkCte ${round(smallCte[0]!.length / 1024)} KB`, unit: 'files', ours: await measure(smallCte, ms, (b) => checkCte(b, limits)), ref: await measure(smallCte, ms, xmlRef), refName: 'fast-xml-parser validate+parse' });
-    rows.push({ what: `checkCte ${Math.round(largeCte[0]!.length / 1024)} KB`, unit: 'files', ours: await measure(largeCte, ms, (b) => checkCte(b, limits)), ref: await measure(largeCte, ms, xmlRef), refName: 'fast-xml-parser validate+parse' });
-    const jsonLines = (b: Buffer): number => b.toString('utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as unknown).length;
+    rows.push({
+      what: `checkCte ${round(smallCte[0]!.length / 1024)} KB`,
+      unit: 'files',
+      ours: await measure(smallCte, ms, (b) => checkCte(b, limits)),
+      ref: await measure(smallCte, ms, xmlRef),
+      refName: 'fast-xml-parser validate+parse',
+    });
+    rows.push({
+      what: `checkCte ${Math.round(largeCte[0]!.length / 1024)} KB`,
+      unit: 'files',
+      ours: await measure(largeCte, ms, (b) => checkCte(b, limits)),
+      ref: await measure(largeCte, ms, xmlRef),
+      refName: 'fast-xml-parser validate+parse',
+    });
+    const jsonLines = (b: Buffer): number =>
+      b
+        .toString('utf8')
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as unknown).length;
     const ev = await measure([events], ms, (b) => parseEventsFile(b.toString('utf8'), 'ndjson', { maxLineBytes: 8192 }));
     const evRef = await measure([events], ms, jsonLines);
-    rows.push({ what: `parseEventsFile NDJSON (${lines.toLocaleString('en-US')} lines)`, unit: 'lines', ours: { ...ev, opsPerSec: ev.opsPerSec * lines }, ref: { ...evRef, opsPerSec: evRef.opsPerSec * lines }, refName: 'JSON.parse per line' });
+    rows.push({
+      what: `parseEventsFile NDJSON (${lines.toLocaleString('en-US')} lines)`,
+      unit: 'lines',
+      ours: { ...ev, opsPerSec: ev.opsPerSec * lines },
+      ref: { ...evRef, opsPerSec: evRef.opsPerSec * lines },
+      refName: 'JSON.parse per line',
+    });
     const csv = await measure([eventsCsv], ms, (b) => parseEventsFile(b.toString('utf8'), 'csv', { maxLineBytes: 8192 }));
-    const csvRef = await measure([eventsCsv], ms, (b) => parseCsvSync(b.toString('utf8'), { bom: true, info: true, relax_column_count: true, skip_empty_lines: true, trim: true }));
-    rows.push({ what: `parseEventsFile CSV (${lines.toLocaleString('en-US')} lines)`, unit: 'lines', ours: { ...csv, opsPerSec: csv.opsPerSec * lines }, ref: { ...csvRef, opsPerSec: csvRef.opsPerSec * lines }, refName: 'csv-parse (info) of the file' });
+    const csvRef = await measure([eventsCsv], ms, (b) =>
+      parseCsvSync(b.toString('utf8'), { bom: true, info: true, relax_column_count: true, skip_empty_lines: true, trim: true }),
+    );
+    rows.push({
+      what: `parseEventsFile CSV (${lines.toLocaleString('en-US')} lines)`,
+      unit: 'lines',
+      ours: { ...csv, opsPerSec: csv.opsPerSec * lines },
+      ref: { ...csvRef, opsPerSec: csvRef.opsPerSec * lines },
+      refName: 'csv-parse (info) of the file',
+    });
 
     const figures: Figure[] = rows.map((row) => ({
       metric: row.what,

@@ -73,8 +73,12 @@ export interface CteOptions {
 export function cteXml(options: CteOptions = {}): string {
   const nCT = options.nCT ?? 123;
   const emit = options.emitCnpj ?? cnpj('112223330001');
-  const dest = options.hasDest === false ? '' : `<dest><CPF>${cpf(String(100000000 + (nCT % 899999999)).slice(0, 9))}</CPF><xNome>Destinatario ${nCT}</xNome></dest>`;
-  const cargo = Array.from({ length: options.cargoItems ?? 2 }, (_, i) => `<infQ><cUnid>01</cUnid><tpMed>PESO BRUTO</tpMed><qCarga>${(i + 1) * 1.5}</qCarga></infQ>`).join('');
+  const dest =
+    options.hasDest === false ? '' : `<dest><CPF>${cpf(String(100000000 + (nCT % 899999999)).slice(0, 9))}</CPF><xNome>Destinatario ${nCT}</xNome></dest>`;
+  const cargo = Array.from(
+    { length: options.cargoItems ?? 2 },
+    (_, i) => `<infQ><cUnid>01</cUnid><tpMed>PESO BRUTO</tpMed><qCarga>${(i + 1) * 1.5}</qCarga></infQ>`,
+  ).join('');
   const doctype = options.doctype === true ? '<!DOCTYPE CTe [<!ENTITY x "y">]>\n' : '';
   // cUF, AAMM, CNPJ, mod, serie, nCT, tpEmis, cCT, then the check digit: no warning in the log.
   const first43 = `352603${emit}57001${String(nCT).padStart(9, '0')}1${String(nCT % 1e8).padStart(8, '0')}`;

@@ -24,7 +24,20 @@ export async function openBenchRedis(options: { maxmemoryMb?: number } = {}): Pr
 
 export async function startPrivateRedis(maxmemoryMb: number): Promise<BenchRedis> {
   const port = await freePort();
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction', '--maxmemory', `${maxmemoryMb}mb`];
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--maxmemory-policy',
+    'noeviction',
+    '--maxmemory',
+    `${maxmemoryMb}mb`,
+  ];
   const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   await waitForReady(child);
   let stopping: Promise<void> | undefined;

@@ -48,7 +48,8 @@ function main(): void {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
-  const keyOf = (node: ProfileNode): string => `${node.callFrame.functionName || '(anonymous)'} ${moduleOf(node.callFrame.url)}:${node.callFrame.lineNumber + 1}`;
+  const keyOf = (node: ProfileNode): string =>
+    `${node.callFrame.functionName || '(anonymous)'} ${moduleOf(node.callFrame.url)}:${node.callFrame.lineNumber + 1}`;
 
   const self = new Map<string, number>();
   const total = new Map<string, number>();
@@ -68,7 +69,10 @@ function main(): void {
     }
     counted += delta;
     self.set(keyOf(node), (self.get(keyOf(node)) ?? 0) + delta);
-    byModule.set(moduleOf(node.callFrame.url) === '(native/VM)' ? node.callFrame.functionName || '(native/VM)' : moduleOf(node.callFrame.url), (byModule.get(moduleOf(node.callFrame.url) === '(native/VM)' ? node.callFrame.functionName || '(native/VM)' : moduleOf(node.callFrame.url)) ?? 0) + delta);
+    byModule.set(
+      moduleOf(node.callFrame.url) === '(native/VM)' ? node.callFrame.functionName || '(native/VM)' : moduleOf(node.callFrame.url),
+      (byModule.get(moduleOf(node.callFrame.url) === '(native/VM)' ? node.callFrame.functionName || '(native/VM)' : moduleOf(node.callFrame.url)) ?? 0) + delta,
+    );
     const seen = new Set<string>();
     for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
       const key = keyOf(byId.get(cur)!);
@@ -83,7 +87,9 @@ function main(): void {
     process.stdout.write(`\n${title}\n`);
     for (const [key, us] of [...map].sort((a, b) => b[1] - a[1]).slice(0, top)) process.stdout.write(`${ms(us)} ms ${pct(us)}  ${key}\n`);
   };
-  process.stdout.write(`${file}: ${(counted / 1e6).toFixed(2)} s on CPU, ${(idle / 1e6).toFixed(2)} s idle, window ${fromUs / 1e6}–${Number.isFinite(toUs) ? toUs / 1e6 : 'end'} s of ${((profile.endTime - profile.startTime) / 1e6).toFixed(1)} s\n`);
+  process.stdout.write(
+    `${file}: ${(counted / 1e6).toFixed(2)} s on CPU, ${(idle / 1e6).toFixed(2)} s idle, window ${fromUs / 1e6}–${Number.isFinite(toUs) ? toUs / 1e6 : 'end'} s of ${((profile.endTime - profile.startTime) / 1e6).toFixed(1)} s\n`,
+  );
   print('self time by package / source file', byModule);
   print('self time by function', self);
   print('total time by function (inclusive)', total);

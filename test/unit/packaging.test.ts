@@ -4,7 +4,8 @@
  * are parsed and held to what docs/deploy.md promises (durable Redis, non-root image, health
  * check, graceful stop longer than the shutdown grace period, no real secrets).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { validate } from 'dockerfile-utils';
@@ -480,5 +481,31 @@ describe('.ci/run', () => {
     // An existing policy-rc.d is moved aside and put back, not overwritten.
     expect(script).toMatch(/mv -f "\$policy" "\$saved"/);
     expect(script).toMatch(/mv -f "\$saved" "\$policy"/);
+  });
+});
+
+describe('code format', () => {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+
+  it('npm run check runs the Prettier check before the tests', () => {
+    const steps = pkg.scripts['check']!.split('&&').map((step) => step.trim());
+    expect(steps).toContain('npm run format:check');
+    expect(steps.indexOf('npm run format:check')).toBeLessThan(steps.indexOf('npm test'));
+    expect(pkg.scripts['format:check']).toBe('prettier --check .');
+  });
+
+  it('the Prettier check fails on a misformatted source file and passes once it is formatted', () => {
+    const dir = mkdtempSync(join(ROOT, '.prettier-check-'));
+    try {
+      const file = join(dir, 'misformatted.ts');
+      writeFileSync(file, 'export const x = {a:1,\n    b:"two"}\n');
+      const check = (): number =>
+        spawnSync(process.execPath, [join(ROOT, 'node_modules/prettier/bin/prettier.cjs'), '--check', file], { cwd: ROOT, encoding: 'utf8' }).status ?? -1;
+      expect(check()).not.toBe(0);
+      writeFileSync(file, "export const x = { a: 1, b: 'two' };\n");
+      expect(check()).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -228,7 +228,7 @@ export const memoryScenario: Scenario = {
             metric: 'soak: Redis used_memory',
             value: `${round((soak[0]?.redisBytes ?? 0) / MB)} → ${round((soak[soak.length - 1]?.redisBytes ?? 0) / MB)}`,
             unit: `MB (slope ${round(redisSlope, 2)} MB/min)`,
-            reference: `≈ ${Math.round(bytesPerCompleted)} B per item sent: the completed-job record kept completedRetentionSec (7 days) for re-drop dedup — at a sustained 300/min ≈ ${round((bytesPerCompleted * 300 * 60 * 24 * 7) / 1024 ** 3, 1)} GB after a week`,
+            reference: `≈ ${Math.round(bytesPerCompleted)} B per item sent (the per-delivery document order and re-drop record, kept completedRetentionSec, 7 days; completed jobs are not kept) — at a sustained 300/min ≈ ${round((bytesPerCompleted * 300 * 60 * 24 * 7) / 1024 ** 3, 1)} GB after a week`,
             target: 'flat',
             isMet: Math.abs(redisSlope) < 0.1,
           },

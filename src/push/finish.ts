@@ -7,9 +7,10 @@
 import { Job, type Queue } from 'bullmq';
 import type { SyncError } from '../errors.js';
 import type { ItemJob, ItemResult, OutcomeMessage } from '../queue/payloads.js';
+import type { SlotUse } from '../queue/push-gate.js';
 import type { PushDeps } from './processor.js';
 
-export async function finishItem(deps: PushDeps, job: Job<ItemJob>, result: ItemResult, slot: string | null, error?: SyncError): Promise<void> {
+export async function finishItem(deps: PushDeps, job: Job<ItemJob>, result: ItemResult, slot: SlotUse | null, error?: SyncError): Promise<void> {
   const item = job.data;
   const jobId = String(job.id);
   const history = result === 'dead-lettered' ? await deps.attempts.read(jobId) : [];

@@ -24,7 +24,7 @@ import type { AuthGate } from '../queue/auth-gate.js';
 import type { Keys } from '../queue/keys.js';
 import type { RateLimiter } from '../queue/limiter.js';
 import type { ItemJob, ItemResult } from '../queue/payloads.js';
-import type { GateVerdict, PushGate } from '../queue/push-gate.js';
+import type { GateVerdict, PushGate, SlotUse } from '../queue/push-gate.js';
 import type { QueueSet } from '../queue/queues.js';
 import type { RedisConnection } from '../queue/redis.js';
 import type { Stats } from '../queue/stats.js';
@@ -104,11 +104,12 @@ async function send(
   try {
     result = await sendItem(deps.client, item);
   } catch (error) {
+    const used: SlotUse = { slot, respondedAt: performance.now() };
     const syncError = toSyncError(error);
     if (isProbe) await onProbeAnswer(deps, syncError);
-    return onFailure(deps, job, token, slot, authEpoch, syncError);
+    return onFailure(deps, job, token, used, authEpoch, syncError);
   }
-  await finishItem(deps, job, result, slot);
+  await finishItem(deps, job, result, { slot, respondedAt: performance.now() });
   if (isProbe) await onProbeAnswer(deps, null);
   deps.logger.info(
     { kind: item.kind, deliveryId: item.deliveryId, jobId, attempt: job.attemptsMade + 1, status: 200, durationMs: deps.clock.now() - started, result },
@@ -128,7 +129,7 @@ async function onProbeAnswer(deps: PushDeps, error: SyncError | null): Promise<v
   deps.logger.info({ status: error?.status ?? 200 }, 'auth probe: the API accepts the key again; queues resumed');
 }
 
-async function onFailure(deps: PushDeps, job: Job<ItemJob>, token: string | undefined, slot: string, authEpoch: number, error: SyncError): Promise<never> {
+async function onFailure(deps: PushDeps, job: Job<ItemJob>, token: string | undefined, slot: SlotUse, authEpoch: number, error: SyncError): Promise<never> {
   const item = job.data;
   const jobId = String(job.id);
   const attempt = job.attemptsMade + 1;

@@ -45,12 +45,18 @@ redis.call('PEXPIRE', ${at.window}, window + tonumber(${at.maxRequestMs}))
 `;
 }
 
-/** Lua that stamps a slot with the time its response arrived (a no-op for a slot already gone). */
-export function stampSlotLua(at: { window: string; member: string }): string {
+/**
+ * Lua that stamps a slot with the time its response arrived (a no-op for a slot already gone):
+ * Redis' time now, less `sinceResponseMs` — how long ago, by this process' monotonic clock, the
+ * response came in. A busy process thus frees the slot as of the response, not as of its stamp.
+ */
+export function stampSlotLua(at: { window: string; member: string; sinceResponseMs: string }): string {
   return `
 if ${at.member} ~= '' then
   local t = redis.call('TIME')
-  redis.call('ZADD', ${at.window}, 'XX', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), ${at.member})
+  local late = tonumber(${at.sinceResponseMs}) or 0
+  if late < 0 then late = 0 end
+  redis.call('ZADD', ${at.window}, 'XX', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - late, ${at.member})
 end
 `;
 }
@@ -60,7 +66,7 @@ end
 const ACQUIRE =
   defineScript(`${takeSlotLua({ window: 'KEYS[1]', pause: 'KEYS[2]', windowMs: 'ARGV[1]', limit: 'ARGV[2]', member: 'ARGV[3]', maxRequestMs: 'ARGV[4]' })}
 return {'go'}`);
-const STAMP = defineScript(stampSlotLua({ window: 'KEYS[1]', member: 'ARGV[1]' }));
+const STAMP = defineScript(stampSlotLua({ window: 'KEYS[1]', member: 'ARGV[1]', sinceResponseMs: 'ARGV[2]' }));
 
 // KEYS[1] pause key. ARGV[1] ms. Extends the pause, never shortens it.
 const PAUSE = defineScript(`
@@ -86,8 +92,11 @@ export interface RateLimiter {
   tryAcquire(): Promise<number>;
   /** Takes a slot: its member (to `stamp` when the response arrived), or how long to wait. */
   take(): Promise<{ slot: string } | { waitMs: number }>;
-  /** Scores a slot with the time its response arrived (frees it sooner than its in-flight score). */
-  stamp(slot: string): Promise<void>;
+  /**
+   * Scores a slot with the time its response arrived (frees it sooner than its in-flight score);
+   * `respondedAt`: `performance.now()` when it arrived (default: now).
+   */
+  stamp(slot: string, respondedAt?: number): Promise<void>;
   /** Waits for a slot; gives up (returns null) once `maxWaitMs` would be exceeded. */
   acquire(maxWaitMs: number, signal?: AbortSignal): Promise<string | null>;
   /** Holds every process back for `ms` (a 429's Retry-After). */
@@ -116,8 +125,8 @@ export function createRateLimiter(redis: RedisConnection, options: RateLimiterOp
   return {
     tryAcquire,
     take,
-    async stamp(slot) {
-      await STAMP(redis, [options.windowKey], [slot]);
+    async stamp(slot, respondedAt) {
+      await STAMP(redis, [options.windowKey], [slot, sinceMs(respondedAt)]);
     },
     async acquire(maxWaitMs, signal) {
       const deadline = Date.now() + maxWaitMs;
@@ -141,6 +150,11 @@ export function createRateLimiter(redis: RedisConnection, options: RateLimiterOp
       return redis.zcount(options.windowKey, now - windowMs, '+inf');
     },
   };
+}
+
+/** Whole milliseconds since a `performance.now()` time (0 when none is given). */
+export function sinceMs(at: number | undefined): number {
+  return at === undefined ? 0 : Math.max(0, Math.floor(performance.now() - at));
 }
 
 /** Used where no API config is at hand (a test's limiter): a generous bound. */

@@ -23,7 +23,7 @@ import type { RedisConnection } from './redis.js';
 import { keyIdOf, type ItemKind, type Keys } from './keys.js';
 import type { ItemJob, ItemResult } from './payloads.js';
 import { ACTIVITY_TTL_SEC } from './activity.js';
-import { stampSlotLua, takeSlotLua } from './limiter.js';
+import { sinceMs, stampSlotLua, takeSlotLua } from './limiter.js';
 import { defineScript } from './script.js';
 
 // KEYS: 1 order (doc hash | event order zset), 2 lock | parked set, 3 auth failure, 4 auth probe,
@@ -84,14 +84,15 @@ return {'go', isProbe, ARGV[9], tonumber(redis.call('GET', KEYS[7]) or '0')}
 //       5 held-by-429 counter of the job, 6 event_at memory (event).
 // ARGV: 1 job id, 2 mode, 3 content id (doc), 4 result ('' while the item goes on), 5 slot member
 //       ('' when no request was made), 6 order ttl s, 7 counter, 8 BullMQ job key prefix (event),
-//       9 instant key (event), 10 source id (event), 11 kind, 12 activity key prefix, 13 activity ttl s.
+//       9 instant key (event), 10 source id (event), 11 kind, 12 activity key prefix, 13 activity ttl s,
+//       14 ms since the response arrived (the slot's stamp).
 // An item that ended is counted in the stats hash (`<counter>:<kind>`) and in its minute's activity.
 // An event that ended (not dead-lettered) marks its event_at claim done: the same source taken in
 // again (a re-pull, a file re-read after a crash) is then a duplicate, not a second send.
 // Returns the id of a parked event to wake, or false.
 const LEAVE = defineScript(`
 local jobId = ARGV[1]
-${stampSlotLua({ window: 'KEYS[3]', member: 'ARGV[5]' })}
+${stampSlotLua({ window: 'KEYS[3]', member: 'ARGV[5]', sinceResponseMs: 'ARGV[14]' })}
 if ARGV[2] == 'doc' and redis.call('GET', KEYS[2]) == jobId then redis.call('DEL', KEYS[2]) end
 if ARGV[4] == '' then return false end
 redis.call('HINCRBY', KEYS[4], ARGV[7] .. ':' .. ARGV[11], 1)
@@ -161,13 +162,19 @@ export interface PushGateOptions {
   retentionSec: number;
 }
 
+/** A slot whose request was made: its member, and `performance.now()` when the answer (or failure) came. */
+export interface SlotUse {
+  slot: string;
+  respondedAt: number;
+}
+
 export interface PushGate {
   enter(item: ItemJob, jobId: string): Promise<GateVerdict>;
   /**
    * After a request (`slot` set) or a decision without one. `result` is set when the item ended
    * (counted, order advanced); null while it goes on (a retry). Returns a parked event to wake.
    */
-  leave(item: ItemJob, jobId: string, slot: string | null, result: ItemResult | null): Promise<string | null>;
+  leave(item: ItemJob, jobId: string, slot: SlotUse | null, result: ItemResult | null): Promise<string | null>;
   /** Events: true while the job waits to be woken (a `leave` that woke it took it off). */
   isParked(item: ItemJob, jobId: string): Promise<boolean>;
 }
@@ -240,7 +247,7 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
           item.kind === 'collecting' ? 'event' : 'doc',
           contentOf(item),
           result ?? '',
-          slot ?? '',
+          slot?.slot ?? '',
           options.retentionSec,
           result === null ? '' : COUNTER_OF[result],
           jobPrefix(item.kind),
@@ -249,6 +256,7 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
           item.kind,
           activityPrefix,
           ACTIVITY_TTL_SEC,
+          sinceMs(slot?.respondedAt),
         ],
       );
       return typeof woken === 'string' ? woken : null;

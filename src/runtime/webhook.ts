@@ -27,14 +27,17 @@ export interface WebhookRecord {
 
 export async function applyWebhook(ctx: Pick<Context, 'redis' | 'keys'>, api: KeyedApi, webhookId: string, record: WebhookRecord): Promise<void> {
   const slot = await takeSlot(api.limiter, SLOT_WAIT_MS, `webhook ${webhookId}`);
+  let respondedAt: number | undefined;
   try {
-    await api.client.patchWebhook(webhookId, record);
+    await api.client.patchWebhook(webhookId, record).finally(() => {
+      respondedAt = performance.now();
+    });
   } catch (error) {
     // A 429 holds every process back, as it does for items; the caller tries again later.
     if (isSyncError(error) && error.code === 'API_RATE_LIMITED' && error.retryAfterMs !== undefined) await api.limiter.pause(error.retryAfterMs);
     throw error;
   } finally {
-    await api.limiter.stamp(slot);
+    await api.limiter.stamp(slot, respondedAt);
   }
   await ctx.redis.set(ctx.keys.webhookApplied, JSON.stringify({ id: webhookId, ...record, at: new Date().toISOString() }));
 }

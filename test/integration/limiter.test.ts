@@ -37,7 +37,8 @@ describe('shared rate limiter', () => {
     const windowMs = 1000;
     const runMs = 3500;
     // Each "request" reaches the API at a random moment between taking its slot and its response
-    // (up to 30 ms of latency each way); the slot is stamped when the response arrives. No margin
+    // (up to 30 ms of latency each way); the slot is stamped up to 30 ms later, dated back to the
+    // moment the response arrived. No margin
     // is added to the window: the stamps alone must keep every window of arrivals within the limit.
     const limiters = Array.from({ length: 4 }, () => limiterOn(limit, windowMs, 'shared'));
     const arrivals: number[] = [];
@@ -50,7 +51,10 @@ describe('shared rate limiter', () => {
           await pause(Math.random() * 30);
           arrivals.push(Date.now());
           await pause(Math.random() * 30);
-          await limiter.stamp(slot);
+          // The response arrives; a busy process stamps the slot later, dated back to it.
+          const respondedAt = performance.now();
+          await pause(Math.random() * 30);
+          await limiter.stamp(slot, respondedAt);
         }
       }),
     );

@@ -118,11 +118,23 @@ async function send(
   return result;
 }
 
-/** The probe's answer: anything but a 401 means the key works again. */
+/**
+ * The probe's answer. The key works again when the API judged the request: a 2xx, or a 4xx other
+ * than 401 and 429. A 401 keeps the gate closed and backs off. A 5xx, a 429, a timeout or a reset
+ * says nothing about the key (a proxy or the API's front may answer them before checking it): the
+ * gate stays closed and the next probe comes after the same backoff.
+ */
 async function onProbeAnswer(deps: PushDeps, error: SyncError | null): Promise<void> {
+  const backoffMs = (probes: number): number => Math.min(deps.delivery.authProbeMs * 2 ** probes, PROBE_MAX_MS);
   if (error?.disposition === 'pause') {
-    const failure = await deps.authGate.probeRefused((probes) => Math.min(deps.delivery.authProbeMs * 2 ** probes, PROBE_MAX_MS));
+    const failure = await deps.authGate.probeRefused(backoffMs);
     deps.logger.debug({ probes: failure?.probes, nextProbeAt: failure?.nextProbeAt }, 'auth probe: the key is still refused');
+    return;
+  }
+  const isJudged = error === null || (error.status !== undefined && error.status >= 400 && error.status < 500 && error.status !== 429);
+  if (!isJudged) {
+    const failure = await deps.authGate.probeRefused(backoffMs, { isInconclusive: true });
+    deps.logger.debug({ code: error.code, nextProbeAt: failure?.nextProbeAt }, 'auth probe: no answer about the key; probing again later');
     return;
   }
   await deps.authGate.clear();

@@ -5,8 +5,10 @@
  *
  * The key is probed with real work, never with a request we know to be invalid: after a backoff
  * the scheduler opens the probe and resumes the queues; the push gate then lets exactly one item
- * through (the first to come, now or later) while the others wait. Any answer but a 401 clears the
- * gate; a 401 closes it again with a longer backoff, and that item spends no attempt.
+ * through (the first to come, now or later) while the others wait. An answer that judged the
+ * request (2xx, or a 4xx other than 401 and 429) clears the gate; a 401 closes it again with a
+ * longer backoff, and that item spends no attempt; a 5xx, 429 or network failure says nothing about
+ * the key and closes it again until the next probe.
  * `carrier-sync resume` clears the gate by hand. Each clear starts a new epoch: a 401 answered late
  * to a request sent before the clear does not close the gate again.
  */
@@ -35,8 +37,12 @@ export interface AuthGate {
   openProbe(): Promise<void>;
   /** True while a probe is open or in flight. */
   isProbing(): Promise<boolean>;
-  /** The probe got a 401: closes the gate again; the next probe after `backoffMs(probes)`. */
-  probeRefused(backoffMs: (probes: number) => number): Promise<AuthFailure | null>;
+  /**
+   * The probe got a 401 (or, `isInconclusive`, no answer about the key: a 5xx, 429 or network
+   * failure, which does not count as a refusal): closes the gate again; the next probe after
+   * `backoffMs(probes)`.
+   */
+  probeRefused(backoffMs: (probes: number) => number, options?: { isInconclusive?: boolean }): Promise<AuthFailure | null>;
   clear(): Promise<void>;
   failure(): Promise<AuthFailure | null>;
 }
@@ -71,10 +77,10 @@ export function createAuthGate(
     async isProbing() {
       return (await redis.exists(keys.authProbe)) === 1;
     },
-    async probeRefused(backoffMs) {
+    async probeRefused(backoffMs, options = {}) {
       const failure = await read();
       if (failure === null) return null;
-      const probes = (failure.probes ?? 0) + 1;
+      const probes = (failure.probes ?? 0) + (options.isInconclusive === true ? 0 : 1);
       const next: AuthFailure = { ...failure, probes, nextProbeAt: new Date(Date.now() + backoffMs(probes)).toISOString() };
       const results = await redis.multi().set(keys.authFailure, JSON.stringify(next), 'XX').del(keys.authProbe).exec();
       // Cleared meanwhile (`carrier-sync resume`): leave the queues running.

@@ -147,4 +147,25 @@ describe('API push-back', () => {
     await waitFor(async () => (await archivedCount(t)) === 1, { what: 'the next item sent as the probe' });
     await withCtx(t, async (ctx) => expect(await ctx.authGate.failure()).toBeNull());
   });
+
+  it('does not take a 5xx to the probe for a working key: the gate stays closed until an answer judges the key', async () => {
+    running = await startTestDaemon({
+      roles: ['watcher', 'worker', 'scheduler'],
+      sandbox: { autoCreateDeliveries: true },
+      settings: { delivery: { maxAttempts: 10, authProbeMs: 200 } },
+    });
+    const t = running;
+    t.sandbox.setFaults({ unauthorizedUntil: Date.now() + 600_000 });
+    const ids = Array.from({ length: 3 }, () => randomUUID());
+    for (const id of ids) await writeFile(join(t.spool, 'labels', `${id}.pdf`), await makePdf(id));
+    await waitFor(() => t.sandbox.requests().some((r) => r.status === 401), { what: 'the first 401' });
+    // A front that answers 503 before it looks at the key: the probes get 503s.
+    t.sandbox.setFaults({ errorRate: 1 });
+    await waitFor(() => t.sandbox.requests().filter((r) => r.status === 503).length >= 2, { what: 'two probes answered 503', timeoutMs: 20_000 });
+    await withCtx(t, async (ctx) => expect(await ctx.authGate.failure()).not.toBeNull());
+    // The key works again: the next probe's 200 resumes everything.
+    t.sandbox.setFaults({ errorRate: 0, unauthorizedUntil: null });
+    await waitFor(async () => (await archivedCount(t)) === ids.length, { what: 'all labels sent once a probe got an answer', timeoutMs: 30_000 });
+    await withCtx(t, async (ctx) => expect(await ctx.authGate.failure()).toBeNull());
+  });
 });

@@ -1,7 +1,7 @@
 /**
  * `carrier-sync start`: opens the shared context, starts the requested roles, and on the first
  * signal shuts down in order: stop taking files and ingest (/readyz 503) → scheduler → workers
- * finish what is in flight within the grace period → API client, embedded sandbox → outcome worker
+ * finish what is in flight within the grace period → API client, embedded sandbox → outcome consumer
  * (moves the files of what just finished), then the spool's lease is given up → ops server → queues → Redis → the managed redis-server,
  * when this process used one and no other client still does. After the intake steps, the
  * order is the shutdown stack's, reversed from the order things were opened.
@@ -90,7 +90,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
         server.setDraining(true);
       });
     }
-    // The watcher role opens before the workers so that its outcome worker closes after them: the
+    // The watcher role opens before the workers so that its outcome consumer stops after them: the
     // files of the items the workers finish during the grace period still reach archive/ or failed/.
     let rescan = async (): Promise<void> => {};
     if (roles.includes('watcher')) {

@@ -69,12 +69,17 @@ export interface EventsEnqueueResult {
 }
 
 /**
- * Queues collecting events, sorted per delivery by event time. An event due in the future
- * becomes a delayed job that BullMQ releases when it falls due (it survives restarts in Redis).
+ * Queues collecting events. An event due in the future becomes a delayed job that BullMQ releases
+ * when it falls due (it survives restarts in Redis).
+ *
+ * Queue order: every delivery's first event (by event time), then every delivery's second, and so
+ * on. The workers take jobs in that order, so an event is rarely taken while an earlier one of its
+ * delivery is unfinished; one that is parks, and goes to the back of the queue when woken. (Queued
+ * delivery by delivery, as before, a delivery's 4 events were taken together and 3 of them parked:
+ * in the mixed drop the next event of a delivery went out 0.8 s after the answer to the one before.)
  */
 export async function enqueueEvents(deps: EnqueueDeps, events: readonly CollectingJob[]): Promise<EventsEnqueueResult> {
-  const order = events.map((event, index) => ({ event, index }));
-  order.sort((a, b) => a.event.deliveryId.localeCompare(b.event.deliveryId) || a.event.epochMs - b.event.epochMs);
+  const order = inRankOrder(events);
   const result: EventsEnqueueResult = { jobIds: [], duplicates: [] };
   let newClaims = 0;
   const now = deps.clock.now();
@@ -106,4 +111,21 @@ export async function enqueueEvents(deps: EnqueueDeps, events: readonly Collecti
   await deps.stats.add('received', 'collecting', newClaims + result.duplicates.length);
   await deps.stats.add('duplicates', 'collecting', result.duplicates.length);
   return result;
+}
+
+/** Events with their input index, ordered by their rank within their delivery, then by time. */
+function inRankOrder(events: readonly CollectingJob[]): Array<{ event: CollectingJob; index: number }> {
+  const byDelivery = new Map<string, Array<{ event: CollectingJob; index: number }>>();
+  events.forEach((event, index) => {
+    const list = byDelivery.get(event.deliveryId);
+    if (list === undefined) byDelivery.set(event.deliveryId, [{ event, index }]);
+    else list.push({ event, index });
+  });
+  const ranked: Array<{ event: CollectingJob; index: number; rank: number }> = [];
+  for (const list of byDelivery.values()) {
+    list.sort((a, b) => a.event.epochMs - b.event.epochMs || a.index - b.index);
+    list.forEach((entry, rank) => ranked.push({ ...entry, rank }));
+  }
+  ranked.sort((a, b) => a.rank - b.rank || a.event.epochMs - b.event.epochMs || a.index - b.index);
+  return ranked;
 }

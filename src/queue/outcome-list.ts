@@ -120,6 +120,24 @@ export function openOutcomeInbox(redis: RedisConnection, keys: Keys, spoolId: st
   };
 }
 
+/** Per spool ever held: outcome messages waiting, waiting for a retry, and kept as failed for good. */
+export async function readOutcomeBacklog(
+  redis: RedisConnection,
+  keys: Keys,
+): Promise<Array<{ spoolId: string; waiting: number; retrying: number; failed: number }>> {
+  const spoolIds = (await redis.smembers(keys.spools)).sort();
+  const pipeline = redis.pipeline();
+  for (const spoolId of spoolIds) {
+    const k = outcomeKeys(keys, spoolId);
+    pipeline.llen(k.list).zcard(k.retry).llen(k.failed);
+  }
+  const replies = ((await pipeline.exec()) ?? []).map(([error, value]) => {
+    if (error !== null) throw error;
+    return Number(value);
+  });
+  return spoolIds.map((spoolId, i) => ({ spoolId, waiting: replies[3 * i] ?? 0, retrying: replies[3 * i + 1] ?? 0, failed: replies[3 * i + 2] ?? 0 }));
+}
+
 function parseEntry(raw: string): OutcomeEntry {
   const parsed = JSON.parse(raw) as Partial<OutcomeEntry>;
   return { message: parsed.message as OutcomeMessage, failures: Number(parsed.failures ?? 0) };

@@ -6,6 +6,7 @@
  * when this process used one and no other client still does. After the intake steps, the
  * order is the shutdown stack's, reversed from the order things were opened.
  */
+import { readOutcomeBacklog } from '../queue/outcome-list.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import { readRefusals } from '../queue/activity.js';
@@ -57,6 +58,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
       queues: ctx.queues.items,
       isAuthPaused: async () => (await ctx.authGate.failure()) !== null,
       refusalCounts: async () => (await readRefusals(ctx.redis, ctx.keys)).counts,
+      outcomeBacklog: () => readOutcomeBacklog(ctx.redis, ctx.keys),
       isReady: roles.includes('http') ? async () => (await readiness()).isReady : null,
       ratePerMinute: config.delivery.ratePerMinute,
       maxQueued: config.delivery.maxQueued,

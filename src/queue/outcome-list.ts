@@ -29,6 +29,8 @@ const LONGEST_RETRY_MS = 3_600_000;
 export interface OutcomeEntry {
   message: OutcomeMessage;
   failures: number;
+  /** Not an outcome message (kept among the failed without being applied). */
+  isUnreadable?: boolean;
 }
 
 export function outcomeKeys(keys: Keys, spoolId: string): { list: string; retry: string; failed: string } {
@@ -138,7 +140,18 @@ export async function readOutcomeBacklog(
   return spoolIds.map((spoolId, i) => ({ spoolId, waiting: replies[3 * i] ?? 0, retrying: replies[3 * i + 1] ?? 0, failed: replies[3 * i + 2] ?? 0 }));
 }
 
+/**
+ * An entry that cannot be read (not JSON, no message) must not stop the ones behind it: it comes
+ * out as its last attempt, with `unreadable`, so the consumer keeps it among the failed at once.
+ */
 function parseEntry(raw: string): OutcomeEntry {
-  const parsed = JSON.parse(raw) as Partial<OutcomeEntry>;
-  return { message: parsed.message as OutcomeMessage, failures: Number(parsed.failures ?? 0) };
+  try {
+    const parsed = JSON.parse(raw) as Partial<OutcomeEntry>;
+    if (typeof parsed.message === 'object' && parsed.message !== null && typeof parsed.message.jobId === 'string') {
+      return { message: parsed.message, failures: Number(parsed.failures ?? 0) || 0 };
+    }
+  } catch {
+    // falls through
+  }
+  return { message: { unreadable: raw.slice(0, 2000) } as unknown as OutcomeMessage, failures: MAX_ATTEMPTS - 1, isUnreadable: true };
 }

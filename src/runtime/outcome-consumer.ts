@@ -53,6 +53,11 @@ export function startOutcomeConsumer(deps: OutcomeConsumerDeps): OutcomeConsumer
     const run = async (): Promise<void> => {
       while (next < batch.length) {
         const entry = batch[next++]!;
+        if (entry.isUnreadable === true) {
+          failed.push({ ...entry, error: 'not an outcome message' });
+          log.error({ entry: entry.message }, 'an unreadable outcome message was set aside (kept in the spool’s failed outcomes)');
+          continue;
+        }
         try {
           await deps.apply(entry.message);
         } catch (error) {

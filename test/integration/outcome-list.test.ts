@@ -109,6 +109,19 @@ describe('outcome messages', () => {
     await inbox.close();
   });
 
+  it('sets an unreadable entry aside among the failed without holding up the messages behind it', async () => {
+    const spoolId = newSpool();
+    const k = outcomeKeys(keys, spoolId);
+    await redis.rpush(k.list, 'not json', JSON.stringify({ no: 'message' }));
+    await pushOutcome(redis, keys, spoolId, message(1));
+    const applied: string[] = [];
+    consume(spoolId, async (m) => void applied.push(m.jobId));
+    await waitFor(() => applied.length === 1, { what: 'the readable outcome applied' });
+    await waitFor(async () => (await redis.llen(k.failed)) === 2, { what: 'both unreadable entries kept as failed' });
+    expect(applied).toEqual([message(1).jobId]);
+    expect(await redis.llen(k.list)).toBe(0);
+  });
+
   it('a process that does not hold the spool applies nothing and removes nothing', async () => {
     const spoolId = newSpool();
     let isHeld = false;

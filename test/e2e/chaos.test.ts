@@ -114,8 +114,12 @@ describe('chaos', () => {
     await waitFor(() => accepted() >= 70, { timeoutMs: 60_000, what: 'sends after the first kill' });
     await restartRedis();
     await killAndRestart();
-    e.sandbox.setFaults({ unauthorizedUntil: Date.now() + 1500 });
+    // The 401 episode lasts until the first refusal was answered, then 1.5 s more (not a fixed 1.5 s
+    // from here: a loaded machine may take that long to claim the next files and send one).
+    e.sandbox.setFaults({ unauthorizedUntil: Date.now() + 300_000 });
     await dropBatch(3);
+    await waitFor(() => e.sandbox.requests().some((r) => r.fault === 'unauthorized'), { timeoutMs: 60_000, what: 'a request refused with 401' });
+    e.sandbox.setFaults({ unauthorizedUntil: Date.now() + 1500 });
     await waitFor(() => accepted() >= 120, { timeoutMs: 60_000, what: 'sends after the Redis restart' });
     await killAndRestart();
 

@@ -135,7 +135,18 @@ describe('chaos', () => {
         );
       },
       { timeoutMs: 120_000, intervalMs: 250, what: `all ${total} documents and ${dropped.length} files settled` },
-    );
+    ).catch(async (error: unknown) => {
+      // What is left, to tell a stuck send from a stuck move.
+      const left = {
+        inFlight: await listFiles(join(e.spool, '.inflight')),
+        inboxes: (await Promise.all(['labels', 'cte', 'events'].map((k) => listFiles(join(e.spool, k))))).flat(),
+        labelsNotReceived: [...labels.keys()].filter((id) => (e.sandbox.state.deliveries.get(id)?.label ?? null) === null),
+        lastRequests: e.sandbox.requests().slice(-5),
+      };
+      console.log('chaos: left unsettled', JSON.stringify(left));
+      for (const line of daemon.stderrLines.filter((l) => /"level":(40|50|60)/.test(l)).slice(-30)) console.log(`last daemon: ${line}`);
+      throw error;
+    });
 
     // Every dropped file exactly once under archive/ or failed/.
     const archived = (await listFiles(join(e.spool, 'archive'))).map((f) => f.replace(/^([a-z]+)\/\d{4}-\d{2}-\d{2}\//, '$1/'));

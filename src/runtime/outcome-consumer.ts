@@ -118,10 +118,18 @@ export function startOutcomeConsumer(deps: OutcomeConsumerDeps): OutcomeConsumer
   return {
     async drain(maxMs) {
       const deadline = Date.now() + maxMs;
-      while (Date.now() < deadline && !isStopped) {
-        const { waiting } = await inbox.pending();
-        if (waiting === 0 && isIdle) return;
-        await Promise.race([new Promise<void>((resolve) => idleWaiters.push(resolve)), pause(Math.min(50, Math.max(1, deadline - Date.now())))]);
+      const timeLeft = (): number => Math.max(0, deadline - Date.now());
+      while (timeLeft() > 0 && !isStopped) {
+        // Redis away (its commands wait for the reconnect) ends the drain at the deadline, not never.
+        const waiting = await Promise.race([
+          inbox.pending().then(
+            ({ waiting: n }) => n,
+            () => -1,
+          ),
+          pause(timeLeft()).then(() => -1),
+        ]);
+        if (waiting < 0 || (waiting === 0 && isIdle)) return;
+        await Promise.race([new Promise<void>((resolve) => idleWaiters.push(resolve)), pause(Math.min(50, Math.max(1, timeLeft())))]);
       }
     },
     async stop() {

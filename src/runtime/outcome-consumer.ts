@@ -17,6 +17,8 @@ const BATCH = 64;
 const BATCH_CONCURRENCY = 16;
 /** Longest one blocking wait: retries that came due are looked at least this often. */
 const WAIT_MS = 1000;
+/** Longest `stop` waits for a pass under way. */
+const STOP_WAIT_MS = 5000;
 /** After Redis errors, the next try waits this long (then again). */
 const ERROR_PAUSE_MS = 1000;
 
@@ -135,7 +137,9 @@ export function startOutcomeConsumer(deps: OutcomeConsumerDeps): OutcomeConsumer
     async stop() {
       isStopped = true;
       await inbox.close();
-      await loop;
+      // A pass waiting on Redis (away: its commands wait for the reconnect) is not waited for long;
+      // what it did not settle stays in the list for the next holder.
+      await Promise.race([loop, pause(STOP_WAIT_MS)]);
     },
   };
 }

@@ -10,7 +10,7 @@ import type { RedisConnection } from './redis.js';
 import type { Clock } from '../clock.js';
 import type { DedupMemory } from './dedup.js';
 import type { Keys } from './keys.js';
-import { queueDocumentOrder } from './push-gate.js';
+import { queueDocumentOrders } from './push-gate.js';
 import type { CollectingJob, CteJob, LabelJob } from './payloads.js';
 import type { QueueSet } from './queues.js';
 import type { Stats } from './stats.js';
@@ -41,13 +41,97 @@ export function collectingJobId(deliveryId: string, instantKey: string): string 
  * ('superseded': never sent). The same bytes the API already holds are not sent again
  * ('already-accepted'); a document that was dead-lettered is replayed (dropping the same file
  * again is how an operator says "try again").
+ *
+ * Documents queued at about the same time share their round trips (one by one, a file cost ~25
+ * Redis commands in 4 round trips; ingest bench, BENCHMARKS.md item 6). A batch leaves when the
+ * event loop next turns; documents that come while it is out form the next one. Per batch:
+ *   1. every document's order script (in the batch's order), and whether its job exists: one pipeline;
+ *   2. the new jobs of each kind: one addBulk (a MULTI), then one counter increment per kind.
+ * A document whose job exists goes on alone (its state decides: replay, already queued…). Each
+ * document settles on its own: a round trip that fails rejects the documents it carried, and
+ * their callers put their files back as before.
  */
-export async function enqueueDocument(deps: EnqueueDeps, job: LabelJob | CteJob): Promise<{ jobId: string; result: DocumentEnqueueResult }> {
+export function enqueueDocument(deps: EnqueueDeps, job: LabelJob | CteJob): Promise<{ jobId: string; result: DocumentEnqueueResult }> {
+  let batcher = batchers.get(deps);
+  if (batcher === undefined) batchers.set(deps, (batcher = documentBatcher(deps)));
+  return batcher(job);
+}
+
+type DocumentOutcome = { jobId: string; result: DocumentEnqueueResult };
+interface PendingDocument {
+  job: LabelJob | CteJob;
+  jobId: string;
+  resolve(outcome: DocumentOutcome): void;
+  reject(error: unknown): void;
+}
+
+/** One batcher per set of deps (one per process and Redis connection in practice). */
+const batchers = new WeakMap<EnqueueDeps, (job: LabelJob | CteJob) => Promise<DocumentOutcome>>();
+const MAX_DOCUMENTS_A_BATCH = 256;
+
+function documentBatcher(deps: EnqueueDeps): (job: LabelJob | CteJob) => Promise<DocumentOutcome> {
+  const pending: PendingDocument[] = [];
+  let isSending = false;
+  const send = async (): Promise<void> => {
+    while (pending.length > 0) await enqueueBatch(deps, pending.splice(0, MAX_DOCUMENTS_A_BATCH));
+    isSending = false;
+  };
+  return (job) =>
+    new Promise<DocumentOutcome>((resolve, reject) => {
+      pending.push({ job, jobId: documentJobId(job), resolve, reject });
+      if (isSending) return;
+      isSending = true;
+      setImmediate(() => void send());
+    });
+}
+
+/** Settles every document of the batch; never throws. */
+async function enqueueBatch(deps: EnqueueDeps, batch: PendingDocument[]): Promise<void> {
+  try {
+    const exists = deps.redis.pipeline();
+    for (const { job, jobId } of batch) exists.exists(deps.queues.items[job.kind].toKey(jobId));
+    const [orders, existing] = await Promise.all([
+      queueDocumentOrders(
+        deps.redis,
+        deps.keys,
+        batch.map(({ job }) => ({ kind: job.kind, deliveryId: job.deliveryId, generation: job.generation ?? '', contentId: job.origin.contentId })),
+        deps.retentionSec,
+      ),
+      exists.exec(),
+    ]);
+    const fresh: Record<LabelJob['kind'] | CteJob['kind'], PendingDocument[]> = { label: [], cte: [] };
+    batch.forEach((document, i) => {
+      const order = orders[i];
+      const [existsError, count] = existing?.[i] ?? [new Error('no reply in the pipeline'), null];
+      if (order === undefined || 'error' in order) return document.reject(order?.error ?? new Error('no reply in the pipeline'));
+      if (order.value === 'older') return document.resolve({ jobId: document.jobId, result: 'superseded' });
+      if (order.value === 'accepted') return document.resolve({ jobId: document.jobId, result: 'already-accepted' });
+      if (existsError !== null) return document.reject(existsError);
+      if (count === 0) return fresh[document.job.kind].push(document);
+      queueExisting(deps, document.job, document.jobId).then(document.resolve, document.reject);
+    });
+    await Promise.all(
+      Object.values(fresh).map(async (documents) => {
+        const [first] = documents;
+        if (first === undefined) return;
+        try {
+          await deps.queues.items[first.job.kind].addBulk(documents.map(({ job, jobId }) => ({ name: job.kind, data: job, opts: { jobId } })));
+          await deps.stats.add('received', first.job.kind, documents.length);
+          for (const { jobId, resolve } of documents) resolve({ jobId, result: 'queued' });
+        } catch (error) {
+          for (const { reject } of documents) reject(error);
+        }
+      }),
+    );
+  } catch (error) {
+    // Settling twice does nothing: this rejects only the documents not settled yet.
+    for (const { reject } of batch) reject(error);
+  }
+}
+
+/** A document in order whose job id exists: what its job's state says. */
+async function queueExisting(deps: EnqueueDeps, job: LabelJob | CteJob, jobId: string): Promise<DocumentOutcome> {
   const queue = deps.queues.items[job.kind];
-  const jobId = documentJobId(job);
-  const order = await queueDocumentOrder(deps.redis, deps.keys, job.kind, job.deliveryId, job.generation ?? '', job.origin.contentId, deps.retentionSec);
-  if (order === 'older') return { jobId, result: 'superseded' };
-  if (order === 'accepted') return { jobId, result: 'already-accepted' };
   const state = await queue.getJobState(jobId);
   if (state === 'failed') {
     const existing = await queue.getJob(jobId);

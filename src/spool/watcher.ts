@@ -56,6 +56,7 @@ export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher
   }
   const candidates: Record<SpoolKind, Map<string, Candidate>> = { labels: new Map(), cte: new Map(), events: new Map() };
   const throttled = new Set<SpoolKind>();
+  const claimedSinceScan: Record<SpoolKind, number> = { labels: 0, cte: 0, events: 0 };
   let isClosed = false;
 
   const observe = (kind: SpoolKind, name: string, size: number, mtimeMs: number): void => {
@@ -139,6 +140,14 @@ export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher
       }
     };
     await Promise.all(Array.from({ length: Math.min(CLAIMS_AT_ONCE, ready.length) }, claimNext));
+    // A flood can overflow the inotify queue (16,384 events by default), which drops events without
+    // a word. Once a flood is drained, list the inbox again rather than wait for the periodic rescan
+    // (a 20,000-file drop left ~1,000 files waiting for it). The inbox is about empty then: cheap.
+    claimedSinceScan[kind] += next;
+    if (queue.size === 0 && claimedSinceScan[kind] >= CLAIMS_AT_ONCE) {
+      claimedSinceScan[kind] = 0;
+      await scan(kind);
+    }
   }
 
   /**

@@ -41,12 +41,11 @@ interface Candidate {
  * alone). A claim mostly waits (file system, Redis round trips), so many overlap; each holds its
  * bytes, their base64 or parsed XML and a pdf-lib document until queued, hence the byte bound.
  * (Ingest bench, 2,000 files: 32 at once ~1,130 µs of daemon CPU a file, 8 at once ~1,300 µs; the
- * memory bench's flood peak did not differ beyond its noise.) Since local claims read with
- * synchronous calls and documents are queued in batches of 32 (queue/enqueue.ts), 128 at once let
- * Redis take one batch while the next ones are checked (20,000 files: ~260–300 µs a file against
- * ~320–340 µs with 32; BENCHMARKS.md item 6).
+ * memory bench's flood peak did not differ beyond its noise. With synchronous local reads and
+ * batched queueing, 20,000 files: 128 at once ~285–335 µs a file, 32 at once ~320–350 µs, within
+ * the noise of a loaded machine; peak RSS the same.)
  */
-const CLAIMS_AT_ONCE = 128;
+const CLAIMS_AT_ONCE = 32;
 const CLAIM_BYTES_AT_ONCE = 16 * 1024 * 1024;
 
 export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher> {

@@ -160,7 +160,12 @@ async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: s
   const path = join(deps.paths.inflight(kind), name);
   if ('document' in prepared) {
     const { jobId, result } = await enqueueDocument(deps.enqueue, prepared.document);
-    deps.logger.info({ kind, deliveryId: prepared.document.deliveryId, file: fileName, jobId, result }, 'file queued');
+    // Queued is a step (debug): the file's outcome line comes when it is archived or failed. At info,
+    // this line cost ~11% of the daemon's CPU in the ingest bench (a synchronous write to stderr and
+    // the redaction each; BENCHMARKS.md item 6). Settled here (superseded, already accepted) or a
+    // dead letter replayed: that is news, info.
+    const isStep = result === 'queued' || result === 'already-queued';
+    deps.logger[isStep ? 'debug' : 'info']({ kind, deliveryId: prepared.document.deliveryId, file: fileName, jobId, result }, 'file queued');
     if (result === 'already-accepted' || result === 'superseded') {
       // Superseded: a newer document of this delivery was queued already; this one is never sent.
       await deps.sink.archive(kind, path, fileName);

@@ -112,6 +112,10 @@ async function enqueueBatch(deps: EnqueueDeps, batch: PendingDocument[]): Promis
       exists.exec(),
     ]);
     const fresh: Record<LabelJob['kind'] | CteJob['kind'], PendingDocument[]> = { label: [], cte: [] };
+    // The same job twice in one batch (the same bytes dropped under two names at once): added
+    // once; the second is 'already-queued', as it would be one call later.
+    const repeats = new Set<PendingDocument>();
+    const freshIds = new Set<string>();
     batch.forEach((document, i) => {
       const order = orders[i];
       const [existsError, count] = existing?.[i] ?? [new Error('no reply in the pipeline'), null];
@@ -119,17 +123,20 @@ async function enqueueBatch(deps: EnqueueDeps, batch: PendingDocument[]): Promis
       if (order.value === 'older') return document.resolve({ jobId: document.jobId, result: 'superseded' });
       if (order.value === 'accepted') return document.resolve({ jobId: document.jobId, result: 'already-accepted' });
       if (existsError !== null) return document.reject(existsError);
-      if (count === 0) return fresh[document.job.kind].push(document);
-      queueExisting(deps, document.job, document.jobId).then(document.resolve, document.reject);
+      if (count !== 0) return void queueExisting(deps, document.job, document.jobId).then(document.resolve, document.reject);
+      if (freshIds.has(document.jobId)) repeats.add(document);
+      freshIds.add(document.jobId);
+      fresh[document.job.kind].push(document);
     });
     await Promise.all(
       Object.values(fresh).map(async (documents) => {
-        const [first] = documents;
+        const adding = documents.filter((document) => !repeats.has(document));
+        const [first] = adding;
         if (first === undefined) return;
         try {
-          await deps.queues.items[first.job.kind].addBulk(documents.map(({ job, jobId }) => ({ name: job.kind, data: job, opts: { jobId } })));
-          await deps.stats.add('received', first.job.kind, documents.length);
-          for (const { jobId, resolve } of documents) resolve({ jobId, result: 'queued' });
+          await deps.queues.items[first.job.kind].addBulk(adding.map(({ job, jobId }) => ({ name: job.kind, data: job, opts: { jobId } })));
+          await deps.stats.add('received', first.job.kind, adding.length);
+          for (const document of documents) document.resolve({ jobId: document.jobId, result: repeats.has(document) ? 'already-queued' : 'queued' });
         } catch (error) {
           for (const { reject } of documents) reject(error);
         }

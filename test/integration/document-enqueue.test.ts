@@ -46,9 +46,14 @@ describe('documents queued together', () => {
       ]);
       expect(first.map((r) => r.result)).toEqual(['queued', 'superseded', 'queued', 'queued']);
       expect(first.map((r) => r.jobId)).toEqual([`label.${a}.a2`, `label.${a}.a1`, `label.${a}.a3`, `label.${b}.b1`]);
-      // The same content claimed again (a newer claim of the same bytes): its job exists.
-      const again = await Promise.all([enqueueDocument(ctx.enqueueDeps, label(b, 'b1', 1500)), enqueueDocument(ctx.enqueueDeps, label(a, 'a4', 4000))]);
-      expect(again.map((r) => r.result)).toEqual(['already-queued', 'queued']);
+      // The same content claimed again (a newer claim of the same bytes): its job exists. And the
+      // same new bytes twice in one batch: one job, the second call already queued.
+      const again = await Promise.all([
+        enqueueDocument(ctx.enqueueDeps, label(b, 'b1', 1500)),
+        enqueueDocument(ctx.enqueueDeps, label(a, 'a4', 4000)),
+        enqueueDocument(ctx.enqueueDeps, label(a, 'a4', 4001)),
+      ]);
+      expect(again.map((r) => r.result)).toEqual(['already-queued', 'queued', 'already-queued']);
       const queued = await ctx.queues.items.label.getJobs(['waiting']);
       expect(queued.map((job) => job.id).sort()).toEqual([`label.${a}.a2`, `label.${a}.a3`, `label.${a}.a4`, `label.${b}.b1`].sort());
       expect((await ctx.stats.read()).received.label).toBe(4);

@@ -290,6 +290,23 @@ export async function queueDocumentOrder(
 }
 
 /**
+ * `queueDocumentOrder` for many documents in one round trip, each in the given order (two of one
+ * delivery in a batch meet the script one after the other, as two separate calls would).
+ */
+export async function queueDocumentOrders(
+  redis: RedisConnection,
+  keys: Keys,
+  documents: ReadonlyArray<{ kind: Exclude<ItemKind, 'collecting'>; deliveryId: string; generation: string; contentId: string }>,
+  retentionSec: number,
+): Promise<Array<{ error: Error } | { value: DocumentQueueVerdict }>> {
+  const calls = documents.map((d) => ({
+    keys: [keys.document(d.kind, d.deliveryId), keys.documentLock(d.kind, d.deliveryId)],
+    args: [d.generation, d.contentId, retentionSec],
+  }));
+  return (await QUEUE_DOCUMENT.many(redis, calls)) as Array<{ error: Error } | { value: DocumentQueueVerdict }>;
+}
+
+/**
  * A document's generation: later file mtime, then later claim, is newer. Fixed-width decimal
  * microseconds, so Lua compares them as strings.
  */

@@ -93,7 +93,8 @@ export interface OverviewDetails {
   activity: ActivitySeries;
   backlog: BacklogRow[];
   refusals: { total: number; byCode: CodeCount[]; latest: Refusal[] };
-  deadLetters: { total: number; byCode: CodeCount[]; latest: DeadLetterRow[] };
+  /** `codesOf`: how many dead letters `byCode` counts (the latest DEAD_LETTERS_READ of each kind). */
+  deadLetters: { total: number; byCode: CodeCount[]; codesOf: number; latest: DeadLetterRow[] };
 }
 
 export interface Overview {
@@ -137,6 +138,9 @@ function stateOf(sources: OverviewSources, failure: Awaited<ReturnType<AuthGate[
   };
 }
 
+/** Dead letters of each kind the page reads (the newest): their codes make the chips. */
+export const DEAD_LETTERS_READ = 1000;
+
 function redisDown(reason: string): OverviewState {
   return { code: 'redis-down', headline: 'Redis unreachable: nothing is taken in or sent until it answers', detail: reason, since: null };
 }
@@ -147,7 +151,7 @@ async function readDetails(sources: OverviewSources, now: number): Promise<Overv
     sources.spoolId === null ? null : readSpoolHolder(redis, keys, sources.spoolId),
     readActivity(redis, keys, now, CHART_MINUTES),
     readRefusals(redis, keys),
-    listDeadLetters(sources),
+    listDeadLetters(sources, { latestPerKind: DEAD_LETTERS_READ }),
     readBacklog(sources),
   ]);
   const series = (field: string): number[] => minutes.map((m) => m.fields[field] ?? 0);
@@ -176,8 +180,10 @@ async function readDetails(sources: OverviewSources, now: number): Promise<Overv
     backlog,
     refusals: { total: sum(Object.values(refusals.counts)), byCode: byCount(Object.entries(refusals.counts)), latest: refusals.latest },
     deadLetters: {
-      total: deadLetterRows.length,
+      // The total from the queues' counts; the codes from the latest DEAD_LETTERS_READ of each kind.
+      total: sum(backlog.map((row) => row.deadLetters)),
       byCode: byCount([...countBy(deadLetterRows.map((row) => row.code))]),
+      codesOf: deadLetterRows.length,
       latest: deadLetterRows.reverse().slice(0, LATEST_KEPT),
     },
   };

@@ -150,7 +150,7 @@ function renderRefusals(r: { total: number; byCode: CodeCount[]; latest: Refusal
 <div class="scroll"><table class="list"><colgroup><col class="c-when"><col class="c-file"><col class="c-code"><col></colgroup><thead><tr><th>UTC</th><th>file</th><th>code</th><th>reason</th></tr></thead><tbody>${rows === '' ? '<tr><td colspan="4" class="empty">no file refused</td></tr>' : rows}</tbody></table></div>`;
 }
 
-function renderDeadLetters(dl: { total: number; byCode: CodeCount[]; latest: DeadLetterRow[] }, base: string): string {
+function renderDeadLetters(dl: { total: number; byCode: CodeCount[]; codesOf: number; latest: DeadLetterRow[] }, base: string): string {
   const chips =
     dl.byCode.length === 0
       ? '<span class="empty">none</span>'
@@ -167,7 +167,7 @@ function renderDeadLetters(dl: { total: number; byCode: CodeCount[]; latest: Dea
     )
     .join('');
   return `<h2 id="dead-letters">Dead letters <small>refused by the API or out of retries; the Failed tab of each queue</small></h2>
-<div class="chips">${chips}</div>
+<div class="chips">${chips}${dl.codesOf < dl.total ? `<small class="empty">codes of the latest ${dl.codesOf} of ${dl.total}</small>` : ''}</div>
 <div class="scroll"><table class="list"><colgroup><col class="c-when"><col class="c-file"><col class="c-code"><col><col class="c-act"></colgroup><thead><tr><th>UTC</th><th>file / delivery</th><th>code</th><th>message</th><th></th></tr></thead><tbody>${rows === '' ? '<tr><td colspan="5" class="empty">no dead letter</td></tr>' : rows}</tbody></table></div>`;
 }
 

@@ -32,13 +32,20 @@ export interface DeadLetterDeps {
   dedup: DedupMemory;
 }
 
-export async function listDeadLetters(deps: DeadLetterDeps): Promise<DeadLetter[]> {
-  const out: DeadLetter[] = [];
-  for (const kind of ITEM_KINDS) {
-    const jobs = (await deps.queues.items[kind].getFailed(0, -1)) as Array<Job<ItemJob>>;
-    for (const job of jobs) out.push(await describe(deps, kind, job));
-  }
-  return out.sort((a, b) => (a.lastFailureAt ?? '').localeCompare(b.lastFailureAt ?? ''));
+/**
+ * Dead letters, oldest failure first: every one, or with `latestPerKind` only the most recent that
+ * many of each kind (the overview page, refreshed every few seconds, must not read thousands of
+ * jobs with their payloads each time). Their attempt logs are read all at once, not one by one.
+ */
+export async function listDeadLetters(deps: DeadLetterDeps, options: { latestPerKind?: number } = {}): Promise<DeadLetter[]> {
+  const end = options.latestPerKind === undefined ? -1 : options.latestPerKind - 1;
+  const perKind = await Promise.all(
+    ITEM_KINDS.map(async (kind) => {
+      const jobs = (await deps.queues.items[kind].getFailed(0, end)) as Array<Job<ItemJob>>;
+      return Promise.all(jobs.map((job) => describe(deps, kind, job)));
+    }),
+  );
+  return perKind.flat().sort((a, b) => (a.lastFailureAt ?? '').localeCompare(b.lastFailureAt ?? ''));
 }
 
 async function describe(deps: DeadLetterDeps, kind: ItemKind, job: Job<ItemJob>): Promise<DeadLetter> {

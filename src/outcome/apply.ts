@@ -13,7 +13,7 @@ import { deadLetterFactsOfOutcome, deadLetterReport, eventsFileReport, type Erro
 import { SPOOL_KIND_OF, type SpoolKind } from '../queue/keys.js';
 import type { OutcomeMessage } from '../queue/payloads.js';
 import { originalName, type SpoolPaths } from '../spool/paths.js';
-import { failInto, listDir, moveInto, REPORT } from './files.js';
+import { failInto, listDir, moveInto, REPORT, type Disk } from './files.js';
 
 export interface InflightIndex {
   /** In-flight file names (in `.inflight/<kind>/`) of one content id. */
@@ -23,6 +23,8 @@ export interface InflightIndex {
 
 export interface OutcomeDeps {
   paths: SpoolPaths;
+  /** 'local' (inotify) moves with synchronous file calls; 'share' (polling) keeps them async. */
+  disk: Disk;
   batches: Batches;
   inflight: InflightIndex;
   clock: Clock;
@@ -43,12 +45,12 @@ export function createOutcomes(deps: OutcomeDeps): Outcomes {
   const log = deps.logger;
 
   const archive: Outcomes['archive'] = async (kind, path, fileName) => {
-    const target = await moveInto(path, deps.paths.archive(kind, now()), fileName);
+    const target = await moveInto(path, deps.paths.archive(kind, now()), fileName, deps.disk);
     if (target !== null) log.info({ kind, file: fileName, to: target }, 'file archived');
   };
 
   const reject: Outcomes['reject'] = async (kind, path, fileName, report) => {
-    const target = await failInto(path, deps.paths.failed(kind), fileName, { kind, at: now().toISOString(), content: report });
+    const target = await failInto(path, deps.paths.failed(kind), fileName, { kind, at: now().toISOString(), content: report }, deps.disk);
     if (target !== null) log.warn({ kind, file: fileName, to: target, code: report.code, reason: report.message }, 'file refused');
   };
 
@@ -81,7 +83,7 @@ export function createOutcomes(deps: OutcomeDeps): Outcomes {
       // The file first, so a file is never in failed/ without its reason; a crash between the two
       // moves leaves the report, which the outcome, taken up again, moves on.
       await archive(kind, join(dir, reportName.slice(0, -REPORT.length)), fileName);
-      await moveInto(join(dir, reportName), deps.paths.archive(kind, now()), `${fileName}.dead-letter.json`);
+      await moveInto(join(dir, reportName), deps.paths.archive(kind, now()), `${fileName}.dead-letter.json`, deps.disk);
       return;
     }
   }
@@ -101,10 +103,12 @@ export function createOutcomes(deps: OutcomeDeps): Outcomes {
     } else {
       if (info.rejects.length > 0) {
         const content = batchReport(state, 'EVENT_BAD_RECORD', `${info.rejects.length} invalid lines; the valid records were sent`);
-        await failInto(path, deps.paths.failed('events'), info.fileName, { kind: 'events', at: now().toISOString(), content }).then(async (target) => {
-          // The lines report stays in failed/; the file itself was accepted and belongs in archive/.
-          if (target !== null) await archive('events', target, info.fileName);
-        });
+        await failInto(path, deps.paths.failed('events'), info.fileName, { kind: 'events', at: now().toISOString(), content }, deps.disk).then(
+          async (target) => {
+            // The lines report stays in failed/; the file itself was accepted and belongs in archive/.
+            if (target !== null) await archive('events', target, info.fileName);
+          },
+        );
       } else await archive('events', path, info.fileName);
     }
     deps.inflight.forget('events', info.inflightName);

@@ -5,6 +5,7 @@
  * behind in failed/ — a report's temp file, or a report whose file never followed it — is swept by
  * `sweepInterruptedMoves` when the spool owner starts.
  */
+import { lstatSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { copyFile, lstat, mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { errorReport, type ErrorReport, type ReportContent } from '../queue/failure-report.js';
@@ -33,25 +34,54 @@ function oneAtATime<T>(dir: string, fileName: string, move: () => Promise<T>): P
   return next;
 }
 
-/** Moves `source` into `dir` under a free name; returns the target path, or null if `source` is gone. */
-export function moveInto(source: string, dir: string, fileName: string): Promise<string | null> {
-  return oneAtATime(dir, fileName, () => moveNow(source, dir, fileName));
+/**
+ * The file calls of a move. On a local disk (`spool.usePolling` off) they are synchronous: a few µs
+ * each on a cached inode, where the async form is a round trip through libuv's thread pool (a
+ * failed file costs 7 of them). On a network share they stay async: a share that stalls must not
+ * stall the event loop.
+ */
+export type Disk = 'local' | 'share';
+
+interface FileCalls {
+  exists(path: string): Promise<boolean>;
+  rename(from: string, to: string): Promise<void>;
+  writeFile(path: string, text: string): Promise<void>;
+  mkdir(dir: string): Promise<void>;
 }
 
-async function moveNow(source: string, dir: string, fileName: string): Promise<string | null> {
-  await ensureDir(dir);
+const SHARE_CALLS: FileCalls = {
+  exists,
+  rename,
+  writeFile: (path, text) => writeFile(path, text),
+  mkdir: async (dir) => void (await mkdir(dir, { recursive: true })),
+};
+const LOCAL_CALLS: FileCalls = {
+  exists: async (path) => lstatSync(path, { throwIfNoEntry: false }) !== undefined,
+  rename: async (from, to) => renameSync(from, to),
+  writeFile: async (path, text) => writeFileSync(path, text),
+  mkdir: async (dir) => void mkdirSync(dir, { recursive: true }),
+};
+const callsOf = (disk: Disk): FileCalls => (disk === 'local' ? LOCAL_CALLS : SHARE_CALLS);
+
+/** Moves `source` into `dir` under a free name; returns the target path, or null if `source` is gone. */
+export function moveInto(source: string, dir: string, fileName: string, disk: Disk = 'share'): Promise<string | null> {
+  return oneAtATime(dir, fileName, () => moveNow(source, dir, fileName, callsOf(disk)));
+}
+
+async function moveNow(source: string, dir: string, fileName: string, fs: FileCalls): Promise<string | null> {
+  await ensureDir(dir, fs);
   for (let n = 1; ; n += 1) {
     const target = join(dir, candidateName(fileName, n));
-    if (await exists(target)) continue;
+    if (await fs.exists(target)) continue;
     try {
-      await renameAcross(source, target);
+      await renameAcross(source, target, fs);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       // The source already moved (an outcome applied twice), or the folder was taken away.
-      if (!(await exists(source))) return null;
+      if (!(await fs.exists(source))) return null;
       madeDirs.delete(dir);
-      await ensureDir(dir);
-      await renameAcross(source, target);
+      await ensureDir(dir, fs);
+      await renameAcross(source, target, fs);
     }
     return target;
   }
@@ -64,9 +94,9 @@ async function moveNow(source: string, dir: string, fileName: string): Promise<s
  */
 const madeDirs = new Set<string>();
 
-async function ensureDir(dir: string): Promise<void> {
+async function ensureDir(dir: string, fs: FileCalls): Promise<void> {
   if (madeDirs.has(dir)) return;
-  await mkdir(dir, { recursive: true });
+  await fs.mkdir(dir);
   if (madeDirs.size > 1000) madeDirs.clear();
   madeDirs.add(dir);
 }
@@ -77,25 +107,37 @@ async function ensureDir(dir: string): Promise<void> {
  * a later file of that name must not overwrite it). A report names the claim of an in-flight
  * source, which lets the start-up sweep tell a report cut off by a crash from a finished one.
  */
-export function failInto(source: string, dir: string, fileName: string, report: { kind: string; at: string; content: ReportContent }): Promise<string | null> {
-  return oneAtATime(dir, fileName, () => failNow(source, dir, fileName, report));
+export function failInto(
+  source: string,
+  dir: string,
+  fileName: string,
+  report: { kind: string; at: string; content: ReportContent },
+  disk: Disk = 'share',
+): Promise<string | null> {
+  return oneAtATime(dir, fileName, () => failNow(source, dir, fileName, report, callsOf(disk)));
 }
 
-async function failNow(source: string, dir: string, fileName: string, report: { kind: string; at: string; content: ReportContent }): Promise<string | null> {
-  if (!(await exists(source))) return null;
-  await ensureDir(dir);
+async function failNow(
+  source: string,
+  dir: string,
+  fileName: string,
+  report: { kind: string; at: string; content: ReportContent },
+  fs: FileCalls,
+): Promise<string | null> {
+  if (!(await fs.exists(source))) return null;
+  await ensureDir(dir, fs);
   const claim = parseInflightName(basename(source))?.claimId ?? null;
   for (let n = 1; ; n += 1) {
     const target = join(dir, candidateName(fileName, n));
-    if ((await exists(target)) || (await exists(`${target}${REPORT}`))) continue;
+    if ((await fs.exists(target)) || (await fs.exists(`${target}${REPORT}`))) continue;
     const body = errorReport({ file: candidateName(fileName, n), kind: report.kind, at: report.at, claim }, report.content);
-    await writeErrorReport(`${target}${REPORT}`, body).catch(async (error: NodeJS.ErrnoException) => {
+    await writeErrorReport(`${target}${REPORT}`, body, fs).catch(async (error: NodeJS.ErrnoException) => {
       if (error.code !== 'ENOENT') throw error;
       madeDirs.delete(dir);
-      await ensureDir(dir);
-      await writeErrorReport(`${target}${REPORT}`, body);
+      await ensureDir(dir, fs);
+      await writeErrorReport(`${target}${REPORT}`, body, fs);
     });
-    await renameAcross(source, target);
+    await renameAcross(source, target, fs);
     return target;
   }
 }
@@ -104,10 +146,10 @@ export const REPORT = '.error.json';
 /** `.<name>.error.json.<pid>.tmp`: hidden, and recognisable by the sweep. */
 const REPORT_TMP = /^\..+\.error\.json\.\d+\.tmp$/;
 
-async function writeErrorReport(path: string, report: ErrorReport): Promise<void> {
+async function writeErrorReport(path: string, report: ErrorReport, fs: FileCalls): Promise<void> {
   const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
-  await writeFile(tmp, `${JSON.stringify(report, null, 2)}\n`);
-  await rename(tmp, path);
+  await fs.writeFile(tmp, `${JSON.stringify(report, null, 2)}\n`);
+  await fs.rename(tmp, path);
 }
 
 /** What is still waiting to be decided when the spool owner starts. */
@@ -166,9 +208,9 @@ function ignoreMissing(error: NodeJS.ErrnoException): void {
   if (error.code !== 'ENOENT') throw error;
 }
 
-async function renameAcross(source: string, target: string): Promise<void> {
+async function renameAcross(source: string, target: string, fs: FileCalls): Promise<void> {
   try {
-    await rename(source, target);
+    await fs.rename(source, target);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
     await copyFile(source, target);

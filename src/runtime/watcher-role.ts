@@ -74,7 +74,14 @@ async function startSpoolSession(ctx: Context, paths: SpoolPaths, fence: Fence):
   await ctx.redis.sadd(ctx.keys.spools, paths.spoolId);
   for (const kind of SPOOL_KINDS) await mkdir(paths.inflight(kind), { recursive: true });
   const index = await loadInflightIndex(paths);
-  const outcomes = createOutcomes({ paths, batches: ctx.batches, inflight: index, clock: ctx.clock, logger: logger.child({ mod: 'outcome' }) });
+  const outcomes = createOutcomes({
+    paths,
+    disk: config.spool.usePolling ? 'share' : 'local',
+    batches: ctx.batches,
+    inflight: index,
+    clock: ctx.clock,
+    logger: logger.child({ mod: 'outcome' }),
+  });
 
   // Every move of a file checks the fence first: once the lease is lost, nothing moves.
   const claimDeps: ClaimDeps = {

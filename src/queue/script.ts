@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { RedisConnection } from './redis.js';
 
-export type Script = (redis: RedisConnection, keys: readonly string[], args: ReadonlyArray<string | number>) => Promise<unknown>;
+export type Script = (redis: RedisConnection, keys: readonly string[], args: ReadonlyArray<string | number | Buffer>) => Promise<unknown>;
 
 export function defineScript(source: string): Script {
   const sha = createHash('sha1').update(source).digest('hex');

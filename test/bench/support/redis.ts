@@ -147,3 +147,40 @@ export function callsBetween(before: Record<string, number>, after: Record<strin
     .filter(([, calls]) => calls > 0)
     .sort((a, b) => b[1] - a[1]);
 }
+
+export interface KeyGroup {
+  /** The key with its prefix cut and every id-like part shown as `*`, e.g. `doc:label:*`. */
+  pattern: string;
+  keys: number;
+  bytes: number;
+}
+
+/**
+ * What the keys under `prefix` hold, grouped by pattern: `MEMORY USAGE` of every key (nested
+ * values sampled in full), largest group first. Ids are the parts with a digit or longer than 16
+ * characters, so `doc:label:m12`, `label:3f2a…` and `activity:29401234` fold into one row each.
+ */
+export async function memoryByPattern(redis: Redis, prefix: string): Promise<KeyGroup[]> {
+  const groups = new Map<string, KeyGroup>();
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 2000);
+    cursor = next;
+    if (keys.length === 0) continue;
+    const pipeline = redis.pipeline();
+    for (const key of keys) pipeline.memory('USAGE', key, 'SAMPLES', 0);
+    const usages = (await pipeline.exec()) ?? [];
+    keys.forEach((key, i) => {
+      const pattern = key
+        .slice(prefix.length + 1)
+        .split(':')
+        .map((part) => (/\d/.test(part) || part.length > 16 ? '*' : part))
+        .join(':');
+      const group = groups.get(pattern) ?? { pattern, keys: 0, bytes: 0 };
+      group.keys += 1;
+      group.bytes += Number(usages[i]?.[1] ?? 0);
+      groups.set(pattern, group);
+    });
+  } while (cursor !== '0');
+  return [...groups.values()].sort((a, b) => b.bytes - a.bytes);
+}

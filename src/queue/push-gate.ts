@@ -20,7 +20,7 @@
  *
  * Document records (the document order and the re-drop memory): one compact value per kind and
  * delivery, `<generation: 14 bytes><content id at it: 8 bytes>[<content id the API holds: 8 bytes>]`
- * (`compactGeneration`, `compactContentId`), a field `<l|c><delivery id>` of one hash among
+ * (`compactGeneration`, `compactContentId`), a field `<l|c><delivery id>` (`documentField`) of one hash among
  * `DOCUMENT_SHARDS` per retention bucket (`docs:<shard>:<bucket>`). A bucket spans an eighth of the
  * retention and expires a retention after it ends; a record written again moves to the current
  * bucket, so it lives at least `retentionSec` (at most 1⅛ of it) after its last write, and a
@@ -242,7 +242,7 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
       ? [keys.eventOrder(item.deliveryId), keys.eventParked(item.deliveryId)]
       : [keys.documentRecords(item.deliveryId), keys.documentLock(item.kind, item.deliveryId)];
   const contentOf = (item: ItemJob): Buffer | string => (item.kind === 'collecting' ? '' : compactContentId(item.origin.contentId));
-  const fieldOf = (item: ItemJob): string => (item.kind === 'collecting' ? '' : documentField(item.kind, item.deliveryId));
+  const fieldOf = (item: ItemJob): Buffer | string => (item.kind === 'collecting' ? '' : documentField(item.kind, item.deliveryId));
   const period = documentBucketSec(options.retentionSec);
 
   return {
@@ -341,9 +341,15 @@ export async function queueDocumentOrder(
   )) as DocumentQueueVerdict;
 }
 
-/** A document record's field in its shard: the kind's initial, then the delivery id. */
-export function documentField(kind: Exclude<ItemKind, 'collecting'>, deliveryId: string): string {
-  return `${kind === 'label' ? 'l' : 'c'}${deliveryId}`;
+/**
+ * A document record's field in its shard: the kind's initial, then the delivery id; a delivery id
+ * longer than 12 bytes (a UUID is 36) is replaced by the first 12 bytes of its SHA-256 after the
+ * initial in capitals (two ids sharing them: about 2^-96 a pair).
+ */
+export function documentField(kind: Exclude<ItemKind, 'collecting'>, deliveryId: string): Buffer {
+  const initial = kind === 'label' ? 'l' : 'c';
+  if (Buffer.byteLength(deliveryId) <= 12) return Buffer.from(`${initial}${deliveryId}`);
+  return Buffer.concat([Buffer.from(initial.toUpperCase()), createHash('sha256').update(deliveryId).digest().subarray(0, 12)]);
 }
 
 /** A retention bucket spans an eighth of the retention (see the file header). */

@@ -18,7 +18,19 @@ import { createStats } from '../../../src/queue/stats.js';
 import { startSandbox } from '../../../src/sandbox/server.js';
 import { spawnDaemon } from '../support/daemon.js';
 import { cnpj, cteXml, dropAll, labelPdf, stageFiles } from '../support/inputs.js';
-import { benchPrefix, cleanupPrefix, memoryByPattern, redisFacts, startPrivateRedis, usedMemory, type BenchRedis, type KeyGroup } from '../support/redis.js';
+import {
+  benchPrefix,
+  cleanupPrefix,
+  deleteKeys,
+  keysOutside,
+  memoryByPattern,
+  memoryOverheads,
+  redisFacts,
+  startPrivateRedis,
+  usedMemory,
+  type BenchRedis,
+  type KeyGroup,
+} from '../support/redis.js';
 import type { Scenario } from '../support/report.js';
 import { MB, sampleRss, slopePerMinute } from '../support/rss.js';
 import { round, sleep } from '../support/wait.js';
@@ -94,7 +106,18 @@ export const memoryScenario: Scenario = {
     let sampler: Promise<void> = Promise.resolve();
     try {
       await daemon.ready;
+      // The slow log keeps the arguments of its last 128 entries (a few hundred KB under a flood):
+      // a fixed cost, emptied before each reading when the Redis is this run's own.
+      const slowlogBytes = async (): Promise<number> => {
+        if (ownRedis === null) return 0;
+        const before = await usedMemory(redis);
+        await redis.call('SLOWLOG', 'RESET');
+        return before - (await usedMemory(redis));
+      };
+      await slowlogBytes();
       const baselineRedis = await usedMemory(redis);
+      const baselineOverheads = await memoryOverheads(redis);
+      const baselineFixedBytes = (await memoryByPattern(redis, prefix)).filter((g) => !PER_ITEM_PATTERN.test(g.pattern)).reduce((sum, g) => sum + g.bytes, 0);
       const idleRss = (await rss.sampleNow())?.rssBytes ?? 0;
       sampler = (async () => {
         while (isSampling) {
@@ -160,8 +183,10 @@ export const memoryScenario: Scenario = {
       const settledKeys = await memoryByPattern(redis, prefix);
       const fixedKeys = settledKeys.filter((g) => !PER_ITEM_PATTERN.test(g.pattern));
       const perItemKeys = settledKeys.filter((g) => PER_ITEM_PATTERN.test(g.pattern));
-      const fixedBytes = fixedKeys.reduce((sum, g) => sum + g.bytes, 0);
-      const redisBytesPerItem = (settledRedis - baselineRedis - fixedBytes) / total;
+      const overheads = await memoryOverheads(redis);
+      const clientBytes = overheads.clientBytes - baselineOverheads.clientBytes;
+      const scriptBytes = overheads.scriptBytes - baselineOverheads.scriptBytes;
+      const fixedBytes = fixedKeys.reduce((sum, g) => sum + g.bytes, 0) + clientBytes + scriptBytes;
       const redisBytesPerItemGross = (settledRedis - baselineRedis) / total;
       const describe = (groups: KeyGroup[]): string =>
         groups
@@ -198,10 +223,39 @@ export const memoryScenario: Scenario = {
       const redisSlope = slopePerMinute(soak.map((s) => ({ at: s.at, value: s.redisBytes / MB })));
       // Redis grows by what each item leaves behind: its slope over the items sent per minute.
       const bytesPerCompleted = (redisSlope * MB) / (tricklePerSec * 60);
+      // The same, from the per-item keys alone (no limiter window, no streams): their growth over the soak.
+      const perItemBytes = (groups: KeyGroup[]): number => groups.filter((g) => PER_ITEM_PATTERN.test(g.pattern)).reduce((sum, g) => sum + g.bytes, 0);
+      const soakKeyBytesPerItem = (perItemBytes(await memoryByPattern(redis, prefix)) - perItemBytes(settledKeys)) / Math.max(1, trickled);
       const peakRss = Math.max(...samples.map((s) => s.rssBytes), rss.peakBytes());
       const peakRedis = Math.max(...samples.map((s) => s.redisBytes));
       const maxBacklog = Math.max(...floodSamples.map((s) => s.backlog));
       const bound = facts.maxmemoryBytes;
+
+      // What the items leave behind, measured exactly once all are sent: the daemon stopped (its
+      // client buffers go), the slow log emptied, every key that is not per item deleted, then the
+      // per-item keys: what deleting those frees is exactly what they hold (MEMORY USAGE only
+      // estimates), Redis' own bookkeeping for them included. What is left above the baseline
+      // once no key of the run remains belongs to no item and is named apart.
+      const errorLines = daemon.errorCount();
+      await rss.stop();
+      await daemon.stop();
+      const slowlogEndBytes = await slowlogBytes();
+      const beforeDelete = await usedMemory(redis);
+      const fixedKeyNames = await keysOutside(redis, prefix, PER_ITEM_PATTERN);
+      await deleteKeys(redis, fixedKeyNames);
+      const retainedRedis = await usedMemory(redis);
+      const retainedKeys = await memoryByPattern(redis, prefix);
+      const perItemKeyNames = await keysOutside(redis, prefix, /^$/);
+      await deleteKeys(redis, perItemKeyNames);
+      const emptiedRedis = await usedMemory(redis);
+      const endOverheads = await memoryOverheads(redis);
+      const sentItems = total + trickled;
+      const redisBytesPerItem = (retainedRedis - emptiedRedis) / sentItems;
+      const leftoverBytes =
+        emptiedRedis -
+        (baselineRedis - baselineFixedBytes) -
+        (endOverheads.clientBytes - baselineOverheads.clientBytes) -
+        (endOverheads.scriptBytes - baselineOverheads.scriptBytes);
       return {
         figures: [
           {
@@ -225,10 +279,10 @@ export const memoryScenario: Scenario = {
             isMet: Math.max(idleRss, idleAfterRss) <= MEMORY_TARGETS.idleMb * MB,
           },
           {
-            metric: 'Redis kept per sent item after the flood (re-drop memory), fixed costs taken out',
+            metric: 'Redis kept per sent item (re-drop memory), fixed costs taken out',
             value: Math.round(redisBytesPerItem),
             unit: 'B',
-            reference: `used_memory ${round(baselineRedis / MB, 2)} MB before the flood → ${round(settledRedis / MB, 2)} MB once all ${total.toLocaleString('en-US')} were sent and settled (${Math.round(redisBytesPerItemGross)} B an item with everything), less fixed costs ${round(fixedBytes / MB, 2)} MB: ${describe(fixedKeys)}; per-item keys: ${describe(perItemKeys)}`,
+            reference: `all ${sentItems.toLocaleString('en-US')} items sent (flood + soak), daemon stopped, slow log emptied (${round(slowlogEndBytes / 1024, 1)} KB), the ${fixedKeyNames.length} fixed-cost keys deleted (${round((beforeDelete - retainedRedis) / MB, 2)} MB); deleting the ${perItemKeyNames.length} per-item keys left (${describe(retainedKeys)}) then freed ${round((retainedRedis - emptiedRedis) / MB, 2)} MB; left above the baseline in no key: ${round(leftoverBytes / 1024)} KB (${Math.round(leftoverBytes / sentItems)} B an item if it were one). With everything, once the flood settled: ${Math.round(redisBytesPerItemGross)} B an item (${round(baselineRedis / MB, 2)} → ${round(settledRedis / MB, 2)} MB), of which fixed ${round(fixedBytes / MB, 2)} MB: client buffers ${round(clientBytes / 1024, 1)} KB, scripts ${round(scriptBytes / 1024, 1)} KB, ${describe(fixedKeys)}; per-item keys then: ${describe(perItemKeys)}`,
             target: `≤ ${MEMORY_TARGETS.redisBytesPerItem} B (issue 14)`,
             isMet: redisBytesPerItem <= MEMORY_TARGETS.redisBytesPerItem,
           },
@@ -251,14 +305,14 @@ export const memoryScenario: Scenario = {
             metric: 'soak: Redis used_memory',
             value: `${round((soak[0]?.redisBytes ?? 0) / MB)} → ${round((soak[soak.length - 1]?.redisBytes ?? 0) / MB)}`,
             unit: `MB (slope ${round(redisSlope, 2)} MB/min)`,
-            reference: `≈ ${Math.round(bytesPerCompleted)} B per item sent over the soak (the document records, kept completedRetentionSec, 7 days; completed jobs are not kept; the slope also holds the limiter window shrinking from the flood's pace to the trickle's)`,
+            reference: `≈ ${Math.round(bytesPerCompleted)} B per item sent over the soak (the slope also holds the limiter window shrinking from the flood's pace to the trickle's); the per-item keys grew ${Math.round(soakKeyBytesPerItem)} B an item (document records, kept completedRetentionSec, 7 days)`,
             target: 'flat',
             isMet: Math.abs(redisSlope) < 0.1,
           },
         ],
         notes: [
           `${labels.length.toLocaleString('en-US')} labels (1 KB) + ${ctes.length.toLocaleString('en-US')} CT-e (~1 KB) renamed into the inboxes in ${round(dropMs / 1000, 1)} s; sandbox answers in 40–60 ms (so sending is slower than claiming and back-pressure engages); daemon roles watcher+worker, LOG_LEVEL info (warnings and worse kept in the log file), MAX_QUEUED ${MAX_QUEUED}, limits lifted; Redis ${ownRedis === null ? 'from REDIS_URL' : `private, --maxmemory ${MAXMEMORY_MB}mb noeviction`}`,
-          `soak: ${trickled} files over ${round((soakEnded - soakStarted) / 1000)} s; ${samples.length} samples (1 s); daemon error log lines ${daemon.errorCount()}`,
+          `soak: ${trickled} files over ${round((soakEnded - soakStarted) / 1000)} s; ${samples.length} samples (1 s); daemon error log lines ${errorLines}`,
           'Redis grows with every item sent by design — a compact document record per delivery and kind is kept completedRetentionSec (7 days) so an identical re-drop is archived without a second send; what back-pressure bounds is the waiting backlog',
           `Redis keys once the flood settled: ${settledKeys.map((g) => `${g.pattern} ${g.keys}×${Math.round(g.bytes / Math.max(1, g.keys))} B`).join(', ')}`,
         ],
@@ -272,7 +326,16 @@ export const memoryScenario: Scenario = {
           settledRedis,
           redisBytesPerItem,
           redisBytesPerItemGross,
+          retainedRedis,
+          emptiedRedis,
+          leftoverBytes,
+          beforeDelete,
+          baselineFixedBytes,
+          retainedKeys,
+          slowlogEndBytes,
           fixedBytes,
+          clientBytes,
+          scriptBytes,
           peakRss,
           peakRedis,
           baselineRedis,
@@ -282,6 +345,7 @@ export const memoryScenario: Scenario = {
           rssSlope,
           redisSlope,
           bytesPerCompleted,
+          soakKeyBytesPerItem,
           settledKeys,
           samples,
         },

@@ -184,3 +184,30 @@ export async function memoryByPattern(redis: Redis, prefix: string): Promise<Key
   } while (cursor !== '0');
   return [...groups.values()].sort((a, b) => b.bytes - a.bytes);
 }
+
+/** Parts of `used_memory` that are no data (`MEMORY STATS`): client buffers and cached scripts. */
+export async function memoryOverheads(redis: Redis): Promise<{ clientBytes: number; scriptBytes: number }> {
+  const flat = (await redis.call('MEMORY', 'STATS')) as unknown[];
+  const field = (name: string): number => {
+    const at = flat.indexOf(name);
+    return at >= 0 ? Number(flat[at + 1]) || 0 : 0;
+  };
+  return { clientBytes: field('clients.normal') + field('clients.slaves'), scriptBytes: field('lua.caches') + field('functions.caches') };
+}
+
+/** The keys under `prefix` whose name (prefix cut) does not match `pattern`. */
+export async function keysOutside(redis: Redis, prefix: string, pattern: RegExp): Promise<string[]> {
+  const out: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 2000);
+    cursor = next;
+    out.push(...keys.filter((key) => !pattern.test(key.slice(prefix.length + 1))));
+  } while (cursor !== '0');
+  return out;
+}
+
+/** DEL (not UNLINK: the memory is freed before it returns) in batches of 500. */
+export async function deleteKeys(redis: Redis, keys: readonly string[]): Promise<void> {
+  for (let i = 0; i < keys.length; i += 500) await redis.del(...keys.slice(i, i + 500));
+}

@@ -18,7 +18,7 @@ import { startDaemon, type DaemonHandle, type Role } from '../../../src/runtime/
 export const BIN = join(PACKAGE_ROOT, 'dist', 'src', 'main.js');
 
 /**
- * The node flags on the bin's shebang (`#!/usr/bin/env -S node --max-semi-space-size=4`): users
+ * The node flags on the bin's shebang (`#!/usr/bin/env -S node --max-semi-space-size=4 …`): users
  * launch the daemon with them (the bin, npm start, the image and the unit all carry them), so a
  * daemon under benchmark does too. The same node binary as the bench's runs it.
  */
@@ -100,7 +100,9 @@ export async function spawnDaemon(setup: DaemonSetup, roles: readonly Role[]): P
   const log = createWriteStream(setup.logFile, { flags: 'a' });
   // BENCH_DAEMON_NODE_ARGS: node flags for every spawned daemon, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
   const nodeArgs = (process.env['BENCH_DAEMON_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...binNodeFlags(), ...nodeArgs, BIN, 'start', '--roles', roles.join(','), '--config', configPath], {
+  // BENCH_DAEMON_SHEBANG_FLAGS=0 leaves the shebang's flags out (to compare with and without them).
+  const shebangFlags = process.env['BENCH_DAEMON_SHEBANG_FLAGS'] === '0' ? [] : binNodeFlags();
+  const child = spawn(process.execPath, [...shebangFlags, ...nodeArgs, BIN, 'start', '--roles', roles.join(','), '--config', configPath], {
     cwd: tmpdir(),
     env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? tmpdir(), TZ: 'UTC', LANG: 'C.UTF-8', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -25,6 +25,8 @@ export interface MetricsSources {
   isAuthPaused(): Promise<boolean>;
   /** Files refused locally, by error code, deployment-wide (`queue/activity.ts`). */
   refusalCounts(): Promise<Record<string, number>>;
+  /** Outcome messages per spool (`queue/outcome-list.ts`): files waiting to be moved. */
+  outcomeBacklog(): Promise<Array<{ spoolId: string; waiting: number; retrying: number; failed: number }>>;
   /** What `/readyz` would answer; null in a process without the ops server. */
   isReady: (() => Promise<boolean>) | null;
   ratePerMinute: number;
@@ -107,6 +109,19 @@ export function createMetrics(): Metrics & { attach(sources: MetricsSources): vo
       const counts = await sources.refusalCounts();
       this.reset();
       for (const [code, count] of Object.entries(counts)) this.inc({ code }, count);
+    },
+  });
+  new Gauge({
+    name: 'carrier_sync_outcomes_pending',
+    help: 'Outcome messages of a spool not yet applied (files still to move to archive/ or failed/): waiting, retrying after a failed move, failed (moves given up; the periodic reconcile takes those files up).',
+    labelNames: ['spool', 'state'],
+    registers: [registry],
+    async collect() {
+      if (sources === undefined) return;
+      this.reset();
+      for (const backlog of await sources.outcomeBacklog()) {
+        for (const state of ['waiting', 'retrying', 'failed'] as const) this.set({ spool: backlog.spoolId, state }, backlog[state]);
+      }
     },
   });
   new Gauge({

@@ -7,6 +7,7 @@
 import { Job, type Queue } from 'bullmq';
 import type { SyncError } from '../errors.js';
 import type { ItemJob, ItemResult, OutcomeMessage } from '../queue/payloads.js';
+import { pushOutcome } from '../queue/outcome-list.js';
 import type { SlotUse } from '../queue/push-gate.js';
 import type { PushDeps } from './processor.js';
 
@@ -14,12 +15,9 @@ export async function finishItem(deps: PushDeps, job: Job<ItemJob>, result: Item
   const item = job.data;
   const jobId = String(job.id);
   const history = result === 'dead-lettered' ? await deps.attempts.read(jobId) : [];
-  const outcome =
-    item.origin.source === 'spool'
-      ? deps.queues
-          .outcome(item.origin.spoolId)
-          .add('outcome', outcomeOf(deps, job, result, history, error), { jobId: `${jobId}.${result}.${job.attemptsStarted}` })
-      : null;
+  // A finish run twice (a stalled job taken up again) writes its message twice: applying an
+  // outcome is idempotent.
+  const outcome = item.origin.source === 'spool' ? pushOutcome(deps.redis, deps.keys, item.origin.spoolId, outcomeOf(deps, job, result, history, error)) : null;
   const [woken] = await Promise.all([deps.gate.leave(item, jobId, slot, result), outcome]);
   if (woken !== null) await wakeParked(deps.itemQueue, woken);
   if (result === 'repeat') deps.logger.warn({ kind: item.kind, deliveryId: item.deliveryId, jobId }, 'API reported the event_at as a repeat');

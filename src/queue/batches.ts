@@ -4,6 +4,7 @@
  * Both sets are idempotent, so reprocessing a file after a crash, or an outcome delivered twice,
  * changes nothing.
  */
+import { defineScript } from './script.js';
 import type { RedisConnection } from './redis.js';
 import type { Keys } from './keys.js';
 import type { DeadLetterFacts } from './failure-report.js';
@@ -28,14 +29,14 @@ export interface BatchState {
 
 // KEYS[1] jobs set, KEYS[2] done set, KEYS[3] batch hash. ARGV[1] job id, ARGV[2] dead-letter JSON or ''.
 // Returns 1 when the batch is sealed and every job has finished, else 0.
-const MARK_DONE = `
+const MARK_DONE = defineScript(`
 if redis.call('SADD', KEYS[2], ARGV[1]) == 1 and ARGV[2] ~= '' then
   redis.call('HSET', KEYS[3], 'dead:' .. ARGV[1], ARGV[2])
 end
 if redis.call('HGET', KEYS[3], 'sealed') ~= '1' then return 0 end
 if redis.call('SCARD', KEYS[2]) >= redis.call('SCARD', KEYS[1]) then return 1 end
 return 0
-`;
+`);
 
 export interface Batches {
   /** Records the batch's jobs and seals it; true when every job has already finished. */
@@ -57,7 +58,7 @@ export function createBatches(redis: RedisConnection, keys: Keys): Batches {
     },
     async markDone(batchId, jobId, deadLetter) {
       const payload = deadLetter === undefined ? '' : JSON.stringify({ ...deadLetter, jobId });
-      const result = await redis.eval(MARK_DONE, 3, keys.batchJobs(batchId), keys.batchDone(batchId), keys.batch(batchId), jobId, payload);
+      const result = await MARK_DONE(redis, [keys.batchJobs(batchId), keys.batchDone(batchId), keys.batch(batchId)], [jobId, payload]);
       return Number(result) === 1;
     },
     async read(batchId) {

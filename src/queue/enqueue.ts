@@ -10,7 +10,7 @@ import type { RedisConnection } from './redis.js';
 import type { Clock } from '../clock.js';
 import type { DedupMemory } from './dedup.js';
 import type { Keys } from './keys.js';
-import { queueDocumentOrder } from './push-gate.js';
+import { queueDocumentOrders } from './push-gate.js';
 import type { CollectingJob, CteJob, LabelJob } from './payloads.js';
 import type { QueueSet } from './queues.js';
 import type { Stats } from './stats.js';
@@ -41,13 +41,116 @@ export function collectingJobId(deliveryId: string, instantKey: string): string 
  * ('superseded': never sent). The same bytes the API already holds are not sent again
  * ('already-accepted'); a document that was dead-lettered is replayed (dropping the same file
  * again is how an operator says "try again").
+ *
+ * Documents queued at about the same time share their round trips (one by one, a file cost ~25
+ * Redis commands in 4 round trips; ingest bench, BENCHMARKS.md item 6). A batch leaves when it is
+ * full or when the event loop next turns, whichever comes first; several may be out at once (one
+ * connection: Redis runs them in the order they were sent). Per batch:
+ *   1. every document's order script (in the batch's order), and whether its job exists: one pipeline;
+ *   2. the new jobs of each kind: one addBulk (a MULTI), then one counter increment per kind.
+ * A document whose job exists goes on alone (its state decides: replay, already queued…). Each
+ * document settles on its own: a round trip that fails rejects the documents it carried, and
+ * their callers put their files back as before.
  */
-export async function enqueueDocument(deps: EnqueueDeps, job: LabelJob | CteJob): Promise<{ jobId: string; result: DocumentEnqueueResult }> {
+export function enqueueDocument(deps: EnqueueDeps, job: LabelJob | CteJob): Promise<{ jobId: string; result: DocumentEnqueueResult }> {
+  let batcher = batchers.get(deps);
+  if (batcher === undefined) batchers.set(deps, (batcher = documentBatcher(deps)));
+  return batcher(job);
+}
+
+type DocumentOutcome = { jobId: string; result: DocumentEnqueueResult };
+interface PendingDocument {
+  job: LabelJob | CteJob;
+  jobId: string;
+  resolve(outcome: DocumentOutcome): void;
+  reject(error: unknown): void;
+}
+
+/** One batcher per set of deps (one per process and Redis connection in practice). */
+const batchers = new WeakMap<EnqueueDeps, (job: LabelJob | CteJob) => Promise<DocumentOutcome>>();
+/**
+ * A batch leaves as soon as it holds this many documents: Redis works through it while this
+ * process checks the next files (the socket write happens at once), instead of both taking turns.
+ */
+const DOCUMENTS_A_BATCH = 32;
+
+function documentBatcher(deps: EnqueueDeps): (job: LabelJob | CteJob) => Promise<DocumentOutcome> {
+  let pending: PendingDocument[] = [];
+  let isScheduled = false;
+  const send = (): void => {
+    if (pending.length === 0) return;
+    const batch = pending;
+    pending = [];
+    void enqueueBatch(deps, batch);
+  };
+  return (job) =>
+    new Promise<DocumentOutcome>((resolve, reject) => {
+      pending.push({ job, jobId: documentJobId(job), resolve, reject });
+      if (pending.length >= DOCUMENTS_A_BATCH) send();
+      else if (!isScheduled) {
+        isScheduled = true;
+        setImmediate(() => {
+          isScheduled = false;
+          send();
+        });
+      }
+    });
+}
+
+/** Settles every document of the batch; never throws. */
+async function enqueueBatch(deps: EnqueueDeps, batch: PendingDocument[]): Promise<void> {
+  try {
+    const exists = deps.redis.pipeline();
+    for (const { job, jobId } of batch) exists.exists(deps.queues.items[job.kind].toKey(jobId));
+    const [orders, existing] = await Promise.all([
+      queueDocumentOrders(
+        deps.redis,
+        deps.keys,
+        batch.map(({ job }) => ({ kind: job.kind, deliveryId: job.deliveryId, generation: job.generation ?? '', contentId: job.origin.contentId })),
+        deps.retentionSec,
+      ),
+      exists.exec(),
+    ]);
+    const fresh: Record<LabelJob['kind'] | CteJob['kind'], PendingDocument[]> = { label: [], cte: [] };
+    // The same job twice in one batch (the same bytes dropped under two names at once): added
+    // once; the second is 'already-queued', as it would be one call later.
+    const repeats = new Set<PendingDocument>();
+    const freshIds = new Set<string>();
+    batch.forEach((document, i) => {
+      const order = orders[i];
+      const [existsError, count] = existing?.[i] ?? [new Error('no reply in the pipeline'), null];
+      if (order === undefined || 'error' in order) return document.reject(order?.error ?? new Error('no reply in the pipeline'));
+      if (order.value === 'older') return document.resolve({ jobId: document.jobId, result: 'superseded' });
+      if (order.value === 'accepted') return document.resolve({ jobId: document.jobId, result: 'already-accepted' });
+      if (existsError !== null) return document.reject(existsError);
+      if (count !== 0) return void queueExisting(deps, document.job, document.jobId).then(document.resolve, document.reject);
+      if (freshIds.has(document.jobId)) repeats.add(document);
+      freshIds.add(document.jobId);
+      fresh[document.job.kind].push(document);
+    });
+    await Promise.all(
+      Object.values(fresh).map(async (documents) => {
+        const adding = documents.filter((document) => !repeats.has(document));
+        const [first] = adding;
+        if (first === undefined) return;
+        try {
+          await deps.queues.items[first.job.kind].addBulk(adding.map(({ job, jobId }) => ({ name: job.kind, data: job, opts: { jobId } })));
+          await deps.stats.add('received', first.job.kind, adding.length);
+          for (const document of documents) document.resolve({ jobId: document.jobId, result: repeats.has(document) ? 'already-queued' : 'queued' });
+        } catch (error) {
+          for (const { reject } of documents) reject(error);
+        }
+      }),
+    );
+  } catch (error) {
+    // Settling twice does nothing: this rejects only the documents not settled yet.
+    for (const { reject } of batch) reject(error);
+  }
+}
+
+/** A document in order whose job id exists: what its job's state says. */
+async function queueExisting(deps: EnqueueDeps, job: LabelJob | CteJob, jobId: string): Promise<DocumentOutcome> {
   const queue = deps.queues.items[job.kind];
-  const jobId = documentJobId(job);
-  const order = await queueDocumentOrder(deps.redis, deps.keys, job.kind, job.deliveryId, job.generation ?? '', job.origin.contentId, deps.retentionSec);
-  if (order === 'older') return { jobId, result: 'superseded' };
-  if (order === 'accepted') return { jobId, result: 'already-accepted' };
   const state = await queue.getJobState(jobId);
   if (state === 'failed') {
     const existing = await queue.getJob(jobId);
@@ -69,12 +172,17 @@ export interface EventsEnqueueResult {
 }
 
 /**
- * Queues collecting events, sorted per delivery by event time. An event due in the future
- * becomes a delayed job that BullMQ releases when it falls due (it survives restarts in Redis).
+ * Queues collecting events. An event due in the future becomes a delayed job that BullMQ releases
+ * when it falls due (it survives restarts in Redis).
+ *
+ * Queue order: every delivery's first event (by event time), then every delivery's second, and so
+ * on. The workers take jobs in that order, so an event is rarely taken while an earlier one of its
+ * delivery is unfinished; one that is parks, and goes to the back of the queue when woken. (Queued
+ * delivery by delivery, as before, a delivery's 4 events were taken together and 3 of them parked:
+ * in the mixed drop the next event of a delivery went out 0.8 s after the answer to the one before.)
  */
 export async function enqueueEvents(deps: EnqueueDeps, events: readonly CollectingJob[]): Promise<EventsEnqueueResult> {
-  const order = events.map((event, index) => ({ event, index }));
-  order.sort((a, b) => a.event.deliveryId.localeCompare(b.event.deliveryId) || a.event.epochMs - b.event.epochMs);
+  const order = inRankOrder(events);
   const result: EventsEnqueueResult = { jobIds: [], duplicates: [] };
   let newClaims = 0;
   const now = deps.clock.now();
@@ -106,4 +214,21 @@ export async function enqueueEvents(deps: EnqueueDeps, events: readonly Collecti
   await deps.stats.add('received', 'collecting', newClaims + result.duplicates.length);
   await deps.stats.add('duplicates', 'collecting', result.duplicates.length);
   return result;
+}
+
+/** Events with their input index, ordered by their rank within their delivery, then by time. */
+function inRankOrder(events: readonly CollectingJob[]): Array<{ event: CollectingJob; index: number }> {
+  const byDelivery = new Map<string, Array<{ event: CollectingJob; index: number }>>();
+  events.forEach((event, index) => {
+    const list = byDelivery.get(event.deliveryId);
+    if (list === undefined) byDelivery.set(event.deliveryId, [{ event, index }]);
+    else list.push({ event, index });
+  });
+  const ranked: Array<{ event: CollectingJob; index: number; rank: number }> = [];
+  for (const list of byDelivery.values()) {
+    list.sort((a, b) => a.event.epochMs - b.event.epochMs || a.index - b.index);
+    list.forEach((entry, rank) => ranked.push({ ...entry, rank }));
+  }
+  ranked.sort((a, b) => a.rank - b.rank || a.event.epochMs - b.event.epochMs || a.index - b.index);
+  return ranked;
 }

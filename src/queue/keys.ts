@@ -15,8 +15,11 @@ export const SPOOL_KINDS: readonly SpoolKind[] = ['labels', 'cte', 'events'];
 export const SPOOL_KIND_OF: Readonly<Record<ItemKind, SpoolKind>> = { label: 'labels', cte: 'cte', collecting: 'events' };
 export const ITEM_KIND_OF: Readonly<Record<SpoolKind, ItemKind>> = { labels: 'label', cte: 'cte', events: 'collecting' };
 
-/** The queue through which final results travel back to the process that owns one spool. */
-export function outcomeQueueName(spoolId: string): string {
+/**
+ * The BullMQ queue through which final results travelled back before they became a plain list
+ * (`Keys.outcomes`); read once at start-up to carry over what an older version left in it.
+ */
+export function legacyOutcomeQueueName(spoolId: string): string {
   return `outcome.${spoolId}`;
 }
 /** The queue that holds the cron-scheduled housekeeping jobs. */
@@ -64,6 +67,8 @@ export interface Keys {
   /** Files refused locally: count by error code (hash) and the latest ones (list of JSON, newest first). */
   readonly refusalCounts: string;
   readonly refusalLatest: string;
+  /** Outcome messages on their way to the holder of one spool (a list; see `queue/outcome-list.ts`). */
+  outcomes(spoolId: string): string;
   /** Who holds one spool (JSON {host, pid, since, …}), written by the spool's watcher. */
   spoolLease(spoolId: string): string;
   /** The ids of the spools whose lease was ever taken (a set), for `status`. */
@@ -93,6 +98,7 @@ export function createKeys(prefix: string): Keys {
     activity: (epochMinute) => k('activity', String(epochMinute)),
     refusalCounts: k('refusals', 'count'),
     refusalLatest: k('refusals', 'latest'),
+    outcomes: (spoolId) => k('outcomes', spoolId),
     spoolLease: (spoolId) => k('spool-lease', spoolId),
     spools: k('spools'),
   };

@@ -76,7 +76,7 @@ export type JobOfKind<K extends ItemKind> = Extract<ItemJob, { kind: K }>;
 /** How an item ended. */
 export type ItemResult = 'accepted' | 'repeat' | 'superseded' | 'dead-lettered';
 
-/** A final result on its way back to the spool owner (the outcome queue's payload). */
+/** A final result on its way back to the spool owner (a message of the spool's outcome list). */
 export interface OutcomeMessage {
   kind: ItemKind;
   jobId: string;

@@ -342,6 +342,23 @@ export async function queueDocumentOrder(
 }
 
 /**
+ * `queueDocumentOrder` for many documents in one round trip, each in the given order (two of one
+ * delivery in a batch meet the script one after the other, as two separate calls would).
+ */
+export async function queueDocumentOrders(
+  redis: RedisConnection,
+  keys: Keys,
+  documents: ReadonlyArray<{ kind: Exclude<ItemKind, 'collecting'>; deliveryId: string; generation: string; contentId: string }>,
+  retentionSec: number,
+): Promise<Array<{ error: Error } | { value: DocumentQueueVerdict }>> {
+  const calls = documents.map((d) => ({
+    keys: [keys.documentRecords(d.deliveryId), keys.documentLock(d.kind, d.deliveryId)],
+    args: [compactGeneration(d.generation), compactContentId(d.contentId), retentionSec, documentField(d.kind, d.deliveryId), documentBucketSec(retentionSec)],
+  }));
+  return (await QUEUE_DOCUMENT.many(redis, calls)) as Array<{ error: Error } | { value: DocumentQueueVerdict }>;
+}
+
+/**
  * A document record's field in its shard: the kind's initial, then the delivery id; a delivery id
  * longer than 12 bytes (a UUID is 36) is replaced by the first 12 bytes of its SHA-256 after the
  * initial in capitals (two ids sharing them: about 2^-96 a pair).

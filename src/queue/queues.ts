@@ -1,6 +1,6 @@
 /**
- * The BullMQ queues of one deployment: one per item kind, the outcome queue and the
- * housekeeping queue. Job options live here so every producer adds jobs the same way.
+ * The BullMQ queues of one deployment: one per item kind and the housekeeping queue (outcome
+ * messages travel in a plain list: `outcome-list.ts`). Job options live here so every producer adds jobs the same way.
  *
  * Job lifecycle: waiting|delayed → active → completed (removed at once: the re-drop memory is the
  * compact document record of push-gate.ts, and the event_at memory of dedup.ts) | failed
@@ -10,13 +10,11 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { RedisConnection } from './redis.js';
 import type { DeliveryConfig } from '../config/schema.js';
-import { HOUSEKEEPING_QUEUE, ITEM_KINDS, outcomeQueueName, type ItemKind } from './keys.js';
-import type { ItemJob, OutcomeMessage } from './payloads.js';
+import { HOUSEKEEPING_QUEUE, ITEM_KINDS, type ItemKind } from './keys.js';
+import type { ItemJob } from './payloads.js';
 
 export interface QueueSet {
   items: Readonly<Record<ItemKind, Queue<ItemJob>>>;
-  /** The outcome queue of one spool (created on first use). */
-  outcome(spoolId: string): Queue<OutcomeMessage>;
   housekeeping: Queue;
   close(): Promise<void>;
 }
@@ -30,19 +28,11 @@ export function itemJobOptions(delivery: DeliveryConfig): JobsOptions {
   };
 }
 
-/** Moving a file can fail for a while (a full disk, a share gone): keep trying for about a day. */
-export const OUTCOME_JOB_OPTIONS: JobsOptions = {
-  attempts: 30,
-  backoff: { type: 'exponential', delay: 1000 },
-  removeOnComplete: true,
-  removeOnFail: { count: 10_000 },
-};
-
 /**
  * BullMQ's event stream per queue (`<queue>:events`) is read by no one here (no QueueEvents; the
- * outcome travels as a job), so it keeps only the last ~1,000 events for a look with XREVRANGE,
- * not BullMQ's default 10,000 (~1.2 MB a queue). The Queue writes it to the queue's meta hash,
- * where every worker's scripts read it.
+ * outcome travels in its own list), so it keeps only the last ~1,000 events for a look with
+ * XREVRANGE, not BullMQ's default 10,000 (~1.2 MB a queue). The Queue writes it to the queue's meta
+ * hash, where every worker's scripts read it.
  */
 export const QUEUE_STREAM_OPTIONS = { events: { maxLen: 1000 } } as const;
 
@@ -52,15 +42,6 @@ export function openQueues(redis: RedisConnection, prefix: string, delivery: Del
   for (const kind of ITEM_KINDS) {
     items[kind] = new Queue<ItemJob>(kind, { ...options, defaultJobOptions: itemJobOptions(delivery) });
   }
-  const outcomes = new Map<string, Queue<OutcomeMessage>>();
-  const outcome = (spoolId: string): Queue<OutcomeMessage> => {
-    let queue = outcomes.get(spoolId);
-    if (queue === undefined) {
-      queue = new Queue<OutcomeMessage>(outcomeQueueName(spoolId), { ...options, defaultJobOptions: OUTCOME_JOB_OPTIONS });
-      outcomes.set(spoolId, queue);
-    }
-    return queue;
-  };
   const housekeeping = new Queue(HOUSEKEEPING_QUEUE, {
     ...options,
     defaultJobOptions: { removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } },
@@ -68,10 +49,9 @@ export function openQueues(redis: RedisConnection, prefix: string, delivery: Del
   let closing: Promise<void> | undefined;
   return {
     items,
-    outcome,
     housekeeping,
     close() {
-      closing ??= Promise.allSettled([...Object.values(items), ...outcomes.values(), housekeeping].map((queue) => queue.close())).then(() => undefined);
+      closing ??= Promise.allSettled([...Object.values(items), housekeeping].map((queue) => queue.close())).then(() => undefined);
       return closing;
     },
   };

@@ -2,6 +2,7 @@
  * Counters shared by every process, kept in one Redis hash so that `/metrics` and `status` show
  * the deployment's totals whichever process serves them. Field names: `<counter>:<kind>`.
  */
+import type { ChainableCommander } from 'ioredis';
 import type { RedisConnection } from './redis.js';
 import type { ItemKind } from './keys.js';
 
@@ -11,6 +12,11 @@ export type Counter = (typeof COUNTERS)[number];
 export interface Stats {
   add(counter: Counter, kind: ItemKind, by?: number): Promise<void>;
   read(): Promise<Record<Counter, Record<ItemKind, number>>>;
+}
+
+/** Appends a counter's HINCRBY to `chain` (one round trip with the caller's own commands). */
+export function addStat(chain: ChainableCommander, statsKey: string, counter: Counter, kind: ItemKind, by = 1): ChainableCommander {
+  return chain.hincrby(statsKey, `${counter}:${kind}`, by);
 }
 
 export function createStats(redis: RedisConnection, statsKey: string): Stats {

@@ -1,11 +1,12 @@
 /**
  * `carrier-sync start`: opens the shared context, starts the requested roles, and on the first
  * signal shuts down in order: stop taking files and ingest (/readyz 503) → scheduler → workers
- * finish what is in flight within the grace period → API client, embedded sandbox → outcome worker
+ * finish what is in flight within the grace period → API client, embedded sandbox → outcome consumer
  * (moves the files of what just finished), then the spool's lease is given up → ops server → queues → Redis → the managed redis-server,
  * when this process used one and no other client still does. After the intake steps, the
  * order is the shutdown stack's, reversed from the order things were opened.
  */
+import { readOutcomeBacklog } from '../queue/outcome-list.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import { readRefusals } from '../queue/activity.js';
@@ -57,6 +58,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
       queues: ctx.queues.items,
       isAuthPaused: async () => (await ctx.authGate.failure()) !== null,
       refusalCounts: async () => (await readRefusals(ctx.redis, ctx.keys)).counts,
+      outcomeBacklog: () => readOutcomeBacklog(ctx.redis, ctx.keys),
       isReady: roles.includes('http') ? async () => (await readiness()).isReady : null,
       ratePerMinute: config.delivery.ratePerMinute,
       maxQueued: config.delivery.maxQueued,
@@ -90,7 +92,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
         server.setDraining(true);
       });
     }
-    // The watcher role opens before the workers so that its outcome worker closes after them: the
+    // The watcher role opens before the workers so that its outcome consumer stops after them: the
     // files of the items the workers finish during the grace period still reach archive/ or failed/.
     let rescan = async (): Promise<void> => {};
     if (roles.includes('watcher')) {

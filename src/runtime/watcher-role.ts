@@ -1,16 +1,15 @@
 /**
  * The watcher role: every process with it on one spool competes for the spool's lease
  * (spool-lease.ts). The holder owns the spool: it claims inbox files, reconciles `.inflight/` when
- * it takes the lease, and consumes this spool's outcome queue to move files to archive/ or failed/.
+ * it takes the lease, and consumes this spool's outcome messages to move files to archive/ or failed/.
  * The others stand by and do nothing on the spool; one of them takes over when the holder stops or
  * dies, through the same start-up path a fresh start takes.
  */
-import { Worker, type Queue } from 'bullmq';
-import { outcomeQueueName, SPOOL_KINDS, ITEM_KIND_OF } from '../queue/keys.js';
+import { SPOOL_KINDS, ITEM_KIND_OF } from '../queue/keys.js';
 import { createLease } from '../queue/lease.js';
-import type { OutcomeMessage } from '../queue/payloads.js';
 import { backlogOf } from '../queue/queues.js';
-import { recordRefusal } from '../queue/activity.js';
+import { addRefusal } from '../queue/activity.js';
+import { addStat } from '../queue/stats.js';
 import { createOutcomes } from '../outcome/apply.js';
 import { sweepInterruptedMoves } from '../outcome/files.js';
 import type { ClaimDeps } from '../spool/claim.js';
@@ -20,26 +19,13 @@ import { reconcileInflight } from '../spool/reconcile.js';
 import { resolveSpoolId, SPOOL_ID_FILE } from '../spool/spool-id.js';
 import { startSpoolWatcher, type SpoolWatcher } from '../spool/watcher.js';
 import type { Context } from './context.js';
+import { carryOverLegacyOutcomes, startOutcomeConsumer } from './outcome-consumer.js';
 import { holdSpoolLease, type Fence, type HeldSession, type SpoolLeaseState } from './spool-lease.js';
 import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** Longest the shutdown waits for the outcomes of the last finished items before closing anyway. */
 const OUTCOME_DRAIN_MS = 5000;
-
-/**
- * On shutdown this closes after the item workers: the outcomes they sent while finishing their
- * in-flight jobs are applied (files moved) before the worker stops, as long as that takes less than
- * `maxMs`. What is left is applied by the next holder of the spool.
- */
-async function drainOutcomes(queue: Queue, maxMs: number): Promise<void> {
-  const deadline = Date.now() + maxMs;
-  while (Date.now() < deadline) {
-    const counts = await queue.getJobCounts('waiting', 'prioritized', 'active');
-    if (Object.values(counts).every((n) => n === 0)) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 export interface WatcherRole {
   spoolId: string;
@@ -67,7 +53,7 @@ export async function startWatcherRole(ctx: Context): Promise<WatcherRole> {
     logger: log,
     start: (fence) => startSpoolSession(ctx, paths, fence),
   });
-  // Here on the shutdown stack, the outcome worker closes after the item workers (see drainOutcomes),
+  // Here on the shutdown stack, the outcome consumer stops after the item workers (its drain, below),
   // and the lease is given up last.
   ctx.closers.push('spool lease', () => held.close());
   return {
@@ -100,15 +86,11 @@ async function startSpoolSession(ctx: Context, paths: SpoolPaths, fence: Fence):
       async reject(kind, path, fileName, report) {
         fence.assertHeld();
         await outcomes.reject(kind, path, fileName, report);
-        // A refused events file counts once; its invalid lines are counted when it is parsed.
-        await ctx.stats.add('received', ITEM_KIND_OF[kind]);
-        await ctx.stats.add('failed', ITEM_KIND_OF[kind]);
-        await recordRefusal(
-          ctx.redis,
-          ctx.keys,
-          { at: new Date(ctx.clock.now()).toISOString(), kind, file: fileName, code: report.code, reason: report.message },
-          ctx.clock.now(),
-        ); // overview: refusals by code, latest 20, per minute
+        // A refused events file counts once; its invalid lines are counted when it is parsed. The
+        // counters and the overview's refusals (by code, latest 20, per minute): one round trip.
+        const chain = addStat(addStat(ctx.redis.multi(), ctx.keys.stats, 'received', ITEM_KIND_OF[kind]), ctx.keys.stats, 'failed', ITEM_KIND_OF[kind]);
+        const refusal = { at: new Date(ctx.clock.now()).toISOString(), kind, file: fileName, code: report.code, reason: report.message };
+        await addRefusal(chain, ctx.keys, refusal, ctx.clock.now()).exec();
       },
       async archive(kind, path, fileName) {
         fence.assertHeld();
@@ -134,31 +116,26 @@ async function startSpoolSession(ctx: Context, paths: SpoolPaths, fence: Fence):
   }
   await reconcileInflight(claimDeps, index, log);
 
-  const outcomeWorker = new Worker<OutcomeMessage>(
-    outcomeQueueName(paths.spoolId),
-    async (job) => {
+  await carryOverLegacyOutcomes(ctx.redis, ctx.keys, paths.spoolId, log);
+  const outcomeConsumer = startOutcomeConsumer({
+    redis: ctx.redis,
+    keys: ctx.keys,
+    spoolId: paths.spoolId,
+    apply: async (message) => {
       fence.assertHeld();
-      await outcomes.apply(job.data);
+      await outcomes.apply(message);
     },
-    {
-      connection: ctx.redis,
-      prefix: config.prefix,
-      concurrency: 4,
-      // Like the item workers: after a kill -9, a move that was under way is taken up again within
-      // about lockMs of the takeover, not after BullMQ's default 30 s lock plus a 30 s stall check.
-      lockDuration: config.delivery.lockMs,
-      stalledInterval: Math.max(1000, Math.floor(config.delivery.lockMs / 2)),
-    },
-  );
-  outcomeWorker.on('failed', (job, error) => log.error({ jobId: job?.id, err: error.message }, 'moving a file failed; will retry'));
-  outcomeWorker.on('error', (error) => log.error({ err: error.message }, 'outcome worker error'));
+    isHeld: () => fence.isHeld(),
+    clock: ctx.clock,
+    logger: logger.child({ mod: 'outcome' }),
+  });
 
   const watcher = await startSpoolWatcher({
     ...claimDeps,
     maxQueued: config.delivery.maxQueued,
     backlog: (kind) => backlogOf(ctx.queues.items[ITEM_KIND_OF[kind]]),
   }).catch(async (error: unknown) => {
-    await outcomeWorker.close();
+    await outcomeConsumer.stop();
     throw error;
   });
   // The same reconcile, periodically, for claims that lost their job or outcome while the process
@@ -181,8 +158,11 @@ async function startSpoolSession(ctx: Context, paths: SpoolPaths, fence: Fence):
       stopping ??= (async () => {
         clearInterval(reconcileTimer);
         await watcher.close();
-        if (isShutdown) await drainOutcomes(ctx.queues.outcome(paths.spoolId), OUTCOME_DRAIN_MS);
-        await outcomeWorker.close();
+        // On shutdown this runs after the item workers closed: the outcomes they wrote while
+        // finishing their in-flight jobs are applied (files moved) first, within OUTCOME_DRAIN_MS.
+        // What is left is applied by the next holder of the spool.
+        if (isShutdown) await outcomeConsumer.drain(OUTCOME_DRAIN_MS);
+        await outcomeConsumer.stop();
       })();
       return stopping;
     },

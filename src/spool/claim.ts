@@ -1,4 +1,4 @@
-import type { Stats } from 'node:fs';
+import { lstatSync, readFileSync, renameSync, type Stats } from 'node:fs';
 /**
  * Claiming one stable inbox file: check it, then either refuse it (straight to failed/ with its
  * reason) or move it in flight and queue it. The order makes a crash at any point harmless:
@@ -55,7 +55,8 @@ export type ClaimResult = 'queued' | 'refused' | 'duplicate' | 'changed';
 export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: string, seen: { size: number; mtimeMs: number }): Promise<ClaimResult> {
   const path = join(deps.paths.inbox(kind), fileName);
   if (!deps.isOwner()) return 'changed';
-  const stat = await lstatOrNull(path);
+  const fs = deps.spool.usePolling ? SHARE_FILES : LOCAL_FILES;
+  const stat = await fs.lstat(path);
   if (stat === null) return 'changed';
   if (!stat.isFile()) {
     const what = stat.isSymbolicLink() ? 'a symbolic link' : stat.isDirectory() ? 'a directory' : stat.isFIFO() ? 'a FIFO' : 'not a regular file';
@@ -71,8 +72,8 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
     await deps.sink.reject(kind, path, fileName, refused(kind, fileName, { code: limit.code, message: `${fileName} is ${stat.size} bytes; the limit is ${limit.bytes}` }));
     return 'refused';
   }
-  const bytes = await readFile(path);
-  const after = await lstatOrNull(path);
+  const bytes = await fs.readFile(path);
+  const after = await fs.lstat(path);
   if (after === null || after.size !== bytes.length || after.mtimeMs !== stat.mtimeMs) return 'changed';
 
   const claimId = newClaimId(bytes);
@@ -85,7 +86,7 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   const inflightPath = join(deps.paths.inflight(kind), name);
   // Checked again right before the move: reading and checking a large file takes a while.
   if (!deps.isOwner()) return 'changed';
-  await rename(path, inflightPath);
+  await fs.rename(path, inflightPath);
   deps.track(kind, name);
   try {
     return await queue(deps, kind, name, fileName, prepared);
@@ -159,7 +160,12 @@ async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: s
   const path = join(deps.paths.inflight(kind), name);
   if ('document' in prepared) {
     const { jobId, result } = await enqueueDocument(deps.enqueue, prepared.document);
-    deps.logger.info({ kind, deliveryId: prepared.document.deliveryId, file: fileName, jobId, result }, 'file queued');
+    // Queued is a step (debug): the file's outcome line comes when it is archived or failed. At info,
+    // this line cost ~11% of the daemon's CPU in the ingest bench (a synchronous write to stderr and
+    // the redaction each; BENCHMARKS.md item 6). Settled here (superseded, already accepted) or a
+    // dead letter replayed: that is news, info.
+    const isStep = result === 'queued' || result === 'already-queued';
+    deps.logger[isStep ? 'debug' : 'info']({ kind, deliveryId: prepared.document.deliveryId, file: fileName, jobId, result }, 'file queued');
     if (result === 'already-accepted' || result === 'superseded') {
       // Superseded: a newer document of this delivery was queued already; this one is never sent.
       await deps.sink.archive(kind, path, fileName);
@@ -205,3 +211,22 @@ async function lstatOrNull(path: string): Promise<Stats | null> {
     throw error;
   }
 }
+
+interface ClaimFiles {
+  lstat(path: string): Promise<Stats | null>;
+  readFile(path: string): Promise<Buffer>;
+  rename(from: string, to: string): Promise<void>;
+}
+
+/**
+ * A claim's four file operations. On a local disk (inotify) they are synchronous calls: each takes
+ * a few µs on a cached inode, while its async form is a round trip through libuv's thread pool
+ * (ingest bench: ~160 µs of the event loop's time a file for the four, see BENCHMARKS.md item 6).
+ * A network share (usePolling) keeps the async forms: a share that stalls must not stall the event loop.
+ */
+const LOCAL_FILES: ClaimFiles = {
+  lstat: async (path) => lstatSync(path, { throwIfNoEntry: false }) ?? null,
+  readFile: async (path) => readFileSync(path),
+  rename: async (from, to) => renameSync(from, to),
+};
+const SHARE_FILES: ClaimFiles = { lstat: lstatOrNull, readFile, rename };

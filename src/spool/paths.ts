@@ -12,7 +12,7 @@
  * (document generations, see queue/push-gate.ts). Claims of older versions have an 8-hex token. Nothing is ever deleted; a name already taken
  * in archive/ or failed/ gets a `~2`, `~3`… suffix before its extension.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomInt } from 'node:crypto';
 import { hostname } from 'node:os';
 import { basename, extname, join, resolve } from 'node:path';
 import type { SpoolKind } from '../queue/keys.js';
@@ -58,7 +58,7 @@ let lastStampUs = 0;
 /** A new claim id for `bytes`. */
 export function newClaimId(bytes: Uint8Array): string {
   lastStampUs = Math.max(Math.floor((performance.timeOrigin + performance.now()) * 1000), lastStampUs + 1);
-  return `${contentIdOf(bytes)}-${lastStampUs.toString(16).padStart(14, '0')}${randomBytes(2).toString('hex')}`;
+  return `${contentIdOf(bytes)}-${lastStampUs.toString(16).padStart(14, '0')}${randomInt(0x10000).toString(16).padStart(4, '0')}`;
 }
 
 /** The claim time a claim id carries (µs since the epoch; 0 for an old-format id). */

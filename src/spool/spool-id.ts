@@ -1,12 +1,12 @@
 /**
  * The spool's identity lives in the spool: `<spool>/.spool-id`, written at the first start. Every
  * process and host mounting the folder reads the same id, so they agree on the spool's lease and its
- * outcome queue. The file is written whole to a temporary name and then hard-linked to its name,
+ * outcome messages. The file is written whole to a temporary name and then hard-linked to its name,
  * which fails if the name exists: of two processes starting at once on one share, one writes it
  * and the other reads what the first wrote (never a half-written file).
  *
  * A spool without the file gets the id the folder had before the file existed (a hash of host name
- * and folder, or the configured id), so an upgraded deployment keeps its outcome queue.
+ * and folder, or the configured id), so an upgraded deployment keeps its outcome messages.
  */
 import { randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';

@@ -64,6 +64,9 @@ const parser = new XMLParser({
   htmlEntities: false,
   ignoreDeclaration: true,
   ignorePiTags: true,
+  // No callbacks here take a path: without this the parser spells out every element's path as a
+  // string (a seventh of a CT-e check; ingest bench, BENCHMARKS.md item 6).
+  jPath: false,
 });
 
 export function checkCte(bytes: Uint8Array, options: { maxBytes: number }): Verdict<CteSummary> {

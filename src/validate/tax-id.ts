@@ -47,9 +47,14 @@ function cpfDigit(digits: number[]): number {
   return rest === 10 ? 0 : rest;
 }
 
-/** Weights 2, 3, …, max, 2, 3, … assigned from the rightmost character leftwards. */
+const weightsCache = new Map<string, number[]>();
+
+/** Weights 2, 3, …, max, 2, 3, … assigned from the rightmost character leftwards (a few lengths only: kept). */
 function weightsFromRight(length: number, max: number): number[] {
-  return Array.from({ length }, (_, index) => 2 + ((length - 1 - index) % (max - 1)));
+  const key = `${length}/${max}`;
+  let weights = weightsCache.get(key);
+  if (weights === undefined) weightsCache.set(key, (weights = Array.from({ length }, (_, index) => 2 + ((length - 1 - index) % (max - 1)))));
+  return weights;
 }
 
 function mod11(text: string, weights: number[]): number {

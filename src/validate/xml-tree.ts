@@ -16,9 +16,16 @@ export function child(node: unknown, name: string): unknown {
   return Array.isArray(value) ? value[0] : value;
 }
 
+/** Paths are constants of the validators: each is split once. */
+const pathSteps = new Map<string, string[]>();
+
 /** Follows a `a/b/c` path of first children. */
 export function childAt(node: unknown, path: string): unknown {
-  return path.split('/').reduce<unknown>((current, name) => child(current, name), node);
+  let steps = pathSteps.get(path);
+  if (steps === undefined) pathSteps.set(path, (steps = path.split('/')));
+  let current = node;
+  for (const name of steps) current = child(current, name);
+  return current;
 }
 
 /** An element's trimmed text; '' when empty; undefined when absent or when it holds elements. */

@@ -114,8 +114,12 @@ describe('chaos', () => {
     await waitFor(() => accepted() >= 70, { timeoutMs: 60_000, what: 'sends after the first kill' });
     await restartRedis();
     await killAndRestart();
-    e.sandbox.setFaults({ unauthorizedUntil: Date.now() + 1500 });
+    // The 401 episode lasts until the first refusal was answered, then 1.5 s more (not a fixed 1.5 s
+    // from here: a loaded machine may take that long to claim the next files and send one).
+    e.sandbox.setFaults({ unauthorizedUntil: Date.now() + 300_000 });
     await dropBatch(3);
+    await waitFor(() => e.sandbox.requests().some((r) => r.fault === 'unauthorized'), { timeoutMs: 60_000, what: 'a request refused with 401' });
+    e.sandbox.setFaults({ unauthorizedUntil: Date.now() + 1500 });
     await waitFor(() => accepted() >= 120, { timeoutMs: 60_000, what: 'sends after the Redis restart' });
     await killAndRestart();
 
@@ -131,7 +135,18 @@ describe('chaos', () => {
         );
       },
       { timeoutMs: 120_000, intervalMs: 250, what: `all ${total} documents and ${dropped.length} files settled` },
-    );
+    ).catch(async (error: unknown) => {
+      // What is left, to tell a stuck send from a stuck move.
+      const left = {
+        inFlight: await listFiles(join(e.spool, '.inflight')),
+        inboxes: (await Promise.all(['labels', 'cte', 'events'].map((k) => listFiles(join(e.spool, k))))).flat(),
+        labelsNotReceived: [...labels.keys()].filter((id) => (e.sandbox.state.deliveries.get(id)?.label ?? null) === null),
+        lastRequests: e.sandbox.requests().slice(-5),
+      };
+      console.log('chaos: left unsettled', JSON.stringify(left));
+      for (const line of daemon.stderrLines.filter((l) => /"level":(40|50|60)/.test(l)).slice(-30)) console.log(`last daemon: ${line}`);
+      throw error;
+    });
 
     // Every dropped file exactly once under archive/ or failed/.
     const archived = (await listFiles(join(e.spool, 'archive'))).map((f) => f.replace(/^([a-z]+)\/\d{4}-\d{2}-\d{2}\//, '$1/'));

@@ -18,6 +18,7 @@ import { readRefusals, recordRefusal } from '../../src/queue/activity.js';
 import { createAuthGate } from '../../src/queue/auth-gate.js';
 import { createDedupMemory } from '../../src/queue/dedup.js';
 import { createKeys, ITEM_KINDS } from '../../src/queue/keys.js';
+import { pushOutcome, readOutcomeBacklog } from '../../src/queue/outcome-list.js';
 import { openQueues, type QueueSet } from '../../src/queue/queues.js';
 import { closeRedis, connectRedis } from '../../src/queue/redis.js';
 import { createStats } from '../../src/queue/stats.js';
@@ -59,6 +60,7 @@ beforeAll(async () => {
     queues: queues.items,
     isAuthPaused: async () => (await authGate.failure()) !== null,
     refusalCounts: async () => (await readRefusals(redis, keys)).counts,
+    outcomeBacklog: () => readOutcomeBacklog(redis, keys),
     isReady: async () => (await readiness()).isReady,
     ratePerMinute: DELIVERY.ratePerMinute,
     maxQueued: DELIVERY.maxQueued,
@@ -99,6 +101,19 @@ beforeAll(async () => {
     await stats.add('dead_lettered', kind);
     await stats.add('failed', kind, 2);
   }
+  // A spool with two files waiting to be moved.
+  await redis.sadd(keys.spools, 'prom-spool');
+  for (const n of [1, 2]) {
+    await pushOutcome(redis, keys, 'prom-spool', {
+      kind: 'label',
+      jobId: `label.PROM-${n}.abc`,
+      deliveryId: `PROM-${n}`,
+      result: 'accepted',
+      origin: { source: 'spool', spoolId: 'prom-spool', fileName: `PROM-${n}.pdf`, contentId: 'abc' },
+      attempts: 1,
+      at: new Date().toISOString(),
+    });
+  }
   await recordRefusal(
     redis,
     keys,
@@ -126,6 +141,7 @@ describe('promtool check metrics', () => {
     expect(text).toMatch(/carrier_sync_items_duplicates_total\{kind="collecting"\} 1/);
     expect(text).toMatch(/carrier_sync_queue_depth\{kind="cte",state="delayed"\} 1/);
     expect(text).toMatch(/carrier_sync_api_429_total 2/);
+    expect(text).toMatch(/carrier_sync_outcomes_pending\{spool="prom-spool",state="waiting"\} 2/);
     const result = spawnSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 30_000 });
     const problems = `${result.stdout}${result.stderr}`.trim();
     expect(problems, `promtool reported:\n${problems}`).toBe('');
@@ -157,7 +173,7 @@ describe('alert rules and dashboard in deploy/', () => {
   it('pass promtool check rules', () => {
     const { output, status } = promtool('check', 'rules', RULES);
     expect(status, output).toBe(0);
-    expect(output).toMatch(/SUCCESS: 6 rules found/);
+    expect(output).toMatch(/SUCCESS: 7 rules found/);
   });
 
   it('pass promtool test rules: each alert fires and clears', () => {

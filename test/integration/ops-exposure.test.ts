@@ -45,6 +45,7 @@ async function start(host: string, credentials: { uiPassword?: string; ingestTok
     queues: queues.items,
     isAuthPaused: async () => false,
     refusalCounts: async () => ({}),
+    outcomeBacklog: async () => [],
     isReady: null,
     ratePerMinute: 300,
     maxQueued: 5000,

@@ -68,6 +68,7 @@ beforeAll(async () => {
     queues: queues.items,
     isAuthPaused: async () => (await authGate.failure()) !== null,
     refusalCounts: async () => (await readRefusals(redis, keys)).counts,
+    outcomeBacklog: async () => [],
     isReady: async () => (await readiness()).isReady,
     ratePerMinute: DELIVERY.ratePerMinute,
     maxQueued: DELIVERY.maxQueued,

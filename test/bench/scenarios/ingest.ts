@@ -14,7 +14,7 @@ import { backlogOf } from '../../../src/queue/queues.js';
 import { cpuSeconds } from '../support/cpu.js';
 import { spawnDaemon } from '../support/daemon.js';
 import { cnpj, cteXml, dropAll, labelPdf, stageFiles } from '../support/inputs.js';
-import { benchPrefix, cleanupPrefix } from '../support/redis.js';
+import { benchPrefix, callsBetween, cleanupPrefix, commandCalls } from '../support/redis.js';
 import type { Scenario } from '../support/report.js';
 import { MB, sampleRss } from '../support/rss.js';
 import { round, waitFor } from '../support/wait.js';
@@ -68,6 +68,7 @@ export const ingestScenario: Scenario = {
       await daemon.ready;
       const rss = sampleRss(daemon.pid, 100);
       const idleRss = (await rss.sampleNow())?.rssBytes ?? 0;
+      const callsBefore = await commandCalls(redis);
       const cpuBefore = await cpuSeconds(daemon.pid);
       const started = performance.now();
       await Promise.all([
@@ -91,6 +92,9 @@ export const ingestScenario: Scenario = {
       });
       const elapsedMs = performance.now() - started;
       const cpuUsed = (await cpuSeconds(daemon.pid)) - cpuBefore;
+      // Includes the bench's own backlog polls (a few commands every 50 ms), small beside the daemon's.
+      const commands = callsBetween(callsBefore, await commandCalls(redis)).filter(([name]) => name !== 'info');
+      const totalCommands = commands.reduce((sum, [, calls]) => sum + calls, 0);
       await rss.stop();
       const filesPerSec = (2 * n * 1000) / elapsedMs;
       return {
@@ -114,8 +118,12 @@ export const ingestScenario: Scenario = {
         notes: [
           `${n.toLocaleString('en-US')} labels (2 KB PDF) + ${n.toLocaleString('en-US')} CT-e (${round(ctes[0]!.bytes.length / 1024)} KB), ${round(totalBytes / MB)} MB in all, renamed into the inboxes in ${Math.round(dropMs)} ms; writeStableMs 100; daemon roles: watcher; MAX_QUEUED ${10 * n}`,
           `elapsed ${round(elapsedMs / 1000, 2)} s until the backlog reached ${backlog}; daemon error lines: ${daemon.errorCount()}`,
+          `Redis commands per file (INFO commandstats, incl. inside scripts): ${round(totalCommands / (2 * n), 1)}; ${commands
+            .slice(0, 8)
+            .map(([name, calls]) => `${name} ${round(calls / (2 * n), 2)}`)
+            .join(', ')}`,
         ],
-        details: { n, cpuUsed, elapsedMs, dropMs, filesPerSec, refFilesPerSec, peakRssBytes: rss.peakBytes(), idleRssBytes: idleRss },
+        details: { n, cpuUsed, commands, elapsedMs, dropMs, filesPerSec, refFilesPerSec, peakRssBytes: rss.peakBytes(), idleRssBytes: idleRss },
       };
     } finally {
       await daemon.stop();

@@ -156,7 +156,7 @@ export const pushScenario: Scenario = {
           ],
           notes: [
             `all in one process on one event loop: daemon (worker role), sandbox, references; Redis in its own process; ${requests.length} requests at the sandbox, ${non200} not 200; sent counter ${sent}`,
-            'each event has its own delivery (the per-delivery order gate never makes one wait); the daemon does per item: order gate, shared-limiter slot (Lua), request, finish (order set, counters) — about 6 Redis round trips beyond BullMQ’s own',
+            'each event has its own delivery (the event chain never makes one wait); the daemon does per item two Redis round trips beyond BullMQ’s own: the push gate before the request (event chain, 401 gate, 429 pause, limiter slot: one script) and its finish after it (slot stamp, counters, chain, event_at claim: one script)',
           ],
           details: { n, concurrency, daemonPerItemMs, bullPerItemMs, undiciPerItemMs, requests: requests.length, non200 },
         };

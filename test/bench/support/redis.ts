@@ -148,6 +148,13 @@ export function callsBetween(before: Record<string, number>, after: Record<strin
     .sort((a, b) => b[1] - a[1]);
 }
 
+/** CPU the Redis server has used (user + system, its main thread and the rest), in seconds. */
+export async function redisCpuSeconds(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  const field = (name: string): number => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return field('used_cpu_user') + field('used_cpu_sys');
+}
+
 export interface KeyGroup {
   /** The key with its prefix cut and every id-like part shown as `*`, e.g. `doc:label:*`. */
   pattern: string;

@@ -1,0 +1,157 @@
+/**
+ * The outcome messages of one spool: how each item that came from a file ended, on its way back to
+ * the process that holds the spool (which moves the file). A plain Redis list rather than a BullMQ
+ * queue: a message is written once (RPUSH, in the same round trip as the item's finish) and read in
+ * batches by the one holder of the spool, who removes a batch (LTRIM) only after applying it. A
+ * holder that dies mid-batch leaves the batch at the head of the list for the next holder; applying
+ * an outcome is idempotent, so applying one twice moves nothing twice.
+ *
+ * Why not a BullMQ job per message (as before): each cost an add, an activation and a finish — three
+ * scripts with their event-stream writes, plus a job hash, for a message read once by one consumer.
+ * In the mixed-drop profile that was a third of the daemon's BullMQ work (BENCHMARKS.md, issue 14).
+ *
+ * A message whose move fails (a full disk, a share gone) is tried again later: it waits in a sorted
+ * set scored by its next attempt's time (1 s doubling to 1 h, about a day over MAX_ATTEMPTS), then
+ * goes back to the list. After the last attempt it is kept in the spool's `failed` list (the newest
+ * FAILED_KEPT) and the file stays in `.inflight/`, where the periodic reconcile takes it up again.
+ */
+import type { Keys } from './keys.js';
+import type { OutcomeMessage } from './payloads.js';
+import type { RedisConnection } from './redis.js';
+import { defineScript } from './script.js';
+
+export const MAX_ATTEMPTS = 30;
+const FAILED_KEPT = 10_000;
+const FIRST_RETRY_MS = 1000;
+const LONGEST_RETRY_MS = 3_600_000;
+
+/** A message as stored: the outcome, and how many times applying it failed so far. */
+export interface OutcomeEntry {
+  message: OutcomeMessage;
+  failures: number;
+  /** Not an outcome message (kept among the failed without being applied). */
+  isUnreadable?: boolean;
+}
+
+export function outcomeKeys(keys: Keys, spoolId: string): { list: string; retry: string; failed: string } {
+  const list = keys.outcomes(spoolId);
+  return { list, retry: `${list}:retry`, failed: `${list}:failed` };
+}
+
+/** Producer side (any worker process): appends one message. */
+export async function pushOutcome(redis: RedisConnection, keys: Keys, spoolId: string, message: OutcomeMessage): Promise<void> {
+  await redis.rpush(outcomeKeys(keys, spoolId).list, JSON.stringify({ message, failures: 0 } satisfies OutcomeEntry));
+}
+
+export function retryDelayMs(failures: number): number {
+  return Math.min(LONGEST_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.max(0, failures - 1));
+}
+
+/** Moves retries whose time has come back to the end of the list; returns how many moved. */
+const MOVE_DUE = defineScript(`
+local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, 256)
+if #due > 0 then
+  redis.call('RPUSH', KEYS[1], unpack(due))
+  redis.call('ZREM', KEYS[2], unpack(due))
+end
+return #due
+`);
+
+/** Consumer side: only the holder of the spool's lease reads and removes. */
+export interface OutcomeInbox {
+  /** The oldest `max` messages, not removed (a batch is removed by `settle`). */
+  peek(max: number): Promise<OutcomeEntry[]>;
+  /**
+   * Removes the first `count` messages (the batch just applied) and schedules the failed ones of
+   * it again, or keeps them as failed for good after MAX_ATTEMPTS; one MULTI.
+   */
+  settle(count: number, failed: ReadonlyArray<OutcomeEntry & { error: string }>, now: number): Promise<void>;
+  /** Retries whose time has come go back to the list. */
+  moveDue(now: number): Promise<number>;
+  /** Waits (on its own connection) until the list holds a message, at most `maxMs`. */
+  waitForMessages(maxMs: number): Promise<void>;
+  /** Messages waiting in the list and in the retry set. */
+  pending(): Promise<{ waiting: number; retrying: number }>;
+  close(): Promise<void>;
+}
+
+export function openOutcomeInbox(redis: RedisConnection, keys: Keys, spoolId: string): OutcomeInbox {
+  const k = outcomeKeys(keys, spoolId);
+  // A blocking command holds its connection: the wait gets one of its own, made on first use.
+  let blocking: RedisConnection | null = null;
+  let isClosed = false;
+  return {
+    async peek(max) {
+      const raw = await redis.lrange(k.list, 0, max - 1);
+      return raw.map(parseEntry);
+    },
+    async settle(count, failed, now) {
+      const multi = redis.multi();
+      if (count > 0) multi.ltrim(k.list, count, -1);
+      for (const entry of failed) {
+        const failures = entry.failures + 1;
+        const stored = JSON.stringify({ message: entry.message, failures } satisfies OutcomeEntry);
+        if (failures >= MAX_ATTEMPTS)
+          multi.lpush(k.failed, JSON.stringify({ message: entry.message, failures, error: entry.error, at: new Date(now).toISOString() }));
+        else multi.zadd(k.retry, now + retryDelayMs(failures), stored);
+      }
+      if (failed.some((entry) => entry.failures + 1 >= MAX_ATTEMPTS)) multi.ltrim(k.failed, 0, FAILED_KEPT - 1);
+      await multi.exec();
+    },
+    async moveDue(now) {
+      return Number(await MOVE_DUE(redis, [k.list, k.retry], [now]));
+    },
+    async waitForMessages(maxMs) {
+      if (isClosed) return;
+      blocking ??= redis.duplicate();
+      // Source and destination the same, head to head: nothing changes; it only returns once the
+      // list has a message (or after the timeout, in seconds).
+      await blocking.blmove(k.list, k.list, 'LEFT', 'LEFT', Math.max(0.01, maxMs / 1000)).catch((error: unknown) => {
+        if (!isClosed) throw error;
+      });
+    },
+    async pending() {
+      const [waiting, retrying] = await Promise.all([redis.llen(k.list), redis.zcard(k.retry)]);
+      return { waiting, retrying };
+    },
+    async close() {
+      isClosed = true;
+      blocking?.disconnect();
+      blocking = null;
+    },
+  };
+}
+
+/** Per spool ever held: outcome messages waiting, waiting for a retry, and kept as failed for good. */
+export async function readOutcomeBacklog(
+  redis: RedisConnection,
+  keys: Keys,
+): Promise<Array<{ spoolId: string; waiting: number; retrying: number; failed: number }>> {
+  const spoolIds = (await redis.smembers(keys.spools)).sort();
+  const pipeline = redis.pipeline();
+  for (const spoolId of spoolIds) {
+    const k = outcomeKeys(keys, spoolId);
+    pipeline.llen(k.list).zcard(k.retry).llen(k.failed);
+  }
+  const replies = ((await pipeline.exec()) ?? []).map(([error, value]) => {
+    if (error !== null) throw error;
+    return Number(value);
+  });
+  return spoolIds.map((spoolId, i) => ({ spoolId, waiting: replies[3 * i] ?? 0, retrying: replies[3 * i + 1] ?? 0, failed: replies[3 * i + 2] ?? 0 }));
+}
+
+/**
+ * An entry that cannot be read (not JSON, no message) must not stop the ones behind it: it comes
+ * out as its last attempt, with `unreadable`, so the consumer keeps it among the failed at once.
+ */
+function parseEntry(raw: string): OutcomeEntry {
+  try {
+    const parsed = JSON.parse(raw) as Partial<OutcomeEntry>;
+    if (typeof parsed.message === 'object' && parsed.message !== null && typeof parsed.message.jobId === 'string') {
+      return { message: parsed.message, failures: Number(parsed.failures ?? 0) || 0 };
+    }
+  } catch {
+    // falls through
+  }
+  return { message: { unreadable: raw.slice(0, 2000) } as unknown as OutcomeMessage, failures: MAX_ATTEMPTS - 1, isUnreadable: true };
+}

@@ -1,0 +1,156 @@
+/**
+ * The outcome messages of a spool on a real Redis (queue/outcome-list.ts, runtime/outcome-consumer.ts):
+ * every message applied, a failed move tried again later and kept for good after the last attempt,
+ * nothing removed by a process that does not hold the spool, and what an older version left in its
+ * BullMQ outcome queue carried over.
+ */
+import { Queue } from 'bullmq';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { systemClock } from '../../src/clock.js';
+import { silentLogger } from '../../src/log.js';
+import { createKeys, legacyOutcomeQueueName } from '../../src/queue/keys.js';
+import { MAX_ATTEMPTS, openOutcomeInbox, outcomeKeys, pushOutcome, retryDelayMs } from '../../src/queue/outcome-list.js';
+import type { OutcomeMessage } from '../../src/queue/payloads.js';
+import { closeRedis, connectRedis } from '../../src/queue/redis.js';
+import { startOutcomeConsumer, carryOverLegacyOutcomes, type OutcomeConsumer } from '../../src/runtime/outcome-consumer.js';
+import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
+import { waitFor } from '../support/wait.js';
+
+const prefix = uniquePrefix('outcomes');
+const keys = createKeys(prefix);
+const redis = connectRedis(testRedisUrl(), 'outcome-list-test');
+const consumers: OutcomeConsumer[] = [];
+let spoolCount = 0;
+const newSpool = (): string => `spool${(spoolCount += 1)}`;
+
+afterEach(async () => {
+  while (consumers.length > 0) await consumers.pop()!.stop();
+});
+afterAll(async () => {
+  await closeRedis(redis);
+  await cleanupPrefix(prefix);
+});
+
+const message = (n: number): OutcomeMessage => ({
+  kind: 'label',
+  jobId: `label.d${n}.c${n}`,
+  deliveryId: `d${n}`,
+  result: 'accepted',
+  origin: { source: 'spool', spoolId: 'x', fileName: `d${n}.pdf`, contentId: `c${n}` },
+  attempts: 1,
+  at: new Date(0).toISOString(),
+});
+
+function consume(spoolId: string, apply: (m: OutcomeMessage) => Promise<void>, isHeld: () => boolean = () => true): OutcomeConsumer {
+  const consumer = startOutcomeConsumer({ redis, keys, spoolId, apply, isHeld, clock: systemClock, logger: silentLogger });
+  consumers.push(consumer);
+  return consumer;
+}
+
+describe('outcome messages', () => {
+  it('applies every message once it holds the spool, whether written before it started or while it waits', async () => {
+    const spoolId = newSpool();
+    for (let n = 0; n < 100; n += 1) await pushOutcome(redis, keys, spoolId, message(n));
+    const applied: string[] = [];
+    const consumer = consume(spoolId, async (m) => void applied.push(m.jobId));
+    await waitFor(() => applied.length === 100, { what: '100 outcomes applied' });
+    // The consumer now waits on its blocking read: a new message wakes it.
+    for (let n = 100; n < 150; n += 1) await pushOutcome(redis, keys, spoolId, message(n));
+    await waitFor(() => applied.length === 150, { what: '150 outcomes applied' });
+    await consumer.drain(5000);
+    expect(new Set(applied).size).toBe(150);
+    expect(await redis.llen(outcomeKeys(keys, spoolId).list)).toBe(0);
+  });
+
+  it('tries a failed move again later; the other messages of its batch are not held up', async () => {
+    const spoolId = newSpool();
+    let failuresLeft = 1;
+    const applied: string[] = [];
+    consume(spoolId, async (m) => {
+      if (m.jobId === message(3).jobId && failuresLeft > 0) {
+        failuresLeft -= 1;
+        throw new Error('ENOSPC: no space left on device');
+      }
+      applied.push(m.jobId);
+    });
+    for (let n = 0; n < 10; n += 1) await pushOutcome(redis, keys, spoolId, message(n));
+    await waitFor(() => applied.length === 9, { what: 'the nine other outcomes applied' });
+    expect(applied).not.toContain(message(3).jobId);
+    expect(await redis.zcard(outcomeKeys(keys, spoolId).retry)).toBe(1);
+    // First retry after retryDelayMs(1) = 1 s.
+    await waitFor(() => applied.includes(message(3).jobId), { what: 'the failed outcome applied on its retry', timeoutMs: 10_000 });
+    expect(await redis.zcard(outcomeKeys(keys, spoolId).retry)).toBe(0);
+  });
+
+  it('schedules retries doubling from 1 s to at most an hour, and keeps a message for good after the last attempt', async () => {
+    expect([1, 2, 3, 13, MAX_ATTEMPTS].map(retryDelayMs)).toEqual([1000, 2000, 4000, 3_600_000, 3_600_000]);
+    const spoolId = newSpool();
+    const inbox = openOutcomeInbox(redis, keys, spoolId);
+    const k = outcomeKeys(keys, spoolId);
+    await pushOutcome(redis, keys, spoolId, message(1));
+    await pushOutcome(redis, keys, spoolId, message(2));
+    const batch = await inbox.peek(10);
+    const now = 1_000_000;
+    await inbox.settle(
+      batch.length,
+      [
+        { ...batch[0]!, error: 'EIO' },
+        { ...batch[1]!, failures: MAX_ATTEMPTS - 1, error: 'EIO' },
+      ],
+      now,
+    );
+    expect(await redis.llen(k.list)).toBe(0);
+    expect(await redis.zrange(k.retry, 0, -1, 'WITHSCORES')).toEqual([expect.stringContaining(message(1).jobId), String(now + 1000)]);
+    const kept = (await redis.lrange(k.failed, 0, -1)).map((raw) => JSON.parse(raw) as { message: OutcomeMessage; failures: number; error: string });
+    expect(kept).toMatchObject([{ message: { jobId: message(2).jobId }, failures: MAX_ATTEMPTS, error: 'EIO' }]);
+    expect(await inbox.moveDue(now + 999)).toBe(0);
+    expect(await inbox.moveDue(now + 1000)).toBe(1);
+    expect((await inbox.peek(10)).map((entry) => [entry.message.jobId, entry.failures])).toEqual([[message(1).jobId, 1]]);
+    await inbox.close();
+  });
+
+  it('sets an unreadable entry aside among the failed without holding up the messages behind it', async () => {
+    const spoolId = newSpool();
+    const k = outcomeKeys(keys, spoolId);
+    await redis.rpush(k.list, 'not json', JSON.stringify({ no: 'message' }));
+    await pushOutcome(redis, keys, spoolId, message(1));
+    const applied: string[] = [];
+    consume(spoolId, async (m) => void applied.push(m.jobId));
+    await waitFor(() => applied.length === 1, { what: 'the readable outcome applied' });
+    await waitFor(async () => (await redis.llen(k.failed)) === 2, { what: 'both unreadable entries kept as failed' });
+    expect(applied).toEqual([message(1).jobId]);
+    expect(await redis.llen(k.list)).toBe(0);
+  });
+
+  it('a process that does not hold the spool applies nothing and removes nothing', async () => {
+    const spoolId = newSpool();
+    let isHeld = false;
+    const applied: string[] = [];
+    consume(
+      spoolId,
+      async (m) => void applied.push(m.jobId),
+      () => isHeld,
+    );
+    for (let n = 0; n < 5; n += 1) await pushOutcome(redis, keys, spoolId, message(n));
+    // Bounded look for a wrong move: the consumer checks the lease each pass.
+    await expect(waitFor(() => applied.length > 0, { timeoutMs: 1500 })).rejects.toThrow(/timed out/);
+    expect(await redis.llen(outcomeKeys(keys, spoolId).list)).toBe(5);
+    isHeld = true;
+    await waitFor(() => applied.length === 5, { what: 'outcomes applied once the spool is held' });
+  });
+
+  it("carries over what an older version's BullMQ outcome queue held, then removes that queue", async () => {
+    const spoolId = newSpool();
+    const legacy = new Queue<OutcomeMessage>(legacyOutcomeQueueName(spoolId), { connection: redis, prefix });
+    await legacy.add('outcome', message(1), { jobId: 'a' });
+    await legacy.add('outcome', message(2), { jobId: 'b', delay: 60_000 });
+    await legacy.close();
+    expect(await carryOverLegacyOutcomes(redis, keys, spoolId, silentLogger)).toBe(2);
+    const inbox = openOutcomeInbox(redis, keys, spoolId);
+    expect((await inbox.peek(10)).map((entry) => entry.message.jobId).sort()).toEqual([message(1).jobId, message(2).jobId]);
+    expect(await redis.keys(`${prefix}:${legacyOutcomeQueueName(spoolId)}:*`)).toEqual([]);
+    // Nothing left to carry: one EXISTS and done.
+    expect(await carryOverLegacyOutcomes(redis, keys, spoolId, silentLogger)).toBe(0);
+    await inbox.close();
+  });
+});

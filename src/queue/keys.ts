@@ -39,11 +39,11 @@ export interface Keys {
   /** Per delivery: collecting jobs not yet finished, scored by event time (send order gate). */
   eventOrder(deliveryId: string): string;
   /**
-   * Per kind and delivery: the document order (hash). `g` the high-water generation queued (never
-   * goes down), `c` the content id of the document at `g` (the only one that may be sent), `s` the
-   * content id the API holds (the re-drop memory). Expires `completedRetentionSec` after its last write.
+   * The document order and re-drop memory of every delivery, in compact records (see push-gate.ts,
+   * "Document records"): the name stem of the shard that holds `deliveryId`'s records; the
+   * retention bucket's number follows it (`docs:<shard>:<bucket>`, one hash each).
    */
-  document(kind: ItemKind, deliveryId: string): string;
+  documentRecords(deliveryId: string): string;
   /** Per kind and delivery: held by the job whose document request is in flight. */
   documentLock(kind: ItemKind, deliveryId: string): string;
   /** Per delivery: collecting jobs parked behind an earlier event, woken when it finishes (set). */
@@ -87,7 +87,7 @@ export function createKeys(prefix: string): Keys {
     eventParked: (deliveryId) => k('event-parked', deliveryId),
     authProbe: k('auth-probe'),
     authEpoch: k('auth-epoch'),
-    document: (kind, deliveryId) => k('doc', kind, deliveryId),
+    documentRecords: (deliveryId) => `${k('docs', String(documentShardOf(deliveryId)))}:`,
     documentLock: (kind, deliveryId) => k('doc-lock', kind, deliveryId),
     attempts: (jobId) => k('attempts', jobId),
     batch: (batchId) => k('batch', batchId),
@@ -102,6 +102,17 @@ export function createKeys(prefix: string): Keys {
     spoolLease: (spoolId) => k('spool-lease', spoolId),
     spools: k('spools'),
   };
+}
+
+/**
+ * Document records are spread over this many shards per retention bucket so that each shard stays
+ * a small hash, which Redis stores packed (a listpack while it holds ≤ 128 entries, its default
+ * `hash-max-listpack-entries`): 1,024 shards keep that up to ~130,000 documents a bucket.
+ */
+export const DOCUMENT_SHARDS = 1024;
+
+export function documentShardOf(deliveryId: string): number {
+  return createHash('sha256').update(deliveryId).digest().readUInt32BE(0) % DOCUMENT_SHARDS;
 }
 
 /** A stable, non-secret id for an API key: the limiter and pause keys are named by it. */

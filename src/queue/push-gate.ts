@@ -17,8 +17,17 @@
  * `leave` stamps the slot again with the time the response arrived, releases the document lock,
  * and, for an item that ended, counts it (stats and the minute's activity, see activity.ts), records the content the API now holds (documents) or
  * advances its delivery's event chain, returning the parked event to wake (events).
+ *
+ * Document records (the document order and the re-drop memory): one compact value per kind and
+ * delivery, `<generation: 14 bytes><content id at it: 8 bytes>[<content id the API holds: 8 bytes>]`
+ * (`compactGeneration`, `compactContentId`), a field `<l|c><delivery id>` (`documentField`) of one hash among
+ * `DOCUMENT_SHARDS` per retention bucket (`docs:<shard>:<bucket>`). A bucket spans an eighth of the
+ * retention and expires a retention after it ends; a record written again moves to the current
+ * bucket, so it lives at least `retentionSec` (at most 1⅛ of it) after its last write, and a
+ * lookup reads the newest of the 9 buckets that can hold it. Many small records in few packed
+ * hashes cost ~40–70 bytes each; a key per delivery costs ~250 (README, "Key layout of the document record").
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { RedisConnection } from './redis.js';
 import { keyIdOf, type ItemKind, type Keys } from './keys.js';
 import type { ItemJob, ItemResult } from './payloads.js';
@@ -26,24 +35,56 @@ import { ACTIVITY_TTL_SEC } from './activity.js';
 import { sinceMs, stampSlotLua, takeSlotLua } from './limiter.js';
 import { defineScript } from './script.js';
 
-// KEYS: 1 order (doc hash | event order zset), 2 lock | parked set, 3 auth failure, 4 auth probe,
+/** Retention buckets of the document records: a lookup reads this many, newest first. */
+const DOCUMENT_BUCKETS = 9;
+
+// Lua helpers over document records (see the file header). `docGet(stem, field, period)` returns
+// the record (or false), the bucket it was found in, and the current bucket. `docPut` writes it
+// into the current bucket (moving it there), which expires a retention after the bucket ends.
+// Generations compare byte by byte: Lua's `<` on strings follows Redis' locale (strcoll).
+const DOCUMENT_RECORD_LUA = `
+local function docGet(stem, field, period)
+  local current = math.floor(tonumber(redis.call('TIME')[1]) / period)
+  for b = current, current - ${DOCUMENT_BUCKETS - 1}, -1 do
+    local v = redis.call('HGET', stem .. b, field)
+    if v then return v, b, current end
+  end
+  return false, nil, current
+end
+local function docPut(stem, field, value, found, current, period, ttl)
+  if found and found ~= current then redis.call('HDEL', stem .. found, field) end
+  redis.call('HSET', stem .. current, field, value)
+  redis.call('EXPIREAT', stem .. current, (current + 1) * period + tonumber(ttl))
+end
+local function isNewer(a, b)
+  for i = 1, 14 do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x > y end
+  end
+  return false
+end
+`;
+
+// KEYS: 1 order (doc record stem | event order zset), 2 lock | parked set, 3 auth failure, 4 auth probe,
 //       5 limiter window, 6 limiter pause, 7 auth epoch.
-// ARGV: 1 job id, 2 mode ('doc'|'event'), 3 content id (doc), 4 generation (doc), 5 lock ttl ms,
-//       6 BullMQ job key prefix (event), 7 window ms, 8 limit, 9 slot member, 10 longest request ms,
-//       11 order ttl s, 12 activity key prefix (+ epoch minute), 13 activity ttl s.
+// ARGV: 1 job id, 2 mode ('doc'|'event'), 3 compact content id (doc), 4 compact generation (doc),
+//       5 lock ttl ms, 6 BullMQ job key prefix (event), 7 window ms, 8 limit, 9 slot member,
+//       10 longest request ms, 11 order ttl s, 12 activity key prefix (+ epoch minute),
+//       13 activity ttl s, 14 record field (doc), 15 record bucket period s (doc).
 // Returns {verdict, a, b, c}: {'go', isProbe, member, auth epoch} | {'superseded'} | {'already'} |
 //   {'park', headDueMs} | {'busy', ms} | {'auth'} | {'wait', ms}.
-const ENTER = defineScript(`
+const ENTER = defineScript(`${DOCUMENT_RECORD_LUA}
 local jobId = ARGV[1]
 if ARGV[2] == 'doc' then
-  local st = redis.call('HMGET', KEYS[1], 'c', 's')
-  if not st[1] then
-    redis.call('HSET', KEYS[1], 'g', ARGV[4], 'c', ARGV[3])
-    redis.call('EXPIRE', KEYS[1], ARGV[11])
-  elseif st[1] ~= ARGV[3] then
+  local period = tonumber(ARGV[15])
+  local record, found, current = docGet(KEYS[1], ARGV[14], period)
+  if not record then
+    docPut(KEYS[1], ARGV[14], ARGV[4] .. ARGV[3], nil, current, period, ARGV[11])
+  elseif string.sub(record, 15, 22) ~= ARGV[3] then
     return {'superseded'}
+  elseif string.sub(record, 23, 30) == ARGV[3] then
+    return {'already'}
   end
-  if st[2] == ARGV[3] then return {'already'} end
   local owner = redis.call('GET', KEYS[2])
   if owner and owner ~= jobId then
     local left = redis.call('PTTL', KEYS[2])
@@ -80,17 +121,18 @@ if isProbe == 1 then redis.call('SET', KEYS[4], jobId, 'PX', ARGV[5]) end
 return {'go', isProbe, ARGV[9], tonumber(redis.call('GET', KEYS[7]) or '0')}
 `);
 
-// KEYS: 1 order (doc hash | event order zset), 2 lock | parked set, 3 limiter window, 4 stats hash,
+// KEYS: 1 order (doc record stem | event order zset), 2 lock | parked set, 3 limiter window, 4 stats hash,
 //       5 held-by-429 counter of the job, 6 event_at memory (event).
-// ARGV: 1 job id, 2 mode, 3 content id (doc), 4 result ('' while the item goes on), 5 slot member
+// ARGV: 1 job id, 2 mode, 3 compact content id (doc), 4 result ('' while the item goes on), 5 slot member
 //       ('' when no request was made), 6 order ttl s, 7 counter, 8 BullMQ job key prefix (event),
 //       9 instant key (event), 10 source id (event), 11 kind, 12 activity key prefix, 13 activity ttl s,
-//       14 ms since the response arrived (the slot's stamp).
+//       14 ms since the response arrived (the slot's stamp), 15 record field (doc),
+//       16 record bucket period s (doc).
 // An item that ended is counted in the stats hash (`<counter>:<kind>`) and in its minute's activity.
 // An event that ended (not dead-lettered) marks its event_at claim done: the same source taken in
 // again (a re-pull, a file re-read after a crash) is then a duplicate, not a second send.
 // Returns the id of a parked event to wake, or false.
-const LEAVE = defineScript(`
+const LEAVE = defineScript(`${DOCUMENT_RECORD_LUA}
 local jobId = ARGV[1]
 ${stampSlotLua({ window: 'KEYS[3]', member: 'ARGV[5]', sinceResponseMs: 'ARGV[14]' })}
 if ARGV[2] == 'doc' and redis.call('GET', KEYS[2]) == jobId then redis.call('DEL', KEYS[2]) end
@@ -103,8 +145,10 @@ redis.call('EXPIRE', bucket, ARGV[13])
 redis.call('UNLINK', KEYS[5])
 if ARGV[2] == 'doc' then
   if ARGV[4] == 'accepted' then
-    redis.call('HSET', KEYS[1], 's', ARGV[3])
-    redis.call('EXPIRE', KEYS[1], ARGV[6])
+    local period = tonumber(ARGV[16])
+    local record, found, current = docGet(KEYS[1], ARGV[15], period)
+    local held = record and string.sub(record, 1, 22) or (string.rep('\\0', 14) .. ARGV[3])
+    docPut(KEYS[1], ARGV[15], held .. ARGV[3], found, current, period, ARGV[6])
   end
   return false
 end
@@ -125,15 +169,17 @@ while true do
 end
 `);
 
-// KEYS: 1 doc hash, 2 document lock. ARGV: 1 generation, 2 content id, 3 ttl s.
+// KEYS: 1 doc record stem, 2 document lock. ARGV: 1 compact generation, 2 compact content id,
+// 3 ttl s, 4 record field, 5 record bucket period s.
 // 'older': a newer document of the delivery was queued already; 'accepted': the API holds this
 // content and no other document is in flight; 'queue': this is now the delivery's newest document.
-const QUEUE_DOCUMENT = defineScript(`
-local g = redis.call('HGET', KEYS[1], 'g')
-if g and g > ARGV[1] then return 'older' end
-redis.call('HSET', KEYS[1], 'g', ARGV[1], 'c', ARGV[2])
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-if redis.call('HGET', KEYS[1], 's') == ARGV[2] and redis.call('EXISTS', KEYS[2]) == 0 then return 'accepted' end
+const QUEUE_DOCUMENT = defineScript(`${DOCUMENT_RECORD_LUA}
+local period = tonumber(ARGV[5])
+local record, found, current = docGet(KEYS[1], ARGV[4], period)
+if record and isNewer(record, ARGV[1]) then return 'older' end
+local held = record and string.sub(record, 23, 30) or ''
+docPut(KEYS[1], ARGV[4], ARGV[1] .. ARGV[2] .. held, found, current, period, ARGV[3])
+if held == ARGV[2] and redis.call('EXISTS', KEYS[2]) == 0 then return 'accepted' end
 return 'queue'
 `);
 
@@ -194,8 +240,10 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
   const orderKeys = (item: ItemJob): [string, string] =>
     item.kind === 'collecting'
       ? [keys.eventOrder(item.deliveryId), keys.eventParked(item.deliveryId)]
-      : [keys.document(item.kind, item.deliveryId), keys.documentLock(item.kind, item.deliveryId)];
-  const contentOf = (item: ItemJob): string => (item.kind === 'collecting' ? '' : item.origin.contentId);
+      : [keys.documentRecords(item.deliveryId), keys.documentLock(item.kind, item.deliveryId)];
+  const contentOf = (item: ItemJob): Buffer | string => (item.kind === 'collecting' ? '' : compactContentId(item.origin.contentId));
+  const fieldOf = (item: ItemJob): Buffer | string => (item.kind === 'collecting' ? '' : documentField(item.kind, item.deliveryId));
+  const period = documentBucketSec(options.retentionSec);
 
   return {
     async enter(item, jobId) {
@@ -208,7 +256,7 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
           jobId,
           isDocument ? 'doc' : 'event',
           contentOf(item),
-          isDocument ? (item.generation ?? '') : '',
+          isDocument ? compactGeneration(item.generation ?? '') : '',
           options.lockMs,
           jobPrefix(item.kind),
           windowMs,
@@ -218,6 +266,8 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
           options.retentionSec,
           activityPrefix,
           ACTIVITY_TTL_SEC,
+          fieldOf(item),
+          period,
         ],
       )) as [string, number | string | undefined, string | undefined, number | undefined];
       const [verdict, a, b, c] = raw;
@@ -257,6 +307,8 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
           activityPrefix,
           ACTIVITY_TTL_SEC,
           sinceMs(slot?.respondedAt),
+          fieldOf(item),
+          period,
         ],
       );
       return typeof woken === 'string' ? woken : null;
@@ -284,8 +336,8 @@ export async function queueDocumentOrder(
 ): Promise<DocumentQueueVerdict> {
   return (await QUEUE_DOCUMENT(
     redis,
-    [keys.document(kind, deliveryId), keys.documentLock(kind, deliveryId)],
-    [generation, contentId, retentionSec],
+    [keys.documentRecords(deliveryId), keys.documentLock(kind, deliveryId)],
+    [compactGeneration(generation), compactContentId(contentId), retentionSec, documentField(kind, deliveryId), documentBucketSec(retentionSec)],
   )) as DocumentQueueVerdict;
 }
 
@@ -300,10 +352,52 @@ export async function queueDocumentOrders(
   retentionSec: number,
 ): Promise<Array<{ error: Error } | { value: DocumentQueueVerdict }>> {
   const calls = documents.map((d) => ({
-    keys: [keys.document(d.kind, d.deliveryId), keys.documentLock(d.kind, d.deliveryId)],
-    args: [d.generation, d.contentId, retentionSec],
+    keys: [keys.documentRecords(d.deliveryId), keys.documentLock(d.kind, d.deliveryId)],
+    args: [compactGeneration(d.generation), compactContentId(d.contentId), retentionSec, documentField(d.kind, d.deliveryId), documentBucketSec(retentionSec)],
   }));
   return (await QUEUE_DOCUMENT.many(redis, calls)) as Array<{ error: Error } | { value: DocumentQueueVerdict }>;
+}
+
+/**
+ * A document record's field in its shard: the kind's initial, then the delivery id; a delivery id
+ * longer than 12 bytes (a UUID is 36) is replaced by the first 12 bytes of its SHA-256 after the
+ * initial in capitals (two ids sharing them: about 2^-96 a pair).
+ */
+export function documentField(kind: Exclude<ItemKind, 'collecting'>, deliveryId: string): Buffer {
+  const initial = kind === 'label' ? 'l' : 'c';
+  if (Buffer.byteLength(deliveryId) <= 12) return Buffer.from(`${initial}${deliveryId}`);
+  return Buffer.concat([Buffer.from(initial.toUpperCase()), createHash('sha256').update(deliveryId).digest().subarray(0, 12)]);
+}
+
+/** A retention bucket spans an eighth of the retention (see the file header). */
+export function documentBucketSec(retentionSec: number): number {
+  return Math.max(1, Math.ceil(retentionSec / (DOCUMENT_BUCKETS - 1)));
+}
+
+/**
+ * `documentGeneration`'s two 17-digit numbers as 7 bytes each, big-endian, so that byte order is
+ * generation order (14 bytes instead of 35). No generation (a job queued without one) is zeros:
+ * older than any.
+ */
+export function compactGeneration(generation: string): Buffer {
+  const out = Buffer.alloc(14);
+  const match = /^(\d{1,17})\.(\d{1,17})$/.exec(generation);
+  if (match === null) return out;
+  const word = Buffer.alloc(8);
+  [match[1]!, match[2]!].forEach((digits, i) => {
+    word.writeBigUInt64BE(BigInt(digits));
+    word.copy(out, i * 7, 1);
+  });
+  return out;
+}
+
+/**
+ * A content id (16 hex digits, see spool/paths.ts) as its 8 bytes; anything else as the first 8
+ * bytes of its SHA-256. Only compared for equality within one delivery.
+ */
+export function compactContentId(contentId: string): Buffer {
+  if (/^[0-9a-f]{16}$/.test(contentId)) return Buffer.from(contentId, 'hex');
+  return createHash('sha256').update(contentId).digest().subarray(0, 8);
 }
 
 /**

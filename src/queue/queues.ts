@@ -28,8 +28,16 @@ export function itemJobOptions(delivery: DeliveryConfig): JobsOptions {
   };
 }
 
+/**
+ * BullMQ's event stream per queue (`<queue>:events`) is read by no one here (no QueueEvents; the
+ * outcome travels in its own list), so it keeps only the last ~1,000 events for a look with
+ * XREVRANGE, not BullMQ's default 10,000 (~1.2 MB a queue). The Queue writes it to the queue's meta
+ * hash, where every worker's scripts read it.
+ */
+export const QUEUE_STREAM_OPTIONS = { events: { maxLen: 1000 } } as const;
+
 export function openQueues(redis: RedisConnection, prefix: string, delivery: DeliveryConfig): QueueSet {
-  const options = { connection: redis, prefix };
+  const options = { connection: redis, prefix, streams: QUEUE_STREAM_OPTIONS };
   const items = {} as Record<ItemKind, Queue<ItemJob>>;
   for (const kind of ITEM_KINDS) {
     items[kind] = new Queue<ItemJob>(kind, { ...options, defaultJobOptions: itemJobOptions(delivery) });

@@ -7,10 +7,10 @@ import type { RedisConnection } from './redis.js';
 
 export interface ScriptCall {
   keys: readonly string[];
-  args: ReadonlyArray<string | number>;
+  args: ReadonlyArray<string | number | Buffer>;
 }
 
-export type Script = ((redis: RedisConnection, keys: readonly string[], args: ReadonlyArray<string | number>) => Promise<unknown>) & {
+export type Script = ((redis: RedisConnection, keys: readonly string[], args: ReadonlyArray<string | number | Buffer>) => Promise<unknown>) & {
   /**
    * Runs the script once per call, all in one pipeline (one round trip; every key of a deployment
    * shares one hash slot). Each call settles on its own: an error fails only its own result.
@@ -22,7 +22,7 @@ const isNoScript = (error: unknown): boolean => error instanceof Error && error.
 
 export function defineScript(source: string): Script {
   const sha = createHash('sha1').update(source).digest('hex');
-  const run = async (redis: RedisConnection, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> => {
+  const run = async (redis: RedisConnection, keys: readonly string[], args: ReadonlyArray<string | number | Buffer>): Promise<unknown> => {
     try {
       return await redis.evalsha(sha, keys.length, ...keys, ...args);
     } catch (error) {

@@ -19,6 +19,9 @@ const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
 const SEVERITY_ERROR = 1;
 const SEVERITY_WARNING = 2;
 
+/** Node flags every launch line carries: the ones on the bin's shebang (`#!/usr/bin/env -S node …`). */
+const NODE_FLAGS = (/^#!\/usr\/bin\/env -S node((?: --[\w-]+(?:=\S+)?)*)\n/.exec(read('src/main.ts'))?.[1] ?? '').trim().split(' ').filter(Boolean);
+
 const defaults = parseYaml(read('config/default.yaml')) as { http: { port: number }; shutdown: { graceMs: number } };
 const graceSeconds = defaults.shutdown.graceMs / 1000;
 
@@ -207,7 +210,7 @@ describe('Dockerfile', () => {
     const entrypoint = jsonArray(last(runtime, 'ENTRYPOINT'));
     expect(entrypoint, 'ENTRYPOINT is a JSON array').toBeDefined();
     const bin = (JSON.parse(read('package.json')) as { bin: Record<string, string> }).bin['carrier-sync']!;
-    expect(entrypoint).toEqual(['node', bin.replace(/^\.\//, '')]);
+    expect(entrypoint).toEqual(['node', ...NODE_FLAGS, bin.replace(/^\.\//, '')]);
     expect(jsonArray(last(runtime, 'CMD'))).toEqual(['start']);
     const stopSignal = last(runtime, 'STOPSIGNAL');
     if (stopSignal) expect(stopSignal.args).toBe('SIGTERM');
@@ -422,7 +425,7 @@ describe('docs/deploy/carrier-sync.service', () => {
     expect(one('EnvironmentFile')?.replace(/^-/, '')).toBe('/etc/carrier-sync/env');
     const exec = one('ExecStart')!.split(/\s+/);
     expect(exec[0]).toMatch(/^\/.*\/node$/);
-    expect(exec.slice(1, 3)).toEqual(['dist/src/main.js', 'start']);
+    expect(exec.slice(1, 3 + NODE_FLAGS.length)).toEqual([...NODE_FLAGS, 'dist/src/main.js', 'start']);
     expect(one('Restart')).toBe('on-failure');
   });
 
@@ -481,6 +484,28 @@ describe('.ci/run', () => {
     // An existing policy-rc.d is moved aside and put back, not overwritten.
     expect(script).toMatch(/mv -f "\$policy" "\$saved"/);
     expect(script).toMatch(/mv -f "\$saved" "\$policy"/);
+  });
+});
+
+describe('launch lines', () => {
+  const pkg = JSON.parse(read('package.json')) as { bin: Record<string, string>; scripts: Record<string, string> };
+
+  it("the bin's shebang runs node with a small young generation and a tight old one (RSS targets, BENCHMARKS.md)", () => {
+    expect(read('src/main.ts').split('\n')[0]).toBe('#!/usr/bin/env -S node --max-semi-space-size=4 --heap-growing-percent=50');
+    expect(NODE_FLAGS).toEqual(['--max-semi-space-size=4', '--heap-growing-percent=50']);
+  });
+
+  it('npm start launches the bin with the same node flags as its shebang', () => {
+    expect(pkg.scripts['start']).toBe(['node', ...NODE_FLAGS, pkg.bin['carrier-sync'], 'start'].join(' '));
+  });
+
+  it('the built bin keeps the shebang and runs with its flags', () => {
+    const bin = join(ROOT, pkg.bin['carrier-sync']!); // built by the global setup (test/support/global-build.ts)
+    expect(readFileSync(bin, 'utf8').split('\n')[0]).toBe(read('src/main.ts').split('\n')[0]);
+    // What the kernel runs for that line: env splits it (-S) and node takes the flags.
+    const probe = spawnSync('/usr/bin/env', ['-S', `node ${NODE_FLAGS.join(' ')} -p process.execArgv.join()`], { encoding: 'utf8' });
+    expect(probe.status).toBe(0);
+    expect(probe.stdout.trim().split(',').slice(0, NODE_FLAGS.length)).toEqual(NODE_FLAGS);
   });
 });
 

@@ -1,11 +1,11 @@
 /**
- * Daemons under benchmark. `spawnDaemon` runs the built binary (`node dist/src/main.js start`) as
+ * Daemons under benchmark. `spawnDaemon` runs the built binary (`node <shebang flags> dist/src/main.js start`) as
  * its own process, so its RSS is its own; `startInProcess` runs `startDaemon` in this process, for
  * scenarios compared with references that also run here. Both get a private spool, key prefix and
  * a config file, point at a sandbox API on loopback, and log to a file under bench-reports/logs/.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, type WriteStream } from 'node:fs';
+import { createWriteStream, readFileSync, type WriteStream } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,16 @@ import { createLogger, type Logger } from '../../../src/log.js';
 import { startDaemon, type DaemonHandle, type Role } from '../../../src/runtime/start.js';
 
 export const BIN = join(PACKAGE_ROOT, 'dist', 'src', 'main.js');
+
+/**
+ * The node flags on the bin's shebang (`#!/usr/bin/env -S node --max-semi-space-size=4 …`): users
+ * launch the daemon with them (the bin, npm start, the image and the unit all carry them), so a
+ * daemon under benchmark does too. The same node binary as the bench's runs it.
+ */
+export function binNodeFlags(): string[] {
+  const shebang = readFileSync(BIN, 'utf8').split('\n', 1)[0] ?? '';
+  return (/^#!\/usr\/bin\/env -S node\b(.*)$/.exec(shebang)?.[1] ?? '').trim().split(/\s+/).filter(Boolean);
+}
 
 export interface DaemonSetup {
   redisUrl: string;
@@ -90,7 +100,9 @@ export async function spawnDaemon(setup: DaemonSetup, roles: readonly Role[]): P
   const log = createWriteStream(setup.logFile, { flags: 'a' });
   // BENCH_DAEMON_NODE_ARGS: node flags for every spawned daemon, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
   const nodeArgs = (process.env['BENCH_DAEMON_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, BIN, 'start', '--roles', roles.join(','), '--config', configPath], {
+  // BENCH_DAEMON_SHEBANG_FLAGS=0 leaves the shebang's flags out (to compare with and without them).
+  const shebangFlags = process.env['BENCH_DAEMON_SHEBANG_FLAGS'] === '0' ? [] : binNodeFlags();
+  const child = spawn(process.execPath, [...shebangFlags, ...nodeArgs, BIN, 'start', '--roles', roles.join(','), '--config', configPath], {
     cwd: tmpdir(),
     env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? tmpdir(), TZ: 'UTC', LANG: 'C.UTF-8', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -154,3 +154,67 @@ export async function redisCpuSeconds(redis: Redis): Promise<number> {
   const field = (name: string): number => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1] ?? 0);
   return field('used_cpu_user') + field('used_cpu_sys');
 }
+
+export interface KeyGroup {
+  /** The key with its prefix cut and every id-like part shown as `*`, e.g. `doc:label:*`. */
+  pattern: string;
+  keys: number;
+  bytes: number;
+}
+
+/**
+ * What the keys under `prefix` hold, grouped by pattern: `MEMORY USAGE` of every key (nested
+ * values sampled in full), largest group first. Ids are the parts with a digit or longer than 16
+ * characters, so `doc:label:m12`, `label:3f2a…` and `activity:29401234` fold into one row each.
+ */
+export async function memoryByPattern(redis: Redis, prefix: string): Promise<KeyGroup[]> {
+  const groups = new Map<string, KeyGroup>();
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 2000);
+    cursor = next;
+    if (keys.length === 0) continue;
+    const pipeline = redis.pipeline();
+    for (const key of keys) pipeline.memory('USAGE', key, 'SAMPLES', 0);
+    const usages = (await pipeline.exec()) ?? [];
+    keys.forEach((key, i) => {
+      const pattern = key
+        .slice(prefix.length + 1)
+        .split(':')
+        .map((part) => (/\d/.test(part) || part.length > 16 ? '*' : part))
+        .join(':');
+      const group = groups.get(pattern) ?? { pattern, keys: 0, bytes: 0 };
+      group.keys += 1;
+      group.bytes += Number(usages[i]?.[1] ?? 0);
+      groups.set(pattern, group);
+    });
+  } while (cursor !== '0');
+  return [...groups.values()].sort((a, b) => b.bytes - a.bytes);
+}
+
+/** Parts of `used_memory` that are no data (`MEMORY STATS`): client buffers and cached scripts. */
+export async function memoryOverheads(redis: Redis): Promise<{ clientBytes: number; scriptBytes: number }> {
+  const flat = (await redis.call('MEMORY', 'STATS')) as unknown[];
+  const field = (name: string): number => {
+    const at = flat.indexOf(name);
+    return at >= 0 ? Number(flat[at + 1]) || 0 : 0;
+  };
+  return { clientBytes: field('clients.normal') + field('clients.slaves'), scriptBytes: field('lua.caches') + field('functions.caches') };
+}
+
+/** The keys under `prefix` whose name (prefix cut) does not match `pattern`. */
+export async function keysOutside(redis: Redis, prefix: string, pattern: RegExp): Promise<string[]> {
+  const out: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 2000);
+    cursor = next;
+    out.push(...keys.filter((key) => !pattern.test(key.slice(prefix.length + 1))));
+  } while (cursor !== '0');
+  return out;
+}
+
+/** DEL (not UNLINK: the memory is freed before it returns) in batches of 500. */
+export async function deleteKeys(redis: Redis, keys: readonly string[]): Promise<void> {
+  for (let i = 0; i < keys.length; i += 500) await redis.del(...keys.slice(i, i + 500));
+}

@@ -44,6 +44,8 @@ export interface Keys {
    * retention bucket's number follows it (`docs:<shard>:<bucket>`, one hash each).
    */
   documentRecords(deliveryId: string): string;
+  /** Set once the document records of the earlier layout were carried over (`migrateDocumentRecords`). */
+  readonly documentRecordsMigrated: string;
   /** Per kind and delivery: held by the job whose document request is in flight. */
   documentLock(kind: ItemKind, deliveryId: string): string;
   /** Per delivery: collecting jobs parked behind an earlier event, woken when it finishes (set). */
@@ -88,6 +90,7 @@ export function createKeys(prefix: string): Keys {
     authProbe: k('auth-probe'),
     authEpoch: k('auth-epoch'),
     documentRecords: (deliveryId) => `${k('docs', String(documentShardOf(deliveryId)))}:`,
+    documentRecordsMigrated: k('migrated', 'doc-records'),
     documentLock: (kind, deliveryId) => k('doc-lock', kind, deliveryId),
     attempts: (jobId) => k('attempts', jobId),
     batch: (batchId) => k('batch', batchId),

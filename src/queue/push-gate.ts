@@ -341,6 +341,75 @@ export async function queueDocumentOrder(
   )) as DocumentQueueVerdict;
 }
 
+// KEYS: 1 a record of the earlier layout (`doc:<kind>:<delivery>` hash: g, c, s), 2 doc record stem.
+// ARGV: 1 record field, 2 compact generation (g), 3 compact content id (c), 4 compact content id
+// the API holds (s, or ''), 5 bucket period s, 6 ttl s.
+// The newer mark of the two wins (a process of this version may have written one already); the
+// content the API holds is the newer record's, else the old one's. The old key is deleted.
+const MIGRATE_DOCUMENT = defineScript(`${DOCUMENT_RECORD_LUA}
+local period = tonumber(ARGV[5])
+local record, found, current = docGet(KEYS[2], ARGV[1], period)
+local value
+if record and not isNewer(ARGV[2], record) then
+  value = string.len(record) >= 30 and record or (string.sub(record, 1, 22) .. ARGV[4])
+else
+  local held = (record and string.len(record) >= 30) and string.sub(record, 23, 30) or ARGV[4]
+  value = ARGV[2] .. ARGV[3] .. held
+end
+docPut(KEYS[2], ARGV[1], value, found, current, period, ARGV[6])
+redis.call('DEL', KEYS[1])
+return 1
+`);
+
+/**
+ * Carries the document records of the earlier layout (one `doc:<kind>:<delivery>` hash each) over
+ * into the compact one, once per deployment (a marker key says it was done): without them, the
+ * first job of a delivery to reach the gate after an upgrade would set its mark, and a newer
+ * document queued before the upgrade could be superseded by an older one. Returns how many moved.
+ */
+export async function migrateDocumentRecords(redis: RedisConnection, keys: Keys, retentionSec: number): Promise<number> {
+  if ((await redis.exists(keys.documentRecordsMigrated)) === 1) return 0;
+  const nodes = 'nodes' in redis ? redis.nodes('master') : [redis];
+  const legacy = new RegExp(`^${escapeRegExp(keys.bullPrefix)}:doc:(label|cte):(.+)$`);
+  let moved = 0;
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, names] = await node.scan(cursor, 'MATCH', `${escapeGlob(keys.bullPrefix)}:doc:*`, 'COUNT', 1000);
+      cursor = next;
+      for (const name of names) {
+        const match = legacy.exec(name);
+        if (match === null) continue;
+        const kind = match[1] as Exclude<ItemKind, 'collecting'>;
+        const deliveryId = match[2]!;
+        const [g, c, held] = await redis.hmget(name, 'g', 'c', 's');
+        if (g == null || c == null) {
+          await redis.del(name);
+          continue;
+        }
+        await MIGRATE_DOCUMENT(
+          redis,
+          [name, keys.documentRecords(deliveryId)],
+          [
+            documentField(kind, deliveryId),
+            compactGeneration(g),
+            compactContentId(c),
+            held == null ? '' : compactContentId(held),
+            documentBucketSec(retentionSec),
+            retentionSec,
+          ],
+        );
+        moved += 1;
+      }
+    } while (cursor !== '0');
+  }
+  await redis.set(keys.documentRecordsMigrated, new Date().toISOString());
+  return moved;
+}
+
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeGlob = (text: string): string => text.replace(/[*?[\]\\]/g, '\\$&');
+
 /**
  * `queueDocumentOrder` for many documents in one round trip, each in the given order (two of one
  * delivery in a batch meet the script one after the other, as two separate calls would).

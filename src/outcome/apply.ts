@@ -13,7 +13,8 @@ import { deadLetterFactsOfOutcome, deadLetterReport, eventsFileReport, type Erro
 import { SPOOL_KIND_OF, type SpoolKind } from '../queue/keys.js';
 import type { OutcomeMessage } from '../queue/payloads.js';
 import { originalName, type SpoolPaths } from '../spool/paths.js';
-import { failInto, listDir, moveInto, REPORT, type Disk } from './files.js';
+import type { Disk } from '../spool/file-calls.js';
+import { failInto, listDir, moveInto, REPORT } from './files.js';
 
 export interface InflightIndex {
   /** In-flight file names (in `.inflight/<kind>/`) of one content id. */

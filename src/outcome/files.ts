@@ -5,10 +5,10 @@
  * behind in failed/ — a report's temp file, or a report whose file never followed it — is swept by
  * `sweepInterruptedMoves` when the spool owner starts.
  */
-import { lstatSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
-import { copyFile, lstat, mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { copyFile, readdir, readFile, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { errorReport, type ErrorReport, type ReportContent } from '../queue/failure-report.js';
+import { fileCallsOf, type Disk, type FileCalls } from '../spool/file-calls.js';
 import { candidateName, originalName, parseInflightName } from '../spool/paths.js';
 
 /**
@@ -34,51 +34,22 @@ function oneAtATime<T>(dir: string, fileName: string, move: () => Promise<T>): P
   return next;
 }
 
-/**
- * The file calls of a move. On a local disk (`spool.usePolling` off) they are synchronous: a few µs
- * each on a cached inode, where the async form is a round trip through libuv's thread pool (a
- * failed file costs 7 of them). On a network share they stay async: a share that stalls must not
- * stall the event loop.
- */
-export type Disk = 'local' | 'share';
-
-interface FileCalls {
-  exists(path: string): Promise<boolean>;
-  rename(from: string, to: string): Promise<void>;
-  writeFile(path: string, text: string): Promise<void>;
-  mkdir(dir: string): Promise<void>;
-}
-
-const SHARE_CALLS: FileCalls = {
-  exists,
-  rename,
-  writeFile: (path, text) => writeFile(path, text),
-  mkdir: async (dir) => void (await mkdir(dir, { recursive: true })),
-};
-const LOCAL_CALLS: FileCalls = {
-  exists: async (path) => lstatSync(path, { throwIfNoEntry: false }) !== undefined,
-  rename: async (from, to) => renameSync(from, to),
-  writeFile: async (path, text) => writeFileSync(path, text),
-  mkdir: async (dir) => void mkdirSync(dir, { recursive: true }),
-};
-const callsOf = (disk: Disk): FileCalls => (disk === 'local' ? LOCAL_CALLS : SHARE_CALLS);
-
 /** Moves `source` into `dir` under a free name; returns the target path, or null if `source` is gone. */
 export function moveInto(source: string, dir: string, fileName: string, disk: Disk = 'share'): Promise<string | null> {
-  return oneAtATime(dir, fileName, () => moveNow(source, dir, fileName, callsOf(disk)));
+  return oneAtATime(dir, fileName, () => moveNow(source, dir, fileName, fileCallsOf(disk)));
 }
 
 async function moveNow(source: string, dir: string, fileName: string, fs: FileCalls): Promise<string | null> {
   await ensureDir(dir, fs);
   for (let n = 1; ; n += 1) {
     const target = join(dir, candidateName(fileName, n));
-    if (await fs.exists(target)) continue;
+    if ((await fs.lstat(target)) !== null) continue;
     try {
       await renameAcross(source, target, fs);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       // The source already moved (an outcome applied twice), or the folder was taken away.
-      if (!(await fs.exists(source))) return null;
+      if ((await fs.lstat(source)) === null) return null;
       madeDirs.delete(dir);
       await ensureDir(dir, fs);
       await renameAcross(source, target, fs);
@@ -114,7 +85,7 @@ export function failInto(
   report: { kind: string; at: string; content: ReportContent },
   disk: Disk = 'share',
 ): Promise<string | null> {
-  return oneAtATime(dir, fileName, () => failNow(source, dir, fileName, report, callsOf(disk)));
+  return oneAtATime(dir, fileName, () => failNow(source, dir, fileName, report, fileCallsOf(disk)));
 }
 
 async function failNow(
@@ -124,12 +95,12 @@ async function failNow(
   report: { kind: string; at: string; content: ReportContent },
   fs: FileCalls,
 ): Promise<string | null> {
-  if (!(await fs.exists(source))) return null;
+  if ((await fs.lstat(source)) === null) return null;
   await ensureDir(dir, fs);
   const claim = parseInflightName(basename(source))?.claimId ?? null;
   for (let n = 1; ; n += 1) {
     const target = join(dir, candidateName(fileName, n));
-    if ((await fs.exists(target)) || (await fs.exists(`${target}${REPORT}`))) continue;
+    if ((await fs.lstat(target)) !== null || (await fs.lstat(`${target}${REPORT}`)) !== null) continue;
     const body = errorReport({ file: candidateName(fileName, n), kind: report.kind, at: report.at, claim }, report.content);
     await writeErrorReport(`${target}${REPORT}`, body, fs).catch(async (error: NodeJS.ErrnoException) => {
       if (error.code !== 'ENOENT') throw error;
@@ -215,15 +186,5 @@ async function renameAcross(source: string, target: string, fs: FileCalls): Prom
     if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
     await copyFile(source, target);
     await unlink(source);
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await lstat(path);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
   }
 }

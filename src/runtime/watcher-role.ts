@@ -16,6 +16,7 @@ import type { ClaimDeps } from '../spool/claim.js';
 import { loadInflightIndex } from '../spool/inflight-index.js';
 import { parseInflightName, spoolPaths, type SpoolPaths } from '../spool/paths.js';
 import { reconcileInflight } from '../spool/reconcile.js';
+import { diskOf } from '../spool/file-calls.js';
 import { resolveSpoolId, SPOOL_ID_FILE } from '../spool/spool-id.js';
 import { startSpoolWatcher, type SpoolWatcher } from '../spool/watcher.js';
 import type { Context } from './context.js';
@@ -76,7 +77,7 @@ async function startSpoolSession(ctx: Context, paths: SpoolPaths, fence: Fence):
   const index = await loadInflightIndex(paths);
   const outcomes = createOutcomes({
     paths,
-    disk: config.spool.usePolling ? 'share' : 'local',
+    disk: diskOf(config.spool),
     batches: ctx.batches,
     inflight: index,
     clock: ctx.clock,

@@ -1,4 +1,3 @@
-import { lstatSync, readFileSync, renameSync, type Stats } from 'node:fs';
 /**
  * Claiming one stable inbox file: check it, then either refuse it (straight to failed/ with its
  * reason) or move it in flight and queue it. The order makes a crash at any point harmless:
@@ -22,6 +21,7 @@ import { eventsFormatOf, parseEventsFile } from '../validate/events-file.js';
 import { checkLabel } from '../validate/label.js';
 import { parseSpoolName } from '../validate/spool-name.js';
 import { documentGeneration } from '../queue/push-gate.js';
+import { diskOf, fileCallsOf } from './file-calls.js';
 import { claimStampOf, inflightName, newClaimId, type SpoolPaths } from './paths.js';
 
 /** Where files go that do not become jobs; the outcome stage implements it. */
@@ -55,7 +55,7 @@ export type ClaimResult = 'queued' | 'refused' | 'duplicate' | 'changed';
 export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: string, seen: { size: number; mtimeMs: number }): Promise<ClaimResult> {
   const path = join(deps.paths.inbox(kind), fileName);
   if (!deps.isOwner()) return 'changed';
-  const fs = deps.spool.usePolling ? SHARE_FILES : LOCAL_FILES;
+  const fs = fileCallsOf(diskOf(deps.spool));
   const stat = await fs.lstat(path);
   if (stat === null) return 'changed';
   if (!stat.isFile()) {
@@ -202,31 +202,3 @@ function limitOf(spool: SpoolConfig, kind: SpoolKind): { bytes: number; code: 'L
 function badName(fileName: string): SyncError {
   return new SyncError('SPOOL_BAD_NAME', `${fileName}: events files must end in .ndjson, .jsonl or .csv`);
 }
-
-async function lstatOrNull(path: string): Promise<Stats | null> {
-  try {
-    return await lstat(path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
-  }
-}
-
-interface ClaimFiles {
-  lstat(path: string): Promise<Stats | null>;
-  readFile(path: string): Promise<Buffer>;
-  rename(from: string, to: string): Promise<void>;
-}
-
-/**
- * A claim's four file operations. On a local disk (inotify) they are synchronous calls: each takes
- * a few µs on a cached inode, while its async form is a round trip through libuv's thread pool
- * (ingest bench: ~160 µs of the event loop's time a file for the four, see BENCHMARKS.md item 6).
- * A network share (usePolling) keeps the async forms: a share that stalls must not stall the event loop.
- */
-const LOCAL_FILES: ClaimFiles = {
-  lstat: async (path) => lstatSync(path, { throwIfNoEntry: false }) ?? null,
-  readFile: async (path) => readFileSync(path),
-  rename: async (from, to) => renameSync(from, to),
-};
-const SHARE_FILES: ClaimFiles = { lstat: lstatOrNull, readFile, rename };

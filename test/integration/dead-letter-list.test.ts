@@ -5,33 +5,20 @@
  */
 import { UnrecoverableError, Worker } from 'bullmq';
 import { afterAll, expect, it } from 'vitest';
-import type { DeliveryConfig } from '../../src/config/schema.js';
 import { createAttemptLog } from '../../src/queue/attempts.js';
 import { listDeadLetters } from '../../src/queue/dead-letter.js';
 import { createDedupMemory } from '../../src/queue/dedup.js';
 import { createKeys } from '../../src/queue/keys.js';
 import { openQueues } from '../../src/queue/queues.js';
 import { closeRedis, connectRedis } from '../../src/queue/redis.js';
+import { TEST_DELIVERY } from '../support/delivery.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
-const DELIVERY: DeliveryConfig = {
-  ratePerMinute: 300,
-  rateWindowMarginMs: 0,
-  maxAttempts: 3,
-  backoffMs: 1000,
-  notFoundAttempts: 2,
-  maxQueued: 5000,
-  concurrency: 1,
-  maxRateLimitedMs: 60_000,
-  completedRetentionSec: 3600,
-  lockMs: 30_000,
-  authProbeMs: 10_000,
-};
 const prefix = uniquePrefix('dlq-list');
 const redis = connectRedis(testRedisUrl(), 'dlq-list-test');
 const keys = createKeys(prefix);
-const queues = openQueues(redis, prefix, DELIVERY);
+const queues = openQueues(redis, prefix, TEST_DELIVERY);
 const attempts = createAttemptLog(redis, keys);
 
 afterAll(async () => {

@@ -9,7 +9,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
-import type { DeliveryConfig } from '../../src/config/schema.js';
 import { silentLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/ops/metrics.js';
 import { createReadiness } from '../../src/ops/readiness.js';
@@ -22,22 +21,10 @@ import { pushOutcome, readOutcomeBacklog } from '../../src/queue/outcome-list.js
 import { openQueues, type QueueSet } from '../../src/queue/queues.js';
 import { closeRedis, connectRedis } from '../../src/queue/redis.js';
 import { createStats } from '../../src/queue/stats.js';
+import { TEST_DELIVERY } from '../support/delivery.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 
 const PROMTOOL = '/usr/bin/promtool';
-const DELIVERY: DeliveryConfig = {
-  ratePerMinute: 300,
-  rateWindowMarginMs: 1000,
-  maxAttempts: 3,
-  backoffMs: 1000,
-  notFoundAttempts: 2,
-  maxQueued: 5000,
-  concurrency: 1,
-  maxRateLimitedMs: 60_000,
-  completedRetentionSec: 3600,
-  lockMs: 30_000,
-  authProbeMs: 10_000,
-};
 
 const prefix = uniquePrefix('promtool');
 const redis = connectRedis(testRedisUrl(), 'promtool-test');
@@ -46,7 +33,7 @@ let queues: QueueSet;
 let server: OpsServer;
 
 beforeAll(async () => {
-  queues = openQueues(redis, prefix, DELIVERY);
+  queues = openQueues(redis, prefix, TEST_DELIVERY);
   const stats = createStats(redis, keys.stats);
   const authGate = createAuthGate(
     redis,
@@ -62,8 +49,8 @@ beforeAll(async () => {
     refusalCounts: async () => (await readRefusals(redis, keys)).counts,
     outcomeBacklog: () => readOutcomeBacklog(redis, keys),
     isReady: async () => (await readiness()).isReady,
-    ratePerMinute: DELIVERY.ratePerMinute,
-    maxQueued: DELIVERY.maxQueued,
+    ratePerMinute: TEST_DELIVERY.ratePerMinute,
+    maxQueued: TEST_DELIVERY.maxQueued,
   });
   server = await startOpsServer({
     host: '127.0.0.1',
@@ -75,7 +62,7 @@ beforeAll(async () => {
     queues: queues.items,
     enqueueDeps: { redis, keys, queues, dedup: createDedupMemory(redis, keys, 30), stats, clock: systemClock, retentionSec: 3600 },
     readiness,
-    overview: { authGate, ratePerMinute: DELIVERY.ratePerMinute, maxQueued: DELIVERY.maxQueued, spoolId: null, inboxCounts: async () => ({}) },
+    overview: { authGate, ratePerMinute: TEST_DELIVERY.ratePerMinute, maxQueued: TEST_DELIVERY.maxQueued, spoolId: null, inboxCounts: async () => ({}) },
     logger: silentLogger,
   });
   // Some activity, so every labelled series has samples: API requests of each outcome, queued

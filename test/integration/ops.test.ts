@@ -1,7 +1,6 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
-import type { DeliveryConfig } from '../../src/config/schema.js';
 import { createLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/ops/metrics.js';
 import { createReadiness } from '../../src/ops/readiness.js';
@@ -16,21 +15,9 @@ import { createKeys, ITEM_KINDS } from '../../src/queue/keys.js';
 import { openQueues, type QueueSet } from '../../src/queue/queues.js';
 import { closeRedis, connectRedis } from '../../src/queue/redis.js';
 import { createStats } from '../../src/queue/stats.js';
+import { TEST_DELIVERY } from '../support/delivery.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 
-const DELIVERY: DeliveryConfig = {
-  ratePerMinute: 300,
-  rateWindowMarginMs: 1000,
-  maxAttempts: 3,
-  backoffMs: 1000,
-  notFoundAttempts: 2,
-  maxQueued: 5000,
-  concurrency: 1,
-  maxRateLimitedMs: 60_000,
-  completedRetentionSec: 3600,
-  lockMs: 30_000,
-  authProbeMs: 10_000,
-};
 const UI_PASSWORD = 'ui-pass-Secret-1';
 const INGEST_TOKEN = 'ingest-tok-Secret-2';
 const MAX_INGEST_BYTES = 4096;
@@ -53,7 +40,7 @@ const postEvents = (body: unknown, headers: Record<string, string> = { authoriza
   });
 
 beforeAll(async () => {
-  queues = openQueues(redis, prefix, DELIVERY);
+  queues = openQueues(redis, prefix, TEST_DELIVERY);
   const stats = createStats(redis, keys.stats);
   const dedup = createDedupMemory(redis, keys, 30);
   authGate = createAuthGate(
@@ -70,8 +57,8 @@ beforeAll(async () => {
     refusalCounts: async () => (await readRefusals(redis, keys)).counts,
     outcomeBacklog: async () => [],
     isReady: async () => (await readiness()).isReady,
-    ratePerMinute: DELIVERY.ratePerMinute,
-    maxQueued: DELIVERY.maxQueued,
+    ratePerMinute: TEST_DELIVERY.ratePerMinute,
+    maxQueued: TEST_DELIVERY.maxQueued,
   });
   metrics.observeRequest({ endpoint: 'collecting', status: 200, durationMs: 42 });
   const destination = new Writable({
@@ -97,8 +84,8 @@ beforeAll(async () => {
     readiness,
     overview: {
       authGate,
-      ratePerMinute: DELIVERY.ratePerMinute,
-      maxQueued: DELIVERY.maxQueued,
+      ratePerMinute: TEST_DELIVERY.ratePerMinute,
+      maxQueued: TEST_DELIVERY.maxQueued,
       spoolId: 'ops-spool',
       inboxCounts: async () => ({ labels: 2 }),
     },
@@ -229,7 +216,7 @@ describe('/ui overview', () => {
     expect(a.sent.reduce((x, y) => x + y, 0)).toBe(5);
     expect(a.rateLimited[29]).toBe(2);
     expect(a.deadLettered[29]).toBe(1);
-    expect(o.ratePerMinute).toBe(DELIVERY.ratePerMinute);
+    expect(o.ratePerMinute).toBe(TEST_DELIVERY.ratePerMinute);
     expect(await redis.ttl(keys.activity(Math.floor(now / 60_000)))).toBeGreaterThan(3600);
   });
 

@@ -70,7 +70,8 @@ export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: str
           await finishItem(deps, job, 'superseded', null);
           return 'superseded';
         case 'already-accepted':
-          // The API holds these bytes already (a run that sent them died before it finished).
+          // A document: the API holds these bytes already (a run that sent them died before it
+          // finished). An event: another run of this job finished it (a stalled job taken over).
           await finishItem(deps, job, 'accepted', null);
           return 'accepted';
         case 'park':

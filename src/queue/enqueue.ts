@@ -197,6 +197,9 @@ export async function enqueueEvents(deps: EnqueueDeps, events: readonly Collecti
       else toAdd.push({ event, jobId: collectingJobId(event.deliveryId, event.instantKey) });
     });
     if (toAdd.length > 0) {
+      // Registered in their deliveries' chains before their jobs exist, so no event of this batch can
+      // be taken while an earlier one of its delivery (in this chunk or the next) is not yet in its
+      // chain; the push gate waits for a registered job that is not there yet (push-gate.ts, chainHead).
       const pipeline = deps.redis.pipeline();
       for (const { event, jobId } of toAdd) pipeline.zadd(deps.keys.eventOrder(event.deliveryId), event.epochMs, jobId);
       await pipeline.exec();

@@ -50,6 +50,13 @@ export interface Keys {
   documentLock(kind: ItemKind, deliveryId: string): string;
   /** Per delivery: collecting jobs parked behind an earlier event, woken when it finishes (set). */
   eventParked(deliveryId: string): string;
+  /** Per delivery: held by the run of the event whose request is in flight (one on the wire at a time). */
+  eventLock(deliveryId: string): string;
+  /**
+   * Name stem of the markers (job id follows) of an event registered in its delivery's order whose
+   * job is not there (yet): see the push gate's `chainHead`.
+   */
+  readonly eventMissing: string;
   /** While the 401 gate is closed: 'open' when the next item may probe the key, else the probing job's id. */
   readonly authProbe: string;
   /** Counts the clears of the 401 gate (a request carries the epoch it was sent in). */
@@ -87,6 +94,8 @@ export function createKeys(prefix: string): Keys {
     dedup: (deliveryId) => k('dedup', deliveryId),
     eventOrder: (deliveryId) => k('event-order', deliveryId),
     eventParked: (deliveryId) => k('event-parked', deliveryId),
+    eventLock: (deliveryId) => k('event-lock', deliveryId),
+    eventMissing: `${k('event-missing')}:`,
     authProbe: k('auth-probe'),
     authEpoch: k('auth-epoch'),
     documentRecords: (deliveryId) => `${k('docs', String(documentShardOf(deliveryId)))}:`,

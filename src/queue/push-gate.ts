@@ -65,17 +65,59 @@ local function isNewer(a, b)
 end
 `;
 
-// KEYS: 1 order (doc record stem | event order zset), 2 lock | parked set, 3 auth failure, 4 auth probe,
-//       5 limiter window, 6 limiter pause, 7 auth epoch.
+// The head of a delivery's event chain: its earliest unfinished event (member and score), or nil.
+// Members whose job finished are dropped. Events are registered in the chain before their jobs are
+// added (enqueue.ts), so a member whose job is not there is still being queued — it blocks, as an
+// unfinished one does — unless its job stays missing for `graceMs` (the queueing process died in
+// between, or an operator removed the job): then it is dropped. Dropping it at once, as this did
+// before, let a delivery's later events go before (or beside) an earlier one queued in the same
+// file but a later chunk (issue 19).
+const CHAIN_HEAD_LUA = `
+local function chainHead(orderKey, jobPrefix, missingPrefix, graceMs)
+  while true do
+    local head = redis.call('ZRANGE', orderKey, 0, 0, 'WITHSCORES')
+    if head[1] == nil then return nil, nil end
+    local jobKey = jobPrefix .. head[1]
+    if redis.call('EXISTS', jobKey) == 1 then
+      if redis.call('HEXISTS', jobKey, 'finishedOn') == 0 then return head[1], head[2] end
+    else
+      local missingKey = missingPrefix .. head[1]
+      local t = redis.call('TIME')
+      local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      local since = redis.call('GET', missingKey)
+      if not since then
+        redis.call('SET', missingKey, now, 'PX', graceMs * 2)
+        return head[1], head[2]
+      end
+      if now - tonumber(since) < graceMs then return head[1], head[2] end
+      redis.call('DEL', missingKey)
+    end
+    redis.call('ZREM', orderKey, head[1])
+  end
+end
+`;
+
+// KEYS: 1 order (doc record stem | event order zset), 2 document lock | parked set, 3 auth failure,
+//       4 auth probe, 5 limiter window, 6 limiter pause, 7 auth epoch, 8 event lock, 9 event_at memory.
 // ARGV: 1 job id, 2 mode ('doc'|'event'), 3 compact content id (doc), 4 compact generation (doc),
 //       5 lock ttl ms, 6 BullMQ job key prefix (event), 7 window ms, 8 limit, 9 slot member,
 //       10 longest request ms, 11 order ttl s, 12 activity key prefix (+ epoch minute),
-//       13 activity ttl s, 14 record field (doc), 15 record bucket period s (doc).
+//       13 activity ttl s, 14 record field (doc), 15 record bucket period s (doc),
+//       16 event time ms (event), 17 instant key (event), 18 source id (event),
+//       19 missing-job grace ms (event), 20 missing-job marker stem (event).
+// Events: one on the wire per delivery at a time (the event lock, held by the run's slot member),
+// and only the head of the chain. An event not in its chain was finished by another run of its job
+// (a stalled job taken over: 'already' when its claim is done) or replayed from the dead letters
+// (registered again here).
 // Returns {verdict, a, b, c}: {'go', isProbe, member, auth epoch} | {'superseded'} | {'already'} |
 //   {'park', headDueMs} | {'busy', ms} | {'auth'} | {'wait', ms}.
-const ENTER = defineScript(`${DOCUMENT_RECORD_LUA}
+const ENTER = defineScript(`${DOCUMENT_RECORD_LUA}${CHAIN_HEAD_LUA}
 local jobId = ARGV[1]
-if ARGV[2] == 'doc' then
+local isEvent = ARGV[2] == 'event'
+local member = ARGV[9]
+local lockMs = ARGV[5]
+local lockKey = isEvent and KEYS[8] or KEYS[2]
+if not isEvent then
   local period = tonumber(ARGV[15])
   local record, found, current = docGet(KEYS[1], ARGV[14], period)
   if not record then
@@ -85,24 +127,29 @@ if ARGV[2] == 'doc' then
   elseif string.sub(record, 23, 30) == ARGV[3] then
     return {'already'}
   end
-  local owner = redis.call('GET', KEYS[2])
+  local owner = redis.call('GET', lockKey)
   if owner and owner ~= jobId then
-    local left = redis.call('PTTL', KEYS[2])
+    local left = redis.call('PTTL', lockKey)
     if left < 1 then left = 1 end
     return {'busy', left}
   end
 else
-  while true do
-    local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-    if head[1] == nil or head[1] == jobId then break end
-    local jobKey = ARGV[6] .. head[1]
-    if redis.call('EXISTS', jobKey) == 0 or redis.call('HEXISTS', jobKey, 'finishedOn') == 1 then
-      redis.call('ZREM', KEYS[1], head[1])
-    else
-      redis.call('SADD', KEYS[2], jobId)
-      redis.call('EXPIRE', KEYS[2], ARGV[11])
-      return {'park', head[2]}
-    end
+  local orderKey, parkedKey, dedupKey = KEYS[1], KEYS[2], KEYS[9]
+  local eventMs, instant, source = ARGV[16], ARGV[17], ARGV[18]
+  if not redis.call('ZSCORE', orderKey, jobId) then
+    if redis.call('HGET', dedupKey, instant) == 'done:' .. source then return {'already'} end
+    redis.call('ZADD', orderKey, eventMs, jobId)
+  end
+  local head, headDue = chainHead(orderKey, ARGV[6], ARGV[20], tonumber(ARGV[19]))
+  if head ~= jobId then
+    redis.call('SADD', parkedKey, jobId)
+    redis.call('EXPIRE', parkedKey, ARGV[11])
+    return {'park', headDue}
+  end
+  if redis.call('EXISTS', lockKey) == 1 then
+    local left = redis.call('PTTL', lockKey)
+    if left < 1 then left = 1 end
+    return {'busy', left}
   end
 end
 local isProbe = 0
@@ -115,27 +162,34 @@ ${takeSlotLua({ window: 'KEYS[5]', pause: 'KEYS[6]', windowMs: 'ARGV[7]', limit:
 local bucket = ARGV[12] .. math.floor(now / 60000)
 redis.call('HINCRBY', bucket, 'requests', 1)
 redis.call('EXPIRE', bucket, ARGV[13])
-if ARGV[2] == 'doc' then redis.call('SET', KEYS[2], jobId, 'PX', ARGV[5]) end
-if ARGV[2] == 'event' then redis.call('SREM', KEYS[2], jobId) end
-if isProbe == 1 then redis.call('SET', KEYS[4], jobId, 'PX', ARGV[5]) end
-return {'go', isProbe, ARGV[9], tonumber(redis.call('GET', KEYS[7]) or '0')}
+if isEvent then
+  redis.call('SREM', KEYS[2], jobId)
+  redis.call('SET', lockKey, member, 'PX', lockMs)
+else
+  redis.call('SET', lockKey, jobId, 'PX', lockMs)
+end
+if isProbe == 1 then redis.call('SET', KEYS[4], jobId, 'PX', lockMs) end
+return {'go', isProbe, member, tonumber(redis.call('GET', KEYS[7]) or '0')}
 `);
 
-// KEYS: 1 order (doc record stem | event order zset), 2 lock | parked set, 3 limiter window, 4 stats hash,
-//       5 held-by-429 counter of the job, 6 event_at memory (event).
+// KEYS: 1 order (doc record stem | event order zset), 2 document lock | parked set, 3 limiter window,
+//       4 stats hash, 5 held-by-429 counter of the job, 6 event_at memory (event), 7 event lock.
 // ARGV: 1 job id, 2 mode, 3 compact content id (doc), 4 result ('' while the item goes on), 5 slot member
 //       ('' when no request was made), 6 order ttl s, 7 counter, 8 BullMQ job key prefix (event),
 //       9 instant key (event), 10 source id (event), 11 kind, 12 activity key prefix, 13 activity ttl s,
 //       14 ms since the response arrived (the slot's stamp), 15 record field (doc),
-//       16 record bucket period s (doc).
-// An item that ended is counted in the stats hash (`<counter>:<kind>`) and in its minute's activity.
+//       16 record bucket period s (doc), 17 missing-job grace ms (event), 18 missing-job marker stem (event).
+// The run's lock is released (a document's by job id, an event's by slot member). An item that ended
+// is counted in the stats hash (`<counter>:<kind>`) and in its minute's activity.
 // An event that ended (not dead-lettered) marks its event_at claim done: the same source taken in
 // again (a re-pull, a file re-read after a crash) is then a duplicate, not a second send.
 // Returns the id of a parked event to wake, or false.
-const LEAVE = defineScript(`${DOCUMENT_RECORD_LUA}
+const LEAVE = defineScript(`${DOCUMENT_RECORD_LUA}${CHAIN_HEAD_LUA}
 local jobId = ARGV[1]
+local member = ARGV[5]
 ${stampSlotLua({ window: 'KEYS[3]', member: 'ARGV[5]', sinceResponseMs: 'ARGV[14]' })}
 if ARGV[2] == 'doc' and redis.call('GET', KEYS[2]) == jobId then redis.call('DEL', KEYS[2]) end
+if ARGV[2] == 'event' and member ~= '' and redis.call('GET', KEYS[7]) == member then redis.call('DEL', KEYS[7]) end
 if ARGV[4] == '' then return false end
 redis.call('HINCRBY', KEYS[4], ARGV[7] .. ':' .. ARGV[11], 1)
 local t = redis.call('TIME')
@@ -156,17 +210,9 @@ if ARGV[4] ~= 'dead-lettered' and redis.call('HGET', KEYS[6], ARGV[9]) == ARGV[1
   redis.call('HSET', KEYS[6], ARGV[9], 'done:' .. ARGV[10])
 end
 redis.call('ZREM', KEYS[1], jobId)
-while true do
-  local head = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
-  if head == nil then return false end
-  local jobKey = ARGV[8] .. head
-  if redis.call('EXISTS', jobKey) == 0 or redis.call('HEXISTS', jobKey, 'finishedOn') == 1 then
-    redis.call('ZREM', KEYS[1], head)
-  else
-    if redis.call('SREM', KEYS[2], head) == 1 then return head end
-    return false
-  end
-end
+local head = chainHead(KEYS[1], ARGV[8], ARGV[18], tonumber(ARGV[17]))
+if head ~= nil and redis.call('SREM', KEYS[2], head) == 1 then return head end
+return false
 `);
 
 // KEYS: 1 doc record stem, 2 document lock. ARGV: 1 compact generation, 2 compact content id,
@@ -206,6 +252,8 @@ export interface PushGateOptions {
   lockMs: number;
   /** How long the document order and the re-drop memory are kept after a delivery's last document. */
   retentionSec: number;
+  /** How long an event registered in its chain may be without its job before the chain drops it (`chainHead`). */
+  missingJobGraceMs?: number;
 }
 
 /** A slot whose request was made: its member, and `performance.now()` when the answer (or failure) came. */
@@ -224,6 +272,12 @@ export interface PushGate {
   /** Events: true while the job waits to be woken (a `leave` that woke it took it off). */
   isParked(item: ItemJob, jobId: string): Promise<boolean>;
 }
+
+/**
+ * How long an event registered in its delivery's chain may be without its job before the chain
+ * drops it (see `chainHead`): far longer than the one round trip between registering and adding.
+ */
+const MISSING_JOB_GRACE_MS = 30_000;
 
 const COUNTER_OF: Readonly<Record<ItemResult, string>> = {
   accepted: 'sent',
@@ -244,6 +298,7 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
   const contentOf = (item: ItemJob): Buffer | string => (item.kind === 'collecting' ? '' : compactContentId(item.origin.contentId));
   const fieldOf = (item: ItemJob): Buffer | string => (item.kind === 'collecting' ? '' : documentField(item.kind, item.deliveryId));
   const period = documentBucketSec(options.retentionSec);
+  const missingJobGraceMs = options.missingJobGraceMs ?? MISSING_JOB_GRACE_MS;
 
   return {
     async enter(item, jobId) {
@@ -251,7 +306,16 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
       const isDocument = item.kind !== 'collecting';
       const raw = (await ENTER(
         redis,
-        [...orderKeys(item), keys.authFailure, keys.authProbe, keys.limiter(keyId), keys.pause(keyId), keys.authEpoch],
+        [
+          ...orderKeys(item),
+          keys.authFailure,
+          keys.authProbe,
+          keys.limiter(keyId),
+          keys.pause(keyId),
+          keys.authEpoch,
+          keys.eventLock(item.deliveryId),
+          keys.dedup(item.deliveryId),
+        ],
         [
           jobId,
           isDocument ? 'doc' : 'event',
@@ -268,6 +332,11 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
           ACTIVITY_TTL_SEC,
           fieldOf(item),
           period,
+          item.kind === 'collecting' ? item.epochMs : '',
+          item.kind === 'collecting' ? item.instantKey : '',
+          item.kind === 'collecting' ? item.sourceId : '',
+          missingJobGraceMs,
+          keys.eventMissing,
         ],
       )) as [string, number | string | undefined, string | undefined, number | undefined];
       const [verdict, a, b, c] = raw;
@@ -291,7 +360,7 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
     async leave(item, jobId, slot, result) {
       const woken = await LEAVE(
         redis,
-        [...orderKeys(item), keys.limiter(keyId), keys.stats, keys.attempts(`${jobId}:held`), keys.dedup(item.deliveryId)],
+        [...orderKeys(item), keys.limiter(keyId), keys.stats, keys.attempts(`${jobId}:held`), keys.dedup(item.deliveryId), keys.eventLock(item.deliveryId)],
         [
           jobId,
           item.kind === 'collecting' ? 'event' : 'doc',
@@ -309,6 +378,8 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
           sinceMs(slot?.respondedAt),
           fieldOf(item),
           period,
+          missingJobGraceMs,
+          keys.eventMissing,
         ],
       );
       return typeof woken === 'string' ? woken : null;

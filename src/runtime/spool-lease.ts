@@ -125,28 +125,37 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
     const spoolFile = deps.spoolFile;
     if (spoolFile === undefined) return null;
     const other = await withDeadline(spoolFile.foreignHolder(), leaseMs, `no answer from the spool within ${leaseMs} ms`);
+    noteForeign(spoolFile, other);
+    return other;
+  }
+
+  /** Remembers another deployment's live holder (or none): one line each time that changes. */
+  function noteForeign(spoolFile: HolderFile, other: HolderRecord | null): void {
     if (other === null) {
       if (foreign !== null) logger.info({ ...about, spoolFile: spoolFile.path }, 'the spool is no longer held by another deployment');
     } else if (foreign?.deploymentId !== other.deploymentId || foreign.host !== other.host || foreign.pid !== other.pid) {
       logger.error({ ...about, spoolFile: spoolFile.path, theirs: other }, spoolFile.refusal(other));
     }
     foreign = other;
-    return other;
   }
 
-  /** Writes the spool's holder record; false (one warning per failing stretch) when it cannot. */
-  async function markSpoolFile(): Promise<boolean> {
+  /**
+   * Writes the spool's holder record: 'written'; 'foreign' when another deployment's live holder is
+   * named there instead (logged as by a check); 'failed' (one warning per failing stretch).
+   */
+  async function markSpoolFile(): Promise<'written' | 'foreign' | 'failed'> {
     const spoolFile = deps.spoolFile;
-    if (spoolFile === undefined) return true;
+    if (spoolFile === undefined) return 'written';
     try {
-      await withDeadline(spoolFile.mark(), leaseMs, `no answer from the spool within ${leaseMs} ms`);
+      const other = await withDeadline(spoolFile.mark(), leaseMs, `no answer from the spool within ${leaseMs} ms`);
       if (isSpoolFileFailing) logger.info({ ...about, spoolFile: spoolFile.path }, 'the spool holder file is written again');
       isSpoolFileFailing = false;
-      return true;
+      if (other !== null) noteForeign(spoolFile, other);
+      return other === null ? 'written' : 'foreign';
     } catch (error) {
       if (!isSpoolFileFailing) logger.warn({ ...about, spoolFile: spoolFile.path, err: error }, 'writing the spool holder file failed; retrying');
       isSpoolFileFailing = true;
-      return false;
+      return 'failed';
     }
   }
 
@@ -179,7 +188,7 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
     }
     standbyHolderId = undefined;
     // Other deployments learn from the spool that it is held before this process moves anything.
-    if (!(await markSpoolFile())) {
+    if ((await markSpoolFile()) !== 'written') {
       await withDeadline(lease.release(self.id), leaseMs, 'no reply').catch(() => undefined);
       return;
     }
@@ -227,7 +236,11 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
         return;
       }
       if (!held.isEnded && now() < held.validUntil) held.validUntil = Math.max(held.validUntil, sentAt + validForMs);
-      if (!held.isEnded) await markSpoolFile();
+      if (!held.isEnded && (await markSpoolFile()) === 'foreign') {
+        await lose(held, 'another deployment holds the spool');
+        await withDeadline(lease.release(self.id), leaseMs, 'no reply').catch(() => undefined);
+        return;
+      }
     } catch (error) {
       onRedisError('renewing the spool lease', error);
     }

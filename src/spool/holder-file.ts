@@ -15,8 +15,10 @@
  *  - Within one deployment the Redis lease decides, as before: the file only keeps deployments apart.
  *  - It holds no secret: the Redis address comes without credentials (queue/deployment.ts).
  *
- * Two deployments taking over a free spool in the same instant may both write the file; the one
- * whose record was overwritten sees the other's at its next renewal (leaseMs/3 later) and gives up.
+ * A holder reads the file again right before each write and does not overwrite another deployment's
+ * live record. Two deployments taking over a free spool in the same instant may still both write
+ * it; the one whose record was overwritten sees the other's at its next renewal (leaseMs/3 later)
+ * and gives up.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -39,8 +41,11 @@ export interface HolderFile {
   readonly path: string;
   /** The live holder of another deployment named by the file, or null when this deployment may hold the spool. */
   foreignHolder(): Promise<HolderRecord | null>;
-  /** Writes the record naming this process, live for `holderFileMs` from now. */
-  mark(): Promise<void>;
+  /**
+   * Writes the record naming this process, live for `holderFileMs` from now, unless the file names
+   * a live holder of another deployment at that instant: then it writes nothing and returns that one.
+   */
+  mark(): Promise<HolderRecord | null>;
   /** Removes the file if it still names this process (a clean give-up). */
   unmark(): Promise<boolean>;
   /** The one line a process logs when another deployment holds the spool: both deployments named. */
@@ -77,7 +82,15 @@ export function createHolderFile(deps: HolderFileDeps): HolderFile {
       const temp = join(root, `${HOLDER_FILE}.${randomBytes(4).toString('hex')}.tmp`);
       try {
         await writeFile(temp, `${JSON.stringify(record)}\n`);
+        // Checked last, right before the rename: another deployment that took the spool since the
+        // caller's check is not overwritten (short of a write in the same instant, see the header).
+        const current = await readHolderFile(root);
+        if (current !== null && current.deploymentId !== deps.self.deploymentId && isLive(current, deps.now())) {
+          await unlink(temp).catch(() => undefined);
+          return current;
+        }
         await rename(temp, path);
+        return null;
       } catch (error) {
         await unlink(temp).catch(() => undefined);
         throw error;

@@ -120,11 +120,14 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
     failingSince = null;
   };
 
+  // The spool's file calls get leaseMs/3 at most: a share slower than that only keeps things as they
+  // are (a holder keeps holding, a standby does not take the lease) and delays a renewal by as much.
+
   /** The live holder of another deployment, or null; throws when the spool cannot be read. */
   async function checkSpoolFile(): Promise<HolderRecord | null> {
     const spoolFile = deps.spoolFile;
     if (spoolFile === undefined) return null;
-    const other = await withDeadline(spoolFile.foreignHolder(), leaseMs, `no answer from the spool within ${leaseMs} ms`);
+    const other = await withDeadline(spoolFile.foreignHolder(), renewEveryMs, `no answer from the spool within ${renewEveryMs} ms`);
     noteForeign(spoolFile, other);
     return other;
   }
@@ -147,7 +150,7 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
     const spoolFile = deps.spoolFile;
     if (spoolFile === undefined) return 'written';
     try {
-      const other = await withDeadline(spoolFile.mark(), leaseMs, `no answer from the spool within ${leaseMs} ms`);
+      const other = await withDeadline(spoolFile.mark(), renewEveryMs, `no answer from the spool within ${renewEveryMs} ms`);
       if (isSpoolFileFailing) logger.info({ ...about, spoolFile: spoolFile.path }, 'the spool holder file is written again');
       isSpoolFileFailing = false;
       if (other !== null) noteForeign(spoolFile, other);

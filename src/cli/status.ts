@@ -1,6 +1,9 @@
 import type { Command } from 'commander';
+import { join, resolve } from 'node:path';
 import { ITEM_KINDS } from '../queue/keys.js';
 import { createLease } from '../queue/lease.js';
+import { readDeploymentId, redisAddressOf } from '../queue/deployment.js';
+import { describeDeployment, HOLDER_FILE, isLive, readHolderFile } from '../spool/holder-file.js';
 import { rateLimiterFor } from '../queue/limiter.js';
 import { carrierKeyOf } from '../runtime/api-target.js';
 import { print, withContext } from './shared.js';
@@ -42,6 +45,18 @@ export function registerStatus(program: Command): void {
             return { id, holder: holder === null ? null : { host: holder.host, pid: holder.pid, since: holder.since, leaseLeftMs: holder.ttlMs } };
           }),
         );
+        // The spool's own record of its holder: another deployment's keeps this one off the spool.
+        const holderRecord = await readHolderFile(ctx.config.spool.dir).catch(() => null);
+        const deploymentId = await readDeploymentId(ctx.redis, ctx.keys);
+        const spoolHolderFile =
+          holderRecord === null
+            ? null
+            : {
+                path: join(resolve(ctx.config.spool.dir), HOLDER_FILE),
+                holder: holderRecord,
+                isLive: isLive(holderRecord, Date.now()),
+                isOtherDeployment: holderRecord.deploymentId !== deploymentId,
+              };
         const schedulers = (await ctx.queues.housekeeping.getJobSchedulers(0, -1, true)).map((s) => ({
           id: s.key,
           pattern: s.pattern ?? null,
@@ -50,6 +65,7 @@ export function registerStatus(program: Command): void {
         }));
         return {
           prefix: ctx.config.prefix,
+          redis: redisAddressOf(ctx.redisUrl),
           queues,
           authFailure: await ctx.authGate.failure(),
           rateLimiter: {
@@ -59,6 +75,7 @@ export function registerStatus(program: Command): void {
             note: limiter === null ? 'window figures need CARRIER_SYNC_CARRIER_KEY (the limiter is kept per key)' : undefined,
           },
           spools,
+          spoolHolderFile,
           schedulers,
         };
       });
@@ -83,6 +100,15 @@ export function registerStatus(program: Command): void {
         const { holder } = spool;
         print(
           `\nspool ${spool.id}: ${holder === null ? 'no process holds it (no watcher running, or one is taking over)' : `held by pid ${holder.pid} on ${holder.host} since ${holder.since} (lease ${(holder.leaseLeftMs / 1000).toFixed(1)} s left)`}`,
+        );
+      }
+      const file = report.spoolHolderFile;
+      if (file?.isOtherDeployment === true) {
+        const self = describeDeployment(report);
+        print(
+          file.isLive
+            ? `\n!! spool ${file.path}: held by another deployment (${describeDeployment(file.holder)}; pid ${file.holder.pid} on ${file.holder.host}, live until ${file.holder.expiresAt}); this deployment (${self}) does not watch it`
+            : `\nspool ${file.path}: last held by another deployment (${describeDeployment(file.holder)}), expired at ${file.holder.expiresAt}: a watcher of this deployment may take it`,
         );
       }
       if (report.schedulers.length > 0) {

@@ -41,6 +41,7 @@ export const configSchema = z
         pollIntervalMs: positiveInt,
         rescanIntervalMs: positiveInt,
         leaseMs: z.number().int().min(1000),
+        holderFileMs: z.number().int().min(2000),
         maxLabelBytes: positiveInt,
         maxCteBytes: positiveInt,
         maxEventsFileBytes: positiveInt,
@@ -107,6 +108,13 @@ export const configSchema = z
         code: 'custom',
         path: ['prefix'],
         message: 'on Redis Cluster the prefix must be one hash tag, e.g. {carrier-sync}, so every key of a deployment shares a slot',
+      });
+    }
+    if (config.spool.holderFileMs < 2 * config.spool.leaseMs) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['spool', 'holderFileMs'],
+        message: `must be at least 2 spool.leaseMs (${2 * config.spool.leaseMs}): the holder file is renewed with the lease`,
       });
     }
     if (config.api.url !== null && config.api.carrierKey === null) {

@@ -1,7 +1,8 @@
 /**
  * What `/readyz` answers. Ready means this process can take work: it is not shutting down, Redis
  * answers a PING within a short deadline, and the queues are not paused by a 401 from the API
- * (the auth gate). Each check says why it failed, for the operator reading the 503.
+ * (the auth gate). Each check says why it failed, for the operator reading the 503. A watcher kept
+ * off its spool by a live holder of another deployment (spool/holder-file.ts) is not ready either.
  */
 import type { RedisConnection } from '../queue/redis.js';
 import type { AuthGate } from '../queue/auth-gate.js';
@@ -20,6 +21,8 @@ export interface SpoolReadiness {
   /** This process. */
   self: { host: string; pid: number };
   holder: { host: string; pid: number; since: string; ttlMs: number; isSelf: boolean } | null;
+  /** Another deployment's live holder named by the spool's holder file: this process keeps off the spool. */
+  foreignHolder?: { prefix: string; redis: string; host: string; pid: number; expiresAt: string } | null;
 }
 
 export interface ReadinessDeps {
@@ -56,6 +59,8 @@ export function createReadiness(deps: ReadinessDeps): () => Promise<ReadinessSta
     } catch (error) {
       return unready(`redis is not answering: ${error instanceof Error ? error.message : String(error)}`);
     }
+    const foreign = spool?.foreignHolder ?? null;
+    if (spool !== null && foreign !== null) return { ...unready(`spool held by another deployment (prefix "${foreign.prefix}" on ${foreign.redis})`), spool };
     return spool === null ? { isReady: true } : { isReady: true, spool };
   };
 }

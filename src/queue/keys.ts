@@ -82,6 +82,8 @@ export interface Keys {
   spoolLease(spoolId: string): string;
   /** The ids of the spools whose lease was ever taken (a set), for `status`. */
   readonly spools: string;
+  /** This deployment's random id (a string, written once with SET NX): see `queue/deployment.ts`. */
+  readonly deploymentId: string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -113,6 +115,7 @@ export function createKeys(prefix: string): Keys {
     outcomes: (spoolId) => k('outcomes', spoolId),
     spoolLease: (spoolId) => k('spool-lease', spoolId),
     spools: k('spools'),
+    deploymentId: k('deployment-id'),
   };
 }
 

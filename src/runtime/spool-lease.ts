@@ -12,12 +12,20 @@
  *    moving files (every move checks the fence first) at least L/4 before another process can take
  *    the lease, whatever happened to Redis or the network in between. A move already under way at
  *    that instant has those L/4 to finish.
+ *
+ * Deployments (optional `spoolFile`, see spool/holder-file.ts): the Redis lease only orders the
+ * processes of one deployment (one Redis and prefix). The spool itself names the deployment that
+ * holds it; before each attempt to take the lease and each renewal, a process reads that: while a
+ * live holder of another deployment is named, it neither takes nor keeps the lease (one error line
+ * naming both deployments when that holder appears). The holder writes the file after taking the
+ * lease (before starting any work: if it cannot, it gives the lease back) and after each renewal.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../log.js';
 import type { Lease, LeaseHolder } from '../queue/lease.js';
+import type { HolderFile, HolderRecord } from '../spool/holder-file.js';
 
 /** Whether this process may still move the spool's files: checked before every move. */
 export interface Fence {
@@ -37,6 +45,8 @@ export interface SpoolLeaseDeps<S extends HeldSession> {
   logger: Logger;
   /** Starts the holder's work with a fence of its own (dead once this holding ends). */
   start(fence: Fence): Promise<S>;
+  /** The spool's own record of its holder, which keeps other deployments off it. */
+  spoolFile?: HolderFile;
 }
 
 export interface SpoolLeaseState {
@@ -45,6 +55,8 @@ export interface SpoolLeaseState {
   self: { host: string; pid: number };
   /** The holder as Redis has it, null when nobody holds the lease. */
   holder: { host: string; pid: number; since: string; ttlMs: number; isSelf: boolean } | null;
+  /** The live holder of another deployment named by the spool, which keeps this process off it; null when none. */
+  foreignHolder: HolderRecord | null;
 }
 
 export interface SpoolLease<S extends HeldSession> {
@@ -94,6 +106,10 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
   /** The holder last reported while standing by (one log line per holder). */
   let standbyHolderId: string | null | undefined;
   let failingSince: number | null = null;
+  /** Another deployment's live holder last seen in the spool (one log line per holder). */
+  let foreign: HolderRecord | null = null;
+  let isSpoolFileFailing = false;
+  let isSpoolReadFailing = false;
 
   const onRedisError = (what: string, error: unknown): void => {
     if (failingSince === null) logger.warn({ ...about, err: (error as Error).message }, `${what} failed (Redis unreachable?); retrying`);
@@ -104,7 +120,57 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
     failingSince = null;
   };
 
+  // The spool's file calls get leaseMs/3 at most: a share slower than that only keeps things as they
+  // are (a holder keeps holding, a standby does not take the lease) and delays a renewal by as much.
+
+  /** The live holder of another deployment, or null; throws when the spool cannot be read. */
+  async function checkSpoolFile(): Promise<HolderRecord | null> {
+    const spoolFile = deps.spoolFile;
+    if (spoolFile === undefined) return null;
+    const other = await withDeadline(spoolFile.foreignHolder(), renewEveryMs, `no answer from the spool within ${renewEveryMs} ms`);
+    noteForeign(spoolFile, other);
+    return other;
+  }
+
+  /** Remembers another deployment's live holder (or none): one line each time that changes. */
+  function noteForeign(spoolFile: HolderFile, other: HolderRecord | null): void {
+    if (other === null) {
+      if (foreign !== null) logger.info({ ...about, spoolFile: spoolFile.path }, 'the spool is no longer held by another deployment');
+    } else if (foreign?.deploymentId !== other.deploymentId || foreign.host !== other.host || foreign.pid !== other.pid) {
+      logger.error({ ...about, spoolFile: spoolFile.path, theirs: other }, spoolFile.refusal(other));
+    }
+    foreign = other;
+  }
+
+  /**
+   * Writes the spool's holder record: 'written'; 'foreign' when another deployment's live holder is
+   * named there instead (logged as by a check); 'failed' (one warning per failing stretch).
+   */
+  async function markSpoolFile(): Promise<'written' | 'foreign' | 'failed'> {
+    const spoolFile = deps.spoolFile;
+    if (spoolFile === undefined) return 'written';
+    try {
+      const other = await withDeadline(spoolFile.mark(), renewEveryMs, `no answer from the spool within ${renewEveryMs} ms`);
+      if (isSpoolFileFailing) logger.info({ ...about, spoolFile: spoolFile.path }, 'the spool holder file is written again');
+      isSpoolFileFailing = false;
+      if (other !== null) noteForeign(spoolFile, other);
+      return other === null ? 'written' : 'foreign';
+    } catch (error) {
+      if (!isSpoolFileFailing) logger.warn({ ...about, spoolFile: spoolFile.path, err: error }, 'writing the spool holder file failed; retrying');
+      isSpoolFileFailing = true;
+      return 'failed';
+    }
+  }
+
   async function tryAcquire(isFirst: boolean): Promise<void> {
+    try {
+      if ((await checkSpoolFile()) !== null) return;
+      isSpoolReadFailing = false;
+    } catch (error) {
+      if (!isSpoolReadFailing) logger.warn({ ...about, err: error }, 'reading the spool holder file failed; not taking the spool lease until it can be read');
+      isSpoolReadFailing = true;
+      return;
+    }
     const sentAt = now();
     const since = new Date().toISOString();
     let result;
@@ -124,6 +190,11 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
       return;
     }
     standbyHolderId = undefined;
+    // Other deployments learn from the spool that it is held before this process moves anything.
+    if ((await markSpoolFile()) !== 'written') {
+      await withDeadline(lease.release(self.id), leaseMs, 'no reply').catch(() => undefined);
+      return;
+    }
     const fence: Fence = {
       isHeld: () => !held.isEnded && now() < held.validUntil,
       assertHeld() {
@@ -153,6 +224,12 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
   }
 
   async function renew(held: Term<S>): Promise<void> {
+    // A spool that cannot be read keeps its holder: the Redis lease still orders this deployment.
+    if ((await checkSpoolFile().catch(() => null)) !== null) {
+      await lose(held, 'another deployment holds the spool');
+      await withDeadline(lease.release(self.id), leaseMs, 'no reply').catch(() => undefined);
+      return;
+    }
     const sentAt = now();
     try {
       const isStillHeld = await withDeadline(lease.renew(self.id, leaseMs), renewEveryMs, `no reply within ${renewEveryMs} ms`);
@@ -162,6 +239,11 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
         return;
       }
       if (!held.isEnded && now() < held.validUntil) held.validUntil = Math.max(held.validUntil, sentAt + validForMs);
+      if (!held.isEnded && (await markSpoolFile()) === 'foreign') {
+        await lose(held, 'another deployment holds the spool');
+        await withDeadline(lease.release(self.id), leaseMs, 'no reply').catch(() => undefined);
+        return;
+      }
     } catch (error) {
       onRedisError('renewing the spool lease', error);
     }
@@ -242,6 +324,7 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
         role,
         self: { host: self.host, pid: self.pid },
         holder: holder === null ? null : { host: holder.host, pid: holder.pid, since: holder.since, ttlMs: holder.ttlMs, isSelf: holder.id === self.id },
+        foreignHolder: foreign,
       };
     },
     stopAcquiring() {
@@ -262,6 +345,9 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
         if (held !== null && !held.isEnded) {
           held.isEnded = true;
           term = null;
+          // The work has stopped: the spool's record goes first, while no standby of this
+          // deployment can have taken the lease (and written its own record) yet.
+          await withDeadline(deps.spoolFile?.unmark() ?? Promise.resolve(false), leaseMs, 'no answer from the spool').catch(() => false);
           // Bounded: with Redis away the lease simply expires.
           const isReleased = await withDeadline(lease.release(self.id), leaseMs, 'no reply').catch(() => false);
           logger.info({ ...about, isReleased }, isReleased ? 'gave the spool lease up: a standby takes over' : 'the spool lease was no longer ours to give up');

@@ -7,6 +7,7 @@
  */
 import { SPOOL_KINDS, ITEM_KIND_OF } from '../queue/keys.js';
 import { createLease } from '../queue/lease.js';
+import { redisAddressOf, resolveDeploymentId } from '../queue/deployment.js';
 import { backlogOf } from '../queue/queues.js';
 import { addRefusal } from '../queue/activity.js';
 import { addStat } from '../queue/stats.js';
@@ -18,6 +19,7 @@ import { parseInflightName, spoolPaths, type SpoolPaths } from '../spool/paths.j
 import { reconcileInflight } from '../spool/reconcile.js';
 import { diskOf } from '../spool/file-calls.js';
 import { resolveSpoolId, SPOOL_ID_FILE } from '../spool/spool-id.js';
+import { createHolderFile } from '../spool/holder-file.js';
 import { startSpoolWatcher, type SpoolWatcher } from '../spool/watcher.js';
 import type { Context } from './context.js';
 import { carryOverLegacyOutcomes, startOutcomeConsumer } from './outcome-consumer.js';
@@ -48,11 +50,13 @@ export async function startWatcherRole(ctx: Context): Promise<WatcherRole> {
   const identity = await resolveSpoolId(config.spool.dir, config.spool.id, log);
   const paths = spoolPaths(config.spool.dir, identity.spoolId);
   if (identity.source === 'created') log.info({ spoolId: paths.spoolId, file: join(paths.root, SPOOL_ID_FILE) }, 'wrote the spool id into the spool');
+  const deployment = { deploymentId: await resolveDeploymentId(ctx.redis, ctx.keys), prefix: config.prefix, redis: redisAddressOf(ctx.redisUrl) };
   const held = await holdSpoolLease<SpoolSession>({
     lease: createLease(ctx.redis, ctx.keys.spoolLease(paths.spoolId)),
     leaseMs: config.spool.leaseMs,
     logger: log,
     start: (fence) => startSpoolSession(ctx, paths, fence),
+    spoolFile: createHolderFile({ root: paths.root, self: deployment, holderFileMs: config.spool.holderFileMs, now: () => ctx.clock.now() }),
   });
   // Here on the shutdown stack, the outcome consumer stops after the item workers (its drain, below),
   // and the lease is given up last.

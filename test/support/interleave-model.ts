@@ -147,8 +147,8 @@ export async function spoolProblems(spool: string, model: Model): Promise<string
   for (const path of all) {
     const parts = path.split('/');
     const name = parts.at(-1) ?? path;
-    // The spool's identity file (see src/spool/spool-id.ts) belongs there.
-    if (path === '.spool-id') continue;
+    // The spool's identity file and its holder's record (src/spool/spool-id.ts, holder-file.ts) belong there.
+    if (path === '.spool-id' || path === '.holder.json') continue;
     if (name.startsWith('.') || /\.(tmp|part|partial)$/i.test(name)) {
       problems.push(`temporary file left behind: ${path}`);
       continue;

@@ -39,7 +39,10 @@ export function registerStatus(program: Command): void {
         const spools = await Promise.all(
           (await ctx.redis.smembers(ctx.keys.spools)).sort().map(async (id) => {
             const holder = await createLease(ctx.redis, ctx.keys.spoolLease(id)).read();
-            return { id, holder: holder === null ? null : { host: holder.host, pid: holder.pid, since: holder.since, leaseLeftMs: holder.ttlMs } };
+            return {
+              id,
+              holder: holder === null ? null : { host: holder.host, pid: holder.pid, version: holder.version, since: holder.since, leaseLeftMs: holder.ttlMs },
+            };
           }),
         );
         const schedulers = (await ctx.queues.housekeeping.getJobSchedulers(0, -1, true)).map((s) => ({
@@ -82,7 +85,7 @@ export function registerStatus(program: Command): void {
       for (const spool of report.spools) {
         const { holder } = spool;
         print(
-          `\nspool ${spool.id}: ${holder === null ? 'no process holds it (no watcher running, or one is taking over)' : `held by pid ${holder.pid} on ${holder.host} since ${holder.since} (lease ${(holder.leaseLeftMs / 1000).toFixed(1)} s left)`}`,
+          `\nspool ${spool.id}: ${holder === null ? 'no process holds it (no watcher running, or one is taking over)' : `held by pid ${holder.pid} on ${holder.host} (carrier-sync ${holder.version ?? 'version not recorded'}) since ${holder.since} (lease ${(holder.leaseLeftMs / 1000).toFixed(1)} s left)`}`,
         );
       }
       if (report.schedulers.length > 0) {

@@ -7,6 +7,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Queue } from 'bullmq';
 import { ITEM_KINDS, type ItemKind } from '../queue/keys.js';
 import type { Stats } from '../queue/stats.js';
+import { appVersion } from '../version.js';
 
 export interface RequestSample {
   endpoint: string;
@@ -55,6 +56,12 @@ export function createMetrics(): Metrics & { attach(sources: MetricsSources): vo
     help: 'HTTP 429 answers received by this process.',
     registers: [registry],
   });
+  new Gauge({
+    name: 'carrier_sync_build_info',
+    help: 'Always 1; its labels say which version of carrier-sync, on which Node.js, this process runs.',
+    labelNames: ['version', 'node'],
+    registers: [registry],
+  }).set({ version: appVersion(), node: process.version }, 1);
   let sources: MetricsSources | undefined;
   // Counters whose value lives in Redis: each scrape sets them to the deployment's total.
   const totals = (name: string, help: string, counter: Parameters<Stats['add']>[0]): void => {

@@ -19,6 +19,7 @@ a { color:var(--blue); text-decoration:none; } a:hover { text-decoration:underli
 .top nav a.current, .top nav a:hover { background:#34405a; color:#fff; text-decoration:none; }
 .updated { margin-left:auto; color:#c9d3e6; font-size:12px; }
 .stale { margin-left:8px; color:#ffb4b4; }
+.foot { padding:0 20px 14px; color:var(--muted); font-size:12px; }
 main { padding:10px 20px 20px; display:flex; flex-direction:column; gap:10px; }
 .card { background:var(--card); border:1px solid var(--line); border-radius:10px; padding:10px 14px; min-width:0; }
 h2 { font-size:14px; margin:0 0 6px; } h2 small { font-weight:400; color:var(--muted); margin-left:6px; }

@@ -13,6 +13,7 @@ import type { DedupMemory } from '../queue/dedup.js';
 import { ITEM_KINDS, SPOOL_KIND_OF, type ItemKind, type Keys, type SpoolKind } from '../queue/keys.js';
 import type { QueueSet } from '../queue/queues.js';
 import type { RedisConnection } from '../queue/redis.js';
+import { appVersion } from '../version.js';
 import { readSpoolHolder, type SpoolHolder } from './spool-holder.js';
 
 export const CHART_MINUTES = 60;
@@ -103,13 +104,23 @@ export interface Overview {
   ratePerMinute: number;
   maxQueued: number;
   spoolId: string | null;
+  /** The version of carrier-sync this process runs, and its Node.js (the page's footer). */
+  version: string;
+  node: string;
   /** Null while Redis is not answering. */
   details: OverviewDetails | null;
 }
 
 export async function readOverview(sources: OverviewSources): Promise<Overview> {
   const now = sources.clock.now();
-  const base = { at: new Date(now).toISOString(), ratePerMinute: sources.ratePerMinute, maxQueued: sources.maxQueued, spoolId: sources.spoolId };
+  const base = {
+    at: new Date(now).toISOString(),
+    ratePerMinute: sources.ratePerMinute,
+    maxQueued: sources.maxQueued,
+    spoolId: sources.spoolId,
+    version: appVersion(),
+    node: process.version,
+  };
   if (DOWN_STATES.has(sources.redis.status)) return { ...base, state: redisDown(`connection ${sources.redis.status}`), details: null };
   let details: OverviewDetails;
   let failure: Awaited<ReturnType<AuthGate['failure']>>;

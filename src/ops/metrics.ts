@@ -28,6 +28,8 @@ export interface MetricsSources {
   refusalCounts(): Promise<Record<string, number>>;
   /** Outcome messages per spool (`queue/outcome-list.ts`): files waiting to be moved. */
   outcomeBacklog(): Promise<Array<{ spoolId: string; waiting: number; retrying: number; failed: number }>>;
+  /** The spool this process watches and whether its disk is full; absent or null without the watcher role. */
+  spoolDisk?: () => { spoolId: string | null; isFull: boolean };
   /** What `/readyz` would answer; null in a process without the ops server. */
   isReady: (() => Promise<boolean>) | null;
   ratePerMinute: number;
@@ -129,6 +131,17 @@ export function createMetrics(): Metrics & { attach(sources: MetricsSources): vo
       for (const backlog of await sources.outcomeBacklog()) {
         for (const state of ['waiting', 'retrying', 'failed'] as const) this.set({ spool: backlog.spoolId, state }, backlog[state]);
       }
+    },
+  });
+  new Gauge({
+    name: 'carrier_sync_spool_disk_full',
+    help: "1 while writes in the spool fail because its disk (or quota) is full: files wait in the inbox (this process's spool).",
+    labelNames: ['spool'],
+    registers: [registry],
+    collect() {
+      const disk = sources?.spoolDisk?.() ?? null;
+      this.reset();
+      if (disk !== null && disk.spoolId !== null) this.set({ spool: disk.spoolId }, disk.isFull ? 1 : 0);
     },
   });
   new Gauge({

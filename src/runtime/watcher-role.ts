@@ -16,6 +16,7 @@ import type { ClaimDeps } from '../spool/claim.js';
 import { loadInflightIndex } from '../spool/inflight-index.js';
 import { parseInflightName, spoolPaths, type SpoolPaths } from '../spool/paths.js';
 import { reconcileInflight } from '../spool/reconcile.js';
+import { attachSpoolDisk } from '../spool/disk-state.js';
 import { diskOf } from '../spool/file-calls.js';
 import { resolveSpoolId, SPOOL_ID_FILE } from '../spool/spool-id.js';
 import { startSpoolWatcher, type SpoolWatcher } from '../spool/watcher.js';
@@ -47,6 +48,7 @@ export async function startWatcherRole(ctx: Context): Promise<WatcherRole> {
   const log = logger.child({ mod: 'spool' });
   const identity = await resolveSpoolId(config.spool.dir, config.spool.id, log);
   const paths = spoolPaths(config.spool.dir, identity.spoolId);
+  attachSpoolDisk({ spoolId: paths.spoolId, root: paths.root }, log);
   if (identity.source === 'created') log.info({ spoolId: paths.spoolId, file: join(paths.root, SPOOL_ID_FILE) }, 'wrote the spool id into the spool');
   const held = await holdSpoolLease<SpoolSession>({
     lease: createLease(ctx.redis, ctx.keys.spoolLease(paths.spoolId)),

@@ -12,7 +12,7 @@
 import { lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync, type Stats } from 'node:fs';
 import { lstat, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import type { SpoolConfig } from '../config/schema.js';
-import { noteSpoolWriteFailure, noteSpoolWriteSuccess } from './disk-state.js';
+import { noteSpoolCallFailure, noteSpoolCallSuccess, type SpoolCall } from './disk-state.js';
 
 export type Disk = 'local' | 'share';
 
@@ -36,20 +36,20 @@ export function fileCallsOf(disk: Disk): FileCalls {
 
 /** `calls` with its writing calls reporting to the spool's disk state. */
 function watchingTheDisk(calls: FileCalls): FileCalls {
-  const noted = async (path: string, call: () => Promise<void>, isWrite = false): Promise<void> => {
+  const noted = async (name: SpoolCall, path: string, call: () => Promise<void>): Promise<void> => {
     try {
       await call();
     } catch (error) {
-      noteSpoolWriteFailure(error, path);
+      noteSpoolCallFailure(name, error, path);
       throw error;
     }
-    if (isWrite) noteSpoolWriteSuccess();
+    noteSpoolCallSuccess(name);
   };
   return {
     ...calls,
-    rename: (from, to) => noted(to, () => calls.rename(from, to)),
-    writeFile: (path, text) => noted(path, () => calls.writeFile(path, text), true),
-    mkdir: (dir) => noted(dir, () => calls.mkdir(dir)),
+    rename: (from, to) => noted('rename', to, () => calls.rename(from, to)),
+    writeFile: (path, text) => noted('writeFile', path, () => calls.writeFile(path, text)),
+    mkdir: (dir) => noted('mkdir', dir, () => calls.mkdir(dir)),
   };
 }
 

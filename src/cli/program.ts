@@ -10,6 +10,7 @@ import { registerStart } from './start.js';
 import { registerStatus } from './status.js';
 import { registerValidate } from './validate.js';
 import { registerWebhook } from './webhook.js';
+import { appVersion } from '../version.js';
 
 /** A flag or argument that makes no sense: exit 2 with one line. */
 export class UsageError extends Error {}
@@ -17,6 +18,7 @@ export class UsageError extends Error {}
 export function buildProgram(): Command {
   const program = new Command('carrier-sync')
     .description('Pushes label PDFs, CT-e XMLs and driver collecting events to the Delivery Logistics API, exactly once, under its rate limit.')
+    .version(appVersion(), '-V, --version', 'print the version and exit')
     .option('--config <path>', 'YAML file overriding config/default.yaml (environment variables override both)')
     .showHelpAfterError(false)
     .exitOverride()

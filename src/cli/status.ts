@@ -42,7 +42,10 @@ export function registerStatus(program: Command): void {
         const spools = await Promise.all(
           (await ctx.redis.smembers(ctx.keys.spools)).sort().map(async (id) => {
             const holder = await createLease(ctx.redis, ctx.keys.spoolLease(id)).read();
-            return { id, holder: holder === null ? null : { host: holder.host, pid: holder.pid, since: holder.since, leaseLeftMs: holder.ttlMs } };
+            return {
+              id,
+              holder: holder === null ? null : { host: holder.host, pid: holder.pid, version: holder.version, since: holder.since, leaseLeftMs: holder.ttlMs },
+            };
           }),
         );
         // The spool's own record of its holder: another deployment's keeps this one off the spool.
@@ -99,7 +102,7 @@ export function registerStatus(program: Command): void {
       for (const spool of report.spools) {
         const { holder } = spool;
         print(
-          `\nspool ${spool.id}: ${holder === null ? 'no process holds it (no watcher running, or one is taking over)' : `held by pid ${holder.pid} on ${holder.host} since ${holder.since} (lease ${(holder.leaseLeftMs / 1000).toFixed(1)} s left)`}`,
+          `\nspool ${spool.id}: ${holder === null ? 'no process holds it (no watcher running, or one is taking over)' : `held by pid ${holder.pid} on ${holder.host} (carrier-sync ${holder.version ?? 'version not recorded'}) since ${holder.since} (lease ${(holder.leaseLeftMs / 1000).toFixed(1)} s left)`}`,
         );
       }
       const file = report.spoolHolderFile;

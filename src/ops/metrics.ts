@@ -7,6 +7,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Queue } from 'bullmq';
 import { ITEM_KINDS, type ItemKind } from '../queue/keys.js';
 import type { Stats } from '../queue/stats.js';
+import { appVersion } from '../version.js';
 
 export interface RequestSample {
   endpoint: string;
@@ -27,6 +28,8 @@ export interface MetricsSources {
   refusalCounts(): Promise<Record<string, number>>;
   /** Outcome messages per spool (`queue/outcome-list.ts`): files waiting to be moved. */
   outcomeBacklog(): Promise<Array<{ spoolId: string; waiting: number; retrying: number; failed: number }>>;
+  /** The spool this process watches and whether its disk is full; absent or null without the watcher role. */
+  spoolDisk?: () => { spoolId: string | null; isFull: boolean };
   /** What `/readyz` would answer; null in a process without the ops server. */
   isReady: (() => Promise<boolean>) | null;
   ratePerMinute: number;
@@ -55,6 +58,12 @@ export function createMetrics(): Metrics & { attach(sources: MetricsSources): vo
     help: 'HTTP 429 answers received by this process.',
     registers: [registry],
   });
+  new Gauge({
+    name: 'carrier_sync_build_info',
+    help: 'Always 1; its labels say which version of carrier-sync, on which Node.js, this process runs.',
+    labelNames: ['version', 'node'],
+    registers: [registry],
+  }).set({ version: appVersion(), node: process.version }, 1);
   let sources: MetricsSources | undefined;
   // Counters whose value lives in Redis: each scrape sets them to the deployment's total.
   const totals = (name: string, help: string, counter: Parameters<Stats['add']>[0]): void => {
@@ -122,6 +131,17 @@ export function createMetrics(): Metrics & { attach(sources: MetricsSources): vo
       for (const backlog of await sources.outcomeBacklog()) {
         for (const state of ['waiting', 'retrying', 'failed'] as const) this.set({ spool: backlog.spoolId, state }, backlog[state]);
       }
+    },
+  });
+  new Gauge({
+    name: 'carrier_sync_spool_disk_full',
+    help: "1 while writes in the spool fail because its disk (or quota) is full: files wait in the inbox (this process's spool).",
+    labelNames: ['spool'],
+    registers: [registry],
+    collect() {
+      const disk = sources?.spoolDisk?.() ?? null;
+      this.reset();
+      if (disk !== null && disk.spoolId !== null) this.set({ spool: disk.spoolId }, disk.isFull ? 1 : 0);
     },
   });
   new Gauge({

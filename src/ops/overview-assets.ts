@@ -19,6 +19,7 @@ a { color:var(--blue); text-decoration:none; } a:hover { text-decoration:underli
 .top nav a.current, .top nav a:hover { background:#34405a; color:#fff; text-decoration:none; }
 .updated { margin-left:auto; color:#c9d3e6; font-size:12px; }
 .stale { margin-left:8px; color:#ffb4b4; }
+.foot { padding:0 20px 14px; color:var(--muted); font-size:12px; }
 main { padding:10px 20px 20px; display:flex; flex-direction:column; gap:10px; }
 .card { background:var(--card); border:1px solid var(--line); border-radius:10px; padding:10px 14px; min-width:0; }
 h2 { font-size:14px; margin:0 0 6px; } h2 small { font-weight:400; color:var(--muted); margin-left:6px; }
@@ -29,8 +30,8 @@ h2 { font-size:14px; margin:0 0 6px; } h2 small { font-weight:400; color:var(--m
 .state .since { font-weight:400; color:var(--muted); font-size:13px; }
 .state .detail { color:var(--muted); font-size:13px; margin-top:1px; }
 .dot { width:14px; height:14px; border-radius:50%; background:var(--green); box-shadow:0 0 0 4px #1f9d5522; flex:none; }
-.state-paused .dot, .state-redis-down .dot { background:var(--red); box-shadow:0 0 0 4px #d6454522; }
-.state-paused .headline, .state-redis-down .headline { color:var(--red); }
+.state-paused .dot, .state-redis-down .dot, .state-disk-full .dot { background:var(--red); box-shadow:0 0 0 4px #d6454522; }
+.state-paused .headline, .state-redis-down .headline, .state-disk-full .headline { color:var(--red); }
 .state-unreachable .dot { background:#8a93a6; box-shadow:0 0 0 4px #8a93a622; }
 .state-unreachable .headline { color:#5d6880; }
 .state-draining .dot { background:var(--amber); box-shadow:0 0 0 4px #b97f0022; }

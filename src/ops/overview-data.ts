@@ -13,6 +13,8 @@ import type { DedupMemory } from '../queue/dedup.js';
 import { ITEM_KINDS, SPOOL_KIND_OF, type ItemKind, type Keys, type SpoolKind } from '../queue/keys.js';
 import type { QueueSet } from '../queue/queues.js';
 import type { RedisConnection } from '../queue/redis.js';
+import { appVersion } from '../version.js';
+import { spoolDiskFullReason, type SpoolDiskReadiness } from './readiness.js';
 import { readSpoolHolder, type SpoolHolder } from './spool-holder.js';
 
 export const CHART_MINUTES = 60;
@@ -35,10 +37,12 @@ export interface OverviewSources {
   spoolId: string | null;
   /** Files waiting in each inbox; a kind left out (or a throw) shows as "n/a". */
   inboxCounts(): Promise<Partial<Record<SpoolKind, number>>>;
+  /** This process's spool disk (watcher role); absent elsewhere. */
+  spoolDisk?: () => SpoolDiskReadiness;
   isDraining(): boolean;
 }
 
-export type StateCode = 'working' | 'idle' | 'paused' | 'redis-down' | 'draining';
+export type StateCode = 'working' | 'idle' | 'paused' | 'disk-full' | 'redis-down' | 'draining';
 
 export interface OverviewState {
   code: StateCode;
@@ -103,13 +107,23 @@ export interface Overview {
   ratePerMinute: number;
   maxQueued: number;
   spoolId: string | null;
+  /** The version of carrier-sync this process runs, and its Node.js (the page's footer). */
+  version: string;
+  node: string;
   /** Null while Redis is not answering. */
   details: OverviewDetails | null;
 }
 
 export async function readOverview(sources: OverviewSources): Promise<Overview> {
   const now = sources.clock.now();
-  const base = { at: new Date(now).toISOString(), ratePerMinute: sources.ratePerMinute, maxQueued: sources.maxQueued, spoolId: sources.spoolId };
+  const base = {
+    at: new Date(now).toISOString(),
+    ratePerMinute: sources.ratePerMinute,
+    maxQueued: sources.maxQueued,
+    spoolId: sources.spoolId,
+    version: appVersion(),
+    node: process.version,
+  };
   if (DOWN_STATES.has(sources.redis.status)) return { ...base, state: redisDown(`connection ${sources.redis.status}`), details: null };
   let details: OverviewDetails;
   let failure: Awaited<ReturnType<AuthGate['failure']>>;
@@ -126,6 +140,15 @@ function stateOf(sources: OverviewSources, failure: Awaited<ReturnType<AuthGate[
     return { code: 'draining', headline: 'Draining: this process is stopping and finishing its in-flight work', detail: null, since: null };
   if (failure !== null) {
     return { code: 'paused', headline: 'Paused: the API refused our key (401)', detail: `${failure.endpoint}: ${failure.message}`, since: failure.at };
+  }
+  const disk = sources.spoolDisk?.();
+  if (disk?.isFull === true) {
+    return {
+      code: 'disk-full',
+      headline: 'Spool disk full: files wait in the inbox until there is room',
+      detail: spoolDiskFullReason(disk),
+      since: disk.fullSince === null ? null : new Date(disk.fullSince).toISOString(),
+    };
   }
   const waiting = details.backlog.reduce((sum, row) => sum + row.queued + row.active + (row.inbox ?? 0), 0);
   const lastMinute = details.activity.requests.at(-1) ?? 0;

@@ -58,6 +58,7 @@ export function renderPage(overview: Overview, base: string): string {
     ${part('dead-letters', 'section', 'card list-card')}
   </div>
 </main>
+<footer class="foot">carrier-sync <b data-figure="version">${escape(overview.version)}</b> on Node.js ${escape(overview.node)} (this process)</footer>
 <div id="toast" role="status" hidden></div>
 <script type="application/json" id="overview-data">${data}</script>
 <script src="${base}/assets/uPlot.iife.min.js"></script>
@@ -76,7 +77,7 @@ function renderState(o: Overview): string {
       ? 'no spool configured'
       : holder === null
         ? `spool <b>${escape(o.spoolId)}</b> held by <b data-figure="spool-holder">n/a</b>`
-        : `spool <b>${escape(o.spoolId)}</b> held by <b data-figure="spool-holder">${escape(holder.host)}${holder.pid === null ? '' : ` pid ${holder.pid}`}</b>${holder.since === null ? '' : ` since ${escape(clockTime(holder.since))}`}`;
+        : `spool <b>${escape(o.spoolId)}</b> held by <b data-figure="spool-holder">${escape(holder.host)}${holder.pid === null ? '' : ` pid ${holder.pid}`}</b>${holder.since === null ? '' : ` since ${escape(clockTime(holder.since))}`}${holder.version === null ? '' : `, version <span data-figure="spool-holder-version">${escape(holder.version)}</span>`}`;
   return `<div class="state state-${o.state.code}" data-state="${o.state.code}"><span class="dot"></span><div><div class="headline" data-figure="state">${escape(o.state.headline)}${since}</div>${detail}</div></div><div class="spool">${spool}</div>`;
 }
 

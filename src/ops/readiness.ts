@@ -1,8 +1,9 @@
 /**
  * What `/readyz` answers. Ready means this process can take work: it is not shutting down, Redis
  * answers a PING within a short deadline, and the queues are not paused by a 401 from the API
- * (the auth gate). Each check says why it failed, for the operator reading the 503. A watcher kept
- * off its spool by a live holder of another deployment (spool/holder-file.ts) is not ready either.
+ * (the auth gate), and the spool's disk takes writes (a watcher whose spool disk is full can
+ * refuse or move no file). Each check says why it failed, for the operator reading the 503. A watcher
+ * kept off its spool by a live holder of another deployment (spool/holder-file.ts) is not ready either.
  */
 import type { RedisConnection } from '../queue/redis.js';
 import type { AuthGate } from '../queue/auth-gate.js';
@@ -31,8 +32,25 @@ export interface ReadinessDeps {
   isDraining: () => boolean;
   /** The spool's lease as this process sees it; null without the watcher role. */
   spool?: () => Promise<SpoolReadiness | null>;
+  /** The spool's disk as this process's writes found it; absent without the watcher role. */
+  spoolDisk?: () => SpoolDiskReadiness;
   /** How long a Redis command may take before Redis counts as not answering. */
   timeoutMs?: number;
+}
+
+/** What `spool/disk-state.ts` knows: writes fail with `code` since `fullSince` (ms since the epoch). */
+export interface SpoolDiskReadiness {
+  isFull: boolean;
+  fullSince: number | null;
+  code: string | null;
+}
+
+/** The start of `/readyz`'s reason while the spool's disk is full (the overview and alerts match on it). */
+export const SPOOL_DISK_FULL = 'spool disk full';
+
+export function spoolDiskFullReason(disk: SpoolDiskReadiness): string {
+  const since = disk.fullSince === null ? '' : ` since ${new Date(disk.fullSince).toISOString()}`;
+  return `${SPOOL_DISK_FULL}: writes in the spool fail with ${disk.code ?? 'ENOSPC'}${since}; files wait in the inbox until there is room`;
 }
 
 const DEFAULT_TIMEOUT_MS = 1000;
@@ -61,6 +79,8 @@ export function createReadiness(deps: ReadinessDeps): () => Promise<ReadinessSta
     }
     const foreign = spool?.foreignHolder ?? null;
     if (spool !== null && foreign !== null) return { ...unready(`spool held by another deployment (prefix "${foreign.prefix}" on ${foreign.redis})`), spool };
+    const disk = deps.spoolDisk?.();
+    if (disk?.isFull === true) return { ...unready(spoolDiskFullReason(disk)), ...(spool === null ? {} : { spool }) };
     return spool === null ? { isReady: true } : { isReady: true, spool };
   };
 }

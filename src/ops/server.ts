@@ -15,6 +15,7 @@ import Fastify, { type FastifyError } from 'fastify';
 import type { Queue } from 'bullmq';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../log.js';
+import { appVersion } from '../version.js';
 import type { EnqueueDeps } from '../queue/enqueue.js';
 import type { ItemKind } from '../queue/keys.js';
 import { registerDashboard } from './dashboard.js';
@@ -39,7 +40,7 @@ export interface OpsServerOptions {
   enqueueDeps: EnqueueDeps;
   readiness: () => Promise<ReadinessState>;
   /** What the `/ui` overview needs beyond the enqueue deps. */
-  overview: Pick<OverviewSources, 'authGate' | 'ratePerMinute' | 'maxQueued' | 'spoolId' | 'inboxCounts'>;
+  overview: Pick<OverviewSources, 'authGate' | 'ratePerMinute' | 'maxQueued' | 'spoolId' | 'inboxCounts' | 'spoolDisk'>;
   logger: Logger;
 }
 
@@ -78,7 +79,7 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
     isIngestTokenSet: options.ingestToken !== null,
     logger,
   });
-  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/healthz', async () => ({ status: 'ok', version: appVersion() }));
   app.get('/readyz', async (_request, reply) => {
     const state = isDraining ? { isReady: false, reason: 'draining: the process is shutting down' } : await options.readiness();
     const spool = state.spool === undefined ? {} : { spool: state.spool };

@@ -1,6 +1,6 @@
 /**
  * Which process holds a spool, for the overview's header: the watcher that owns a spool keeps a
- * lease in Redis (`keys.spoolLease(spoolId)`, JSON with at least host, pid and since). No lease,
+ * lease in Redis (`keys.spoolLease(spoolId)`, JSON with at least host, pid and since, and the version it runs). No lease,
  * or one we cannot read, shows as "n/a"; the page never fails for it.
  */
 import type { Keys } from '../queue/keys.js';
@@ -11,6 +11,8 @@ export interface SpoolHolder {
   pid: number | null;
   /** ISO time the lease was taken. */
   since: string | null;
+  /** The version of carrier-sync the holder runs; null when its lease does not say. */
+  version: string | null;
 }
 
 export async function readSpoolHolder(redis: RedisConnection, keys: Keys, spoolId: string): Promise<SpoolHolder | null> {
@@ -24,6 +26,7 @@ export async function readSpoolHolder(redis: RedisConnection, keys: Keys, spoolI
       host: lease['host'],
       pid: typeof lease['pid'] === 'number' ? lease['pid'] : null,
       since: typeof since === 'string' ? since : typeof since === 'number' ? new Date(since).toISOString() : null,
+      version: typeof lease['version'] === 'string' ? lease['version'] : null,
     };
   } catch {
     return null;

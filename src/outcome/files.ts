@@ -117,10 +117,16 @@ export const REPORT = '.error.json';
 /** `.<name>.error.json.<pid>.tmp`: hidden, and recognisable by the sweep. */
 const REPORT_TMP = /^\..+\.error\.json\.\d+\.tmp$/;
 
+/** Writes the report whole under a temporary name, then renames it; a failure (a full disk) removes the temporary file. */
 async function writeErrorReport(path: string, report: ErrorReport, fs: FileCalls): Promise<void> {
   const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
-  await fs.writeFile(tmp, `${JSON.stringify(report, null, 2)}\n`);
-  await fs.rename(tmp, path);
+  try {
+    await fs.writeFile(tmp, `${JSON.stringify(report, null, 2)}\n`);
+    await fs.rename(tmp, path);
+  } catch (error) {
+    await unlink(tmp).catch(() => undefined);
+    throw error;
+  }
 }
 
 /** What is still waiting to be decided when the spool owner starts. */

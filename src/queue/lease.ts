@@ -4,6 +4,7 @@
  * process can only extend or delete its own lease, never one another process took after its own
  * expired. Time is Redis's: the key disappears `leaseMs` after the last renewal Redis executed.
  */
+import { appVersion } from '../version.js';
 import type { RedisConnection } from './redis.js';
 
 /** Who holds a lease. `id` is random per process; host and pid are for people reading `status`. */
@@ -15,10 +16,13 @@ export interface LeaseHolder {
   since: string;
 }
 
+/** A holder as read back: also the version of carrier-sync it runs (null: written by a version that did not record it). */
+export type ReadHolder = LeaseHolder & { version: string | null };
+
 export interface AcquireResult {
   isAcquired: boolean;
   /** The holder now in Redis: this process when acquired, another otherwise (null if unreadable). */
-  holder: LeaseHolder | null;
+  holder: ReadHolder | null;
 }
 
 export interface Lease {
@@ -30,7 +34,7 @@ export interface Lease {
   /** Deletes the lease if `holderId` holds it; another holder's lease is left alone. */
   release(holderId: string): Promise<boolean>;
   /** The current holder and the lease's remaining time, or null when nobody holds it. */
-  read(): Promise<(LeaseHolder & { ttlMs: number }) | null>;
+  read(): Promise<(ReadHolder & { ttlMs: number }) | null>;
 }
 
 // cjson is part of Redis's (and Valkey's) Lua. A value that is not our JSON never matches.
@@ -73,7 +77,9 @@ export function createLease(redis: RedisConnection, key: string): Lease {
   return {
     key,
     async acquire(holder, leaseMs) {
-      const [isAcquired, value] = (await redis.eval(ACQUIRE, 1, key, holder.id, JSON.stringify(holder), String(leaseMs))) as [number, string];
+      // The version rides along for people reading `status` and the overview.
+      const record = JSON.stringify({ ...holder, version: appVersion() });
+      const [isAcquired, value] = (await redis.eval(ACQUIRE, 1, key, holder.id, record, String(leaseMs))) as [number, string];
       return { isAcquired: isAcquired === 1, holder: parseHolder(value) };
     },
     async renew(holderId, leaseMs) {
@@ -90,11 +96,12 @@ export function createLease(redis: RedisConnection, key: string): Lease {
   };
 }
 
-function parseHolder(value: string): LeaseHolder | null {
+function parseHolder(value: string): ReadHolder | null {
   try {
-    const parsed = JSON.parse(value) as Partial<LeaseHolder>;
+    const parsed = JSON.parse(value) as Partial<Record<keyof ReadHolder, unknown>>;
     if (typeof parsed.id !== 'string') return null;
-    return { id: parsed.id, host: String(parsed.host ?? '?'), pid: Number(parsed.pid ?? 0), since: String(parsed.since ?? '') };
+    const version = typeof parsed.version === 'string' ? parsed.version : null;
+    return { id: parsed.id, host: String(parsed.host ?? '?'), pid: Number(parsed.pid ?? 0), since: String(parsed.since ?? ''), version };
   } catch {
     return null;
   }

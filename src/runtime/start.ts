@@ -15,6 +15,7 @@ import { ITEM_KINDS } from '../queue/keys.js';
 import { createMetrics } from '../ops/metrics.js';
 import { createReadiness, type SpoolReadiness } from '../ops/readiness.js';
 import type { OpsServer } from '../ops/server.js';
+import { spoolDisk } from '../spool/disk-state.js';
 import { resolveApiTarget } from './api-target.js';
 import { openContext, warnAboutRedisDurability } from './context.js';
 import { inboxCounter, spoolIdOf } from './inbox-counts.js';
@@ -56,6 +57,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
       authGate: ctx.authGate,
       isDraining: () => isDraining,
       spool: () => spoolLease?.() ?? Promise.resolve(null),
+      ...(roles.includes('watcher') ? { spoolDisk } : {}),
     });
     metrics.attach({
       stats: ctx.stats,
@@ -66,6 +68,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
       isReady: roles.includes('http') ? async () => (await readiness()).isReady : null,
       ratePerMinute: config.delivery.ratePerMinute,
       maxQueued: config.delivery.maxQueued,
+      ...(roles.includes('watcher') ? { spoolDisk } : {}),
     });
     if (roles.includes('http')) {
       // Imported here: a process without the http role never loads fastify and bull-board.
@@ -86,6 +89,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
           maxQueued: config.delivery.maxQueued,
           spoolId: await spoolIdOf(config.spool),
           inboxCounts: inboxCounter(config.spool),
+          ...(roles.includes('watcher') ? { spoolDisk } : {}),
         },
         logger: logger.child({ mod: 'ops' }),
       });

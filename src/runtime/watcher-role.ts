@@ -17,6 +17,7 @@ import type { ClaimDeps } from '../spool/claim.js';
 import { loadInflightIndex } from '../spool/inflight-index.js';
 import { parseInflightName, spoolPaths, type SpoolPaths } from '../spool/paths.js';
 import { reconcileInflight } from '../spool/reconcile.js';
+import { attachSpoolDisk } from '../spool/disk-state.js';
 import { diskOf } from '../spool/file-calls.js';
 import { resolveSpoolId, SPOOL_ID_FILE } from '../spool/spool-id.js';
 import { createHolderFile } from '../spool/holder-file.js';
@@ -49,6 +50,7 @@ export async function startWatcherRole(ctx: Context): Promise<WatcherRole> {
   const log = logger.child({ mod: 'spool' });
   const identity = await resolveSpoolId(config.spool.dir, config.spool.id, log);
   const paths = spoolPaths(config.spool.dir, identity.spoolId);
+  attachSpoolDisk({ spoolId: paths.spoolId, root: paths.root }, log);
   if (identity.source === 'created') log.info({ spoolId: paths.spoolId, file: join(paths.root, SPOOL_ID_FILE) }, 'wrote the spool id into the spool');
   const deployment = { deploymentId: await resolveDeploymentId(ctx.redis, ctx.keys), prefix: config.prefix, redis: redisAddressOf(ctx.redisUrl) };
   const held = await holdSpoolLease<SpoolSession>({

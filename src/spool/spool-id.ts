@@ -33,8 +33,9 @@ export async function resolveSpoolId(dir: string, configured: string | null, log
   let isCreated = false;
   if (stored === null) {
     const temp = join(root, `${SPOOL_ID_FILE}.${randomBytes(4).toString('hex')}.tmp`);
-    await writeFile(temp, `${configured ?? defaultSpoolId(root)}\n`, { flag: 'wx' });
     try {
+      // Inside the try: a write that fails (a full disk) leaves an empty temp file to remove.
+      await writeFile(temp, `${configured ?? defaultSpoolId(root)}\n`, { flag: 'wx' });
       await link(temp, path);
       isCreated = true;
     } catch (error) {

@@ -15,6 +15,7 @@ import { watch, type FSWatcher } from 'chokidar';
 import { SPOOL_KINDS, type SpoolKind } from '../queue/keys.js';
 import { isIgnoredName } from '../validate/spool-name.js';
 import { claimFile, type ClaimDeps } from './claim.js';
+import { FULL_RETRY_FIRST_MS, FULL_RETRY_MAX_MS, isDiskFullError, spoolDiskRecoveries } from './disk-state.js';
 
 export interface WatcherDeps extends ClaimDeps {
   /** Unfinished items of the kind fed by this inbox. */
@@ -34,6 +35,9 @@ interface Candidate {
   size: number;
   mtimeMs: number;
   stableSince: number;
+  /** Claims of it that failed on a full spool disk in a row, and when it may be tried again. */
+  fullFailures?: number;
+  retryAt?: number;
 }
 
 /**
@@ -56,6 +60,7 @@ export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher
   const candidates: Record<SpoolKind, Map<string, Candidate>> = { labels: new Map(), cte: new Map(), events: new Map() };
   const throttled = new Set<SpoolKind>();
   const claimedSinceScan: Record<SpoolKind, number> = { labels: 0, cte: 0, events: 0 };
+  let recoveriesSeen = spoolDiskRecoveries();
   let isClosed = false;
 
   const observe = (kind: SpoolKind, name: string, size: number, mtimeMs: number): void => {
@@ -97,11 +102,16 @@ export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher
       return;
     }
     if (throttled.delete(kind)) logger.info({ kind }, 'back-pressure released');
+    // The disk has room again: what was backing off from it goes now, not at the end of its backoff.
+    if (spoolDiskRecoveries() !== recoveriesSeen) {
+      recoveriesSeen = spoolDiskRecoveries();
+      for (const each of SPOOL_KINDS) for (const candidate of candidates[each].values()) Object.assign(candidate, { retryAt: undefined, fullFailures: undefined });
+    }
     const now = deps.clock.now();
     const ready: Array<[string, Candidate]> = [];
     for (const [name, candidate] of queue) {
       if (ready.length >= room) break;
-      if (now - candidate.stableSince >= spool.writeStableMs) ready.push([name, candidate]);
+      if (now - candidate.stableSince >= spool.writeStableMs && (candidate.retryAt ?? 0) <= now) ready.push([name, candidate]);
     }
     let next = 0;
     let bytesInClaims = 0;
@@ -127,8 +137,16 @@ export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher
             else observe(kind, name, stat.size, stat.mtimeMs);
           }
         } catch (error) {
-          logger.error({ kind, file: name, err: error }, 'claim failed; will try again');
-          candidate.stableSince = deps.clock.now();
+          if (isDiskFullError(error)) {
+            // Said once by the disk state (a warning); retried with a doubling backoff, not every writeStableMs.
+            candidate.fullFailures = (candidate.fullFailures ?? 0) + 1;
+            const retryInMs = Math.min(FULL_RETRY_FIRST_MS * 2 ** Math.min(candidate.fullFailures - 1, 20), FULL_RETRY_MAX_MS);
+            candidate.retryAt = deps.clock.now() + retryInMs;
+            logger.debug({ kind, file: name, err: error, retryInMs }, 'claim failed: the spool disk is full; will try again');
+          } else {
+            logger.error({ kind, file: name, err: error }, 'claim failed; will try again');
+            candidate.stableSince = deps.clock.now();
+          }
         } finally {
           bytesInClaims -= bytes;
           running -= 1;

@@ -3,19 +3,22 @@
  * and what each command prints. Every run's output is checked for the carrier key.
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createE2eEnv, type E2eEnv } from '../support/e2e-env.js';
-import { runCli, type CliResult, type ProcessEnv } from '../support/process.js';
+import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type CliResult, type ProcessEnv } from '../support/process.js';
 
 const FIXTURES = new URL('../fixtures', import.meta.url).pathname;
 const WEBHOOK_ID = 'fb000000-0000-4000-8000-000000000001';
+const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 let t: E2eEnv;
 beforeAll(async () => {
   t = await createE2eEnv();
 });
 afterAll(async () => {
+  await killAllDaemons();
   await t.close();
 });
 
@@ -50,6 +53,32 @@ describe('help', () => {
       expect(result.code, `carrier-sync ${command.join(' ')} --help: ${result.stderr}`).toBe(0);
       expect(result.stdout).toMatch(/^Usage: carrier-sync/);
     }
+  });
+});
+
+describe('version', () => {
+  it('--version (and -V) prints just the version of package.json and exits 0', async () => {
+    for (const flag of ['--version', '-V']) {
+      const result = await run([flag]);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toBe(`${PACKAGE_VERSION}\n`);
+      expect(result.stderr).toBe('');
+    }
+  });
+
+  it("status names the version the spool's holder runs, in its text and in --json", async () => {
+    const daemon = spawnDaemon(t.env, { args: t.args('start', '--roles', 'watcher') });
+    await waitUntilStarted(daemon);
+    const json = await run(t.args('status', '--json'));
+    expect(json.code, json.stderr).toBe(0);
+    const spools = (JSON.parse(json.stdout) as { spools: Array<{ id: string; holder: { pid: number; version: string | null } | null }> }).spools;
+    expect(spools).toHaveLength(1);
+    expect(spools[0]!.holder).toMatchObject({ pid: daemon.child.pid, version: PACKAGE_VERSION });
+    const text = await run(t.args('status'));
+    expect(text.stdout).toContain(`spool ${spools[0]!.id}: held by pid ${daemon.child.pid} on `);
+    expect(text.stdout).toContain(`(carrier-sync ${PACKAGE_VERSION}) since `);
+    daemon.kill('SIGTERM');
+    expect((await daemon.exited).code).toBe(0);
   });
 });
 

@@ -8,7 +8,7 @@
  */
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
@@ -26,6 +26,7 @@ const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = 'test-artifacts';
 const UI_PASSWORD = 'dashboard-pass-3';
 const FIXTURES = 'test/fixtures';
+const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 let t: TestDaemon;
 let base: string;
@@ -218,9 +219,11 @@ describe('the /ui overview in Chromium', () => {
     expect(await queues.items.label.getJobState(String(letter!.id))).toBe('failed');
   });
 
-  it('says which process holds the spool lease', async () => {
+  it('says which process holds the spool lease, and the version it and this process run (footer)', async () => {
     // The daemon runs in this test process, and its watcher holds the lease.
     await waitFor(async () => (await textOf(figure('spool-holder'))) === `${hostname()} pid ${process.pid}`, { what: 'the spool holder on the page' });
+    expect(await textOf(figure('spool-holder-version'))).toBe(PACKAGE_VERSION);
+    expect(await textOf(page.locator('footer'))).toBe(`carrier-sync ${PACKAGE_VERSION} on Node.js ${process.version} (this process)`);
   });
 
   it('shows a 401 pause with its reason and since when, then working again once cleared', async () => {

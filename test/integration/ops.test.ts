@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
@@ -12,12 +13,15 @@ import { createAuthGate, type AuthGate } from '../../src/queue/auth-gate.js';
 import { createDedupMemory } from '../../src/queue/dedup.js';
 import { collectingJobId } from '../../src/queue/enqueue.js';
 import { createKeys, ITEM_KINDS } from '../../src/queue/keys.js';
+import { createLease } from '../../src/queue/lease.js';
 import { openQueues, type QueueSet } from '../../src/queue/queues.js';
 import { closeRedis, connectRedis } from '../../src/queue/redis.js';
 import { createStats } from '../../src/queue/stats.js';
 import { TEST_DELIVERY } from '../support/delivery.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 
+/** What package.json says, read here independently of src/version.ts. */
+const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 const UI_PASSWORD = 'ui-pass-Secret-1';
 const INGEST_TOKEN = 'ingest-tok-Secret-2';
 const MAX_INGEST_BYTES = 4096;
@@ -102,10 +106,10 @@ afterAll(async () => {
 });
 
 describe('health and readiness', () => {
-  it('/healthz answers 200 {status: ok} while the process is alive', async () => {
+  it('/healthz answers 200 {status: ok, version} while the process is alive', async () => {
     const response = await fetch(`${server.url}/healthz`);
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ status: 'ok' });
+    expect(await response.json()).toEqual({ status: 'ok', version: PACKAGE_VERSION });
   });
 
   it('/readyz is 200 while Redis answers and the queues are not auth-paused', async () => {
@@ -173,6 +177,12 @@ describe('/metrics', () => {
     expect(text).toContain('carrier_sync_queue_depth');
     expect(text).toContain('carrier_sync_api_request_seconds');
     expect(text).toMatch(/carrier_sync_api_request_seconds_count\{endpoint="collecting",status="200"\} 1/);
+  });
+
+  it('says which version runs on which Node.js: carrier_sync_build_info{version,node} 1', async () => {
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    expect(text).toContain(`carrier_sync_build_info{version="${PACKAGE_VERSION}",node="${process.version}"} 1`);
+    expect(text.match(/^carrier_sync_build_info\{/gm)).toHaveLength(1);
   });
 });
 
@@ -261,6 +271,22 @@ describe('/ui overview', () => {
       expect(paused).not.toContain('Invalid <key>');
     } finally {
       await authGate.clear();
+    }
+  });
+
+  it("shows this process's version in the footer, and the spool holder's version beside its name", async () => {
+    const lease = createLease(redis, keys.spoolLease('ops-spool'));
+    const holder = { id: 'ops-holder', host: 'ops-host', pid: 4242, since: new Date().toISOString() };
+    expect((await lease.acquire(holder, 60_000)).isAcquired).toBe(true);
+    try {
+      const o = await overview();
+      expect(o).toMatchObject({ version: PACKAGE_VERSION, node: process.version });
+      expect(o.details?.spoolHolder).toMatchObject({ host: 'ops-host', pid: 4242, version: PACKAGE_VERSION });
+      const page = await (await fetch(`${server.url}/ui`, { headers: auth })).text();
+      expect(page).toMatch(new RegExp(`<footer class="foot">carrier-sync <b data-figure="version">${PACKAGE_VERSION.replace(/\./g, '\\.')}</b>`));
+      expect(page).toContain(`version <span data-figure="spool-holder-version">${PACKAGE_VERSION}</span>`);
+    } finally {
+      await lease.release(holder.id);
     }
   });
 

@@ -15,6 +15,7 @@ import type { EnqueueDeps } from '../queue/enqueue.js';
 import { createKeys, ITEM_KINDS, type Keys } from '../queue/keys.js';
 import { openQueues, type QueueSet } from '../queue/queues.js';
 import { closeRedis, connectRedis } from '../queue/redis.js';
+import { trackRedisHealth, type RedisHealth } from '../queue/redis-health.js';
 import { createStats, type Stats } from '../queue/stats.js';
 import { createClosers, type Closers } from './closers.js';
 import { ensureManagedRedis } from './managed-redis.js';
@@ -26,6 +27,8 @@ export interface Context {
   closers: Closers;
   redisUrl: string;
   redis: RedisConnection;
+  /** Where every connection, queue and worker of this process reports its errors: one line per outage. */
+  health: RedisHealth;
   keys: Keys;
   queues: QueueSet;
   stats: Stats;
@@ -47,11 +50,20 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
       redisUrl = managed.url;
     }
     const redis = connectRedis(redisUrl, `carrier-sync:${name}`, config.redis.cluster);
-    redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
+    const health = trackRedisHealth(redis, logger.child({ mod: 'redis' }));
+    redis.on('error', (error) => {
+      if (!health.report(error, 'connection')) logger.warn({ err: error }, 'redis connection error');
+    });
     closers.push('redis', () => closeRedis(redis));
     await redis.ping();
     const keys = createKeys(config.prefix);
     const queues = openQueues(redis, config.prefix, config.delivery);
+    // A BullMQ queue re-emits its connection's errors; without a listener it prints them with console.error.
+    for (const queue of [...Object.values(queues.items), queues.housekeeping]) {
+      queue.on('error', (error) => {
+        if (!health.report(error, `queue:${queue.name}`)) logger.warn({ queue: queue.name, err: error }, 'queue error');
+      });
+    }
     closers.push('queues', () => queues.close());
     const stats = createStats(redis, keys.stats);
     const dedup = createDedupMemory(redis, keys, config.dedup.retentionDays);
@@ -63,6 +75,7 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
       closers,
       redisUrl,
       redis,
+      health,
       keys,
       queues,
       stats,
@@ -92,6 +105,6 @@ export async function warnAboutRedisDurability(redis: RedisConnection, logger: L
       logger.warn({ policy: policy[1] }, 'Redis maxmemory-policy is not noeviction: queued items can be evicted under memory pressure');
     if (aof[1] !== 'yes' && (save[1] ?? '') === '') logger.warn('Redis persistence is off (no AOF, no RDB): a Redis restart loses every queued item');
   } catch (error) {
-    logger.warn({ err: (error as Error).message }, 'cannot read Redis config (CONFIG GET refused?): durability not checked');
+    logger.warn({ err: error }, 'cannot read Redis config (CONFIG GET refused?): durability not checked');
   }
 }

@@ -66,6 +66,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
       isReady: roles.includes('http') ? async () => (await readiness()).isReady : null,
       ratePerMinute: config.delivery.ratePerMinute,
       maxQueued: config.delivery.maxQueued,
+      redisOutages: () => ctx.health.outages(),
     });
     if (roles.includes('http')) {
       // Imported here: a process without the http role never loads fastify and bull-board.

@@ -49,10 +49,15 @@ export function registerStart(program: Command): void {
         await daemon.ready;
       } catch (error) {
         // A refusal (an evicting Redis, a bad API URL) is main.ts's one line and exit code 2.
-        if (!(isSyncError(error) && error.code === 'CONFIG_INVALID')) logger.fatal({ err: error }, 'start failed');
+        // Anything else is one log line, whole, and exit code 1: no second, plain-text line from
+        // main.ts among the JSON ones.
+        const isRefusal = isSyncError(error) && error.code === 'CONFIG_INVALID';
+        if (!isRefusal) logger.fatal({ err: error }, 'start failed');
         await daemon.stop();
         restoreConsole();
-        throw error;
+        if (isRefusal) throw error;
+        process.exitCode = 1;
+        return;
       }
       await stopped;
       restoreConsole();

@@ -4,9 +4,11 @@
  * then every line on stdout and stderr is JSON (BullMQ's own plain-text eviction warning, once per
  * connection, goes through the log) with exactly one warning about eviction. One where CONFIG is
  * disabled (as managed Redis services do) is still checked for eviction, and the CONFIG failure is
- * logged whole, stack included.
+ * logged whole, stack included. A start that fails otherwise is one JSON line with the error whole,
+ * and exit 1.
  */
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, expect, it } from 'vitest';
 import { makePdf } from '../support/builders.js';
@@ -90,4 +92,24 @@ it('a Redis whose CONFIG command is disabled is still checked for eviction, and 
   expect(err.stack).toMatch(/^ReplyError: ERR unknown command[^\n]*\n\s+at /);
   daemon.kill('SIGTERM');
   expect((await daemon.exited).code, daemon.tail()).toBe(0);
+});
+
+it('a start that fails (the ops port is taken) is one JSON line with the error whole, and exit 1', async () => {
+  const { env, redis } = await surroundings({});
+  const taken = createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (taken.address() as { port: number }).port;
+    const result = await runCli(env.args('start'), { env: { ...env.env, REDIS_URL: redis.url, CARRIER_SYNC_HTTP_PORT: String(port) }, timeoutMs: 30_000 });
+    expect(result.code, result.stderr).toBe(1);
+    const lines = [...jsonLines(result.stderr.split('\n'), 'stderr'), ...jsonLines(result.stdout.split('\n'), 'stdout')];
+    const failed = lines.filter((line) => line.msg === 'start failed');
+    expect(failed).toHaveLength(1);
+    expect(failed[0]?.level).toBe(60);
+    const err = failed[0]?.['err'] as { code?: string; stack?: string };
+    expect(err.code).toBe('EADDRINUSE');
+    expect(err.stack).toMatch(/EADDRINUSE[^\n]*\n\s+at /);
+  } finally {
+    await new Promise((resolve) => taken.close(resolve));
+  }
 });

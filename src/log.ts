@@ -30,6 +30,9 @@ export const REDACT_PATHS = [
   '*.ingestToken',
   'uiPassword',
   '*.uiPassword',
+  // ioredis puts the failed command on its errors, arguments included: an AUTH's are the password.
+  'err.command.args',
+  '*.err.command.args',
 ];
 
 export interface LogOptions {

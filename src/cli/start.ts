@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
+import { isSyncError } from '../errors.js';
 import { createLogger } from '../log.js';
+import { routeConsoleToLog } from '../runtime/console-to-log.js';
 import type { Role } from '../runtime/start.js';
 import { UsageError } from './program.js';
 
@@ -23,6 +25,8 @@ export function registerStart(program: Command): void {
         throw new UsageError(`--roles: unknown role ${unknown.join(', ') || '(none given)'}; choose from ${ROLES.join(', ')}`);
       const config = configOf(command);
       const logger = createLogger({ level: config.log.level, isPretty: process.stderr.isTTY === true });
+      // Libraries' console lines and Node's warnings become log lines too (runtime/console-to-log.ts).
+      const restoreConsole = routeConsoleToLog(logger);
       const daemon = startDaemon(config, roles as Role[], logger);
       let signals = 0;
       const stopped = new Promise<void>((resolve) => {
@@ -44,11 +48,19 @@ export function registerStart(program: Command): void {
       try {
         await daemon.ready;
       } catch (error) {
-        logger.fatal({ err: error }, 'start failed');
+        // A refusal (an evicting Redis, a bad API URL) is main.ts's one line and exit code 2.
+        // Anything else is one log line, whole, and exit code 1: no second, plain-text line from
+        // main.ts among the JSON ones.
+        const isRefusal = isSyncError(error) && error.code === 'CONFIG_INVALID';
+        if (!isRefusal) logger.fatal({ err: error }, 'start failed');
         await daemon.stop();
-        throw error;
+        restoreConsole();
+        if (isRefusal) throw error;
+        process.exitCode = 1;
+        return;
       }
       await stopped;
+      restoreConsole();
       logger.flush();
     });
 }

@@ -39,6 +39,7 @@ export const ENV_VARIABLES: ReadonlyArray<readonly [string, readonly string[], P
   ['CARRIER_SYNC_REDIS_DIR', ['redis', 'managedDir'], asString],
   ['CARRIER_SYNC_REDIS_PORT', ['redis', 'managedPort'], asInt],
   ['CARRIER_SYNC_REDIS_CLUSTER', ['redis', 'cluster'], asBool],
+  ['CARRIER_SYNC_ALLOW_EVICTING_REDIS', ['redis', 'allowEviction'], asBool],
   ['CARRIER_SYNC_PREFIX', ['prefix'], asString],
   ['CARRIER_SYNC_SPOOL_DIR', ['spool', 'dir'], asString],
   ['CARRIER_SYNC_SPOOL_ID', ['spool', 'id'], asNullableString],

@@ -26,6 +26,7 @@ export const configSchema = z
         managedDir: z.string().min(1),
         managedPort: z.number().int().min(0).max(65535),
         cluster: z.boolean(),
+        allowEviction: z.boolean(),
       })
       .strict(),
     prefix: z.string().regex(/^[A-Za-z0-9_{}.-]{1,64}$/, 'letters, digits, _ . - { } only, 1-64 chars'),

@@ -34,6 +34,8 @@ export interface MetricsSources {
   isReady: (() => Promise<boolean>) | null;
   ratePerMinute: number;
   maxQueued: number;
+  /** Redis outages this process has seen (`queue/redis-health.ts`); absent: not counted. */
+  redisOutages?: () => number;
 }
 
 const STATES = ['waiting', 'delayed', 'active', 'completed', 'failed', 'prioritized'] as const;
@@ -65,6 +67,16 @@ export function createMetrics(): Metrics & { attach(sources: MetricsSources): vo
     registers: [registry],
   }).set({ version: appVersion(), node: process.version }, 1);
   let sources: MetricsSources | undefined;
+  new Counter({
+    name: 'carrier_sync_redis_outages_total',
+    help: 'Times this process lost its Redis connection (one per outage, however many connections and reconnect attempts).',
+    registers: [registry],
+    collect() {
+      if (sources?.redisOutages === undefined) return;
+      this.reset();
+      this.inc(sources.redisOutages());
+    },
+  });
   // Counters whose value lives in Redis: each scrape sets them to the deployment's total.
   const totals = (name: string, help: string, counter: Parameters<Stats['add']>[0]): void => {
     new Counter({

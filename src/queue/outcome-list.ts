@@ -103,7 +103,12 @@ export function openOutcomeInbox(redis: RedisConnection, keys: Keys, spoolId: st
     },
     async waitForMessages(maxMs) {
       if (isClosed) return;
-      blocking ??= redis.duplicate();
+      if (blocking === null) {
+        blocking = redis.duplicate();
+        // Its errors are the main connection's (same server, same moments), which reports them once
+        // per outage (redis-health.ts); without a listener ioredis prints each one as plain text.
+        blocking.on('error', () => {});
+      }
       // Source and destination the same, head to head: nothing changes; it only returns once the
       // list has a message (or after the timeout, in seconds).
       await blocking.blmove(k.list, k.list, 'LEFT', 'LEFT', Math.max(0.01, maxMs / 1000)).catch((error: unknown) => {

@@ -7,6 +7,7 @@ import type { RedisConnection } from '../queue/redis.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
+import { SyncError } from '../errors.js';
 import { createAttemptLog, type AttemptLog } from '../queue/attempts.js';
 import { createAuthGate, type AuthGate } from '../queue/auth-gate.js';
 import { createBatches, type Batches } from '../queue/batches.js';
@@ -15,6 +16,7 @@ import type { EnqueueDeps } from '../queue/enqueue.js';
 import { createKeys, ITEM_KINDS, type Keys } from '../queue/keys.js';
 import { openQueues, type QueueSet } from '../queue/queues.js';
 import { closeRedis, connectRedis } from '../queue/redis.js';
+import { trackRedisHealth, type RedisHealth } from '../queue/redis-health.js';
 import { createStats, type Stats } from '../queue/stats.js';
 import { createClosers, type Closers } from './closers.js';
 import { ensureManagedRedis } from './managed-redis.js';
@@ -26,6 +28,8 @@ export interface Context {
   closers: Closers;
   redisUrl: string;
   redis: RedisConnection;
+  /** Where every connection, queue and worker of this process reports its errors: one line per outage. */
+  health: RedisHealth;
   keys: Keys;
   queues: QueueSet;
   stats: Stats;
@@ -47,11 +51,20 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
       redisUrl = managed.url;
     }
     const redis = connectRedis(redisUrl, `carrier-sync:${name}`, config.redis.cluster);
-    redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
+    const health = trackRedisHealth(redis, logger.child({ mod: 'redis' }));
+    redis.on('error', (error) => {
+      if (!health.report(error, 'connection')) logger.warn({ err: error }, 'redis connection error');
+    });
     closers.push('redis', () => closeRedis(redis));
     await redis.ping();
     const keys = createKeys(config.prefix);
     const queues = openQueues(redis, config.prefix, config.delivery);
+    // A BullMQ queue re-emits its connection's errors; without a listener it prints them with console.error.
+    for (const queue of [...Object.values(queues.items), queues.housekeeping]) {
+      queue.on('error', (error) => {
+        if (!health.report(error, `queue:${queue.name}`)) logger.warn({ queue: queue.name, err: error }, 'queue error');
+      });
+    }
     closers.push('queues', () => queues.close());
     const stats = createStats(redis, keys.stats);
     const dedup = createDedupMemory(redis, keys, config.dedup.retentionDays);
@@ -63,6 +76,7 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
       closers,
       redisUrl,
       redis,
+      health,
       keys,
       queues,
       stats,
@@ -82,16 +96,41 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
   }
 }
 
-/** Warns when Redis could lose queued items: eviction on, or no persistence at all. */
-export async function warnAboutRedisDurability(redis: RedisConnection, logger: Logger): Promise<void> {
+/**
+ * An evicting Redis drops queued items under memory pressure, silently: refused (CONFIG_INVALID,
+ * exit 2) unless the operator allows it, then one warning. No persistence at all: a warning.
+ */
+export async function checkRedisDurability(redis: RedisConnection, allowEviction: boolean, logger: Logger): Promise<void> {
+  const policy = await readEvictionPolicy(redis, logger);
+  if (policy !== null && policy !== 'noeviction') {
+    if (!allowEviction)
+      throw new SyncError(
+        'CONFIG_INVALID',
+        `Redis maxmemory-policy is ${policy}: under memory pressure it evicts queued items, silently. Set it to noeviction (CONFIG SET maxmemory-policy noeviction, and in redis.conf), or set CARRIER_SYNC_ALLOW_EVICTING_REDIS=true to start anyway`,
+        { params: { policy } },
+      );
+    logger.warn(
+      { policy },
+      'Redis maxmemory-policy is not noeviction: queued items can be evicted under memory pressure (started anyway: CARRIER_SYNC_ALLOW_EVICTING_REDIS=true)',
+    );
+  }
   try {
-    const policy = (await redis.config('GET', 'maxmemory-policy')) as string[];
     const aof = (await redis.config('GET', 'appendonly')) as string[];
     const save = (await redis.config('GET', 'save')) as string[];
-    if (policy[1] !== 'noeviction')
-      logger.warn({ policy: policy[1] }, 'Redis maxmemory-policy is not noeviction: queued items can be evicted under memory pressure');
     if (aof[1] !== 'yes' && (save[1] ?? '') === '') logger.warn('Redis persistence is off (no AOF, no RDB): a Redis restart loses every queued item');
   } catch (error) {
-    logger.warn({ err: (error as Error).message }, 'cannot read Redis config (CONFIG GET refused?): durability not checked');
+    logger.warn({ err: error }, 'cannot read Redis config (CONFIG GET refused?): persistence not checked');
   }
+}
+
+/** From INFO, which managed Redis services keep when they disable CONFIG; null when unreadable. */
+async function readEvictionPolicy(redis: RedisConnection, logger: Logger): Promise<string | null> {
+  try {
+    const policy = /^maxmemory_policy:(\S+)/m.exec(await redis.info('memory'))?.[1];
+    if (policy !== undefined) return policy;
+    logger.warn('Redis INFO has no maxmemory_policy: eviction not checked');
+  } catch (error) {
+    logger.warn({ err: error }, 'cannot read Redis INFO: eviction not checked');
+  }
+  return null;
 }

@@ -88,7 +88,7 @@ function handleOf(dataDir: string, port: number, isStartedHere: boolean, logger:
     isStartedHere,
     stop: () =>
       (stopping ??= stopUnlessShared(dataDir, port, logger).catch((error: unknown) =>
-        logger.warn({ port, err: (error as Error).message }, 'could not stop the managed redis-server'),
+        logger.warn({ port, err: error }, 'could not stop the managed redis-server'),
       )),
   };
 }

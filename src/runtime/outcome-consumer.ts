@@ -65,7 +65,7 @@ export function startOutcomeConsumer(deps: OutcomeConsumerDeps): OutcomeConsumer
         } catch (error) {
           const message = (error as Error).message;
           failed.push({ ...entry, error: message });
-          log.error({ jobId: entry.message.jobId, kind: entry.message.kind, failures: entry.failures + 1, err: message }, 'moving a file failed; will retry');
+          log.error({ jobId: entry.message.jobId, kind: entry.message.kind, failures: entry.failures + 1, err: error }, 'moving a file failed; will retry');
         }
       }
     };
@@ -106,7 +106,7 @@ export function startOutcomeConsumer(deps: OutcomeConsumerDeps): OutcomeConsumer
         isIdle = false;
       } catch (error) {
         if (isStopped) break;
-        if (!isFailing) log.error({ err: (error as Error).message }, 'reading outcome messages failed; trying again');
+        if (!isFailing) log.error({ err: error }, 'reading outcome messages failed; trying again');
         isFailing = true;
         await pause(ERROR_PAUSE_MS);
       }

@@ -30,7 +30,9 @@ export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan
     prefix: config.prefix,
     concurrency: 1,
   });
-  worker.on('error', (error) => log.error({ err: error.message }, 'housekeeping worker error'));
+  worker.on('error', (error) => {
+    if (!ctx.health.report(error, 'worker:housekeeping')) log.error({ err: error }, 'housekeeping worker error');
+  });
   ctx.closers.push('housekeeping worker', () => worker.close());
 
   // The 401 probe: while the gate is closed, open it for one item once the backoff has passed (the
@@ -49,7 +51,7 @@ export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan
     timer = setTimeout(
       () =>
         void probe()
-          .catch((error: unknown) => log.warn({ err: (error as Error).message }, 'auth probe check failed'))
+          .catch((error: unknown) => log.warn({ err: error }, 'auth probe check failed'))
           .finally(schedule),
       probeTickMs,
     );

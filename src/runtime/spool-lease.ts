@@ -112,7 +112,7 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
   let isSpoolReadFailing = false;
 
   const onRedisError = (what: string, error: unknown): void => {
-    if (failingSince === null) logger.warn({ ...about, err: (error as Error).message }, `${what} failed (Redis unreachable?); retrying`);
+    if (failingSince === null) logger.warn({ ...about, err: error }, `${what} failed (Redis unreachable?); retrying`);
     failingSince ??= now();
   };
   const onRedisOk = (): void => {
@@ -258,7 +258,7 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
     logger.warn({ ...about, reason }, 'lost the spool lease: stopped moving files; standing by');
     await withDeadline(held.starting, leaseMs, 'start').catch(() => undefined);
     await withDeadline(held.session?.stop({ isShutdown: false }) ?? Promise.resolve(), leaseMs, `stopping took over ${leaseMs} ms`).catch((error: unknown) =>
-      logger.warn({ ...about, err: (error as Error).message }, 'stopping the spool work after losing the lease did not finish; its files no longer move'),
+      logger.warn({ ...about, err: error }, 'stopping the spool work after losing the lease did not finish; its files no longer move'),
     );
   }
 

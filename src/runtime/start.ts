@@ -17,7 +17,7 @@ import { createReadiness, type SpoolReadiness } from '../ops/readiness.js';
 import type { OpsServer } from '../ops/server.js';
 import { spoolDisk } from '../spool/disk-state.js';
 import { resolveApiTarget } from './api-target.js';
-import { openContext, warnAboutRedisDurability } from './context.js';
+import { checkRedisDurability, openContext } from './context.js';
 import { inboxCounter, spoolIdOf } from './inbox-counts.js';
 import { startSchedulerRole } from './scheduler-role.js';
 import { startWatcherRole } from './watcher-role.js';
@@ -44,7 +44,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
   const ready = (async () => {
     const ctx = await openContext(config, logger, roles.join('+'));
     closeAll = () => ctx.closers.closeAll();
-    await warnAboutRedisDurability(ctx.redis, logger);
+    await checkRedisDurability(ctx.redis, config.redis.allowEviction, logger);
     // Before any document reaches the push gate or is queued: the records of an earlier layout.
     const migrated = await migrateDocumentRecords(ctx.redis, ctx.keys, config.delivery.completedRetentionSec);
     if (migrated > 0) logger.info({ migrated }, 'carried the document records of the earlier layout over');
@@ -69,6 +69,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
       ratePerMinute: config.delivery.ratePerMinute,
       maxQueued: config.delivery.maxQueued,
       ...(roles.includes('watcher') ? { spoolDisk } : {}),
+      redisOutages: () => ctx.health.outages(),
     });
     if (roles.includes('http')) {
       // Imported here: a process without the http role never loads fastify and bull-board.
@@ -123,7 +124,17 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
     stop() {
       stopRequested = true;
       stopping ??= (async () => {
-        await ready.catch(() => undefined);
+        // A start that failed has no work in flight: close what it opened, and say nothing more
+        // (the failure is the one line the operator needs).
+        if (
+          !(await ready.then(
+            () => true,
+            () => false,
+          ))
+        ) {
+          await closeAll?.();
+          return;
+        }
         logger.info('shutting down: no new files, finishing in-flight work');
         for (const step of stopIntake) {
           try {

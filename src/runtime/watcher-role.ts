@@ -156,9 +156,7 @@ async function startSpoolSession(ctx: Context, paths: SpoolPaths, fence: Fence):
   // kept running (Redis away at the wrong moment). Claims younger than a minute are left alone.
   const reconcileTimer = setInterval(() => {
     if (!fence.isHeld()) return;
-    reconcileInflight(claimDeps, index, log, ctx.clock.now() - 60_000).catch((error: unknown) =>
-      log.warn({ err: (error as Error).message }, 'in-flight reconcile failed'),
-    );
+    reconcileInflight(claimDeps, index, log, ctx.clock.now() - 60_000).catch((error: unknown) => log.warn({ err: error }, 'in-flight reconcile failed'));
   }, config.spool.rescanIntervalMs);
   reconcileTimer.unref();
   log.info(

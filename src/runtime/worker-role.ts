@@ -44,7 +44,9 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
       maxStalledCount: 1000,
       autorun: true,
     });
-    worker.on('error', (error) => log.error({ kind, err: error.message }, 'worker error'));
+    worker.on('error', (error) => {
+      if (!ctx.health.report(error, `worker:${kind}`)) log.error({ kind, err: error }, 'worker error');
+    });
     workers.push(worker);
   }
   ctx.closers.push('workers', () => closeWorkers(workers, config.shutdown.graceMs, log));

@@ -13,10 +13,21 @@ export interface OwnRedis {
   url: string;
   /** Stops Redis (SHUTDOWN: the AOF is flushed) and starts it again on the same port and data. */
   restart(): Promise<void>;
+  /** Stops Redis (SHUTDOWN, and waits for the process to exit): an outage until `start()`. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port and data. */
+  start(): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function startOwnRedis(): Promise<OwnRedis> {
+export interface OwnRedisOptions {
+  /** Default `noeviction`, as a deployment should have it. */
+  maxmemoryPolicy?: string;
+  /** More redis-server arguments, e.g. `['--rename-command', 'CONFIG', '']`. */
+  extraArgs?: string[];
+}
+
+export async function startOwnRedis(options: OwnRedisOptions = {}): Promise<OwnRedis> {
   const dir = await mkdtemp(join(tmpdir(), 'cs-redis-'));
   const port = await freePort();
   let child: ChildProcess | undefined;
@@ -37,7 +48,8 @@ export async function startOwnRedis(): Promise<OwnRedis> {
         '--save',
         '',
         '--maxmemory-policy',
-        'noeviction',
+        options.maxmemoryPolicy ?? 'noeviction',
+        ...(options.extraArgs ?? []),
       ],
       {
         stdio: 'ignore',
@@ -64,7 +76,9 @@ export async function startOwnRedis(): Promise<OwnRedis> {
     const exited = new Promise<void>((resolve) => running.once('exit', () => resolve()));
     const admin = new Redis({ port, maxRetriesPerRequest: 0 });
     admin.on('error', () => {});
+    // SHUTDOWN may be renamed away by extraArgs: a signal then.
     await admin.call('SHUTDOWN').catch(() => undefined);
+    if (running.exitCode === null) running.kill('SIGTERM');
     admin.disconnect();
     await exited;
   };
@@ -75,6 +89,8 @@ export async function startOwnRedis(): Promise<OwnRedis> {
       await stop();
       await start();
     },
+    stop,
+    start,
     async close() {
       await stop();
       await rm(dir, { recursive: true, force: true });

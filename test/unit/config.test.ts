@@ -16,13 +16,21 @@ describe('loadConfig', () => {
     expect(config.delivery.maxQueued).toBe(5000);
     expect(config.spool.writeStableMs).toBe(500);
     expect(config.log.level).toBe('info');
+    expect(config.redis.allowEviction).toBe(false);
     expect(Object.isFrozen(config.delivery)).toBe(true);
   });
 
   it('lets environment variables override the files', () => {
     const config = loadConfig({
-      env: { CARRIER_SYNC_RATE_LIMIT_PER_MINUTE: '120', CARRIER_SYNC_PREFIX: 'wh1', LOG_LEVEL: 'debug', CARRIER_SYNC_USE_POLLING: 'true' },
+      env: {
+        CARRIER_SYNC_RATE_LIMIT_PER_MINUTE: '120',
+        CARRIER_SYNC_PREFIX: 'wh1',
+        LOG_LEVEL: 'debug',
+        CARRIER_SYNC_USE_POLLING: 'true',
+        CARRIER_SYNC_ALLOW_EVICTING_REDIS: 'true',
+      },
     });
+    expect(config.redis.allowEviction).toBe(true);
     expect(config.delivery.ratePerMinute).toBe(120);
     expect(config.prefix).toBe('wh1');
     expect(config.log.level).toBe('debug');

@@ -7,7 +7,8 @@
  */
 import { CommanderError } from 'commander';
 import { isSyncError } from './errors.js';
-import { buildProgram, UsageError } from './cli/program.js';
+import { buildProgram } from './cli/program.js';
+import { UsageError } from './cli/usage-error.js';
 
 async function main(argv: readonly string[]): Promise<number> {
   const program = buildProgram();

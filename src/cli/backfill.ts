@@ -11,7 +11,7 @@ import { ITEM_KIND_OF, type SpoolKind } from '../queue/keys.js';
 import { collectingJobOf } from '../queue/payloads.js';
 import { newClaimId } from '../spool/paths.js';
 import { isIgnoredName } from '../validate/spool-name.js';
-import { UsageError } from './program.js';
+import { UsageError } from './usage-error.js';
 import { cliLogger, print, withContext } from './shared.js';
 
 const KINDS: readonly SpoolKind[] = ['labels', 'cte', 'events'];

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { enqueueEvents } from '../queue/enqueue.js';
 import { collectingJobOf } from '../queue/payloads.js';
 import { checkEventRecord } from '../validate/event-record.js';
-import { UsageError } from './program.js';
+import { UsageError } from './usage-error.js';
 import { print, withContext } from './shared.js';
 
 export function registerEnqueue(program: Command): void {

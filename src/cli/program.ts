@@ -12,9 +12,6 @@ import { registerValidate } from './validate.js';
 import { registerWebhook } from './webhook.js';
 import { appVersion } from '../version.js';
 
-/** A flag or argument that makes no sense: exit 2 with one line. */
-export class UsageError extends Error {}
-
 export function buildProgram(): Command {
   const program = new Command('carrier-sync')
     .description('Pushes label PDFs, CT-e XMLs and driver collecting events to the Delivery Logistics API, exactly once, under its rate limit.')

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createLogger } from '../log.js';
-import { UsageError } from './program.js';
+import { UsageError } from './usage-error.js';
 import { configOf, print } from './shared.js';
 
 export function registerSandbox(program: Command): void {

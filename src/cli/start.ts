@@ -3,7 +3,7 @@ import { isSyncError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { routeConsoleToLog } from '../runtime/console-to-log.js';
 import type { Role } from '../runtime/start.js';
-import { UsageError } from './program.js';
+import { UsageError } from './usage-error.js';
 
 /** The daemon's roles (runtime/start.ts has the same list; kept here so --help loads nothing heavy). */
 const ROLES: readonly Role[] = ['watcher', 'worker', 'scheduler', 'http'];

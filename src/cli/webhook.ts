@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createLogger } from '../log.js';
-import { UsageError } from './program.js';
+import { UsageError } from './usage-error.js';
 import { configOf, print, withContext } from './shared.js';
 
 export function registerWebhook(program: Command): void {

@@ -9,7 +9,7 @@ import type { SyncError } from '../errors.js';
 import type { ItemJob, ItemResult, OutcomeMessage } from '../queue/payloads.js';
 import { pushOutcome } from '../queue/outcome-list.js';
 import type { SlotUse } from '../queue/push-gate.js';
-import type { PushDeps } from './processor.js';
+import type { PushDeps } from './deps.js';
 
 export async function finishItem(deps: PushDeps, job: Job<ItemJob>, result: ItemResult, slot: SlotUse | null, error?: SyncError): Promise<void> {
   const item = job.data;

@@ -12,40 +12,14 @@
  * limit) and one after it (leave: slot stamp, counters, order bookkeeping; the outcome message of
  * a file's item goes out in the same write), besides BullMQ's own fetch and completion.
  */
-import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
-import type { ApiClient } from '../api/index.js';
-import type { Clock } from '../clock.js';
-import type { DeliveryConfig } from '../config/schema.js';
+import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { isSyncError, SyncError } from '../errors.js';
-import type { Logger } from '../log.js';
 import { countActivity } from '../queue/activity.js';
-import type { AttemptLog } from '../queue/attempts.js';
-import type { AuthGate } from '../queue/auth-gate.js';
-import type { Keys } from '../queue/keys.js';
-import type { RateLimiter } from '../queue/limiter.js';
 import type { ItemJob, ItemResult } from '../queue/payloads.js';
-import type { GateVerdict, PushGate, SlotUse } from '../queue/push-gate.js';
-import type { QueueSet } from '../queue/queues.js';
-import type { RedisConnection } from '../queue/redis.js';
-import type { Stats } from '../queue/stats.js';
+import type { GateVerdict, SlotUse } from '../queue/push-gate.js';
+import type { PushDeps } from './deps.js';
 import { finishItem, wakeParked } from './finish.js';
 import { sendItem } from './send.js';
-
-export interface PushDeps {
-  client: ApiClient;
-  redis: RedisConnection;
-  keys: Keys;
-  gate: PushGate;
-  limiter: RateLimiter;
-  authGate: AuthGate;
-  attempts: AttemptLog;
-  stats: Stats;
-  queues: QueueSet;
-  itemQueue: Queue;
-  delivery: DeliveryConfig;
-  clock: Clock;
-  logger: Logger;
-}
 
 /** Longest a job holds its worker slot waiting for the shared limiter before stepping aside. */
 const MAX_SLOT_WAIT_MS = 15_000;

@@ -8,8 +8,8 @@
  * Files refused locally never become jobs, so nothing else in Redis remembers them: the watcher
  * also keeps a running count by code and the latest REFUSALS_KEPT refusals (file, code, reason).
  *
- * Each writer comes twice: `add…` appends its commands to a pipeline or MULTI the caller runs
- * (one round trip with the caller's own commands), `count…`/`record…` runs them on their own.
+ * Each writer appends its commands to a pipeline or MULTI the caller runs (`add…`: one round trip
+ * with the caller's own commands); `countActivity` also runs on its own.
  */
 import type { ChainableCommander } from 'ioredis';
 import type { Keys } from './keys.js';
@@ -22,6 +22,18 @@ export const REFUSALS_KEPT = 20;
 const REASON_MAX_CHARS = 300;
 
 export type ActivityField = 'requests' | 'refused' | Counter | `refused:${string}`;
+
+/**
+ * The same count in Lua, for scripts that write it in their own round trip (the push gate):
+ * `countActivity(stem, atMs, field, by, ttlSec)` with `keys.activityStem`.
+ */
+export const ACTIVITY_LUA = `
+local function countActivity(stem, atMs, field, by, ttlSec)
+  local bucket = stem .. math.floor(atMs / 60000)
+  redis.call('HINCRBY', bucket, field, by)
+  redis.call('EXPIRE', bucket, ttlSec)
+end
+`;
 
 export function epochMinuteOf(atMs: number): number {
   return Math.floor(atMs / 60_000);
@@ -56,10 +68,6 @@ export function addRefusal(chain: ChainableCommander, keys: Keys, refusal: Refus
     .hincrby(keys.refusalCounts, refusal.code, 1)
     .lpush(keys.refusalLatest, JSON.stringify(kept))
     .ltrim(keys.refusalLatest, 0, REFUSALS_KEPT - 1);
-}
-
-export async function recordRefusal(redis: RedisConnection, keys: Keys, refusal: Refusal, atMs: number): Promise<void> {
-  await addRefusal(redis.multi(), keys, refusal, atMs).exec();
 }
 
 export interface ActivityMinute {

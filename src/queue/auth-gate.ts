@@ -47,13 +47,19 @@ export interface AuthGate {
   failure(): Promise<AuthFailure | null>;
 }
 
-// KEYS[1] failure, KEYS[2] epoch. ARGV[1] failure JSON, ARGV[2] epoch the request was sent in ('' unknown).
-const TRIP = defineScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-if ARGV[2] ~= '' and tonumber(redis.call('GET', KEYS[2]) or '0') ~= tonumber(ARGV[2]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[1])
+// KEYS: 1 failure, 2 epoch. ARGV: 1 failure JSON, 2 epoch the request was sent in ('' unknown).
+// Returns 1 when this closed the gate, 0 when it was closed already or cleared since the request.
+const TRIP = defineScript(
+  'authTrip',
+  `
+local failureKey, epochKey = KEYS[1], KEYS[2]
+local failure, sentInEpoch = ARGV[1], ARGV[2]
+if redis.call('EXISTS', failureKey) == 1 then return 0 end
+if sentInEpoch ~= '' and tonumber(redis.call('GET', epochKey) or '0') ~= tonumber(sentInEpoch) then return 0 end
+redis.call('SET', failureKey, failure)
 return 1
-`);
+`,
+);
 
 export function createAuthGate(
   redis: RedisConnection,

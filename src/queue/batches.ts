@@ -27,16 +27,21 @@ export interface BatchState {
   deadLettered: Array<{ line: number } & DeadLetterFacts>;
 }
 
-// KEYS[1] jobs set, KEYS[2] done set, KEYS[3] batch hash. ARGV[1] job id, ARGV[2] dead-letter JSON or ''.
+// KEYS: 1 jobs set, 2 done set, 3 batch hash. ARGV: 1 job id, 2 dead-letter JSON or ''.
 // Returns 1 when the batch is sealed and every job has finished, else 0.
-const MARK_DONE = defineScript(`
-if redis.call('SADD', KEYS[2], ARGV[1]) == 1 and ARGV[2] ~= '' then
-  redis.call('HSET', KEYS[3], 'dead:' .. ARGV[1], ARGV[2])
+const MARK_DONE = defineScript(
+  'batchMarkDone',
+  `
+local jobsKey, doneKey, batchKey = KEYS[1], KEYS[2], KEYS[3]
+local jobId, deadLetter = ARGV[1], ARGV[2]
+if redis.call('SADD', doneKey, jobId) == 1 and deadLetter ~= '' then
+  redis.call('HSET', batchKey, 'dead:' .. jobId, deadLetter)
 end
-if redis.call('HGET', KEYS[3], 'sealed') ~= '1' then return 0 end
-if redis.call('SCARD', KEYS[2]) >= redis.call('SCARD', KEYS[1]) then return 1 end
+if redis.call('HGET', batchKey, 'sealed') ~= '1' then return 0 end
+if redis.call('SCARD', doneKey) >= redis.call('SCARD', jobsKey) then return 1 end
 return 0
-`);
+`,
+);
 
 export interface Batches {
   /** Records the batch's jobs and seals it; true when every job has already finished. */

@@ -15,21 +15,27 @@
  */
 import type { RedisConnection } from './redis.js';
 import type { Keys } from './keys.js';
+import { defineScript } from './script.js';
 
-// KEYS[1] dedup hash. ARGV[1] instant key, ARGV[2] source id, ARGV[3] ttl seconds.
+// KEYS: 1 the delivery's event_at memory (hash). ARGV: 1 instant key, 2 source id, 3 ttl s.
 // Returns 1 new claim, 2 own earlier claim, 0 duplicate of another source.
-const CLAIM = `
-local owner = redis.call('HGET', KEYS[1], ARGV[1])
-if owner == false then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-  redis.call('EXPIRE', KEYS[1], ARGV[3])
-  return 1
-end
-if owner == ARGV[2] then return 2 end
-return 0
-`;
 // An owner value `done:<source>` (set when the event was sent, see push-gate.ts) is no source:
 // the same source claiming again is a duplicate.
+const CLAIM = defineScript(
+  'dedupClaim',
+  `
+local dedupKey = KEYS[1]
+local instant, source, ttlSec = ARGV[1], ARGV[2], ARGV[3]
+local owner = redis.call('HGET', dedupKey, instant)
+if owner == false then
+  redis.call('HSET', dedupKey, instant, source)
+  redis.call('EXPIRE', dedupKey, ttlSec)
+  return 1
+end
+if owner == source then return 2 end
+return 0
+`,
+);
 
 export type ClaimResult = 'new' | 'own' | 'duplicate';
 
@@ -39,21 +45,27 @@ export interface DedupMemory {
   release(deliveryId: string, instantKey: string, sourceId: string): Promise<void>;
 }
 
-// KEYS[1] dedup hash. ARGV[1] instant key, ARGV[2] source id. Deletes only the owner's claim.
-const RELEASE = `
-if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then redis.call('HDEL', KEYS[1], ARGV[1]) end
+// KEYS: 1 the delivery's event_at memory. ARGV: 1 instant key, 2 source id.
+// Deletes the claim only when that source holds it. Returns 1.
+const RELEASE = defineScript(
+  'dedupRelease',
+  `
+local dedupKey = KEYS[1]
+local instant, source = ARGV[1], ARGV[2]
+if redis.call('HGET', dedupKey, instant) == source then redis.call('HDEL', dedupKey, instant) end
 return 1
-`;
+`,
+);
 
 export function createDedupMemory(redis: RedisConnection, keys: Keys, retentionDays: number): DedupMemory {
   const ttlSeconds = retentionDays * 86_400;
   return {
     async claim(deliveryId, instantKey, sourceId) {
-      const result = Number(await redis.eval(CLAIM, 1, keys.dedup(deliveryId), instantKey, sourceId, ttlSeconds));
+      const result = Number(await CLAIM(redis, [keys.dedup(deliveryId)], [instantKey, sourceId, ttlSeconds]));
       return result === 1 ? 'new' : result === 2 ? 'own' : 'duplicate';
     },
     async release(deliveryId, instantKey, sourceId) {
-      await redis.eval(RELEASE, 1, keys.dedup(deliveryId), instantKey, sourceId);
+      await RELEASE(redis, [keys.dedup(deliveryId)], [instantKey, sourceId]);
     },
   };
 }

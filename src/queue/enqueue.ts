@@ -10,7 +10,7 @@ import type { RedisConnection } from './redis.js';
 import type { Clock } from '../clock.js';
 import type { DedupMemory } from './dedup.js';
 import type { Keys } from './keys.js';
-import { queueDocumentOrders } from './push-gate.js';
+import { queueDocumentOrders } from './document-record.js';
 import type { CollectingJob, CteJob, LabelJob } from './payloads.js';
 import type { QueueSet } from './queues.js';
 import type { Stats } from './stats.js';

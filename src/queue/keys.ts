@@ -39,13 +39,15 @@ export interface Keys {
   /** Per delivery: collecting jobs not yet finished, scored by event time (send order gate). */
   eventOrder(deliveryId: string): string;
   /**
-   * The document order and re-drop memory of every delivery, in compact records (see push-gate.ts,
-   * "Document records"): the name stem of the shard that holds `deliveryId`'s records; the
+   * The document order and re-drop memory of every delivery, in compact records (see
+   * document-record.ts): the name stem of the shard that holds `deliveryId`'s records; the
    * retention bucket's number follows it (`docs:<shard>:<bucket>`, one hash each).
    */
   documentRecords(deliveryId: string): string;
-  /** Set once the document records of the earlier layout were carried over (`migrateDocumentRecords`). */
+  /** Set once the document records of the earlier layout were carried over, by versions before runtime/upgrades.ts. */
   readonly documentRecordsMigrated: string;
+  /** Upgrade steps that ran (hash: step id → JSON {at, version, changed}; runtime/upgrades.ts). */
+  readonly upgrades: string;
   /** Per kind and delivery: held by the job whose document request is in flight. */
   documentLock(kind: ItemKind, deliveryId: string): string;
   /** Per delivery: collecting jobs parked behind an earlier event, woken when it finishes (set). */
@@ -73,6 +75,8 @@ export interface Keys {
   readonly webhookApplied: string;
   /** What happened in one epoch minute, every process adding (hash, expires): see `queue/activity.ts`. */
   activity(epochMinute: number): string;
+  /** `activity(minute)` is this stem and the minute (for Lua that computes the minute itself). */
+  readonly activityStem: string;
   /** Files refused locally: count by error code (hash) and the latest ones (list of JSON, newest first). */
   readonly refusalCounts: string;
   readonly refusalLatest: string;
@@ -102,6 +106,7 @@ export function createKeys(prefix: string): Keys {
     authEpoch: k('auth-epoch'),
     documentRecords: (deliveryId) => `${k('docs', String(documentShardOf(deliveryId)))}:`,
     documentRecordsMigrated: k('migrated', 'doc-records'),
+    upgrades: k('upgrades'),
     documentLock: (kind, deliveryId) => k('doc-lock', kind, deliveryId),
     attempts: (jobId) => k('attempts', jobId),
     batch: (batchId) => k('batch', batchId),
@@ -109,7 +114,8 @@ export function createKeys(prefix: string): Keys {
     batchDone: (batchId) => k('batch', batchId, 'done'),
     stats: k('stats'),
     webhookApplied: k('webhook-applied'),
-    activity: (epochMinute) => k('activity', String(epochMinute)),
+    activity: (epochMinute) => `${k('activity')}:${epochMinute}`,
+    activityStem: `${k('activity')}:`,
     refusalCounts: k('refusals', 'count'),
     refusalLatest: k('refusals', 'latest'),
     outcomes: (spoolId) => k('outcomes', spoolId),

@@ -1,11 +1,12 @@
 /**
  * A lease in Redis: one key whose value names the holder (JSON) and whose TTL is the lease. Taken
- * with SET NX PX; renewed, given up and read by Lua scripts that compare the holder's `id`, so a
+ * (a GET, then SET PX when free) and renewed, given up and read by Lua scripts that compare the holder's `id`, so a
  * process can only extend or delete its own lease, never one another process took after its own
  * expired. Time is Redis's: the key disappears `leaseMs` after the last renewal Redis executed.
  */
 import { appVersion } from '../version.js';
 import type { RedisConnection } from './redis.js';
+import { defineScript } from './script.js';
 
 /** Who holds a lease. `id` is random per process; host and pid are for people reading `status`. */
 export interface LeaseHolder {
@@ -45,33 +46,55 @@ const HOLDER_ID = `local function holderId(value)
 end
 `;
 
-const ACQUIRE = `${HOLDER_ID}
-local current = redis.call('GET', KEYS[1])
+// KEYS: 1 the lease. ARGV: 1 holder id, 2 holder JSON, 3 lease ms.
+// Returns {1, holder JSON} when taken (or already ours: its TTL renewed), else {0, the other holder's JSON}.
+const ACQUIRE = defineScript(
+  'leaseAcquire',
+  `${HOLDER_ID}
+local leaseKey = KEYS[1]
+local id, holder, leaseMs = ARGV[1], ARGV[2], ARGV[3]
+local current = redis.call('GET', leaseKey)
 if current == false then
-  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-  return {1, ARGV[2]}
+  redis.call('SET', leaseKey, holder, 'PX', leaseMs)
+  return {1, holder}
 end
-if holderId(current) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if holderId(current) == id then
+  redis.call('PEXPIRE', leaseKey, leaseMs)
   return {1, current}
 end
-return {0, current}`;
+return {0, current}
+`,
+);
 
-const RENEW = `${HOLDER_ID}
-local current = redis.call('GET', KEYS[1])
-if current ~= false and holderId(current) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+// KEYS: 1 the lease. ARGV: 1 holder id, 2 lease ms. Returns 1 when extended, 0 when another holds it (or nobody).
+const RENEW = defineScript(
+  'leaseRenew',
+  `${HOLDER_ID}
+local leaseKey = KEYS[1]
+local id, leaseMs = ARGV[1], ARGV[2]
+local current = redis.call('GET', leaseKey)
+if current ~= false and holderId(current) == id then
+  redis.call('PEXPIRE', leaseKey, leaseMs)
   return 1
 end
-return 0`;
+return 0
+`,
+);
 
-const RELEASE = `${HOLDER_ID}
-local current = redis.call('GET', KEYS[1])
-if current ~= false and holderId(current) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
+// KEYS: 1 the lease. ARGV: 1 holder id. Returns 1 when deleted, 0 when another holds it (or nobody).
+const RELEASE = defineScript(
+  'leaseRelease',
+  `${HOLDER_ID}
+local leaseKey = KEYS[1]
+local id = ARGV[1]
+local current = redis.call('GET', leaseKey)
+if current ~= false and holderId(current) == id then
+  redis.call('DEL', leaseKey)
   return 1
 end
-return 0`;
+return 0
+`,
+);
 
 export function createLease(redis: RedisConnection, key: string): Lease {
   return {
@@ -79,14 +102,14 @@ export function createLease(redis: RedisConnection, key: string): Lease {
     async acquire(holder, leaseMs) {
       // The version rides along for people reading `status` and the overview.
       const record = JSON.stringify({ ...holder, version: appVersion() });
-      const [isAcquired, value] = (await redis.eval(ACQUIRE, 1, key, holder.id, record, String(leaseMs))) as [number, string];
+      const [isAcquired, value] = (await ACQUIRE(redis, [key], [holder.id, record, leaseMs])) as [number, string];
       return { isAcquired: isAcquired === 1, holder: parseHolder(value) };
     },
     async renew(holderId, leaseMs) {
-      return (await redis.eval(RENEW, 1, key, holderId, String(leaseMs))) === 1;
+      return Number(await RENEW(redis, [key], [holderId, leaseMs])) === 1;
     },
     async release(holderId) {
-      return (await redis.eval(RELEASE, 1, key, holderId)) === 1;
+      return Number(await RELEASE(redis, [key], [holderId])) === 1;
     },
     async read() {
       const [value, ttlMs] = await Promise.all([redis.get(key), redis.pttl(key)]);

@@ -19,61 +19,79 @@ import type { ApiConfig, DeliveryConfig } from '../config/schema.js';
 import { SyncError } from '../errors.js';
 import { keyIdOf, type Keys } from './keys.js';
 import type { RedisConnection } from './redis.js';
-import type { PushGateOptions } from './push-gate.js';
 import { defineScript } from './script.js';
 
 /**
- * Lua that takes a slot or returns `{'wait', ms}`: the 429 pause, then the window. Shared by the
- * one-off ACQUIRE below and the push gate, with the KEYS/ARGV positions each script uses.
+ * The rate window's Lua, for every script that takes or stamps a slot (the one-off ACQUIRE and
+ * STAMP below, and the push gate's ENTER and LEAVE): one owner of the window's rules.
+ *  - `nowMs()`: Redis' time in whole milliseconds (every process reads one clock);
+ *  - `takeSlot(windowKey, pauseKey, windowMs, limit, member, maxRequestMs)`: nil and the time when a
+ *    slot was taken (scored as in flight till `maxRequestMs`), else the ms to wait (a 429 pause, then
+ *    the window);
+ *  - `stampSlot(windowKey, member, sinceResponseMs)`: scores a taken slot with the time its response
+ *    arrived (`sinceResponseMs` ago by the process' monotonic clock); a no-op for '' or a slot gone.
  */
-export function takeSlotLua(at: { window: string; pause: string; windowMs: string; limit: string; member: string; maxRequestMs: string }): string {
-  return `
-local pause = redis.call('PTTL', ${at.pause})
-if pause > 0 then return {'wait', pause} end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local window = tonumber(${at.windowMs})
-redis.call('ZREMRANGEBYSCORE', ${at.window}, '-inf', now - window)
-if redis.call('ZCARD', ${at.window}) >= tonumber(${at.limit}) then
-  local oldest = redis.call('ZRANGE', ${at.window}, 0, 0, 'WITHSCORES')
-  local wait = tonumber(oldest[2]) + window - now
-  if wait < 1 then wait = 1 end
-  return {'wait', wait}
-end
-redis.call('ZADD', ${at.window}, now + tonumber(${at.maxRequestMs}), ${at.member})
-redis.call('PEXPIRE', ${at.window}, window + tonumber(${at.maxRequestMs}))
-`;
-}
-
-/**
- * Lua that stamps a slot with the time its response arrived (a no-op for a slot already gone):
- * Redis' time now, less `sinceResponseMs` — how long ago, by this process' monotonic clock, the
- * response came in. A busy process thus frees the slot as of the response, not as of its stamp.
- */
-export function stampSlotLua(at: { window: string; member: string; sinceResponseMs: string }): string {
-  return `
-if ${at.member} ~= '' then
+export const RATE_WINDOW_LUA = `
+local function nowMs()
   local t = redis.call('TIME')
-  local late = tonumber(${at.sinceResponseMs}) or 0
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function takeSlot(windowKey, pauseKey, windowMs, limit, member, maxRequestMs)
+  local pause = redis.call('PTTL', pauseKey)
+  if pause > 0 then return pause, nil end
+  local now = nowMs()
+  redis.call('ZREMRANGEBYSCORE', windowKey, '-inf', now - windowMs)
+  if redis.call('ZCARD', windowKey) >= limit then
+    local oldest = redis.call('ZRANGE', windowKey, 0, 0, 'WITHSCORES')
+    local wait = tonumber(oldest[2]) + windowMs - now
+    if wait < 1 then wait = 1 end
+    return wait, nil
+  end
+  redis.call('ZADD', windowKey, now + maxRequestMs, member)
+  redis.call('PEXPIRE', windowKey, windowMs + maxRequestMs)
+  return nil, now
+end
+local function stampSlot(windowKey, member, sinceResponseMs)
+  if member == '' then return end
+  local late = tonumber(sinceResponseMs) or 0
   if late < 0 then late = 0 end
-  redis.call('ZADD', ${at.window}, 'XX', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - late, ${at.member})
+  redis.call('ZADD', windowKey, 'XX', nowMs() - late, member)
 end
 `;
-}
 
-// KEYS[1] window sorted set, KEYS[2] pause key. ARGV[1] window ms, ARGV[2] limit, ARGV[3] member,
-// ARGV[4] longest request ms. Returns {'go'} when a slot was taken, else {'wait', ms}.
-const ACQUIRE =
-  defineScript(`${takeSlotLua({ window: 'KEYS[1]', pause: 'KEYS[2]', windowMs: 'ARGV[1]', limit: 'ARGV[2]', member: 'ARGV[3]', maxRequestMs: 'ARGV[4]' })}
-return {'go'}`);
-const STAMP = defineScript(stampSlotLua({ window: 'KEYS[1]', member: 'ARGV[1]', sinceResponseMs: 'ARGV[2]' }));
+// KEYS: 1 window (sorted set), 2 pause. ARGV: 1 window ms, 2 limit, 3 slot member, 4 longest request ms.
+// Returns {'go'} when a slot was taken, else {'wait', ms}.
+const ACQUIRE = defineScript(
+  'limiterAcquire',
+  `${RATE_WINDOW_LUA}
+local windowKey, pauseKey = KEYS[1], KEYS[2]
+local windowMs, limit, member, maxRequestMs = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local waitMs = takeSlot(windowKey, pauseKey, windowMs, limit, member, maxRequestMs)
+if waitMs then return {'wait', waitMs} end
+return {'go'}
+`,
+);
 
-// KEYS[1] pause key. ARGV[1] ms. Extends the pause, never shortens it.
-const PAUSE = defineScript(`
-local left = redis.call('PTTL', KEYS[1])
-if left < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], '1', 'PX', ARGV[1]) end
+// KEYS: 1 window. ARGV: 1 slot member, 2 ms since the response arrived. Returns nothing.
+const STAMP = defineScript(
+  'limiterStamp',
+  `${RATE_WINDOW_LUA}
+local windowKey = KEYS[1]
+local member, sinceResponseMs = ARGV[1], ARGV[2]
+stampSlot(windowKey, member, sinceResponseMs)
+`,
+);
+
+// KEYS: 1 pause. ARGV: 1 ms. Extends the pause, never shortens it. Returns 1.
+const PAUSE = defineScript(
+  'limiterPause',
+  `
+local pauseKey = KEYS[1]
+local pauseMs = tonumber(ARGV[1])
+if redis.call('PTTL', pauseKey) < pauseMs then redis.call('SET', pauseKey, '1', 'PX', pauseMs) end
 return 1
-`);
+`,
+);
 
 export interface RateLimiterOptions {
   windowKey: string;
@@ -160,7 +178,7 @@ export function sinceMs(at: number | undefined): number {
 /** Used where no API config is at hand (a test's limiter): a generous bound. */
 const DEFAULT_MAX_REQUEST_MS = 30_000;
 
-type LimitConfig = {
+export type LimitConfig = {
   delivery: Pick<DeliveryConfig, 'ratePerMinute' | 'rateWindowMarginMs'>;
   api?: Pick<ApiConfig, 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs'>;
 };
@@ -180,19 +198,6 @@ export function rateLimiterFor(ctx: { redis: RedisConnection; keys: Pick<Keys, '
     windowMarginMs: ctx.config.delivery.rateWindowMarginMs,
     maxRequestMs: maxRequestMsOf(ctx.config),
   });
-}
-
-/** The push gate's settings from the config: the same window as `rateLimiterFor`. */
-export function pushGateOptions(config: LimitConfig & { delivery: Pick<DeliveryConfig, 'lockMs' | 'completedRetentionSec'> }): PushGateOptions {
-  const maxRequestMs = maxRequestMsOf(config);
-  return {
-    ratePerMinute: config.delivery.ratePerMinute,
-    windowMs: 60_000 + config.delivery.rateWindowMarginMs,
-    maxRequestMs,
-    // Outlives any request, so a lock or probe is never lost while its request is in flight.
-    lockMs: Math.max(config.delivery.lockMs, maxRequestMs + 5_000),
-    retentionSec: config.delivery.completedRetentionSec,
-  };
 }
 
 /**

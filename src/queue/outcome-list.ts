@@ -47,15 +47,21 @@ export function retryDelayMs(failures: number): number {
   return Math.min(LONGEST_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.max(0, failures - 1));
 }
 
-/** Moves retries whose time has come back to the end of the list; returns how many moved. */
-const MOVE_DUE = defineScript(`
-local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, 256)
+// Moves retries whose time has come back to the end of the list, 256 at most.
+// KEYS: 1 the list, 2 the retry set (scored by due time). ARGV: 1 now ms. Returns how many moved.
+const MOVE_DUE = defineScript(
+  'outcomesMoveDue',
+  `
+local listKey, retryKey = KEYS[1], KEYS[2]
+local nowMs = ARGV[1]
+local due = redis.call('ZRANGEBYSCORE', retryKey, '-inf', nowMs, 'LIMIT', 0, 256)
 if #due > 0 then
-  redis.call('RPUSH', KEYS[1], unpack(due))
-  redis.call('ZREM', KEYS[2], unpack(due))
+  redis.call('RPUSH', listKey, unpack(due))
+  redis.call('ZREM', retryKey, unpack(due))
 end
 return #due
-`);
+`,
+);
 
 /** Consumer side: only the holder of the spool's lease reads and removes. */
 export interface OutcomeInbox {

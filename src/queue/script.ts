@@ -1,8 +1,14 @@
 /**
- * A Lua script run by its SHA (EVALSHA), loaded on first use and again after a Redis restart
- * (NOSCRIPT). Sending the body once instead of on every call keeps a hot-path round trip small.
+ * Our Lua scripts, loaded one way: as ioredis custom commands (`defineCommand`), defined on a
+ * connection the first time a script runs on it. ioredis then sends the body once per socket and
+ * the SHA after (EVALSHA), sends it again after a NOSCRIPT (a Redis restart), and runs it in
+ * pipelines — what BullMQ does with its own scripts. A script is called with its keys and its
+ * arguments as two lists; the key count travels as the first argument (no fixed `numberOfKeys`),
+ * so one definition serves calls of any shape.
+ *
+ * Every script starts with a header — KEYS, ARGV and what it returns — and names its keys and
+ * arguments as locals before using them (as bullmq's `moveToFinished-14.lua` does).
  */
-import { createHash } from 'node:crypto';
 import type { RedisConnection } from './redis.js';
 
 export interface ScriptCall {
@@ -11,6 +17,8 @@ export interface ScriptCall {
 }
 
 export type Script = ((redis: RedisConnection, keys: readonly string[], args: ReadonlyArray<string | number | Buffer>) => Promise<unknown>) & {
+  /** The command's name on a connection (unique per script). */
+  readonly commandName: string;
   /**
    * Runs the script once per call, all in one pipeline (one round trip; every key of a deployment
    * shares one hash slot). Each call settles on its own: an error fails only its own result.
@@ -18,36 +26,31 @@ export type Script = ((redis: RedisConnection, keys: readonly string[], args: Re
   many(redis: RedisConnection, calls: readonly ScriptCall[]): Promise<Array<{ error: Error } | { value: unknown }>>;
 };
 
-const isNoScript = (error: unknown): boolean => error instanceof Error && error.message.startsWith('NOSCRIPT');
+type Invoke = (numberOfKeys: number, ...keysAndArgs: Array<string | number | Buffer>) => unknown;
 
-export function defineScript(source: string): Script {
-  const sha = createHash('sha1').update(source).digest('hex');
-  const run = async (redis: RedisConnection, keys: readonly string[], args: ReadonlyArray<string | number | Buffer>): Promise<unknown> => {
-    try {
-      return await redis.evalsha(sha, keys.length, ...keys, ...args);
-    } catch (error) {
-      if (!isNoScript(error)) throw error;
-      return redis.eval(source, keys.length, ...keys, ...args);
-    }
+const defined = new Map<string, string>();
+
+/** `name`: a camelCase name unique among our scripts (it becomes `redis[name]`). */
+export function defineScript(name: string, lua: string): Script {
+  const commandName = `carrierSync${name[0]?.toUpperCase() ?? ''}${name.slice(1)}`;
+  if (defined.has(commandName) && defined.get(commandName) !== lua) throw new Error(`two scripts named ${name}`);
+  defined.set(commandName, lua);
+  const commandOf = (target: RedisConnection): Invoke => {
+    if (!(commandName in target.scriptsSet)) target.defineCommand(commandName, { lua });
+    return (target as unknown as Record<string, Invoke>)[commandName]!;
   };
+  const run = async (redis: RedisConnection, keys: readonly string[], args: ReadonlyArray<string | number | Buffer>): Promise<unknown> =>
+    commandOf(redis).call(redis, keys.length, ...keys, ...args);
   const many: Script['many'] = async (redis, calls) => {
-    const pipelined = async (batch: readonly ScriptCall[]): Promise<Array<{ error: Error } | { value: unknown }>> => {
-      const pipeline = redis.pipeline();
-      for (const { keys, args } of batch) pipeline.evalsha(sha, keys.length, ...keys, ...args);
-      const replies = (await pipeline.exec()) ?? [];
-      return batch.map((_, i) => {
-        const [error, value] = replies[i] ?? [new Error('no reply in the pipeline'), null];
-        return error === null ? { value } : { error };
-      });
-    };
-    const results = await pipelined(calls);
-    // A call that got NOSCRIPT did not run: load the script once and run those calls again.
-    const missed = calls.flatMap((call, i) => (isNoScript((results[i] as { error?: Error }).error) ? [i] : []));
-    if (missed.length === 0) return results;
-    await redis.script('LOAD', source);
-    const again = await pipelined(missed.map((i) => calls[i]!));
-    missed.forEach((at, i) => (results[at] = again[i]!));
-    return results;
+    commandOf(redis);
+    const pipeline = redis.pipeline();
+    const invoke = (pipeline as unknown as Record<string, Invoke>)[commandName]!;
+    for (const { keys, args } of calls) invoke.call(pipeline, keys.length, ...keys, ...args);
+    const replies = (await pipeline.exec()) ?? [];
+    return calls.map((_, i) => {
+      const [error, value] = replies[i] ?? [new Error('no reply in the pipeline'), null];
+      return error === null ? { value } : { error };
+    });
   };
-  return Object.assign(run, { many });
+  return Object.assign(run, { commandName, many });
 }

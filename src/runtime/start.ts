@@ -6,7 +6,7 @@
  * when this process used one and no other client still does. After the intake steps, the
  * order is the shutdown stack's, reversed from the order things were opened.
  */
-import { migrateDocumentRecords } from '../queue/push-gate.js';
+import { runDeploymentUpgrades } from './upgrades.js';
 import { readOutcomeBacklog } from '../queue/outcome-list.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
@@ -45,9 +45,8 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
     const ctx = await openContext(config, logger, roles.join('+'));
     closeAll = () => ctx.closers.closeAll();
     await checkRedisDurability(ctx.redis, config.redis.allowEviction, logger);
-    // Before any document reaches the push gate or is queued: the records of an earlier layout.
-    const migrated = await migrateDocumentRecords(ctx.redis, ctx.keys, config.delivery.completedRetentionSec);
-    if (migrated > 0) logger.info({ migrated }, 'carried the document records of the earlier layout over');
+    // Before any item reaches the push gate or is queued: what an earlier version left in Redis.
+    await runDeploymentUpgrades(ctx, logger);
     const metrics = createMetrics();
     let isDraining = false;
     /** Who holds the spool (watcher role only), for /readyz. */

@@ -23,7 +23,8 @@ import { resolveSpoolId, SPOOL_ID_FILE } from '../spool/spool-id.js';
 import { createHolderFile } from '../spool/holder-file.js';
 import { startSpoolWatcher, type SpoolWatcher } from '../spool/watcher.js';
 import type { Context } from './context.js';
-import { carryOverLegacyOutcomes, startOutcomeConsumer } from './outcome-consumer.js';
+import { startOutcomeConsumer } from './outcome-consumer.js';
+import { runSpoolUpgrades } from './upgrades.js';
 import { holdSpoolLease, type Fence, type HeldSession, type SpoolLeaseState } from './spool-lease.js';
 import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -130,7 +131,7 @@ async function startSpoolSession(ctx: Context, paths: SpoolPaths, fence: Fence):
   }
   await reconcileInflight(claimDeps, index, log);
 
-  await carryOverLegacyOutcomes(ctx.redis, ctx.keys, paths.spoolId, log);
+  await runSpoolUpgrades(ctx.redis, ctx.keys, paths.spoolId, log);
   const outcomeConsumer = startOutcomeConsumer({
     redis: ctx.redis,
     keys: ctx.keys,

@@ -1,8 +1,8 @@
 /** The worker role: one BullMQ worker per item kind, sharing one API client and one rate limiter. */
 import { Worker } from 'bullmq';
 import { apiClientFor } from './api-client.js';
-import { pushGateOptions, rateLimiterFor } from '../queue/limiter.js';
-import { createPushGate } from '../queue/push-gate.js';
+import { rateLimiterFor } from '../queue/limiter.js';
+import { createPushGate, pushGateOptions } from '../queue/push-gate.js';
 import { ITEM_KINDS } from '../queue/keys.js';
 import type { ItemJob } from '../queue/payloads.js';
 import { createProcessor } from '../push/processor.js';

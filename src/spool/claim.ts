@@ -20,7 +20,7 @@ import { checkCte } from '../validate/cte.js';
 import { eventsFormatOf, parseEventsFile } from '../validate/events-file.js';
 import { checkLabel } from '../validate/label.js';
 import { parseSpoolName } from '../validate/spool-name.js';
-import { documentGeneration } from '../queue/push-gate.js';
+import { documentGeneration } from '../queue/document-record.js';
 import { diskOf, fileCallsOf } from './file-calls.js';
 import { claimStampOf, inflightName, newClaimId, type SpoolPaths } from './paths.js';
 

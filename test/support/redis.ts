@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { inject } from 'vitest';
+import { addRefusal, type Refusal } from '../../src/queue/activity.js';
+import type { Keys } from '../../src/queue/keys.js';
+import type { RedisConnection } from '../../src/queue/redis.js';
 
 /** The Redis every test uses (see global-redis.ts). */
 export function testRedisUrl(): string {
@@ -25,4 +28,9 @@ export async function cleanupPrefix(prefix: string): Promise<void> {
   } finally {
     redis.disconnect();
   }
+}
+
+/** A local refusal as the watcher records it (in its claim's MULTI), on its own: for tests. */
+export async function recordRefusal(redis: RedisConnection, keys: Keys, refusal: Refusal, atMs: number): Promise<void> {
+  await addRefusal(redis.multi(), keys, refusal, atMs).exec();
 }

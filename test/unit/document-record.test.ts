@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compactContentId, compactGeneration, documentBucketSec, documentField, documentGeneration } from '../../src/queue/push-gate.js';
+import { compactContentId, compactGeneration, documentBucketSec, documentField, documentGeneration } from '../../src/queue/document-record.js';
 
 describe('document record', () => {
   it('a compact generation sorts byte by byte as the generation does', () => {

@@ -1,0 +1,30 @@
+/** What the job processor and the end of an item (finish.ts) work with: one process' parts. */
+import type { Queue } from 'bullmq';
+import type { ApiClient } from '../api/index.js';
+import type { Clock } from '../clock.js';
+import type { DeliveryConfig } from '../config/schema.js';
+import type { Logger } from '../log.js';
+import type { AttemptLog } from '../queue/attempts.js';
+import type { AuthGate } from '../queue/auth-gate.js';
+import type { Keys } from '../queue/keys.js';
+import type { RateLimiter } from '../queue/limiter.js';
+import type { PushGate } from '../queue/push-gate.js';
+import type { QueueSet } from '../queue/queues.js';
+import type { RedisConnection } from '../queue/redis.js';
+import type { Stats } from '../queue/stats.js';
+
+export interface PushDeps {
+  client: ApiClient;
+  redis: RedisConnection;
+  keys: Keys;
+  gate: PushGate;
+  limiter: RateLimiter;
+  authGate: AuthGate;
+  attempts: AttemptLog;
+  stats: Stats;
+  queues: QueueSet;
+  itemQueue: Queue;
+  delivery: DeliveryConfig;
+  clock: Clock;
+  logger: Logger;
+}

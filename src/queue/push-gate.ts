@@ -132,8 +132,10 @@ return {'go', isProbe, member, tonumber(redis.call('GET', authEpochKey) or '0')}
 //       6 missing-job marker stem, 7 missing-job grace ms, 8 parked set ttl s, 9 lock (and probe)
 //       ttl ms, 10 window ms, 11 limit, 12 slot member, 13 longest request ms, 14 activity key stem,
 //       15 activity ttl s.
-// One request of a delivery on the wire at a time (the event lock, held by the run's slot member),
-// and only the head of the chain goes. An event not in its chain was finished by another run of
+// Only the head of the chain goes, and only while no other event of the delivery holds the event
+// lock (its request on the wire, or its job finished by BullMQ while the request still runs). The
+// lock is the job's, as the document lock is: a run taken over after BullMQ judged the first one
+// stalled (a killed process) goes on at once rather than waiting out the lock. An event not in its chain was finished by another run of
 // its job (a stalled job taken over: 'already' when its claim is done) or replayed from the dead
 // letters (registered again here).
 // Returns {'go', isProbe, member, auth epoch} | {'already'} | {'park', headDueMs} | {'busy', ms} |
@@ -158,7 +160,8 @@ if head ~= jobId then
   redis.call('EXPIRE', parkedKey, parkedTtlSec)
   return {'park', headDue}
 end
-if redis.call('EXISTS', lockKey) == 1 then
+local owner = redis.call('GET', lockKey)
+if owner and owner ~= jobId then
   local left = redis.call('PTTL', lockKey)
   if left < 1 then left = 1 end
   return {'busy', left}
@@ -166,7 +169,7 @@ end
 local refused, isProbe = admit(authFailureKey, authProbeKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
 if refused then return refused end
 redis.call('SREM', parkedKey, jobId)
-redis.call('SET', lockKey, member, 'PX', lockMs)
+redis.call('SET', lockKey, jobId, 'PX', lockMs)
 if isProbe == 1 then redis.call('SET', authProbeKey, jobId, 'PX', lockMs) end
 return {'go', isProbe, member, tonumber(redis.call('GET', authEpochKey) or '0')}
 `,
@@ -205,7 +208,7 @@ return false
 //       made), 4 ms since the response arrived, 5 counter, 6 instant key, 7 source id, 8 BullMQ job
 //       key stem, 9 missing-job marker stem, 10 missing-job grace ms, 11 activity key stem,
 //       12 activity ttl s.
-// Stamps the slot and releases the event lock (if this run holds it). An event that ended is
+// Stamps the slot and releases the event lock (if this job holds it). An event that ended is
 // counted and leaves its chain; one not dead-lettered marks its event_at claim done (the same source
 // taken in again — a re-pull, a file re-read after a crash — is then a duplicate, not a second send).
 // Returns the id of the parked event to wake (the chain's new head), or false.
@@ -217,7 +220,7 @@ local jobId, result, member, sinceResponseMs, counter, instant, source = ARGV[1]
 local jobStem, missingStem, graceMs, activityStem, activityTtlSec = ARGV[8], ARGV[9], tonumber(ARGV[10]), ARGV[11], ARGV[12]
 
 stampSlot(windowKey, member, sinceResponseMs)
-if member ~= '' and redis.call('GET', lockKey) == member then redis.call('DEL', lockKey) end
+if redis.call('GET', lockKey) == jobId then redis.call('DEL', lockKey) end
 if result == '' then return false end
 countEnded(statsKey, counter, 'collecting', heldKey, activityStem, activityTtlSec)
 if result ~= 'dead-lettered' and redis.call('HGET', dedupKey, instant) == source then

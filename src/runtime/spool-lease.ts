@@ -26,6 +26,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from '../log.js';
 import type { Lease, LeaseHolder } from '../queue/lease.js';
 import type { HolderFile, HolderRecord } from '../spool/holder-file.js';
+import { isDiskFullError } from '../spool/disk-state.js';
 
 /** Whether this process may still move the spool's files: checked before every move. */
 export interface Fence {
@@ -156,7 +157,9 @@ export async function holdSpoolLease<S extends HeldSession>(deps: SpoolLeaseDeps
       if (other !== null) noteForeign(spoolFile, other);
       return other === null ? 'written' : 'foreign';
     } catch (error) {
-      if (!isSpoolFileFailing) logger.warn({ ...about, spoolFile: spoolFile.path, err: error }, 'writing the spool holder file failed; retrying');
+      // A full disk was said once by the spool's disk state (spool/disk-state.ts): not again here.
+      const level = isDiskFullError(error) ? 'debug' : 'warn';
+      if (!isSpoolFileFailing) logger[level]({ ...about, spoolFile: spoolFile.path, err: error }, 'writing the spool holder file failed; retrying');
       isSpoolFileFailing = true;
       return 'failed';
     }

@@ -25,6 +25,7 @@ import { hostname } from 'node:os';
 import { readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { DeploymentIdentity } from '../queue/deployment.js';
+import { noteSpoolCallFailure, noteSpoolCallSuccess } from './disk-state.js';
 
 export const HOLDER_FILE = '.holder.json';
 
@@ -82,6 +83,7 @@ export function createHolderFile(deps: HolderFileDeps): HolderFile {
       const temp = join(root, `${HOLDER_FILE}.${randomBytes(4).toString('hex')}.tmp`);
       try {
         await writeFile(temp, `${JSON.stringify(record)}\n`);
+        noteSpoolCallSuccess('writeFile');
         // Checked last, right before the rename: another deployment that took the spool since the
         // caller's check is not overwritten (short of a write in the same instant, see the header).
         const current = await readHolderFile(root);
@@ -93,6 +95,8 @@ export function createHolderFile(deps: HolderFileDeps): HolderFile {
         return null;
       } catch (error) {
         await unlink(temp).catch(() => undefined);
+        // A full disk is the spool's state (said once, in /readyz and a metric), not this file's.
+        noteSpoolCallFailure('writeFile', error, temp);
         throw error;
       }
     },

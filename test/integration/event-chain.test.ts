@@ -102,17 +102,32 @@ describe('the event chain of the push gate', () => {
     expect(Date.now() - since).toBeGreaterThanOrEqual(GRACE_MS - 50);
   });
 
-  it('lets one request of a delivery be on the wire at a time, also for two runs of one job', async () => {
+  it('does not send an event again that another run of its job settled (a stalled job taken over)', async () => {
     const [e0, e1] = eventsOf(2) as [{ job: CollectingJob; jobId: string }, { job: CollectingJob; jobId: string }];
     await register([e0, e1]);
     await add([e0, e1]);
     const run1 = await gate.enter(e0.job, e0.jobId);
     expect(run1.action).toBe('go');
-    // A second run of the same job (a stalled job taken over by another process) waits for the first.
-    expect((await gate.enter(e0.job, e0.jobId)).action).toBe('busy');
-    expect(await gate.leave(e0.job, e0.jobId, slotOf(run1), 'accepted')).toBeNull();
-    // The first run settled the event: the second one does not send it again.
+    // A second run of the same job (BullMQ judged the first stalled: its process was killed) goes on.
+    const run2 = await gate.enter(e0.job, e0.jobId);
+    expect(run2.action).toBe('go');
+    expect(await gate.leave(e0.job, e0.jobId, slotOf(run2), 'accepted')).toBeNull();
+    // The event is settled: a third run (the first one's process was alive after all) does not send it again.
     expect((await gate.enter(e0.job, e0.jobId)).action).toBe('already-accepted');
+    expect((await gate.enter(e1.job, e1.jobId)).action).toBe('go');
+  });
+
+  it("holds a delivery's later event while the event lock is held, even when the earlier one left the chain", async () => {
+    const [e0, e1] = eventsOf(2) as [{ job: CollectingJob; jobId: string }, { job: CollectingJob; jobId: string }];
+    await register([e0, e1]);
+    await add([e0, e1]);
+    const first = await gate.enter(e0.job, e0.jobId);
+    expect(first.action).toBe('go');
+    // BullMQ finished e0's job while its request still runs (e.g. failed after too many stalls).
+    await redis.hset(`${prefix}:collecting:${e0.jobId}`, 'finishedOn', Date.now());
+    const verdict = await gate.enter(e1.job, e1.jobId);
+    expect(verdict.action).toBe('busy');
+    await gate.leave(e0.job, e0.jobId, slotOf(first), null);
     expect((await gate.enter(e1.job, e1.jobId)).action).toBe('go');
   });
 

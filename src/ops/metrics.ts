@@ -40,14 +40,41 @@ export interface MetricsSources {
 
 const STATES = ['waiting', 'delayed', 'active', 'completed', 'failed', 'prioritized'] as const;
 
+/** The sources a scrape reads; undefined until `attach` (then those metrics show nothing yet). */
+type ReadSources = () => MetricsSources | undefined;
+
+/** One group of metrics: defines them on the registry; their `collect` reads the sources at scrape time. */
+type MetricGroup = (registry: Registry, sources: ReadSources) => void;
+
+/** After the Node.js defaults and the API metrics, in this order on `/metrics`; a new group goes in this list. */
+const GROUPS: readonly MetricGroup[] = [processMetrics, itemCounters, queueGauges, spoolMetrics, readinessGauges];
+
 export function createMetrics(): Metrics & { attach(sources: MetricsSources): void } {
   const registry = new Registry();
+  let sources: MetricsSources | undefined;
+  nodeMetrics(registry);
+  const observeRequest = apiMetrics(registry);
+  for (const define of GROUPS) define(registry, () => sources);
+  return {
+    registry,
+    observeRequest,
+    attach(next) {
+      sources = next;
+    },
+  };
+}
+
+function nodeMetrics(registry: Registry): void {
   collectDefaultMetrics({ register: registry, prefix: 'carrier_sync_' });
   // prom-client names three gauges `*_total`, which Prometheus reserves for counters (`promtool
   // check metrics` fails on them); the same numbers, by type, stay in the gauges without the suffix.
   for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
     registry.removeSingleMetric(`carrier_sync_${name}`);
   }
+}
+
+/** This process's own requests to the API; returns what the API client calls after each one. */
+function apiMetrics(registry: Registry): Metrics['observeRequest'] {
   const requestSeconds = new Histogram({
     name: 'carrier_sync_api_request_seconds',
     help: 'Duration of requests to the Delivery Logistics API, by endpoint and HTTP status.',
@@ -60,24 +87,34 @@ export function createMetrics(): Metrics & { attach(sources: MetricsSources): vo
     help: 'HTTP 429 answers received by this process.',
     registers: [registry],
   });
+  return (sample) => {
+    requestSeconds.observe({ endpoint: sample.endpoint, status: String(sample.status) }, sample.durationMs / 1000);
+    if (sample.status === 429) tooMany.inc();
+  };
+}
+
+function processMetrics(registry: Registry, read: ReadSources): void {
   new Gauge({
     name: 'carrier_sync_build_info',
     help: 'Always 1; its labels say which version of carrier-sync, on which Node.js, this process runs.',
     labelNames: ['version', 'node'],
     registers: [registry],
   }).set({ version: appVersion(), node: process.version }, 1);
-  let sources: MetricsSources | undefined;
   new Counter({
     name: 'carrier_sync_redis_outages_total',
     help: 'Times this process lost its Redis connection (one per outage, however many connections and reconnect attempts).',
     registers: [registry],
     collect() {
+      const sources = read();
       if (sources?.redisOutages === undefined) return;
       this.reset();
       this.inc(sources.redisOutages());
     },
   });
-  // Counters whose value lives in Redis: each scrape sets them to the deployment's total.
+}
+
+/** Counters whose value lives in Redis: each scrape sets them to the deployment's total. */
+function itemCounters(registry: Registry, read: ReadSources): void {
   const totals = (name: string, help: string, counter: Parameters<Stats['add']>[0]): void => {
     new Counter({
       name,
@@ -85,10 +122,11 @@ export function createMetrics(): Metrics & { attach(sources: MetricsSources): vo
       labelNames: ['kind'],
       registers: [registry],
       async collect() {
+        const sources = read();
         if (sources === undefined) return;
-        const read = await sources.stats.read();
+        const counts = await sources.stats.read();
         this.reset();
-        for (const kind of ITEM_KINDS) this.inc({ kind }, read[counter][kind]);
+        for (const kind of ITEM_KINDS) this.inc({ kind }, counts[counter][kind]);
       },
     });
   };
@@ -99,12 +137,16 @@ export function createMetrics(): Metrics & { attach(sources: MetricsSources): vo
   totals('carrier_sync_items_dead_lettered_total', 'Items dead-lettered after the API refused them or retries ran out, by kind.', 'dead_lettered');
   totals('carrier_sync_items_superseded_total', 'Documents not sent because a newer one for the same delivery replaced them, by kind.', 'superseded');
   totals('carrier_sync_rate_limited_total', 'Times an item was held back by an API 429, by kind (all processes).', 'rate_limited');
+}
+
+function queueGauges(registry: Registry, read: ReadSources): void {
   new Gauge({
     name: 'carrier_sync_queue_depth',
     help: 'Jobs in each queue by state.',
     labelNames: ['kind', 'state'],
     registers: [registry],
     async collect() {
+      const sources = read();
       if (sources === undefined) return;
       for (const kind of ITEM_KINDS) {
         const counts = await sources.queues[kind].getJobCounts(...STATES);
@@ -117,15 +159,21 @@ export function createMetrics(): Metrics & { attach(sources: MetricsSources): vo
     help: '1 while the queues are paused because the API refused the key (401).',
     registers: [registry],
     async collect() {
+      const sources = read();
       if (sources !== undefined) this.set((await sources.isAuthPaused()) ? 1 : 0);
     },
   });
+}
+
+/** Files in the spool: refused ones, outcomes still to move, a full disk. */
+function spoolMetrics(registry: Registry, read: ReadSources): void {
   new Counter({
     name: 'carrier_sync_files_refused_total',
     help: 'Files refused locally (invalid, encrypted, truncated, …) and moved to failed/, by error code (all processes).',
     labelNames: ['code'],
     registers: [registry],
     async collect() {
+      const sources = read();
       if (sources === undefined) return;
       const counts = await sources.refusalCounts();
       this.reset();
@@ -138,6 +186,7 @@ export function createMetrics(): Metrics & { attach(sources: MetricsSources): vo
     labelNames: ['spool', 'state'],
     registers: [registry],
     async collect() {
+      const sources = read();
       if (sources === undefined) return;
       this.reset();
       for (const backlog of await sources.outcomeBacklog()) {
@@ -151,17 +200,21 @@ export function createMetrics(): Metrics & { attach(sources: MetricsSources): vo
     labelNames: ['spool'],
     registers: [registry],
     collect() {
-      const disk = sources?.spoolDisk?.() ?? null;
+      const disk = read()?.spoolDisk?.() ?? null;
       this.reset();
       if (disk !== null && disk.spoolId !== null) this.set({ spool: disk.spoolId }, disk.isFull ? 1 : 0);
     },
   });
+}
+
+/** What `/readyz` answers, and the limits the limiter and the watcher work to. */
+function readinessGauges(registry: Registry, read: ReadSources): void {
   new Gauge({
     name: 'carrier_sync_ready',
     help: '1 while this process answers /readyz with 200 (Redis answers, no 401 pause, not draining).',
     registers: [registry],
     async collect() {
-      const isReady = sources?.isReady ?? null;
+      const isReady = read()?.isReady ?? null;
       if (isReady !== null) this.set((await isReady()) ? 1 : 0);
     },
   });
@@ -170,6 +223,7 @@ export function createMetrics(): Metrics & { attach(sources: MetricsSources): vo
     help: 'Requests per minute the API allows this deployment (delivery.ratePerMinute).',
     registers: [registry],
     collect() {
+      const sources = read();
       if (sources !== undefined) this.set(sources.ratePerMinute);
     },
   });
@@ -178,17 +232,8 @@ export function createMetrics(): Metrics & { attach(sources: MetricsSources): vo
     help: 'Backlog per kind at which the watcher stops taking files (delivery.maxQueued).',
     registers: [registry],
     collect() {
+      const sources = read();
       if (sources !== undefined) this.set(sources.maxQueued);
     },
   });
-  return {
-    registry,
-    observeRequest(sample) {
-      requestSeconds.observe({ endpoint: sample.endpoint, status: String(sample.status) }, sample.durationMs / 1000);
-      if (sample.status === 429) tooMany.inc();
-    },
-    attach(next) {
-      sources = next;
-    },
-  };
 }

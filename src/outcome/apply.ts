@@ -42,106 +42,105 @@ export interface Outcomes {
 }
 
 export function createOutcomes(deps: OutcomeDeps): Outcomes {
-  const now = (): Date => new Date(deps.clock.now());
-  const log = deps.logger;
-
-  const archive: Outcomes['archive'] = async (kind, path, fileName) => {
-    const target = await moveInto(path, deps.paths.archive(kind, now()), fileName, deps.disk);
-    if (target !== null) log.info({ kind, file: fileName, to: target }, 'file archived');
-  };
-
-  const reject: Outcomes['reject'] = async (kind, path, fileName, report) => {
-    const target = await failInto(path, deps.paths.failed(kind), fileName, { kind, at: now().toISOString(), content: report }, deps.disk);
-    if (target !== null) log.warn({ kind, file: fileName, to: target, code: report.code, reason: report.message }, 'file refused');
-  };
-
-  async function applyDocument(message: OutcomeMessage & { origin: { contentId: string; fileName: string } }): Promise<void> {
-    const kind = SPOOL_KIND_OF[message.kind];
-    // Identical bytes dropped for two deliveries share a content id: take only this delivery's files.
-    const isThisDelivery = (name: string): boolean => {
-      const fileName = name.slice(name.indexOf('~') + 1);
-      return fileName.startsWith(`${message.deliveryId}.`) || fileName.startsWith(`${message.deliveryId}__`);
-    };
-    const names = deps.inflight.find(kind, message.origin.contentId).filter(isThisDelivery);
-    for (const name of names) {
-      const path = join(deps.paths.inflight(kind), name);
-      const fileName = name.slice(name.indexOf('~') + 1);
-      if (message.result === 'dead-lettered') await reject(kind, path, fileName, deadLetterReport(deadLetterFactsOfOutcome(message)));
-      else await archive(kind, path, fileName);
-      deps.inflight.forget(kind, name);
-    }
-    if (names.length === 0 && message.result === 'accepted') await archiveReplayed(kind, message);
-  }
-
-  /** A dead letter replayed and accepted: its file leaves failed/ for archive/. */
-  async function archiveReplayed(kind: SpoolKind, message: OutcomeMessage & { origin: { fileName: string } }): Promise<void> {
-    const dir = deps.paths.failed(kind);
-    const { fileName } = message.origin;
-    const reports = (await listDir(dir)).filter((name) => name.endsWith(REPORT) && originalName(name.slice(0, -REPORT.length)) === fileName);
-    for (const reportName of reports) {
-      const report = await readReport(join(dir, reportName));
-      if (report?.jobId !== message.jobId) continue;
-      // The file first, so a file is never in failed/ without its reason; a crash between the two
-      // moves leaves the report, which the outcome, taken up again, moves on.
-      await archive(kind, join(dir, reportName.slice(0, -REPORT.length)), fileName);
-      await moveInto(join(dir, reportName), deps.paths.archive(kind, now()), `${fileName}.dead-letter.json`, deps.disk);
-      return;
-    }
-  }
-
-  async function finishBatch(batchId: string): Promise<void> {
-    const state = await deps.batches.read(batchId);
-    if (state === null) return;
-    const { info } = state;
-    const path = join(deps.paths.inflight('events'), info.inflightName);
-    if (state.deadLettered.length > 0) {
-      await reject(
-        'events',
-        path,
-        info.fileName,
-        batchReport(state, 'API_REJECTED', `${state.deadLettered.length} of ${state.total} events were dead-lettered`),
-      );
-    } else {
-      if (info.rejects.length > 0) {
-        const content = batchReport(state, 'EVENT_BAD_RECORD', `${info.rejects.length} invalid lines; the valid records were sent`);
-        await failInto(path, deps.paths.failed('events'), info.fileName, { kind: 'events', at: now().toISOString(), content }, deps.disk).then(
-          async (target) => {
-            // The lines report stays in failed/; the file itself was accepted and belongs in archive/.
-            if (target !== null) await archive('events', target, info.fileName);
-          },
-        );
-      } else await archive('events', path, info.fileName);
-    }
-    deps.inflight.forget('events', info.inflightName);
-    log.info(
-      {
-        kind: 'events',
-        file: info.fileName,
-        total: state.total,
-        duplicates: info.duplicates,
-        invalid: info.rejects.length,
-        deadLettered: state.deadLettered.length,
-      },
-      'events file finished',
-    );
-    await deps.batches.drop(batchId);
-  }
-
   return {
-    archive,
-    reject,
-    finishBatch,
-    async apply(message) {
-      const origin = message.origin;
-      if (origin.source !== 'spool') return;
-      if ('batchId' in origin) {
-        const dead = message.result === 'dead-lettered' ? { line: origin.line, ...deadLetterFactsOfOutcome(message) } : undefined;
-        if (await deps.batches.markDone(origin.batchId, message.jobId, dead)) await finishBatch(origin.batchId);
-        return;
-      }
-      await applyDocument({ ...message, origin });
-    },
+    archive: (kind, path, fileName) => archive(deps, kind, path, fileName),
+    reject: (kind, path, fileName, report) => reject(deps, kind, path, fileName, report),
+    finishBatch: (batchId) => finishBatch(deps, batchId),
+    apply: (message) => applyOutcome(deps, message),
   };
+}
+
+const now = (deps: OutcomeDeps): Date => new Date(deps.clock.now());
+
+async function archive(deps: OutcomeDeps, kind: SpoolKind, path: string, fileName: string): Promise<void> {
+  const target = await moveInto(path, deps.paths.archive(kind, now(deps)), fileName, deps.disk);
+  if (target !== null) deps.logger.info({ kind, file: fileName, to: target }, 'file archived');
+}
+
+async function reject(deps: OutcomeDeps, kind: SpoolKind, path: string, fileName: string, report: ReportContent): Promise<void> {
+  const target = await failInto(path, deps.paths.failed(kind), fileName, { kind, at: now(deps).toISOString(), content: report }, deps.disk);
+  if (target !== null) deps.logger.warn({ kind, file: fileName, to: target, code: report.code, reason: report.message }, 'file refused');
+}
+
+/** One outcome message: an events file's line counts toward its batch; a document moves its file. */
+async function applyOutcome(deps: OutcomeDeps, message: OutcomeMessage): Promise<void> {
+  const origin = message.origin;
+  if (origin.source !== 'spool') return;
+  if ('batchId' in origin) {
+    const dead = message.result === 'dead-lettered' ? { line: origin.line, ...deadLetterFactsOfOutcome(message) } : undefined;
+    if (await deps.batches.markDone(origin.batchId, message.jobId, dead)) await finishBatch(deps, origin.batchId);
+    return;
+  }
+  await applyDocument(deps, { ...message, origin });
+}
+
+async function applyDocument(deps: OutcomeDeps, message: OutcomeMessage & { origin: { contentId: string; fileName: string } }): Promise<void> {
+  const kind = SPOOL_KIND_OF[message.kind];
+  // Identical bytes dropped for two deliveries share a content id: take only this delivery's files.
+  const isThisDelivery = (name: string): boolean => {
+    const fileName = name.slice(name.indexOf('~') + 1);
+    return fileName.startsWith(`${message.deliveryId}.`) || fileName.startsWith(`${message.deliveryId}__`);
+  };
+  const names = deps.inflight.find(kind, message.origin.contentId).filter(isThisDelivery);
+  for (const name of names) {
+    const path = join(deps.paths.inflight(kind), name);
+    const fileName = name.slice(name.indexOf('~') + 1);
+    if (message.result === 'dead-lettered') await reject(deps, kind, path, fileName, deadLetterReport(deadLetterFactsOfOutcome(message)));
+    else await archive(deps, kind, path, fileName);
+    deps.inflight.forget(kind, name);
+  }
+  if (names.length === 0 && message.result === 'accepted') await archiveReplayed(deps, kind, message);
+}
+
+/** A dead letter replayed and accepted: its file leaves failed/ for archive/. */
+async function archiveReplayed(deps: OutcomeDeps, kind: SpoolKind, message: OutcomeMessage & { origin: { fileName: string } }): Promise<void> {
+  const dir = deps.paths.failed(kind);
+  const { fileName } = message.origin;
+  const reports = (await listDir(dir)).filter((name) => name.endsWith(REPORT) && originalName(name.slice(0, -REPORT.length)) === fileName);
+  for (const reportName of reports) {
+    const report = await readReport(join(dir, reportName));
+    if (report?.jobId !== message.jobId) continue;
+    // The file first, so a file is never in failed/ without its reason; a crash between the two
+    // moves leaves the report, which the outcome, taken up again, moves on.
+    await archive(deps, kind, join(dir, reportName.slice(0, -REPORT.length)), fileName);
+    await moveInto(join(dir, reportName), deps.paths.archive(kind, now(deps)), `${fileName}.dead-letter.json`, deps.disk);
+    return;
+  }
+}
+
+/** Every line of an events file has its outcome: the file moves, then its batch is dropped. */
+async function finishBatch(deps: OutcomeDeps, batchId: string): Promise<void> {
+  const state = await deps.batches.read(batchId);
+  if (state === null) return;
+  const { info } = state;
+  await moveEventsFile(deps, state, join(deps.paths.inflight('events'), info.inflightName));
+  deps.inflight.forget('events', info.inflightName);
+  deps.logger.info(
+    {
+      kind: 'events',
+      file: info.fileName,
+      total: state.total,
+      duplicates: info.duplicates,
+      invalid: info.rejects.length,
+      deadLettered: state.deadLettered.length,
+    },
+    'events file finished',
+  );
+  await deps.batches.drop(batchId);
+}
+
+/** Any dead letter: the file to failed/. Invalid lines only: a lines report in failed/, the file to archive/. */
+async function moveEventsFile(deps: OutcomeDeps, state: BatchState, path: string): Promise<void> {
+  const { info } = state;
+  if (state.deadLettered.length > 0) {
+    const content = batchReport(state, 'API_REJECTED', `${state.deadLettered.length} of ${state.total} events were dead-lettered`);
+    await reject(deps, 'events', path, info.fileName, content);
+  } else if (info.rejects.length > 0) {
+    const content = batchReport(state, 'EVENT_BAD_RECORD', `${info.rejects.length} invalid lines; the valid records were sent`);
+    const target = await failInto(path, deps.paths.failed('events'), info.fileName, { kind: 'events', at: now(deps).toISOString(), content }, deps.disk);
+    // The lines report stays in failed/; the file itself was accepted and belongs in archive/.
+    if (target !== null) await archive(deps, 'events', target, info.fileName);
+  } else await archive(deps, 'events', path, info.fileName);
 }
 
 function batchReport(state: BatchState, code: string, message: string): ReportContent {

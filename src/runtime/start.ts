@@ -5,6 +5,9 @@
  * (moves the files of what just finished), then the spool's lease is given up → ops server → queues → Redis → the managed redis-server,
  * when this process used one and no other client still does. After the intake steps, the
  * order is the shutdown stack's, reversed from the order things were opened.
+ *
+ * Start-up is named steps over one state object, in order: open the shared context (checked,
+ * upgraded) → readiness and metrics → the http role → the watcher, worker and scheduler roles.
  */
 import { runDeploymentUpgrades } from './upgrades.js';
 import { readOutcomeBacklog } from '../queue/outcome-list.js';
@@ -12,13 +15,13 @@ import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import { readRefusals } from '../queue/activity.js';
 import { ITEM_KINDS } from '../queue/keys.js';
-import { createMetrics } from '../ops/metrics.js';
-import { createReadiness, type SpoolReadiness } from '../ops/readiness.js';
+import { createMetrics, type Metrics } from '../ops/metrics.js';
+import { createReadiness, type ReadinessState, type SpoolReadiness } from '../ops/readiness.js';
 import type { OpsServer } from '../ops/server.js';
 import { spoolDisk } from '../spool/disk-state.js';
 import { resolveApiTarget } from './api-target.js';
-import { checkRedisDurability, openContext } from './context.js';
-import { inboxCounter, spoolIdOf } from './inbox-counts.js';
+import { checkRedisDurability, openContext, type Context } from './context.js';
+import { startHttpRole } from './http-role.js';
 import { startSchedulerRole } from './scheduler-role.js';
 import { startWatcherRole } from './watcher-role.js';
 import { startWorkerRole } from './worker-role.js';
@@ -35,117 +38,142 @@ export interface DaemonHandle {
   opsUrl(): string | null;
 }
 
-export function startDaemon(config: Readonly<Config>, roles: readonly Role[], logger: Logger): DaemonHandle {
-  let stopRequested = false;
-  let ops: OpsServer | null = null;
-  let closeAll: (() => Promise<void>) | null = null;
+/** What the start-up steps build and the shutdown reads, filled in step by step. */
+interface DaemonState {
+  config: Readonly<Config>;
+  roles: readonly Role[];
+  logger: Logger;
+  isStopRequested: boolean;
+  ops: OpsServer | null;
+  closeAll: (() => Promise<void>) | null;
   /** Run first on shutdown, before the stack: what takes in new work (ingest, /readyz, the spool watcher). */
-  const stopIntake: Array<() => void | Promise<void>> = [];
-  const ready = (async () => {
-    const ctx = await openContext(config, logger, roles.join('+'));
-    closeAll = () => ctx.closers.closeAll();
-    await checkRedisDurability(ctx.redis, config.redis.allowEviction, logger);
-    // Before any item reaches the push gate or is queued: what an earlier version left in Redis.
-    await runDeploymentUpgrades(ctx, logger);
-    const metrics = createMetrics();
-    let isDraining = false;
-    /** Who holds the spool (watcher role only), for /readyz. */
-    let spoolLease: (() => Promise<SpoolReadiness>) | null = null;
-    const readiness = createReadiness({
-      redis: ctx.redis,
-      authGate: ctx.authGate,
-      isDraining: () => isDraining,
-      spool: () => spoolLease?.() ?? Promise.resolve(null),
-      ...(roles.includes('watcher') ? { spoolDisk } : {}),
-    });
-    metrics.attach({
-      stats: ctx.stats,
-      queues: ctx.queues.items,
-      isAuthPaused: async () => (await ctx.authGate.failure()) !== null,
-      refusalCounts: async () => (await readRefusals(ctx.redis, ctx.keys)).counts,
-      outcomeBacklog: () => readOutcomeBacklog(ctx.redis, ctx.keys),
-      isReady: roles.includes('http') ? async () => (await readiness()).isReady : null,
-      ratePerMinute: config.delivery.ratePerMinute,
-      maxQueued: config.delivery.maxQueued,
-      ...(roles.includes('watcher') ? { spoolDisk } : {}),
-      redisOutages: () => ctx.health.outages(),
-    });
-    if (roles.includes('http')) {
-      // Imported here: a process without the http role never loads fastify and bull-board.
-      const { startOpsServer } = await import('../ops/server.js');
-      ops = await startOpsServer({
-        host: config.http.host,
-        port: config.http.port,
-        uiPassword: config.http.uiPassword,
-        ingestToken: config.http.ingestToken,
-        maxIngestBytes: config.http.maxIngestBytes,
-        metrics,
-        queues: ctx.queues.items,
-        enqueueDeps: ctx.enqueueDeps,
-        readiness,
-        overview: {
-          authGate: ctx.authGate,
-          ratePerMinute: config.delivery.ratePerMinute,
-          maxQueued: config.delivery.maxQueued,
-          spoolId: await spoolIdOf(config.spool),
-          inboxCounts: inboxCounter(config.spool),
-          ...(roles.includes('watcher') ? { spoolDisk } : {}),
-        },
-        logger: logger.child({ mod: 'ops' }),
-      });
-      const server = ops;
-      ctx.closers.push('ops server', () => server.close());
-      stopIntake.push(() => {
-        isDraining = true;
-        server.setDraining(true);
-      });
-    }
-    // The watcher role opens before the workers so that its outcome consumer stops after them: the
-    // files of the items the workers finish during the grace period still reach archive/ or failed/.
-    let rescan = async (): Promise<void> => {};
-    if (roles.includes('watcher')) {
-      const watcher = await startWatcherRole(ctx);
-      rescan = () => watcher.rescan();
-      spoolLease = () => watcher.lease();
-      stopIntake.push(() => watcher.close());
-    }
-    const needsApi = roles.includes('worker') || roles.includes('scheduler');
-    const target = needsApi ? await resolveApiTarget(config, logger, ctx.closers) : null;
-    if (target !== null && roles.includes('worker')) await startWorkerRole(ctx, target, metrics);
-    if (target !== null && roles.includes('scheduler')) await startSchedulerRole(ctx, target, rescan);
-    logger.info({ roles, prefix: config.prefix, queues: ITEM_KINDS, opsUrl: ops?.url }, 'carrier-sync started');
-    if (stopRequested) await ctx.closers.closeAll();
-  })();
+  stopIntake: Array<() => void | Promise<void>>;
+  isDraining: boolean;
+  /** Who holds the spool (watcher role only), for /readyz. */
+  spoolLease: (() => Promise<SpoolReadiness>) | null;
+}
+
+export function startDaemon(config: Readonly<Config>, roles: readonly Role[], logger: Logger): DaemonHandle {
+  const state: DaemonState = {
+    config,
+    roles,
+    logger,
+    isStopRequested: false,
+    ops: null,
+    closeAll: null,
+    stopIntake: [],
+    isDraining: false,
+    spoolLease: null,
+  };
+  const ready = start(state);
   let stopping: Promise<void> | undefined;
   return {
     ready,
-    opsUrl: () => (ops as OpsServer | null)?.url ?? null,
+    opsUrl: () => state.ops?.url ?? null,
     stop() {
-      stopRequested = true;
-      stopping ??= (async () => {
-        // A start that failed has no work in flight: close what it opened, and say nothing more
-        // (the failure is the one line the operator needs).
-        if (
-          !(await ready.then(
-            () => true,
-            () => false,
-          ))
-        ) {
-          await closeAll?.();
-          return;
-        }
-        logger.info('shutting down: no new files, finishing in-flight work');
-        for (const step of stopIntake) {
-          try {
-            await step();
-          } catch (error) {
-            logger.error({ err: error }, 'stopping intake failed');
-          }
-        }
-        await closeAll?.();
-        logger.info('shut down cleanly');
-      })();
+      state.isStopRequested = true;
+      stopping ??= shutDown(state, ready);
       return stopping;
     },
   };
+}
+
+async function start(state: DaemonState): Promise<void> {
+  const { config, roles, logger } = state;
+  const ctx = await openShared(state);
+  const { metrics, readiness } = watchHealth(state, ctx);
+  if (roles.includes('http')) await startHttp(state, ctx, metrics, readiness);
+  await startRoles(state, ctx, metrics);
+  logger.info({ roles, prefix: config.prefix, queues: ITEM_KINDS, opsUrl: state.ops?.url }, 'carrier-sync started');
+  if (state.isStopRequested) await ctx.closers.closeAll();
+}
+
+/** The shared context (Redis, queues, the shutdown stack), checked and upgraded. */
+async function openShared(state: DaemonState): Promise<Context> {
+  const { config, roles, logger } = state;
+  const ctx = await openContext(config, logger, roles.join('+'));
+  state.closeAll = () => ctx.closers.closeAll();
+  await checkRedisDurability(ctx.redis, config.redis.allowEviction, logger);
+  // Before any item reaches the push gate or is queued: what an earlier version left in Redis.
+  await runDeploymentUpgrades(ctx, logger);
+  return ctx;
+}
+
+/** Readiness and metrics, with what they read; roles started later fill in the spool's lease. */
+function watchHealth(state: DaemonState, ctx: Context): { metrics: Metrics; readiness: () => Promise<ReadinessState> } {
+  const { config, roles } = state;
+  const metrics = createMetrics();
+  const readiness = createReadiness({
+    redis: ctx.redis,
+    authGate: ctx.authGate,
+    isDraining: () => state.isDraining,
+    spool: () => state.spoolLease?.() ?? Promise.resolve(null),
+    ...(roles.includes('watcher') ? { spoolDisk } : {}),
+  });
+  metrics.attach({
+    stats: ctx.stats,
+    queues: ctx.queues.items,
+    isAuthPaused: async () => (await ctx.authGate.failure()) !== null,
+    refusalCounts: async () => (await readRefusals(ctx.redis, ctx.keys)).counts,
+    outcomeBacklog: () => readOutcomeBacklog(ctx.redis, ctx.keys),
+    isReady: roles.includes('http') ? async () => (await readiness()).isReady : null,
+    ratePerMinute: config.delivery.ratePerMinute,
+    maxQueued: config.delivery.maxQueued,
+    ...(roles.includes('watcher') ? { spoolDisk } : {}),
+    redisOutages: () => ctx.health.outages(),
+  });
+  return { metrics, readiness };
+}
+
+async function startHttp(state: DaemonState, ctx: Context, metrics: Metrics, readiness: () => Promise<ReadinessState>): Promise<void> {
+  const server = await startHttpRole(ctx, { metrics, readiness, hasWatcher: state.roles.includes('watcher') });
+  state.ops = server;
+  state.stopIntake.push(() => {
+    state.isDraining = true;
+    server.setDraining(true);
+  });
+}
+
+/**
+ * The watcher role opens before the workers so that its outcome consumer stops after them: the
+ * files of the items the workers finish during the grace period still reach archive/ or failed/.
+ */
+async function startRoles(state: DaemonState, ctx: Context, metrics: Metrics): Promise<void> {
+  const { config, roles, logger } = state;
+  let rescan = async (): Promise<void> => {};
+  if (roles.includes('watcher')) {
+    const watcher = await startWatcherRole(ctx);
+    rescan = () => watcher.rescan();
+    state.spoolLease = () => watcher.lease();
+    state.stopIntake.push(() => watcher.close());
+  }
+  const needsApi = roles.includes('worker') || roles.includes('scheduler');
+  const target = needsApi ? await resolveApiTarget(config, logger, ctx.closers) : null;
+  if (target !== null && roles.includes('worker')) await startWorkerRole(ctx, target, metrics);
+  if (target !== null && roles.includes('scheduler')) await startSchedulerRole(ctx, target, rescan);
+}
+
+async function shutDown(state: DaemonState, ready: Promise<void>): Promise<void> {
+  const { logger } = state;
+  // A start that failed has no work in flight: close what it opened, and say nothing more
+  // (the failure is the one line the operator needs).
+  if (
+    !(await ready.then(
+      () => true,
+      () => false,
+    ))
+  ) {
+    await state.closeAll?.();
+    return;
+  }
+  logger.info('shutting down: no new files, finishing in-flight work');
+  for (const step of state.stopIntake) {
+    try {
+      await step();
+    } catch (error) {
+      logger.error({ err: error }, 'stopping intake failed');
+    }
+  }
+  await state.closeAll?.();
+  logger.info('shut down cleanly');
 }

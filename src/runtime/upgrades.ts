@@ -13,7 +13,7 @@ import { carryOverDocumentRecords } from '../queue/document-record.js';
 import type { Keys } from '../queue/keys.js';
 import type { RedisConnection } from '../queue/redis.js';
 import { appVersion } from '../version.js';
-import { carryOverLegacyOutcomes } from './outcome-consumer.js';
+import { carryOverLegacyOutcomes } from '../outcome/legacy-outcomes.js';
 
 export interface UpgradeStep<Scope> {
   /** Stable id: the field in `keys.upgrades`. */

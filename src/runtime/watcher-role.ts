@@ -23,7 +23,7 @@ import { resolveSpoolId, SPOOL_ID_FILE } from '../spool/spool-id.js';
 import { createHolderFile } from '../spool/holder-file.js';
 import { startSpoolWatcher, type SpoolWatcher } from '../spool/watcher.js';
 import type { Context } from './context.js';
-import { startOutcomeConsumer } from './outcome-consumer.js';
+import { startOutcomeConsumer } from '../outcome/consumer.js';
 import { runSpoolUpgrades } from './upgrades.js';
 import { holdSpoolLease, type Fence, type HeldSession, type SpoolLeaseState } from './spool-lease.js';
 import { mkdir, readdir } from 'node:fs/promises';

@@ -1,5 +1,5 @@
 /**
- * The outcome messages of a spool on a real Redis (queue/outcome-list.ts, runtime/outcome-consumer.ts):
+ * The outcome messages of a spool on a real Redis (queue/outcome-list.ts, outcome/consumer.ts):
  * every message applied, a failed move tried again later and kept for good after the last attempt,
  * nothing removed by a process that does not hold the spool, and what an older version left in its
  * BullMQ outcome queue carried over.
@@ -12,7 +12,8 @@ import { createKeys, legacyOutcomeQueueName } from '../../src/queue/keys.js';
 import { MAX_ATTEMPTS, openOutcomeInbox, outcomeKeys, pushOutcome, retryDelayMs } from '../../src/queue/outcome-list.js';
 import type { OutcomeMessage } from '../../src/queue/payloads.js';
 import { closeRedis, connectRedis } from '../../src/queue/redis.js';
-import { startOutcomeConsumer, carryOverLegacyOutcomes, type OutcomeConsumer } from '../../src/runtime/outcome-consumer.js';
+import { startOutcomeConsumer, type OutcomeConsumer } from '../../src/outcome/consumer.js';
+import { carryOverLegacyOutcomes } from '../../src/outcome/legacy-outcomes.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 

@@ -1,0 +1,173 @@
+/**
+ * The spool holder's consumer of outcome messages (`queue/outcome-list.ts`): it takes the oldest
+ * messages in batches, moves their files (outcome/apply.ts), then removes the batch. Waiting costs
+ * one blocking command on a connection of its own, woken by the next message.
+ *
+ * The loop, one turn at a time: a pass (due retries back into the list, then one batch applied and
+ * settled) → when the pass found nothing, idle (wake `drain` callers, wait for the next message) →
+ * again, until `stop`. A Redis error pauses the loop and is logged once per failing stretch.
+ */
+import type { Clock } from '../clock.js';
+import type { Logger } from '../log.js';
+import type { Keys } from '../queue/keys.js';
+import { openOutcomeInbox, type OutcomeEntry, type OutcomeInbox } from '../queue/outcome-list.js';
+import type { OutcomeMessage } from '../queue/payloads.js';
+import type { RedisConnection } from '../queue/redis.js';
+
+/** Messages taken at once; applied BATCH_CONCURRENCY at a time (moves of one name are serialized in files.ts). */
+const BATCH = 64;
+const BATCH_CONCURRENCY = 16;
+/** Longest one blocking wait: retries that came due are looked at least this often. */
+const WAIT_MS = 1000;
+/** Longest `stop` waits for a pass under way. */
+const STOP_WAIT_MS = 5000;
+/** After Redis errors, the next try waits this long (then again). */
+const ERROR_PAUSE_MS = 1000;
+
+export interface OutcomeConsumerDeps {
+  redis: RedisConnection;
+  keys: Keys;
+  spoolId: string;
+  /** Moves one outcome's files; throws when the move failed (it is tried again later). */
+  apply(message: OutcomeMessage): Promise<void>;
+  /** Whether this process still holds the spool's lease: nothing is applied or removed once it does not. */
+  isHeld(): boolean;
+  clock: Clock;
+  logger: Logger;
+}
+
+export interface OutcomeConsumer {
+  /** Waits until no message waits in the list and none is being applied, at most `maxMs`. */
+  drain(maxMs: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+type FailedEntry = OutcomeEntry & { error: string };
+
+export function startOutcomeConsumer(deps: OutcomeConsumerDeps): OutcomeConsumer {
+  const consumer = new OutcomeLoop(deps);
+  return { drain: (maxMs) => consumer.drain(maxMs), stop: () => consumer.stop() };
+}
+
+class OutcomeLoop {
+  private readonly inbox: OutcomeInbox;
+  private readonly log: Logger;
+  private readonly loop: Promise<void>;
+  private isStopped = false;
+  private nextDueCheck = 0;
+  private isFailing = false;
+  private idleWaiters: Array<() => void> = [];
+  private isIdle = false;
+
+  constructor(private readonly deps: OutcomeConsumerDeps) {
+    this.inbox = openOutcomeInbox(deps.redis, deps.keys, deps.spoolId);
+    this.log = deps.logger;
+    this.loop = this.run();
+  }
+
+  async drain(maxMs: number): Promise<void> {
+    const deadline = Date.now() + maxMs;
+    const timeLeft = (): number => Math.max(0, deadline - Date.now());
+    while (timeLeft() > 0 && !this.isStopped) {
+      // Redis away (its commands wait for the reconnect) ends the drain at the deadline, not never.
+      const waiting = await Promise.race([
+        this.inbox.pending().then(
+          ({ waiting: n }) => n,
+          () => -1,
+        ),
+        pause(timeLeft()).then(() => -1),
+      ]);
+      if (waiting < 0 || (waiting === 0 && this.isIdle)) return;
+      await Promise.race([new Promise<void>((resolve) => this.idleWaiters.push(resolve)), pause(Math.min(50, Math.max(1, timeLeft())))]);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.isStopped = true;
+    await this.inbox.close();
+    // A pass waiting on Redis (away: its commands wait for the reconnect) is not waited for long;
+    // what it did not settle stays in the list for the next holder.
+    await Promise.race([this.loop, pause(STOP_WAIT_MS)]);
+  }
+
+  private async run(): Promise<void> {
+    while (!this.isStopped) {
+      try {
+        await this.turn();
+      } catch (error) {
+        if (this.isStopped) break;
+        if (!this.isFailing) this.log.error({ err: error }, 'reading outcome messages failed; trying again');
+        this.isFailing = true;
+        await pause(ERROR_PAUSE_MS);
+      }
+    }
+  }
+
+  private async turn(): Promise<void> {
+    const didWork = await this.pass();
+    if (this.isFailing) this.log.info('outcome messages are read again');
+    this.isFailing = false;
+    if (!didWork) await this.idle();
+  }
+
+  private async pass(): Promise<boolean> {
+    const now = this.deps.clock.now();
+    if (now >= this.nextDueCheck) {
+      this.nextDueCheck = now + WAIT_MS;
+      await this.inbox.moveDue(now);
+    }
+    const batch = await this.inbox.peek(BATCH);
+    if (batch.length === 0) return false;
+    // The lease checked before and after: a batch applied by a process that lost the lease meanwhile
+    // stays in the list for the next holder (applying it again moves nothing twice).
+    if (!this.deps.isHeld()) return false;
+    const failed = await this.applyBatch(batch);
+    if (!this.deps.isHeld()) return false;
+    await this.inbox.settle(batch.length, failed, this.deps.clock.now());
+    return true;
+  }
+
+  /** Nothing to apply: wakes `drain` callers, then waits for the next message (or, without the lease, a while). */
+  private async idle(): Promise<void> {
+    this.isIdle = true;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const wake of waiters) wake();
+    if (!this.deps.isHeld()) await pause(ERROR_PAUSE_MS);
+    else await this.inbox.waitForMessages(WAIT_MS);
+    this.isIdle = false;
+  }
+
+  private async applyBatch(batch: OutcomeEntry[]): Promise<FailedEntry[]> {
+    const failed: FailedEntry[] = [];
+    let next = 0;
+    const run = async (): Promise<void> => {
+      while (next < batch.length) {
+        const entry = batch[next++]!;
+        const error = await this.applyEntry(entry);
+        if (error !== null) failed.push({ ...entry, error });
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(BATCH_CONCURRENCY, batch.length) }, run));
+    return failed;
+  }
+
+  /** Applies one message; returns why it failed (it stays in the list for a retry), or null. */
+  private async applyEntry(entry: OutcomeEntry): Promise<string | null> {
+    if (entry.isUnreadable === true) {
+      this.log.error({ entry: entry.message }, 'an unreadable outcome message was set aside (kept in the spool’s failed outcomes)');
+      return 'not an outcome message';
+    }
+    try {
+      await this.deps.apply(entry.message);
+      return null;
+    } catch (error) {
+      this.log.error({ jobId: entry.message.jobId, kind: entry.message.kind, failures: entry.failures + 1, err: error }, 'moving a file failed; will retry');
+      return (error as Error).message;
+    }
+  }
+}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

@@ -1,0 +1,46 @@
+/**
+ * The http role: the ops server (health, readiness, metrics, the /ui overview and bull-board,
+ * POST /events). Its close goes on the shutdown stack; turning /readyz to 503 is the first
+ * shutdown step, which start.ts runs before the stack.
+ */
+import type { Metrics } from '../ops/metrics.js';
+import type { ReadinessState } from '../ops/readiness.js';
+import type { OpsServer } from '../ops/server.js';
+import { spoolDisk } from '../spool/disk-state.js';
+import type { Context } from './context.js';
+import { inboxCounter, spoolIdOf } from './inbox-counts.js';
+
+export interface HttpRoleDeps {
+  metrics: Metrics;
+  readiness: () => Promise<ReadinessState>;
+  /** The overview shows the spool disk's state only in a process that watches the spool. */
+  hasWatcher: boolean;
+}
+
+export async function startHttpRole(ctx: Context, deps: HttpRoleDeps): Promise<OpsServer> {
+  const { config, logger } = ctx;
+  // Imported here: a process without the http role never loads fastify and bull-board.
+  const { startOpsServer } = await import('../ops/server.js');
+  const server = await startOpsServer({
+    host: config.http.host,
+    port: config.http.port,
+    uiPassword: config.http.uiPassword,
+    ingestToken: config.http.ingestToken,
+    maxIngestBytes: config.http.maxIngestBytes,
+    metrics: deps.metrics,
+    queues: ctx.queues.items,
+    enqueueDeps: ctx.enqueueDeps,
+    readiness: deps.readiness,
+    overview: {
+      authGate: ctx.authGate,
+      ratePerMinute: config.delivery.ratePerMinute,
+      maxQueued: config.delivery.maxQueued,
+      spoolId: await spoolIdOf(config.spool),
+      inboxCounts: inboxCounter(config.spool),
+      ...(deps.hasWatcher ? { spoolDisk } : {}),
+    },
+    logger: logger.child({ mod: 'ops' }),
+  });
+  ctx.closers.push('ops server', () => server.close());
+  return server;
+}

@@ -1,0 +1,124 @@
+/**
+ * Notifications, started by the scheduler role (and only there): the channels the config turns on,
+ * the sender that delivers in the background, the loop that checks the conditions, and the watch on
+ * this process' Redis connection. Nothing is started when no channel is configured.
+ */
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { PACKAGE_ROOT } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import type { RateLimiter } from '../queue/limiter.js';
+import { publishChannels, recordSend } from '../queue/notify-record.js';
+import { channelsOf } from '../notify/configured.js';
+import { createEpisodes } from '../notify/episodes.js';
+import { startNotifyLoop } from '../notify/loop.js';
+import { makeNotification, type Origin } from '../notify/message.js';
+import { watchRedis } from '../notify/redis-watch.js';
+import { createSender, type RetryPolicy } from '../notify/sender.js';
+import { durationText } from '../notify/loop.js';
+import type { Context } from './context.js';
+
+/** The package's version (package.json), for messages. */
+export function packageVersion(): string {
+  try {
+    return String((JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version?: unknown }).version ?? 'unknown');
+  } catch {
+    return 'unknown';
+  }
+}
+
+export function originOf(): Origin {
+  return { host: hostname(), version: packageVersion() };
+}
+
+export function retryPolicyOf(notify: Config['notify']): RetryPolicy {
+  return { maxAttempts: notify.maxAttempts, baseMs: notify.retryBaseMs, maxMs: notify.retryMaxMs };
+}
+
+export async function startNotifications(ctx: Context, limiter: RateLimiter | null): Promise<void> {
+  const { config, redis, keys } = ctx;
+  const notify = config.notify;
+  const log = ctx.logger.child({ mod: 'notify' });
+  const channels = channelsOf(notify);
+  if (channels.length === 0) {
+    log.debug('no notification channel configured');
+    return;
+  }
+  await publishChannels(redis, keys, channels);
+  log.info({ channels: channels.map((c) => `${c.name} ${c.target}`) }, 'notifications on');
+  const origin = originOf();
+  const sender = createSender({
+    channels,
+    policy: retryPolicyOf(notify),
+    logger: log,
+    onResult: (record) => {
+      const n = record.notification;
+      const outcome = { channel: record.channel, result: record.result, condition: n.condition, state: n.state, summary: n.summary, answer: record.answer };
+      recordSend(redis, keys, outcome, ctx.clock.now()).catch((error: unknown) => log.debug({ err: error }, 'recording a notification failed'));
+    },
+  });
+  ctx.closers.push('notification sender', () => sender.close());
+
+  const loop = startNotifyLoop({
+    sources: {
+      redis,
+      keys,
+      queues: ctx.queues,
+      stats: ctx.stats,
+      authGate: ctx.authGate,
+      attempts: ctx.attempts,
+      limiter,
+      ratePerMinute: config.delivery.ratePerMinute,
+      spoolDir: config.spool.dir,
+      notify,
+    },
+    episodes: createEpisodes(redis, keys),
+    sender,
+    origin,
+    digest: {
+      periodMs: notify.digestMinutes * 60_000,
+      sampleIds: notify.digestSampleIds,
+      overviewUrl: notify.overviewUrl ?? `http://${origin.host}:${config.http.port}/ui`,
+    },
+    checkIntervalMs: notify.checkIntervalMs,
+    now: () => ctx.clock.now(),
+    logger: log,
+  });
+  ctx.closers.push('notification checks', () => loop.close());
+
+  if (notify.redisUnreachableSec !== null) {
+    const watch = watchRedis(redis, {
+      thresholdMs: notify.redisUnreachableSec * 1000,
+      now: () => ctx.clock.now(),
+      onFiring: (outage) =>
+        sender.send(
+          makeNotification(
+            origin,
+            'redis-unreachable',
+            'firing',
+            `Redis has been unreachable for ${durationText(ctx.clock.now() - outage.sinceMs)}: nothing is taken in or sent until it answers`,
+            { since: new Date(outage.sinceMs).toISOString(), reason: outage.reason, pid: process.pid, note: 'sent by each scheduler process on its own' },
+            ctx.clock.now(),
+          ),
+        ),
+      onResolved: (outage) =>
+        sender.send(
+          makeNotification(
+            origin,
+            'redis-unreachable',
+            'resolved',
+            `Redis answers again (after ${durationText((outage.untilMs ?? ctx.clock.now()) - outage.sinceMs)})`,
+            {
+              since: new Date(outage.sinceMs).toISOString(),
+              until: new Date(outage.untilMs ?? ctx.clock.now()).toISOString(),
+              lastedSec: Math.round(((outage.untilMs ?? ctx.clock.now()) - outage.sinceMs) / 1000),
+              pid: process.pid,
+            },
+            ctx.clock.now(),
+          ),
+        ),
+    });
+    ctx.closers.push('redis watch', () => watch.close());
+  }
+}

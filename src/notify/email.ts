@@ -45,7 +45,7 @@ export function emailContentOf(n: Notification): EmailContent {
   return { subject: `carrier-sync ${titleOf(n)}`, text: plainTextOf(n) };
 }
 
-export function createEmailChannel(options: { email: NotifyConfig['email']; smtpUrl: string; timeoutMs: number }): Channel {
+export function createEmailChannel(options: { email: Omit<NotifyConfig['email'], 'smtpUrl'>; smtpUrl: string; timeoutMs: number }): Channel {
   const target = parseSmtpUrl(options.smtpUrl);
   const transport = createTransport({
     host: target.host,

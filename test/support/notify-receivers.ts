@@ -38,7 +38,7 @@ export async function startHttpReceiver(options: { secret?: string; path?: strin
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const raw = Buffer.concat(chunks).toString('utf8');
-      let json: unknown = null;
+      let json: unknown;
       try {
         json = JSON.parse(raw);
       } catch {

@@ -28,7 +28,8 @@ export interface DigestOptions {
   periodMs: number;
   /** Delivery ids (files) named per group. */
   sampleIds: number;
-  overviewUrl: string;
+  /** Linked from the digest; null: no link. */
+  overviewUrl: string | null;
 }
 
 export interface DigestGroup {
@@ -88,7 +89,7 @@ export async function takeDeadLetterDigest(sources: DigestSources, options: Dige
       from: new Date(Number(cursor)).toISOString(),
       to: new Date(nowMs).toISOString(),
       groups: sorted,
-      overview: options.overviewUrl,
+      ...(options.overviewUrl === null ? {} : { overview: options.overviewUrl }),
       action: '`carrier-sync dlq list` shows them; `carrier-sync dlq retry` sends them again once fixed',
     },
   };
@@ -173,7 +174,7 @@ export async function takeRefusalDigest(
       from: new Date(sinceMs - options.lookBackMs).toISOString(),
       to: new Date(nowMs).toISOString(),
       groups,
-      overview: options.overviewUrl,
+      ...(options.overviewUrl === null ? {} : { overview: options.overviewUrl }),
       action: 'each file has a <file>.error.json next to it under failed/ saying why',
     },
   };

@@ -79,7 +79,8 @@ export async function startNotifications(ctx: Context, limiter: RateLimiter | nu
     digest: {
       periodMs: notify.digestMinutes * 60_000,
       sampleIds: notify.digestSampleIds,
-      overviewUrl: notify.overviewUrl ?? `http://${origin.host}:${config.http.port}/ui`,
+      // Port 0 (a free one) gives no address worth linking to.
+      overviewUrl: notify.overviewUrl ?? (config.http.port === 0 ? null : `http://${origin.host}:${config.http.port}/ui`),
     },
     checkIntervalMs: notify.checkIntervalMs,
     now: () => ctx.clock.now(),

@@ -31,6 +31,8 @@ export interface MetricsSources {
   isReady: (() => Promise<boolean>) | null;
   ratePerMinute: number;
   maxQueued: number;
+  /** Notification attempts by channel and result (`queue/notify-record.ts`), deployment-wide. */
+  notificationCounts?: () => Promise<Array<{ channel: string; result: string; count: number }>>;
 }
 
 const STATES = ['waiting', 'delayed', 'active', 'completed', 'failed', 'prioritized'] as const;
@@ -147,6 +149,18 @@ export function createMetrics(): Metrics & { attach(sources: MetricsSources): vo
     registers: [registry],
     collect() {
       if (sources !== undefined) this.set(sources.maxQueued);
+    },
+  });
+  new Counter({
+    name: 'carrier_sync_notifications_total',
+    help: 'Notification messages sent, and failed attempts (each retry that failed), by channel (all processes).',
+    labelNames: ['channel', 'result'],
+    registers: [registry],
+    async collect() {
+      if (sources?.notificationCounts === undefined) return;
+      const counts = await sources.notificationCounts();
+      this.reset();
+      for (const { channel, result, count } of counts) this.inc({ channel, result }, count);
     },
   });
   return {

@@ -87,6 +87,9 @@ export async function startNotifications(ctx: Context, limiter: RateLimiter | nu
     logger: log,
   });
   ctx.closers.push('notification checks', () => loop.close());
+  // The first pass now, before the daemon says it started: it marks where the digests begin (what
+  // was refused or dead-lettered before notifications existed is not news) and sends what is due.
+  await loop.tick();
 
   if (notify.redisUnreachableSec !== null) {
     const watch = watchRedis(redis, {

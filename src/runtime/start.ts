@@ -11,6 +11,7 @@ import { readOutcomeBacklog } from '../queue/outcome-list.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import { readRefusals } from '../queue/activity.js';
+import { readSendCounts } from '../queue/notify-record.js';
 import { ITEM_KINDS } from '../queue/keys.js';
 import { createMetrics } from '../ops/metrics.js';
 import { createReadiness, type SpoolReadiness } from '../ops/readiness.js';
@@ -66,6 +67,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
       isReady: roles.includes('http') ? async () => (await readiness()).isReady : null,
       ratePerMinute: config.delivery.ratePerMinute,
       maxQueued: config.delivery.maxQueued,
+      notificationCounts: () => readSendCounts(ctx.redis, ctx.keys),
     });
     if (roles.includes('http')) {
       // Imported here: a process without the http role never loads fastify and bull-board.

@@ -87,11 +87,16 @@ describe('notifications with two daemon processes', () => {
     const r = receivers;
     env = await createE2eEnv({ sandbox: { autoCreateDeliveries: true }, settings: NOTIFY_SETTINGS });
     const e = env;
-    e.sandbox.setFaults({ unauthorizedUntil: Date.now() + 4000 });
-    await startTwo(e, r.env);
+    const daemons = await startTwo(e, r.env);
+    // The 401 window opens once both run, and closes once every channel told of it.
+    e.sandbox.setFaults({ unauthorizedUntil: Date.now() + 120_000 });
     const ids = Array.from({ length: 3 }, () => randomUUID());
     for (const id of ids) await dropFile(join(e.spool, 'labels'), `${id}.pdf`, await makePdf(id));
-
+    await waitFor(() => Object.values(seen(r, 'api-key-refused')).every((states) => states.includes('firing')), {
+      timeoutMs: 40_000,
+      what: 'the firing message on every channel',
+    });
+    e.sandbox.setFaults({ unauthorizedUntil: Date.now() - 1 });
     await waitFor(() => Object.values(seen(r, 'api-key-refused')).every((states) => states.includes('resolved')), {
       timeoutMs: 40_000,
       what: 'the resolved message on every channel',
@@ -114,24 +119,49 @@ describe('notifications with two daemon processes', () => {
       host: expect.any(String) as unknown,
     });
     expect(r.smtp.mails.every((m) => m.isSecure && m.user === 'notifier')).toBe(true);
+
+    // The overview lists the channels with their last message; /metrics counts what was sent.
+    const started = daemons[0]!.logs().find((line) => line.msg === 'carrier-sync started');
+    const opsUrl = String(started?.['opsUrl']);
+    const overview = (await (await fetch(`${opsUrl}/ui/overview.json`)).json()) as {
+      details: { notifications: Array<{ channel: string; target: string; lastSent: { condition: string } | null }> };
+    };
+    expect(overview.details.notifications.map((c) => c.channel)).toEqual(['email', 'slack', 'webhook']);
+    expect(overview.details.notifications.every((c) => c.lastSent !== null)).toBe(true);
+    expect(JSON.stringify(overview)).not.toContain('e2e-smtp-pass');
+    const metrics = await (await fetch(`${opsUrl}/metrics`)).text();
+    for (const channel of ['webhook', 'slack', 'email'])
+      expect(metrics).toMatch(new RegExp(`^carrier_sync_notifications_total\\{channel="${channel}",result="sent"\\} [2-9]`, 'm'));
   });
 
-  it('fifty dead letters within a digest period make one digest per channel', async () => {
+  it('fifty dead letters within a digest period make one digest per channel; two refused files another', async () => {
     receivers = await startReceivers();
     const r = receivers;
     env = await createE2eEnv({
-      settings: { ...NOTIFY_SETTINGS, notify: { ...NOTIFY_SETTINGS.notify, digestMinutes: 0.1 }, delivery: { notFoundAttempts: 1 } },
+      settings: { ...NOTIFY_SETTINGS, notify: { ...NOTIFY_SETTINGS.notify, digestMinutes: 0.2 }, delivery: { notFoundAttempts: 1 } },
     });
     const e = env;
     await startTwo(e, r.env);
     const ids = Array.from({ length: 50 }, () => randomUUID());
     const lines = ids.map((id, i) => JSON.stringify({ delivery_id: id, event_at: new Date(Date.UTC(2026, 10, 24, 8, 0, i)).toISOString() }));
     await dropFile(join(e.spool, 'events'), 'unknown-deliveries.ndjson', `${lines.join('\n')}\n`);
+    await dropFile(join(e.spool, 'labels'), 'NOT-A-PDF-1.pdf', 'not a pdf');
+    await dropFile(join(e.spool, 'labels'), 'NOT-A-PDF-2.pdf', 'not a pdf either');
 
     await waitFor(() => Object.values(seen(r, 'dead-letters')).every((states) => states.length >= 1), { timeoutMs: 40_000, what: 'a digest on every channel' });
+    await waitFor(() => Object.values(seen(r, 'refused-files')).every((states) => states.length >= 1), {
+      timeoutMs: 20_000,
+      what: 'a refused-files digest on every channel',
+    });
     const until = Date.now() + 1500;
     while (Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 100));
     expect(seen(r, 'dead-letters')).toEqual({ webhook: ['digest'], slack: ['digest'], email: ['digest'] });
+    expect(seen(r, 'refused-files')).toEqual({ webhook: ['digest'], slack: ['digest'], email: ['digest'] });
+    const refused = r.webhook.received
+      .map((d) => d.json as { condition: string; details: Record<string, unknown> })
+      .find((m) => m.condition === 'refused-files');
+    expect(refused?.details).toMatchObject({ total: 2, groups: [{ kind: 'labels', count: 2 }] });
+    expect(((refused?.details['groups'] as Array<{ sample: string[] }>)[0]?.sample ?? []).sort()).toEqual(['NOT-A-PDF-1.pdf', 'NOT-A-PDF-2.pdf']);
     const digest = r.webhook.received.map((d) => d.json as { condition: string; details: Record<string, unknown> }).find((m) => m.condition === 'dead-letters');
     expect(digest?.details).toMatchObject({ total: 50, groups: [{ kind: 'collecting', code: 'DELIVERY_NOT_FOUND', count: 50 }] });
     const sample = (digest?.details['groups'] as Array<{ sample: string[] }>)[0]?.sample ?? [];

@@ -10,7 +10,6 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { recordRefusal } from '../../src/queue/activity.js';
-import { createAttemptLog } from '../../src/queue/attempts.js';
 import { createAuthGate } from '../../src/queue/auth-gate.js';
 import { createKeys, ITEM_KINDS } from '../../src/queue/keys.js';
 import { createLease } from '../../src/queue/lease.js';

@@ -2,8 +2,11 @@
  * The message model: one notification, whatever channel carries it. Its fields are the webhook
  * body as INTERFACE.md ("Notifications") fixes it; Slack and e-mail render the same object for a
  * person. A condition sends `firing` once when it starts and `resolved` once when it ends; the
- * dead-letter and refused-file conditions send a `digest` per period instead.
+ * dead-letter and refused-file conditions send a `digest` per period instead. The webhook body's
+ * schema is `notificationSchema`; docs/notify-webhook.schema.json is its JSON Schema (a test keeps
+ * the two equal).
  */
+import { z } from 'zod';
 
 export const CONDITIONS = [
   'api-key-refused',
@@ -30,6 +33,19 @@ export interface Notification {
   host: string;
   version: string;
 }
+
+export const notificationSchema = z
+  .object({
+    condition: z.enum(CONDITIONS).describe('what the message is about; `test` comes from `carrier-sync notify test`'),
+    state: z.enum(['firing', 'resolved', 'digest']).describe('firing: the condition began; resolved: it ended; digest: what piled up in a period'),
+    summary: z.string().min(1).describe('one line a person reads'),
+    details: z.record(z.string(), z.unknown()).describe('facts per condition; a firing/resolved pair shares `episode` and `since`'),
+    at: z.iso.datetime().describe('when the message was made (ISO 8601, UTC)'),
+    host: z.string().min(1).describe('host name of the process that sent it'),
+    version: z.string().min(1).describe('carrier-sync version of that process'),
+  })
+  .strict()
+  .describe('The body of a carrier-sync notification webhook (POST, application/json)');
 
 /** Where a message comes from: added to every message a process makes. */
 export interface Origin {

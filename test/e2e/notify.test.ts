@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { notificationSchema } from '../../src/notify/message.js';
 import { makePdf } from '../support/builders.js';
 import { createE2eEnv, dropFile, type E2eEnv } from '../support/e2e-env.js';
 import { startHttpReceiver, startSmtpReceiver, type HttpReceiver, type SmtpReceiver } from '../support/notify-receivers.js';
@@ -110,6 +111,7 @@ describe('notifications with two daemon processes', () => {
     while (Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 100));
     expect(seen(r, 'api-key-refused')).toEqual({ webhook: ['firing', 'resolved'], slack: ['firing', 'resolved'], email: ['firing', 'resolved'] });
     expect(r.webhook.received.every((d) => d.isSignatureValid === true)).toBe(true);
+    for (const delivery of r.webhook.received) notificationSchema.parse(delivery.json);
     const firing = r.webhook.received
       .map((d) => d.json as Record<string, unknown>)
       .find((m) => m['condition'] === 'api-key-refused' && m['state'] === 'firing');

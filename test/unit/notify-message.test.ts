@@ -3,7 +3,9 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { emailContentOf, parseSmtpUrl } from '../../src/notify/email.js';
-import { makeNotification, webhookBodyOf, type Notification } from '../../src/notify/message.js';
+import { z } from 'zod';
+import { PACKAGE_ROOT } from '../../src/config/load.js';
+import { makeNotification, notificationSchema, webhookBodyOf, type Notification } from '../../src/notify/message.js';
 import { retryDelayMs } from '../../src/notify/sender.js';
 import { slackPayloadOf } from '../../src/notify/slack.js';
 import { signatureOf } from '../../src/notify/webhook.js';
@@ -32,6 +34,12 @@ describe('the webhook body', () => {
     const body = JSON.parse(webhookBodyOf(digest)) as Record<string, unknown>;
     expect(Object.keys(body)).toEqual(['condition', 'state', 'summary', 'details', 'at', 'host', 'version']);
     expect(body).toMatchObject({ condition: 'dead-letters', state: 'digest', at: '2026-11-25T08:00:00.000Z', host: 'wh-box-1', version: '0.1.0' });
+  });
+
+  it('matches the documented JSON Schema, docs/notify-webhook.schema.json, which is the schema of the code', () => {
+    expect(notificationSchema.parse(JSON.parse(webhookBodyOf(digest)))).toBeTruthy();
+    const documented = JSON.parse(readFileSync(`${PACKAGE_ROOT}/docs/notify-webhook.schema.json`, 'utf8')) as unknown;
+    expect(documented).toEqual(z.toJSONSchema(notificationSchema));
   });
 
   it('is signed with HMAC-SHA256 of the raw body, as sha256=<hex>', () => {

@@ -41,11 +41,12 @@ export async function startNotifications(ctx: Context, limiter: RateLimiter | nu
   const notify = config.notify;
   const log = ctx.logger.child({ mod: 'notify' });
   const channels = channelsOf(notify);
+  // Published even when empty: the overview must not list channels a previous start had.
+  await publishChannels(redis, keys, channels);
   if (channels.length === 0) {
     log.debug('no notification channel configured');
     return;
   }
-  await publishChannels(redis, keys, channels);
   log.info({ channels: channels.map((c) => `${c.name} ${c.target}`) }, 'notifications on');
   const origin = originOf();
   const sender = createSender({

@@ -3,6 +3,8 @@
  * Slack payload, and a real SMTP server (smtp-server) with STARTTLS and password authentication.
  * The sender's retries run against a receiver that refuses first, then accepts.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
@@ -121,6 +123,37 @@ describe('the webhook channel', () => {
     expect(logs.lines.filter((l) => l['msg'] === 'notification dropped: the channel kept failing')).toHaveLength(1);
     expect(logs.text()).not.toContain('SECRET-TOKEN-123');
     expect(JSON.stringify(records)).not.toContain('SECRET-TOKEN-123');
+  });
+});
+
+describe('the sender', () => {
+  it('returns at once while a channel hangs; the hung attempt ends at the send timeout and is retried', async () => {
+    const hung: Array<() => void> = [];
+    const server = createServer((_req, res) => hung.push(() => res.destroy()));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    closers.push(
+      () =>
+        new Promise((resolve) => {
+          for (const end of hung) end();
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    );
+    const records: SendRecord[] = [];
+    const sender = createSender({
+      channels: [createWebhookChannel({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, secret: null, timeoutMs: 200 })],
+      policy: { maxAttempts: 2, baseMs: 10, maxMs: 10 },
+      logger: captureLogs().logger,
+      onResult: (record) => records.push(record),
+    });
+    closers.push(() => sender.close());
+    sender.send(paused);
+    // send() queued the message and returned: nothing has been answered yet.
+    expect(records).toEqual([]);
+    await waitFor(() => hung.length === 1, { timeoutMs: 5000, what: 'the request to reach the hanging receiver' });
+    await waitFor(() => records.length === 2, { timeoutMs: 5000, what: 'two timed-out attempts' });
+    expect(records.map((r) => r.result)).toEqual(['failed', 'failed']);
+    expect(records[0]?.answer).toMatch(/^no answer from http:\/\/127\.0\.0\.1:\d+: /);
   });
 });
 

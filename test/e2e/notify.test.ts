@@ -13,6 +13,7 @@ import { makePdf } from '../support/builders.js';
 import { createE2eEnv, dropFile, type E2eEnv } from '../support/e2e-env.js';
 import { startHttpReceiver, startSmtpReceiver, type HttpReceiver, type SmtpReceiver } from '../support/notify-receivers.js';
 import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type DaemonProcess } from '../support/process.js';
+import { startOwnRedis, type OwnRedis } from '../support/own-redis.js';
 import { waitFor } from '../support/wait.js';
 
 interface Receivers {
@@ -24,8 +25,11 @@ interface Receivers {
 
 let env: E2eEnv | undefined;
 let receivers: Receivers | undefined;
+let ownRedis: OwnRedis | undefined;
 afterEach(async () => {
   await killAllDaemons();
+  await ownRedis?.close();
+  ownRedis = undefined;
   await env?.close();
   env = undefined;
   if (receivers !== undefined) await Promise.all([receivers.webhook.close(), receivers.slack.close(), receivers.smtp.close()]);
@@ -169,6 +173,26 @@ describe('notifications with two daemon processes', () => {
     const sample = (digest?.details['groups'] as Array<{ sample: string[] }>)[0]?.sample ?? [];
     expect(sample).toHaveLength(5);
     for (const id of sample) expect(ids).toContain(id);
+  });
+
+  it('a Redis outage past the threshold is told once when it passes the threshold and once when Redis is back', async () => {
+    receivers = await startReceivers();
+    const r = receivers;
+    ownRedis = await startOwnRedis();
+    env = await createE2eEnv({ settings: { notify: { ...NOTIFY_SETTINGS.notify, redisUnreachableSec: 0.1 } } });
+    const e = env;
+    const daemon = spawnDaemon({ ...e.env, ...r.env, REDIS_URL: ownRedis.url }, { args: e.args('start') });
+    await waitUntilStarted(daemon);
+    await ownRedis.restart();
+    await waitFor(() => Object.values(seen(r, 'redis-unreachable')).every((states) => states.includes('resolved')), {
+      timeoutMs: 30_000,
+      what: 'the resolved message on every channel',
+    });
+    expect(seen(r, 'redis-unreachable')).toEqual({ webhook: ['firing', 'resolved'], slack: ['firing', 'resolved'], email: ['firing', 'resolved'] });
+    const resolved = r.webhook.received
+      .map((d) => d.json as { condition: string; state: string; details: Record<string, unknown> })
+      .find((m) => m.condition === 'redis-unreachable' && m.state === 'resolved');
+    expect(resolved?.details).toMatchObject({ pid: daemon.child.pid, lastedSec: expect.any(Number) as unknown });
   });
 
   it('`notify test` sends through each channel and says what each answered; exit 1 when one fails', async () => {

@@ -13,8 +13,8 @@ export interface Channel {
   name: ChannelName;
   /** Where it sends, safe to show (no path, query or credentials): `https://hooks.slack.com`. */
   target: string;
-  /** One attempt; resolves with the other side's answer, throws when it was not delivered. */
-  send(n: Notification): Promise<string>;
+  /** One attempt; resolves with the other side's answer, throws when it was not delivered. `signal` cuts it short (shutdown). */
+  send(n: Notification, signal?: AbortSignal): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -31,7 +31,7 @@ export function originOf(url: string): string {
 }
 
 /** POSTs `body` (JSON text); resolves with `HTTP <status>` for a 2xx, else throws with the status and the start of the answer. */
-export async function postJson(url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<string> {
+export async function postJson(url: string, body: string, headers: Record<string, string>, timeoutMs: number, signal?: AbortSignal): Promise<string> {
   let response;
   try {
     response = await request(url, {
@@ -40,7 +40,7 @@ export async function postJson(url: string, body: string, headers: Record<string
       body,
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: signal === undefined ? AbortSignal.timeout(timeoutMs) : AbortSignal.any([AbortSignal.timeout(timeoutMs), signal]),
     });
   } catch (error) {
     // undici's messages name the host and port at most, never the path (where tokens live).

@@ -46,11 +46,14 @@ export function retryDelayMs(policy: RetryPolicy, failedAttempts: number): numbe
 export function createSender(deps: { channels: readonly Channel[]; policy: RetryPolicy; logger: Logger; onResult?: (record: SendRecord) => void }): Sender {
   const log = deps.logger;
   let isClosed = false;
+  /** Cuts the attempts in flight short at shutdown (the HTTP channels; an SMTP session ends at its timeout). */
+  const stopping = new AbortController();
   const stopWaits = new Set<() => void>();
   const lanes = deps.channels.map((channel) => ({ channel, queue: [] as Notification[], running: null as Promise<void> | null, isFailing: false }));
 
   const wait = (ms: number): Promise<void> =>
     new Promise((resolve) => {
+      if (isClosed) return resolve();
       const timer = setTimeout(done, ms);
       timer.unref();
       function done(): void {
@@ -73,13 +76,17 @@ export function createSender(deps: { channels: readonly Channel[]; policy: Retry
     const { channel } = lane;
     for (let attempt = 1; !isClosed; attempt++) {
       try {
-        const answer = await channel.send(n);
+        const answer = await channel.send(n, stopping.signal);
         report({ channel: channel.name, result: 'sent', notification: n, answer });
         if (lane.isFailing) log.info({ channel: channel.name, condition: n.condition, state: n.state }, 'notification channel works again');
         else log.info({ channel: channel.name, condition: n.condition, state: n.state, answer }, 'notification sent');
         lane.isFailing = false;
         return;
       } catch (error) {
+        if (isClosed) {
+          log.warn({ channel: channel.name, condition: n.condition, state: n.state }, 'notification cut short by the shutdown');
+          return;
+        }
         const reason = (error as Error).message;
         report({ channel: channel.name, result: 'failed', notification: n, answer: reason });
         const fields = { channel: channel.name, target: channel.target, condition: n.condition, state: n.state, attempt, reason };
@@ -121,6 +128,7 @@ export function createSender(deps: { channels: readonly Channel[]; policy: Retry
     async close() {
       if (isClosed) return;
       isClosed = true;
+      stopping.abort();
       for (const stop of [...stopWaits]) stop();
       await Promise.all(lanes.map((lane) => lane.running));
       for (const lane of lanes) {

@@ -47,7 +47,7 @@ export function createSlackChannel(options: { url: string; timeoutMs: number }):
   return {
     name: 'slack',
     target: originOf(options.url),
-    send: (n) => postJson(options.url, JSON.stringify(slackPayloadOf(n)), {}, options.timeoutMs),
+    send: (n, signal) => postJson(options.url, JSON.stringify(slackPayloadOf(n)), {}, options.timeoutMs, signal),
     async close() {},
   };
 }

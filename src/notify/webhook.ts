@@ -17,11 +17,11 @@ export function createWebhookChannel(options: { url: string; secret: string | nu
   return {
     name: 'webhook',
     target: originOf(options.url),
-    async send(n) {
+    async send(n, signal) {
       const body = webhookBodyOf(n);
       const headers: Record<string, string> = { 'user-agent': `carrier-sync/${n.version}` };
       if (options.secret !== null) headers[SIGNATURE_HEADER] = signatureOf(body, options.secret);
-      return postJson(options.url, body, headers, options.timeoutMs);
+      return postJson(options.url, body, headers, options.timeoutMs, signal);
     },
     async close() {},
   };

@@ -157,6 +157,36 @@ describe('the sender', () => {
   });
 });
 
+describe('the sender at shutdown', () => {
+  it('cuts a hanging attempt short instead of waiting for the send timeout', async () => {
+    const hung: Array<() => void> = [];
+    const server = createServer((_req, res) => hung.push(() => res.destroy()));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    closers.push(
+      () =>
+        new Promise((resolve) => {
+          for (const end of hung) end();
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    );
+    const logs = captureLogs();
+    const sender = createSender({
+      channels: [createWebhookChannel({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, secret: null, timeoutMs: 60_000 })],
+      policy: { maxAttempts: 5, baseMs: 60_000, maxMs: 60_000 },
+      logger: logs.logger,
+    });
+    sender.send(paused);
+    sender.send(paused);
+    await waitFor(() => hung.length === 1, { timeoutMs: 5000, what: 'the request to reach the hanging receiver' });
+    const bound = new Promise<'too slow'>((resolve) => setTimeout(() => resolve('too slow'), 5000).unref());
+    expect(await Promise.race([sender.close().then(() => 'closed' as const), bound])).toBe('closed');
+    expect(logs.lines.map((l) => l['msg'])).toEqual(
+      expect.arrayContaining(['notification cut short by the shutdown', 'notifications not sent before shutdown']),
+    );
+  });
+});
+
 describe('the Slack channel', () => {
   it("sends Slack's incoming-webhook shape and reads Slack's `ok`", async () => {
     const receiver = await http({ path: '/services/T000/B000/XXXX' });

@@ -136,6 +136,10 @@ describe('notifications with two daemon processes', () => {
     expect(overview.details.notifications.every((c) => c.lastSent !== null)).toBe(true);
     expect(JSON.stringify(overview)).not.toContain('e2e-smtp-pass');
     const metrics = await (await fetch(`${opsUrl}/metrics`)).text();
+    // No secret in any log line of either daemon.
+    const logText = daemons.map((d) => d.stderrLines.join('\n')).join('\n');
+    expect(logText).toContain('notifications on');
+    for (const secret of [SECRET, 'e2e-smtp-pass', '/services/T0/B0/e2e']) expect(logText).not.toContain(secret);
     for (const channel of ['webhook', 'slack', 'email'])
       expect(metrics).toMatch(new RegExp(`^carrier_sync_notifications_total\\{channel="${channel}",result="sent"\\} [2-9]`, 'm'));
   });

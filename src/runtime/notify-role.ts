@@ -12,11 +12,10 @@ import type { RateLimiter } from '../queue/limiter.js';
 import { publishChannels, recordSend } from '../queue/notify-record.js';
 import { channelsOf } from '../notify/configured.js';
 import { createEpisodes } from '../notify/episodes.js';
-import { startNotifyLoop } from '../notify/loop.js';
+import { durationText, startNotifyLoop } from '../notify/loop.js';
 import { makeNotification, type Origin } from '../notify/message.js';
 import { watchRedis } from '../notify/redis-watch.js';
 import { createSender, type RetryPolicy } from '../notify/sender.js';
-import { durationText } from '../notify/loop.js';
 import type { Context } from './context.js';
 
 /** The package's version (package.json), for messages. */

@@ -7,9 +7,11 @@
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { UnrecoverableError, Worker } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { recordRefusal } from '../../src/queue/activity.js';
+import { createAttemptLog } from '../../src/queue/attempts.js';
 import { createAuthGate } from '../../src/queue/auth-gate.js';
 import { createKeys, ITEM_KINDS } from '../../src/queue/keys.js';
 import { createLease } from '../../src/queue/lease.js';
@@ -18,7 +20,7 @@ import { openQueues } from '../../src/queue/queues.js';
 import { closeRedis, connectRedis } from '../../src/queue/redis.js';
 import { createStats } from '../../src/queue/stats.js';
 import { checkApiKey, checkBacklog, checkDisk, checkSpools, type ConditionSources } from '../../src/notify/conditions.js';
-import { takeRefusalDigest } from '../../src/notify/digests.js';
+import { takeDeadLetterDigest, takeRefusalDigest } from '../../src/notify/digests.js';
 import { createEpisodes } from '../../src/notify/episodes.js';
 import { watchRedis, type RedisOutage } from '../../src/notify/redis-watch.js';
 import { startOwnRedis } from '../support/own-redis.js';
@@ -109,6 +111,46 @@ describe('the refused-file digest', () => {
     });
     expect(await takeRefusalDigest(own, options, T0 + 200_000)).toBeNull();
     await cleanupPrefix(own.keys.refusalCounts.split(':')[0]!);
+  });
+});
+
+describe('the dead-letter digest', () => {
+  it('waits a period after the first new dead letter, is taken by one of three callers, groups by kind and code', async () => {
+    const own = uniquePrefix('dlq');
+    const ownKeys = createKeys(own);
+    const ownQueues = openQueues(redis, own, config.delivery);
+    const sources = { redis, keys: ownKeys, queues: ownQueues, attempts: createAttemptLog(redis, ownKeys) };
+    const options = { periodMs: 60_000, sampleIds: 3, overviewUrl: null };
+    try {
+      // The first look marks where digests begin: letters before it are not news.
+      const startMs = Date.now();
+      expect(await takeDeadLetterDigest(sources, options, startMs)).toBeNull();
+      const worker = new Worker(
+        ownQueues.items.label.name,
+        async (job) => {
+          throw new UnrecoverableError(`API_REJECTED: ${String((job.data as { deliveryId: string }).deliveryId)} refused`);
+        },
+        { connection: redis, prefix: own, autorun: true },
+      );
+      try {
+        for (let i = 0; i < 4; i++) await ownQueues.items.label.add('label', { kind: 'label', deliveryId: `d-${i}` } as never, { attempts: 1 });
+        await waitFor(async () => (await ownQueues.items.label.getFailedCount()) === 4, { what: 'four dead letters' });
+      } finally {
+        await worker.close();
+      }
+      const lastMs = Date.now();
+      expect(await takeDeadLetterDigest(sources, options, lastMs)).toBeNull(); // the period has not passed
+      const callers = [redis, ...others].map((connection) => takeDeadLetterDigest({ ...sources, redis: connection }, options, lastMs + 60_000));
+      const taken = (await Promise.all(callers)).filter((words) => words !== null);
+      expect(taken).toHaveLength(1);
+      expect(taken[0]?.details).toMatchObject({ total: 4, groups: [{ kind: 'label', code: 'API_REJECTED', count: 4 }] });
+      expect((taken[0]?.details['groups'] as Array<{ sample: string[] }>)[0]?.sample).toHaveLength(3);
+      expect(taken[0]?.details).not.toHaveProperty('overview');
+      expect(await takeDeadLetterDigest(sources, options, lastMs + 600_000)).toBeNull();
+    } finally {
+      await ownQueues.close();
+      await cleanupPrefix(own);
+    }
   });
 });
 

@@ -37,6 +37,7 @@ export default tseslint.config(
   { files: ['src/push/**/*.ts'], rules: only(['config', 'api', 'queue', 'config']) },
   { files: ['src/outcome/**/*.ts'], rules: only(['config', 'queue', 'spool', 'config']) },
   { files: ['src/ops/**/*.ts'], rules: only(['config', 'validate', 'queue', 'config']) },
+  { files: ['src/notify/**/*.ts'], rules: only(['config', 'queue']) },
   {
     files: ['src/config/**/*.ts'],
     rules: only(['config', '__none__']),

@@ -31,6 +31,12 @@ const asBool: Parse = (raw) => {
 };
 const asString: Parse = (raw) => raw;
 const asNullableString: Parse = (raw) => (raw.trim() === '' ? null : raw);
+const asNumber: Parse = (raw) => (/^\d+(\.\d+)?$/.test(raw.trim()) ? Number(raw.trim()) : raw);
+const asList: Parse = (raw) =>
+  raw
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
 
 /** Environment variable → config path. Secrets are listed in SECRET_VARIABLES instead. */
 export const ENV_VARIABLES: ReadonlyArray<readonly [string, readonly string[], Parse]> = [
@@ -57,6 +63,9 @@ export const ENV_VARIABLES: ReadonlyArray<readonly [string, readonly string[], P
   ['CARRIER_SYNC_DEDUP_RETENTION_DAYS', ['dedup', 'retentionDays'], asInt],
   ['CARRIER_SYNC_GRACE_MS', ['shutdown', 'graceMs'], asInt],
   ['LOG_LEVEL', ['log', 'level'], asString],
+  ['CARRIER_SYNC_NOTIFY_EMAIL_FROM', ['notify', 'email', 'from'], asNullableString],
+  ['CARRIER_SYNC_NOTIFY_EMAIL_TO', ['notify', 'email', 'to'], asList],
+  ['CARRIER_SYNC_NOTIFY_DIGEST_MINUTES', ['notify', 'digestMinutes'], asNumber],
 ];
 
 /** Secrets: from the environment, or from the file named by `<VAR>_FILE`. Never from a config file. */
@@ -66,6 +75,11 @@ export const SECRET_VARIABLES: ReadonlyArray<readonly [string, readonly string[]
   ['CARRIER_SYNC_UI_PASSWORD', ['http', 'uiPassword']],
   ['CARRIER_SYNC_INGEST_TOKEN', ['http', 'ingestToken']],
   ['CARRIER_SYNC_EVENTS_PULL_TOKEN', ['schedules', 'eventsPull', 'token']],
+  // Notification channels: their URLs carry tokens or passwords, so they are secrets too.
+  ['CARRIER_SYNC_NOTIFY_WEBHOOK_URL', ['notify', 'webhook', 'url']],
+  ['CARRIER_SYNC_NOTIFY_WEBHOOK_SECRET', ['notify', 'webhook', 'secret']],
+  ['CARRIER_SYNC_NOTIFY_SLACK_URL', ['notify', 'slack', 'url']],
+  ['CARRIER_SYNC_NOTIFY_SMTP_URL', ['notify', 'email', 'smtpUrl']],
 ];
 
 export interface LoadOptions {

@@ -4,6 +4,40 @@ const ms = z.number().int().nonnegative();
 const positiveInt = z.number().int().positive();
 const schedule = z.object({ pattern: z.string().min(1).nullable(), tz: z.string().min(1) }).strict();
 
+const notifySchema = z
+  .object({
+    webhook: z.object({ url: z.url({ protocol: /^https?$/ }).nullable(), secret: z.string().min(1).nullable() }).strict(),
+    slack: z.object({ url: z.url({ protocol: /^https?$/ }).nullable() }).strict(),
+    email: z
+      .object({
+        smtpUrl: z
+          .string()
+          .regex(/^smtps?:\/\/[^\s]+$/, 'must be smtp://user:pass@host:port or smtps://…')
+          .nullable(),
+        from: z.string().min(1).nullable(),
+        to: z.array(z.string().min(3)),
+        requireTls: z.boolean(),
+        rejectUnauthorized: z.boolean(),
+      })
+      .strict(),
+    digestMinutes: z.number().positive(),
+    checkIntervalMs: positiveInt,
+    backlogStuckMinutes: z.number().positive().nullable(),
+    redisUnreachableSec: z.number().positive().nullable(),
+    spoolUnwatchedSec: z.number().positive().nullable(),
+    diskLow: z
+      .object({ minFreePercent: z.number().min(0).max(100), minFreeBytes: z.number().int().nonnegative() })
+      .strict()
+      .nullable(),
+    digestSampleIds: positiveInt,
+    overviewUrl: z.url({ protocol: /^https?$/ }).nullable(),
+    sendTimeoutMs: positiveInt,
+    maxAttempts: positiveInt,
+    retryBaseMs: positiveInt,
+    retryMaxMs: positiveInt,
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     api: z
@@ -98,6 +132,7 @@ export const configSchema = z
       })
       .strict(),
     sandbox: z.object({ seedFile: z.string().min(1).nullable(), port: z.number().int().min(0).max(65535) }).strict(),
+    notify: notifySchema,
   })
   .strict()
   .superRefine((config, ctx) => {
@@ -118,6 +153,14 @@ export const configSchema = z
         message: `must be at least 2 spool.leaseMs (${2 * config.spool.leaseMs}): the holder file is renewed with the lease`,
       });
     }
+    const email = config.notify.email;
+    if (email.smtpUrl !== null && (email.from === null || email.to.length === 0)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['notify', 'email'],
+        message: 'CARRIER_SYNC_NOTIFY_EMAIL_FROM and CARRIER_SYNC_NOTIFY_EMAIL_TO are required when CARRIER_SYNC_NOTIFY_SMTP_URL is set',
+      });
+    }
     if (config.api.url !== null && config.api.carrierKey === null) {
       ctx.addIssue({
         code: 'custom',
@@ -131,3 +174,4 @@ export type Config = z.infer<typeof configSchema>;
 export type ApiConfig = Config['api'];
 export type SpoolConfig = Config['spool'];
 export type DeliveryConfig = Config['delivery'];
+export type NotifyConfig = Config['notify'];

@@ -36,6 +36,8 @@ export interface MetricsSources {
   maxQueued: number;
   /** Redis outages this process has seen (`queue/redis-health.ts`); absent: not counted. */
   redisOutages?: () => number;
+  /** Notification attempts by channel and result (`queue/notify-record.ts`), deployment-wide. */
+  notificationCounts?: () => Promise<Array<{ channel: string; result: string; count: number }>>;
 }
 
 const STATES = ['waiting', 'delayed', 'active', 'completed', 'failed', 'prioritized'] as const;
@@ -47,7 +49,7 @@ type ReadSources = () => MetricsSources | undefined;
 type MetricGroup = (registry: Registry, sources: ReadSources) => void;
 
 /** After the Node.js defaults and the API metrics, in this order on `/metrics`; a new group goes in this list. */
-const GROUPS: readonly MetricGroup[] = [processMetrics, itemCounters, queueGauges, spoolMetrics, readinessGauges];
+const GROUPS: readonly MetricGroup[] = [processMetrics, itemCounters, queueGauges, spoolMetrics, readinessGauges, notificationMetrics];
 
 export function createMetrics(): Metrics & { attach(sources: MetricsSources): void } {
   const registry = new Registry();
@@ -234,6 +236,21 @@ function readinessGauges(registry: Registry, read: ReadSources): void {
     collect() {
       const sources = read();
       if (sources !== undefined) this.set(sources.maxQueued);
+    },
+  });
+}
+
+function notificationMetrics(registry: Registry, read: ReadSources): void {
+  new Counter({
+    name: 'carrier_sync_notifications_total',
+    help: 'Notification messages sent, and failed attempts (each retry that failed), by channel (all processes).',
+    labelNames: ['channel', 'result'],
+    registers: [registry],
+    async collect() {
+      const counts = read()?.notificationCounts;
+      if (counts === undefined) return;
+      this.reset();
+      for (const { channel, result, count } of await counts()) this.inc({ channel, result }, count);
     },
   });
 }

@@ -15,6 +15,7 @@ import type { QueueSet } from '../queue/queues.js';
 import type { RedisConnection } from '../queue/redis.js';
 import { appVersion } from '../version.js';
 import { spoolDiskFullReason, type SpoolDiskReadiness } from './readiness.js';
+import { readChannelReports, type ChannelReport } from '../queue/notify-record.js';
 import { readSpoolHolder, type SpoolHolder } from './spool-holder.js';
 
 export const CHART_MINUTES = 60;
@@ -99,6 +100,8 @@ export interface OverviewDetails {
   refusals: { total: number; byCode: CodeCount[]; latest: Refusal[] };
   /** `codesOf`: how many dead letters `byCode` counts (the latest DEAD_LETTERS_READ of each kind). */
   deadLetters: { total: number; byCode: CodeCount[]; codesOf: number; latest: DeadLetterRow[] };
+  /** The notification channels the scheduler runs with, each with its last message and last failure. */
+  notifications: ChannelReport[];
 }
 
 export interface Overview {
@@ -170,12 +173,13 @@ function redisDown(reason: string): OverviewState {
 
 async function readDetails(sources: OverviewSources, now: number): Promise<OverviewDetails> {
   const { redis, keys } = sources;
-  const [spoolHolder, minutes, refusals, letters, backlog] = await Promise.all([
+  const [spoolHolder, minutes, refusals, letters, backlog, notifications] = await Promise.all([
     sources.spoolId === null ? null : readSpoolHolder(redis, keys, sources.spoolId),
     readActivity(redis, keys, now, CHART_MINUTES),
     readRefusals(redis, keys),
     listDeadLetters(sources, { latestPerKind: DEAD_LETTERS_READ }),
     readBacklog(sources),
+    readChannelReports(redis, keys),
   ]);
   const series = (field: string): number[] => minutes.map((m) => m.fields[field] ?? 0);
   const deadLetterRows: DeadLetterRow[] = letters.map((l) => ({
@@ -209,6 +213,7 @@ async function readDetails(sources: OverviewSources, now: number): Promise<Overv
       codesOf: deadLetterRows.length,
       latest: deadLetterRows.reverse().slice(0, LATEST_KEPT),
     },
+    notifications,
   };
 }
 

@@ -9,7 +9,7 @@ import type { Refusal } from '../queue/activity.js';
 
 export const REFRESH_MS = 5000;
 
-export type PartName = 'state' | 'figures' | 'backlog' | 'refusals' | 'dead-letters' | 'updated';
+export type PartName = 'state' | 'figures' | 'backlog' | 'refusals' | 'dead-letters' | 'notifications' | 'updated';
 
 export function renderParts(overview: Overview, base: string): Record<PartName, string> {
   const d = overview.details;
@@ -19,6 +19,7 @@ export function renderParts(overview: Overview, base: string): Record<PartName, 
     backlog: d === null ? unavailable() : renderBacklog(d.backlog, overview.maxQueued, base),
     refusals: d === null ? unavailable() : renderRefusals(d.refusals),
     'dead-letters': d === null ? unavailable() : renderDeadLetters(d.deadLetters, base),
+    notifications: d === null ? unavailable() : renderNotifications(d.notifications),
     updated: `updated <time datetime="${escape(overview.at)}">${escape(clockTime(overview.at))}</time>`,
   };
 }
@@ -57,6 +58,7 @@ export function renderPage(overview: Overview, base: string): string {
     ${part('refusals', 'section', 'card list-card')}
     ${part('dead-letters', 'section', 'card list-card')}
   </div>
+  ${part('notifications', 'section', 'card')}
 </main>
 <footer class="foot">carrier-sync <b data-figure="version">${escape(overview.version)}</b> on Node.js ${escape(overview.node)} (this process)</footer>
 <div id="toast" role="status" hidden></div>
@@ -170,6 +172,22 @@ function renderDeadLetters(dl: { total: number; byCode: CodeCount[]; codesOf: nu
   return `<h2 id="dead-letters">Dead letters <small>refused by the API or out of retries; the Failed tab of each queue</small></h2>
 <div class="chips">${chips}${dl.codesOf < dl.total ? `<small class="empty">codes of the latest ${dl.codesOf} of ${dl.total}</small>` : ''}</div>
 <div class="scroll"><table class="list"><colgroup><col class="c-when"><col class="c-file"><col class="c-code"><col><col class="c-act"></colgroup><thead><tr><th>UTC</th><th>file / delivery</th><th>code</th><th>message</th><th></th></tr></thead><tbody>${rows === '' ? '<tr><td colspan="5" class="empty">no dead letter</td></tr>' : rows}</tbody></table></div>`;
+}
+
+function renderNotifications(channels: OverviewDetails['notifications']): string {
+  const rows = channels
+    .map((c) => {
+      const sent =
+        c.lastSent === null
+          ? '<span class="empty">none yet</span>'
+          : `<span title="${escape(c.lastSent.at)}">${escape(shortTime(c.lastSent.at))}</span> <code>${escape(c.lastSent.condition)}</code> ${escape(c.lastSent.state)}: ${escape(c.lastSent.summary)}`;
+      const failure =
+        c.lastFailure === null ? '' : `<span title="${escape(c.lastFailure.at)}">${escape(shortTime(c.lastFailure.at))}</span> ${escape(c.lastFailure.reason)}`;
+      return `<tr data-channel="${escape(c.channel)}"><td><b>${escape(c.channel)}</b></td><td><code>${escape(c.target)}</code></td><td class="reason"><div class="clamp">${sent}</div></td><td class="reason"><div class="clamp">${failure}</div></td></tr>`;
+    })
+    .join('');
+  return `<h2 id="notifications">Notifications <small>channels the scheduler sends through (carrier-sync notify test tries them)</small></h2>
+<div class="scroll"><table class="list"><thead><tr><th>channel</th><th>to</th><th>last message sent (UTC)</th><th>last failed attempt</th></tr></thead><tbody>${rows === '' ? '<tr><td colspan="4" class="empty">no channel configured (see README, "Notifications")</td></tr>' : rows}</tbody></table></div>`;
 }
 
 function unavailable(): string {

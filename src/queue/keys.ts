@@ -88,6 +88,23 @@ export interface Keys {
   readonly spools: string;
   /** This deployment's random id (a string, written once with SET NX): see `queue/deployment.ts`. */
   readonly deploymentId: string;
+  /** Notifications (see `notify/`): what one condition (of one subject, e.g. a spool) is in: hash {state, episode, since}. */
+  notifyState(condition: string, subject?: string): string;
+  /** Since when (ms) a condition has been bad without firing yet (its threshold not yet reached). */
+  notifyPending(condition: string, subject?: string): string;
+  /** The backlog's last progress: hash {finished, at}. */
+  readonly notifyProgress: string;
+  /** Dead letters failed up to this time (ms) were digested. */
+  readonly notifyDeadLetterCursor: string;
+  /** Refusal counts by code already digested (hash), and since when (ms) new ones wait for a digest. */
+  readonly notifyRefusalsReported: string;
+  readonly notifyRefusalsSince: string;
+  /** Messages sent / failed attempts per channel (hash `<channel>:<result>`), for the metric. */
+  readonly notifyCounts: string;
+  /** The last message sent through each channel (hash channel → JSON), for the overview. */
+  readonly notifyLast: string;
+  /** The channels the scheduler runs with (hash channel → where it sends, without secrets). */
+  readonly notifyChannels: string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -122,6 +139,15 @@ export function createKeys(prefix: string): Keys {
     spoolLease: (spoolId) => k('spool-lease', spoolId),
     spools: k('spools'),
     deploymentId: k('deployment-id'),
+    notifyState: (condition, subject) => k('notify', 'state', condition, ...(subject === undefined ? [] : [subject])),
+    notifyPending: (condition, subject) => k('notify', 'pending', condition, ...(subject === undefined ? [] : [subject])),
+    notifyProgress: k('notify', 'progress'),
+    notifyDeadLetterCursor: k('notify', 'dead-letter-cursor'),
+    notifyRefusalsReported: k('notify', 'refusals-reported'),
+    notifyRefusalsSince: k('notify', 'refusals-since'),
+    notifyCounts: k('notify', 'counts'),
+    notifyLast: k('notify', 'last'),
+    notifyChannels: k('notify', 'channels'),
   };
 }
 

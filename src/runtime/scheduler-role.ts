@@ -1,6 +1,7 @@
 /**
  * The scheduler role: BullMQ job schedulers for housekeeping (one job per tick however many
- * scheduler processes run: the scheduler id is the dedup key), their worker, and the 401 probe.
+ * scheduler processes run: the scheduler id is the dedup key), their worker, the 401 probe, and
+ * the notifications (`notify-role.ts`).
  */
 import { Worker, type Job } from 'bullmq';
 import { apiClientFor } from './api-client.js';
@@ -9,6 +10,7 @@ import { HOUSEKEEPING_QUEUE } from '../queue/keys.js';
 import type { ApiTarget } from './api-target.js';
 import type { Context } from './context.js';
 import { runHousekeeping, HOUSEKEEPING_JOBS } from './housekeeping.js';
+import { startNotifications } from './notify-role.js';
 
 export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan: () => Promise<void>): Promise<void> {
   const { config, logger } = ctx;
@@ -59,4 +61,6 @@ export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan
   };
   schedule();
   ctx.closers.push('auth probe', () => clearTimeout(timer));
+
+  await startNotifications(ctx, limiter);
 }

@@ -11,6 +11,7 @@
  */
 import { runDeploymentUpgrades } from './upgrades.js';
 import { readOutcomeBacklog } from '../queue/outcome-list.js';
+import { readSendCounts } from '../queue/notify-record.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import { readRefusals } from '../queue/activity.js';
@@ -121,6 +122,7 @@ function watchHealth(state: DaemonState, ctx: Context): { metrics: Metrics; read
     maxQueued: config.delivery.maxQueued,
     ...(roles.includes('watcher') ? { spoolDisk } : {}),
     redisOutages: () => ctx.health.outages(),
+    notificationCounts: () => readSendCounts(ctx.redis, ctx.keys),
   });
   return { metrics, readiness };
 }

@@ -1,0 +1,182 @@
+/**
+ * The lasting conditions, read from the state every process shares (the digests are in
+ * `digests.ts`, Redis itself in `redis-watch.ts`). Each check says whether the condition is bad now,
+ * how long it must stay bad before it fires, and the words of its firing and resolved messages.
+ *
+ * - api-key-refused: the 401 gate is closed (`queue/auth-gate.ts`). At once.
+ * - backlog-stuck: items waiting (waiting, prioritized, active; not delayed: events dated in the
+ *   future wait there on purpose) and none finished (sent, dead-lettered, superseded, duplicate)
+ *   for `backlogStuckMinutes`. A 429 pause, a full rate-limit window or a 401 are normal holds: while
+ *   one lasts, the clock starts again.
+ * - spool-unwatched: a spool that was ever watched has no lease holder for `spoolUnwatchedSec`.
+ * - spool-disk-low: the spool's filesystem has less free than `minFreeBytes` or `minFreePercent`.
+ */
+import { statfs } from 'node:fs/promises';
+import type { NotifyConfig } from '../config/schema.js';
+import type { AuthGate } from '../queue/auth-gate.js';
+import { ITEM_KINDS, type ItemKind, type Keys } from '../queue/keys.js';
+import { createLease } from '../queue/lease.js';
+import type { RateLimiter } from '../queue/limiter.js';
+import type { QueueSet } from '../queue/queues.js';
+import type { RedisConnection } from '../queue/redis.js';
+import type { Stats } from '../queue/stats.js';
+import type { Condition } from './message.js';
+
+export interface Words {
+  summary: string;
+  details: Record<string, unknown>;
+}
+
+export interface Observation {
+  condition: Condition;
+  /** What the condition is about when there can be several (a spool id). */
+  subject?: string;
+  isBad: boolean;
+  forMs: number;
+  firing: Words;
+  resolved: Words;
+}
+
+export interface ConditionSources {
+  redis: RedisConnection;
+  keys: Keys;
+  queues: QueueSet;
+  stats: Stats;
+  authGate: AuthGate;
+  /** The shared limiter of the key in use (429 pause and window), or null when unknown. */
+  limiter: RateLimiter | null;
+  ratePerMinute: number;
+  /** The spool folder as this process sees it, or null (the disk check is then skipped). */
+  spoolDir: string | null;
+  notify: NotifyConfig;
+}
+
+export async function checkApiKey(sources: ConditionSources): Promise<Observation> {
+  const failure = await sources.authGate.failure();
+  const details: Record<string, unknown> =
+    failure === null ? {} : { endpoint: failure.endpoint, reason: failure.message, since: failure.at, probesRefused: failure.probes ?? 0 };
+  return {
+    condition: 'api-key-refused',
+    isBad: failure !== null,
+    forMs: 0,
+    firing: {
+      summary: 'The API refuses our key (401): sending is paused until it accepts it again',
+      details: { ...details, action: 'check CARRIER_SYNC_CARRIER_KEY; a probe retries with backoff, or run `carrier-sync resume` after fixing it' },
+    },
+    resolved: { summary: 'The API accepts our key again: sending resumed', details: {} },
+  };
+}
+
+const FINISHED = ['sent', 'dead_lettered', 'superseded', 'duplicates'] as const;
+
+export async function checkBacklog(sources: ConditionSources, nowMs: number): Promise<Observation | null> {
+  const minutes = sources.notify.backlogStuckMinutes;
+  if (minutes === null) return null;
+  const { redis, keys } = sources;
+  const [stats, waitingByKind, failure, pausedForMs, inWindow] = await Promise.all([
+    sources.stats.read(),
+    Promise.all(
+      ITEM_KINDS.map(async (kind) => {
+        const counts = await sources.queues.items[kind].getJobCounts('waiting', 'prioritized', 'waiting-children', 'active');
+        return [kind, Object.values(counts).reduce((sum, n) => sum + n, 0)] as const;
+      }),
+    ),
+    sources.authGate.failure(),
+    sources.limiter?.pausedForMs() ?? 0,
+    sources.limiter?.inWindow() ?? 0,
+  ]);
+  const finished = FINISHED.reduce((sum, counter) => sum + ITEM_KINDS.reduce((s, kind) => s + stats[counter][kind], 0), 0);
+  const waiting = Object.fromEntries(waitingByKind) as Record<ItemKind, number>;
+  const total = Object.values(waiting).reduce((sum, n) => sum + n, 0);
+  const isHeld = failure !== null || pausedForMs > 0 || inWindow >= sources.ratePerMinute;
+  const last = await redis.hgetall(keys.notifyProgress);
+  let progressAtMs = Number(last['at'] ?? nowMs);
+  // The clock restarts on progress, when nothing waits, and during a normal hold.
+  if (last['finished'] !== String(finished) || total === 0 || isHeld || last['at'] === undefined) {
+    progressAtMs = nowMs;
+    await redis.hset(keys.notifyProgress, 'finished', String(finished), 'at', String(nowMs));
+  }
+  const stuckMs = nowMs - progressAtMs;
+  return {
+    condition: 'backlog-stuck',
+    isBad: total > 0 && stuckMs >= minutes * 60_000,
+    forMs: 0,
+    firing: {
+      summary: `${total} item${total === 1 ? '' : 's'} waiting and none sent for ${Math.round(stuckMs / 60_000)} minutes`,
+      details: {
+        waiting,
+        lastProgressAt: new Date(progressAtMs).toISOString(),
+        action: 'check that worker processes run (carrier-sync status) and their logs',
+      },
+    },
+    resolved: { summary: total === 0 ? 'Backlog cleared: nothing waiting' : 'Items are being sent again', details: { waiting } },
+  };
+}
+
+export async function checkSpools(sources: ConditionSources): Promise<Observation[]> {
+  const seconds = sources.notify.spoolUnwatchedSec;
+  if (seconds === null) return [];
+  const { redis, keys } = sources;
+  const ids = (await redis.smembers(keys.spools)).sort();
+  return Promise.all(
+    ids.map(async (spoolId): Promise<Observation> => {
+      const holder = await createLease(redis, keys.spoolLease(spoolId)).read();
+      return {
+        condition: 'spool-unwatched',
+        subject: spoolId,
+        isBad: holder === null,
+        forMs: seconds * 1000,
+        firing: {
+          summary: `No process watches spool ${spoolId}: files dropped there are not picked up`,
+          details: { spoolId, action: 'start a process with the watcher role on this spool' },
+        },
+        resolved: {
+          summary: `Spool ${spoolId} is watched again`,
+          details: holder === null ? { spoolId } : { spoolId, host: holder.host, pid: holder.pid },
+        },
+      };
+    }),
+  );
+}
+
+export async function checkDisk(sources: ConditionSources): Promise<Observation | null> {
+  const bounds = sources.notify.diskLow;
+  if (bounds === null || sources.spoolDir === null) return null;
+  let stats;
+  try {
+    stats = await statfs(sources.spoolDir);
+  } catch {
+    return null; // not mounted on this host (a scheduler away from the spool): nothing to say
+  }
+  const freeBytes = stats.bavail * stats.bsize;
+  const sizeBytes = stats.blocks * stats.bsize;
+  const freePercent = sizeBytes === 0 ? 100 : (freeBytes / sizeBytes) * 100;
+  const details = {
+    dir: sources.spoolDir,
+    freeBytes,
+    freePercent: Math.round(freePercent * 10) / 10,
+    minFreeBytes: bounds.minFreeBytes,
+    minFreePercent: bounds.minFreePercent,
+  };
+  return {
+    condition: 'spool-disk-low',
+    isBad: freeBytes < bounds.minFreeBytes || freePercent < bounds.minFreePercent,
+    forMs: 0,
+    firing: {
+      summary: `The spool's disk is nearly full: ${formatBytes(freeBytes)} free (${details.freePercent}%); files cannot be archived when it is full`,
+      details: { ...details, action: 'free space on the spool filesystem (archive/ can be moved elsewhere)' },
+    },
+    resolved: { summary: `The spool's disk has room again: ${formatBytes(freeBytes)} free (${details.freePercent}%)`, details },
+  };
+}
+
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${value < 10 && unit > 0 ? value.toFixed(1) : Math.round(value)} ${units[unit]}`;
+}

@@ -1,0 +1,81 @@
+/**
+ * E-mail over SMTP with nodemailer. `smtp://user:pass@host:587` upgrades with STARTTLS (required
+ * unless `requireTls` is off: the password never crosses the network in clear); `smtps://…:465`
+ * is TLS from the first byte. The server's certificate is checked unless `rejectUnauthorized` is
+ * off. One connection per message: notifications are rare, a pool would only hold sockets open.
+ */
+import { createTransport } from 'nodemailer';
+import type { NotifyConfig } from '../config/schema.js';
+import type { Channel } from './channel.js';
+import { plainTextOf, titleOf, type Notification } from './message.js';
+
+export interface SmtpTarget {
+  host: string;
+  port: number;
+  isTls: boolean;
+  user: string | null;
+  password: string | null;
+}
+
+/** Reads `smtp[s]://[user[:pass]@]host[:port]`; throws (without the URL) when it cannot. */
+export function parseSmtpUrl(url: string): SmtpTarget {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error('CARRIER_SYNC_NOTIFY_SMTP_URL is not a valid URL');
+  }
+  const isTls = parsed.protocol === 'smtps:';
+  if (!isTls && parsed.protocol !== 'smtp:') throw new Error('CARRIER_SYNC_NOTIFY_SMTP_URL must start with smtp:// or smtps://');
+  return {
+    host: parsed.hostname,
+    port: parsed.port === '' ? (isTls ? 465 : 587) : Number(parsed.port),
+    isTls,
+    user: parsed.username === '' ? null : decodeURIComponent(parsed.username),
+    password: parsed.password === '' ? null : decodeURIComponent(parsed.password),
+  };
+}
+
+export interface EmailContent {
+  subject: string;
+  text: string;
+}
+
+export function emailContentOf(n: Notification): EmailContent {
+  return { subject: `carrier-sync ${titleOf(n)}`, text: plainTextOf(n) };
+}
+
+export function createEmailChannel(options: { email: Omit<NotifyConfig['email'], 'smtpUrl'>; smtpUrl: string; timeoutMs: number }): Channel {
+  const target = parseSmtpUrl(options.smtpUrl);
+  const transport = createTransport({
+    host: target.host,
+    port: target.port,
+    secure: target.isTls,
+    requireTLS: !target.isTls && options.email.requireTls,
+    ...(target.user === null ? {} : { auth: { user: target.user, pass: target.password ?? '' } }),
+    tls: { rejectUnauthorized: options.email.rejectUnauthorized },
+    connectionTimeout: options.timeoutMs,
+    greetingTimeout: options.timeoutMs,
+    socketTimeout: options.timeoutMs,
+  });
+  const secrets = [target.password, target.user].filter((s): s is string => s !== null && s.length >= 3);
+  return {
+    name: 'email',
+    target: `${target.isTls ? 'smtps' : 'smtp'}://${target.host}:${target.port}`,
+    async send(n) {
+      const content = emailContentOf(n);
+      try {
+        const info = await transport.sendMail({ from: options.email.from ?? undefined, to: [...options.email.to], ...content });
+        return String(info.response ?? 'accepted');
+      } catch (error) {
+        // nodemailer's messages carry the server's answer ("535 5.7.8 …"); strip any credential anyway.
+        let message = (error as Error).message;
+        for (const secret of secrets) message = message.split(secret).join('[redacted]');
+        throw new Error(`SMTP ${target.host}:${target.port}: ${message}`, { cause: error });
+      }
+    },
+    async close() {
+      transport.close();
+    },
+  };
+}

@@ -1,0 +1,53 @@
+/**
+ * Slack (and compatible: Mattermost, Rocket.Chat, Discord's /slack endpoint) incoming webhooks.
+ * The payload follows Slack's documented shape: `text` (the fallback shown in notifications and by
+ * services that ignore blocks) plus `blocks`: a header (plain_text, at most 150 characters), a
+ * section with the details (mrkdwn, at most 3000) and a context line (host, version, time).
+ * Slack's mrkdwn wants `&`, `<` and `>` escaped; a link is `<url|label>`.
+ */
+import { originOf, postJson, type Channel } from './channel.js';
+import { detailLines, titleOf, type Notification } from './message.js';
+
+const HEADER_MAX_CHARS = 150;
+const SECTION_MAX_CHARS = 3000;
+const ICON = { firing: ':red_circle:', resolved: ':large_green_circle:', digest: ':page_facing_up:' } as const;
+
+export interface SlackPayload {
+  text: string;
+  blocks: Array<
+    | { type: 'header'; text: { type: 'plain_text'; text: string; emoji: boolean } }
+    | { type: 'section'; text: { type: 'mrkdwn'; text: string } }
+    | { type: 'context'; elements: Array<{ type: 'mrkdwn'; text: string }> }
+  >;
+}
+
+export function escapeMrkdwn(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+const cut = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
+
+export function slackPayloadOf(n: Notification): SlackPayload {
+  const lines = detailLines(n.details).map((line) => {
+    const link = /^(overview): (https?:\/\/\S+)$/.exec(line);
+    return link === null ? escapeMrkdwn(line) : `<${link[2]!}|open the overview>`;
+  });
+  const title = titleOf(n);
+  return {
+    text: `${ICON[n.state]} ${escapeMrkdwn(title)}`,
+    blocks: [
+      { type: 'header', text: { type: 'plain_text', text: cut(title, HEADER_MAX_CHARS), emoji: true } },
+      { type: 'section', text: { type: 'mrkdwn', text: cut(lines.length === 0 ? '_no details_' : lines.join('\n'), SECTION_MAX_CHARS) } },
+      { type: 'context', elements: [{ type: 'mrkdwn', text: escapeMrkdwn(`${n.host} · carrier-sync ${n.version} · ${n.at}`) }] },
+    ],
+  };
+}
+
+export function createSlackChannel(options: { url: string; timeoutMs: number }): Channel {
+  return {
+    name: 'slack',
+    target: originOf(options.url),
+    send: (n, signal) => postJson(options.url, JSON.stringify(slackPayloadOf(n)), {}, options.timeoutMs, signal),
+    async close() {},
+  };
+}

@@ -1,0 +1,117 @@
+/**
+ * Notifications, started by the scheduler role (and only there): the channels the config turns on,
+ * the sender that delivers in the background, the loop that checks the conditions, and the watch on
+ * this process' Redis connection. Nothing is started when no channel is configured.
+ */
+import { hostname } from 'node:os';
+import type { Config } from '../config/schema.js';
+import type { RateLimiter } from '../queue/limiter.js';
+import { publishChannels, recordSend } from '../queue/notify-record.js';
+import { channelsOf } from '../notify/configured.js';
+import { createEpisodes } from '../notify/episodes.js';
+import { durationText, startNotifyLoop } from '../notify/loop.js';
+import { makeNotification, type Origin } from '../notify/message.js';
+import { watchRedis } from '../notify/redis-watch.js';
+import { createSender, type RetryPolicy } from '../notify/sender.js';
+import type { Context } from './context.js';
+import { appVersion } from '../version.js';
+
+export function originOf(): Origin {
+  return { host: hostname(), version: appVersion() };
+}
+
+export function retryPolicyOf(notify: Config['notify']): RetryPolicy {
+  return { maxAttempts: notify.maxAttempts, baseMs: notify.retryBaseMs, maxMs: notify.retryMaxMs };
+}
+
+export async function startNotifications(ctx: Context, limiter: RateLimiter | null): Promise<void> {
+  const { config, redis, keys } = ctx;
+  const notify = config.notify;
+  const log = ctx.logger.child({ mod: 'notify' });
+  const channels = channelsOf(notify);
+  // Published even when empty: the overview must not list channels a previous start had.
+  await publishChannels(redis, keys, channels);
+  if (channels.length === 0) {
+    log.debug('no notification channel configured');
+    return;
+  }
+  log.info({ channels: channels.map((c) => `${c.name} ${c.target}`) }, 'notifications on');
+  const origin = originOf();
+  const sender = createSender({
+    channels,
+    policy: retryPolicyOf(notify),
+    logger: log,
+    onResult: (record) => {
+      const n = record.notification;
+      const outcome = { channel: record.channel, result: record.result, condition: n.condition, state: n.state, summary: n.summary, answer: record.answer };
+      recordSend(redis, keys, outcome, ctx.clock.now()).catch((error: unknown) => log.debug({ err: error }, 'recording a notification failed'));
+    },
+  });
+  ctx.closers.push('notification sender', () => sender.close());
+
+  const loop = startNotifyLoop({
+    sources: {
+      redis,
+      keys,
+      queues: ctx.queues,
+      stats: ctx.stats,
+      authGate: ctx.authGate,
+      attempts: ctx.attempts,
+      limiter,
+      ratePerMinute: config.delivery.ratePerMinute,
+      spoolDir: config.spool.dir,
+      notify,
+    },
+    episodes: createEpisodes(redis, keys),
+    sender,
+    origin,
+    digest: {
+      periodMs: notify.digestMinutes * 60_000,
+      sampleIds: notify.digestSampleIds,
+      // Port 0 (a free one) gives no address worth linking to.
+      overviewUrl: notify.overviewUrl ?? (config.http.port === 0 ? null : `http://${origin.host}:${config.http.port}/ui`),
+    },
+    checkIntervalMs: notify.checkIntervalMs,
+    now: () => ctx.clock.now(),
+    logger: log,
+  });
+  ctx.closers.push('notification checks', () => loop.close());
+  // The first pass now, before the daemon says it started: it marks where the digests begin (what
+  // was refused or dead-lettered before notifications existed is not news) and sends what is due.
+  await loop.tick();
+
+  if (notify.redisUnreachableSec !== null) {
+    const watch = watchRedis(redis, {
+      thresholdMs: notify.redisUnreachableSec * 1000,
+      now: () => ctx.clock.now(),
+      onFiring: (outage) =>
+        sender.send(
+          makeNotification(
+            origin,
+            'redis-unreachable',
+            'firing',
+            `Redis has been unreachable for ${durationText(ctx.clock.now() - outage.sinceMs)}: nothing is taken in or sent until it answers`,
+            { since: new Date(outage.sinceMs).toISOString(), reason: outage.reason, pid: process.pid, note: 'sent by each scheduler process on its own' },
+            ctx.clock.now(),
+          ),
+        ),
+      onResolved: (outage) =>
+        sender.send(
+          makeNotification(
+            origin,
+            'redis-unreachable',
+            'resolved',
+            `Redis answers again (after ${durationText((outage.untilMs ?? ctx.clock.now()) - outage.sinceMs)})`,
+            {
+              since: new Date(outage.sinceMs).toISOString(),
+              until: new Date(outage.untilMs ?? ctx.clock.now()).toISOString(),
+              lastedSec: Math.round(((outage.untilMs ?? ctx.clock.now()) - outage.sinceMs) / 1000),
+              pid: process.pid,
+            },
+            ctx.clock.now(),
+          ),
+        ),
+    });
+    ctx.closers.push('redis watch', () => watch.close());
+  }
+}

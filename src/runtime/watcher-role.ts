@@ -1,6 +1,6 @@
 /**
  * The watcher role: every process with it on one spool competes for the spool's lease
- * (spool-lease.ts). The holder owns the spool: it claims inbox files, reconciles `.inflight/` when
+ * (spool/spool-lease.ts). The holder owns the spool: it claims inbox files, reconciles `.inflight/` when
  * it takes the lease, and consumes this spool's outcome messages to move files to archive/ or failed/.
  * The others stand by and do nothing on the spool; one of them takes over when the holder stops or
  * dies, through the same start-up path a fresh start takes.
@@ -25,7 +25,7 @@ import { startSpoolWatcher, type SpoolWatcher } from '../spool/watcher.js';
 import type { Context } from './context.js';
 import { startOutcomeConsumer } from './outcome-consumer.js';
 import { runSpoolUpgrades } from './upgrades.js';
-import { holdSpoolLease, type Fence, type HeldSession, type SpoolLeaseState } from './spool-lease.js';
+import { holdSpoolLease, type Fence, type HeldSession, type SpoolLeaseState } from '../spool/spool-lease.js';
 import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 

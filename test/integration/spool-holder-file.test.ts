@@ -13,7 +13,7 @@ import { createKeys } from '../../src/queue/keys.js';
 import { createLease } from '../../src/queue/lease.js';
 import { resolveDeploymentId } from '../../src/queue/deployment.js';
 import { closeRedis, connectRedis } from '../../src/queue/redis.js';
-import { holdSpoolLease, type Fence, type HeldSession, type SpoolLease } from '../../src/runtime/spool-lease.js';
+import { holdSpoolLease, type Fence, type HeldSession, type SpoolLease } from '../../src/spool/spool-lease.js';
 import { createHolderFile, HOLDER_FILE, readHolderFile, type HolderFile } from '../../src/spool/holder-file.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';

@@ -25,7 +25,7 @@ import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../log.js';
 import type { Lease, LeaseHolder } from '../queue/lease.js';
-import type { HolderFile, HolderRecord } from '../spool/holder-file.js';
+import type { HolderFile, HolderRecord } from './holder-file.js';
 
 /** Whether this process may still move the spool's files: checked before every move. */
 export interface Fence {

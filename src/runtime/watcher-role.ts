@@ -25,7 +25,8 @@ import { startSpoolWatcher, type SpoolWatcher } from '../spool/watcher.js';
 import type { Context } from './context.js';
 import { startOutcomeConsumer } from './outcome-consumer.js';
 import { runSpoolUpgrades } from './upgrades.js';
-import { holdSpoolLease, type Fence, type HeldSession, type SpoolLeaseState } from '../spool/spool-lease.js';
+import { holdSpoolLease } from '../spool/lease-holder.js';
+import type { Fence, HeldSession, SpoolLeaseState } from '../spool/spool-lease.js';
 import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 

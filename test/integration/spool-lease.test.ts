@@ -11,7 +11,8 @@ import { createLogger, type Logger } from '../../src/log.js';
 import { createKeys } from '../../src/queue/keys.js';
 import { createLease, type LeaseHolder } from '../../src/queue/lease.js';
 import { closeRedis, connectRedis, type RedisConnection } from '../../src/queue/redis.js';
-import { holdSpoolLease, type Fence, type HeldSession, type SpoolLease } from '../../src/runtime/spool-lease.js';
+import { holdSpoolLease } from '../../src/spool/lease-holder.js';
+import type { Fence, HeldSession, SpoolLease } from '../../src/spool/spool-lease.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 

@@ -1,0 +1,143 @@
+/**
+ * One claim pass over an inbox: claim, in arrival order and as room in the kind's queue allows,
+ * every candidate whose size and mtime were last seen to change at least writeStableMs ago. No
+ * lstat here: each inbox event already stat'ed the file, and the claim compares a fresh lstat
+ * (before and after its read) with what was seen — a file that changed unseen is 'changed', stat'ed
+ * once more and waits again. (Stat'ing every candidate on every tick cost ~5 lstats per file at
+ * writeStableMs 100, and up to room + 64 lstats a tick under a flood.) Claims run CLAIMS_AT_ONCE at
+ * a time (and within CLAIM_BYTES_AT_ONCE), each starting as soon as one ends (no batch waits for
+ * its slowest claim).
+ */
+import { lstat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { SPOOL_KINDS, type SpoolKind } from '../queue/keys.js';
+import { claimFile } from './claim.js';
+import { FULL_RETRY_FIRST_MS, FULL_RETRY_MAX_MS, isDiskFullError, spoolDiskRecoveries } from './disk-state.js';
+import { observe, scanInbox, type Candidate, type InboxState } from './inbox-state.js';
+
+/**
+ * Claims at once, and the file bytes they may hold together (one larger file still goes through
+ * alone). A claim mostly waits (file system, Redis round trips), so many overlap; each holds its
+ * bytes, their base64 or parsed XML and a pdf-lib document until queued, hence the byte bound.
+ * (Ingest bench, 2,000 files: 32 at once ~1,130 µs of daemon CPU a file, 8 at once ~1,300 µs; the
+ * memory bench's flood peak did not differ beyond its noise. With synchronous local reads and
+ * batched queueing, 20,000 files: 128 at once ~285–335 µs a file, 32 at once ~320–350 µs, within
+ * the noise of a loaded machine; peak RSS the same.)
+ */
+const CLAIMS_AT_ONCE = 32;
+const CLAIM_BYTES_AT_ONCE = 16 * 1024 * 1024;
+
+/** The claims of one pass in progress: the next to start, and what those running hold. */
+interface Slots {
+  next: number;
+  bytes: number;
+  running: number;
+  waiting: Array<() => void>;
+}
+
+export async function claimPass(state: InboxState, kind: SpoolKind): Promise<void> {
+  const queue = state.candidates[kind];
+  if (queue.size === 0) return;
+  const room = await roomIn(state, kind);
+  if (room <= 0) return;
+  endBackoffsAfterRecovery(state);
+  const claimed = await claimAll(state, kind, readyToClaim(state, kind, room));
+  // A flood can overflow the inotify queue (16,384 events by default), which drops events without
+  // a word. Once a flood is drained, list the inbox again rather than wait for the periodic rescan
+  // (a 20,000-file drop left ~1,000 files waiting for it). The inbox is about empty then: cheap.
+  state.claimedSinceScan[kind] += claimed;
+  if (queue.size === 0 && state.claimedSinceScan[kind] >= CLAIMS_AT_ONCE) {
+    state.claimedSinceScan[kind] = 0;
+    await scanInbox(state, kind);
+  }
+}
+
+/** Room in the kind's queue (back-pressure: none while it holds maxQueued unfinished items). */
+async function roomIn(state: InboxState, kind: SpoolKind): Promise<number> {
+  const { deps, throttled } = state;
+  const room = deps.maxQueued - (await deps.backlog(kind));
+  if (room <= 0) {
+    const waitingInInbox = state.candidates[kind].size;
+    if (!throttled.has(kind)) deps.logger.warn({ kind, waitingInInbox, maxQueued: deps.maxQueued }, 'back-pressure: queue full, files wait in the inbox');
+    throttled.add(kind);
+    return room;
+  }
+  if (throttled.delete(kind)) deps.logger.info({ kind }, 'back-pressure released');
+  return room;
+}
+
+/** The disk has room again: what was backing off from it goes now, not at the end of its backoff. */
+function endBackoffsAfterRecovery(state: InboxState): void {
+  if (spoolDiskRecoveries() === state.recoveriesSeen) return;
+  state.recoveriesSeen = spoolDiskRecoveries();
+  for (const each of SPOOL_KINDS) for (const candidate of state.candidates[each].values()) Object.assign(candidate, { retryAt: undefined, fullFailures: undefined });
+}
+
+/** Up to `room` candidates, in arrival order, quiet for writeStableMs and not backing off. */
+function readyToClaim(state: InboxState, kind: SpoolKind, room: number): Array<[string, Candidate]> {
+  const { deps } = state;
+  const now = deps.clock.now();
+  const ready: Array<[string, Candidate]> = [];
+  for (const [name, candidate] of state.candidates[kind]) {
+    if (ready.length >= room) break;
+    if (now - candidate.stableSince >= deps.spool.writeStableMs && (candidate.retryAt ?? 0) <= now) ready.push([name, candidate]);
+  }
+  return ready;
+}
+
+/** Claims `ready`, CLAIMS_AT_ONCE at a time within CLAIM_BYTES_AT_ONCE; returns how many were started. */
+async function claimAll(state: InboxState, kind: SpoolKind, ready: Array<[string, Candidate]>): Promise<number> {
+  const slots: Slots = { next: 0, bytes: 0, running: 0, waiting: [] };
+  await Promise.all(Array.from({ length: Math.min(CLAIMS_AT_ONCE, ready.length) }, () => claimNext(state, kind, ready, slots)));
+  return slots.next;
+}
+
+/** One of the concurrent claimers: takes the next ready file while the byte bound allows. */
+async function claimNext(state: InboxState, kind: SpoolKind, ready: Array<[string, Candidate]>, slots: Slots): Promise<void> {
+  while (slots.next < ready.length) {
+    const [name, candidate] = ready[slots.next]!;
+    const bytes = Math.max(0, candidate.size);
+    if (slots.running > 0 && slots.bytes + bytes > CLAIM_BYTES_AT_ONCE) {
+      await new Promise<void>((resolve) => slots.waiting.push(resolve));
+      continue;
+    }
+    slots.next += 1;
+    slots.bytes += bytes;
+    slots.running += 1;
+    try {
+      await claimOne(state, kind, name, candidate);
+    } finally {
+      slots.bytes -= bytes;
+      slots.running -= 1;
+      const woken = slots.waiting;
+      slots.waiting = [];
+      for (const wake of woken) wake();
+    }
+  }
+}
+
+/** Claims one file; a file that changed meanwhile waits again, a failed claim is tried again later. */
+async function claimOne(state: InboxState, kind: SpoolKind, name: string, candidate: Candidate): Promise<void> {
+  const { deps } = state;
+  const queue = state.candidates[kind];
+  try {
+    const result = await claimFile(deps, kind, name, candidate);
+    if (result !== 'changed') queue.delete(name);
+    else {
+      const stat = await lstat(join(deps.paths.inbox(kind), name)).catch(() => null);
+      if (stat === null) queue.delete(name);
+      else observe(state, kind, name, stat.size, stat.mtimeMs);
+    }
+  } catch (error) {
+    if (isDiskFullError(error)) {
+      // Said once by the disk state (a warning); retried with a doubling backoff, not every writeStableMs.
+      candidate.fullFailures = (candidate.fullFailures ?? 0) + 1;
+      const retryInMs = Math.min(FULL_RETRY_FIRST_MS * 2 ** Math.min(candidate.fullFailures - 1, 20), FULL_RETRY_MAX_MS);
+      candidate.retryAt = deps.clock.now() + retryInMs;
+      deps.logger.debug({ kind, file: name, err: error, retryInMs }, 'claim failed: the spool disk is full; will try again');
+    } else {
+      deps.logger.error({ kind, file: name, err: error }, 'claim failed; will try again');
+      candidate.stableSince = deps.clock.now();
+    }
+  }
+}

@@ -1,0 +1,196 @@
+/**
+ * What the spool's holder runs while it holds the lease (lease-holder.ts starts it with the term's
+ * fence). It takes the same path as a fresh start, so a takeover settles what a crash left:
+ *   register the spool → in-flight index → sweep failed/ → reconcile `.inflight/` → upgrades →
+ *   outcome consumer → inbox watcher → the same reconcile, periodically.
+ * Every move of a file checks the fence first: once the lease is lost, nothing moves.
+ *
+ * The outcome side comes in as functions (`OutcomeSide`), wired by runtime/watcher-role.ts:
+ * outcome/ imports spool/, so spool/ does not import outcome/.
+ */
+import { mkdir, readdir } from 'node:fs/promises';
+import type { Clock } from '../clock.js';
+import type { SpoolConfig } from '../config/schema.js';
+import type { Logger } from '../log.js';
+import { addRefusal } from '../queue/activity.js';
+import type { Batches } from '../queue/batches.js';
+import type { EnqueueDeps } from '../queue/enqueue.js';
+import type { ReportContent } from '../queue/failure-report.js';
+import { ITEM_KIND_OF, SPOOL_KINDS, type Keys, type SpoolKind } from '../queue/keys.js';
+import type { OutcomeMessage } from '../queue/payloads.js';
+import type { RedisConnection } from '../queue/redis.js';
+import { addStat } from '../queue/stats.js';
+import type { ClaimDeps, SpoolSink } from './claim.js';
+import { loadInflightIndex, type InflightIndex } from './inflight-index.js';
+import { parseInflightName, type SpoolPaths } from './paths.js';
+import { reconcileInflight } from './reconcile.js';
+import type { Fence, HeldSession } from './spool-lease.js';
+import { startSpoolWatcher, type SpoolWatcher } from './watcher.js';
+
+/** Longest the shutdown waits for the outcomes of the last finished items before closing anyway. */
+const OUTCOME_DRAIN_MS = 5000;
+
+/** Moves of this spool's files to archive/ or failed/ (outcome/apply.ts). */
+export interface SpoolOutcomes extends SpoolSink {
+  apply(message: OutcomeMessage): Promise<void>;
+}
+
+export interface OutcomeSide {
+  /** This spool's outcomes, finding in-flight files through `index`. */
+  open(index: InflightIndex): SpoolOutcomes;
+  /** Clears what interrupted moves left in one failed/ folder; returns the names removed (outcome/files.ts). */
+  sweepInterruptedMoves(failedDir: string, pending: { claims: ReadonlySet<string>; inbox: ReadonlySet<string> }): Promise<string[]>;
+  /** Starts applying this spool's outcome messages with `apply`; nothing is applied or removed once `isHeld` says no. */
+  startConsumer(apply: (message: OutcomeMessage) => Promise<void>, isHeld: () => boolean): { drain(maxMs: number): Promise<void>; stop(): Promise<void> };
+}
+
+export interface SpoolSessionDeps {
+  paths: SpoolPaths;
+  spool: SpoolConfig;
+  /** Unfinished items a kind's queue may hold before its inbox waits (back-pressure). */
+  maxQueued: number;
+  redis: RedisConnection;
+  keys: Keys;
+  enqueue: EnqueueDeps;
+  batches: Batches;
+  backlog(kind: SpoolKind): Promise<number>;
+  /** Upgrades this spool's stored data (runtime/upgrades.ts), before its outcomes are applied. */
+  upgrade(): Promise<void>;
+  outcomes: OutcomeSide;
+  clock: Clock;
+  logger: Logger;
+}
+
+export interface SpoolSession extends HeldSession {
+  watcher: SpoolWatcher;
+}
+
+/** What the session's steps share. */
+interface SessionState {
+  deps: SpoolSessionDeps;
+  fence: Fence;
+  index: InflightIndex;
+  outcomes: SpoolOutcomes;
+  claimDeps: ClaimDeps;
+}
+
+export async function startSpoolSession(deps: SpoolSessionDeps, fence: Fence): Promise<SpoolSession> {
+  const { paths, logger: log } = deps;
+  const state = await openSession(deps, fence);
+  await sweepFailed(state);
+  await reconcileInflight(state.claimDeps, state.index, log);
+
+  await deps.upgrade();
+  const outcomeConsumer = deps.outcomes.startConsumer(
+    async (message) => {
+      fence.assertHeld();
+      await state.outcomes.apply(message);
+    },
+    () => fence.isHeld(),
+  );
+  const watcher = await startSpoolWatcher({ ...state.claimDeps, maxQueued: deps.maxQueued, backlog: deps.backlog }).catch(async (error: unknown) => {
+    await outcomeConsumer.stop();
+    throw error;
+  });
+  const reconcileTimer = reconcileEvery(state);
+  log.info(
+    { archive: `${paths.root}/archive/<kind>/<YYYY-MM-DD>/`, failed: `${paths.root}/failed/<kind>/`, spoolId: paths.spoolId },
+    'files accepted by the API go to archive/, refused or dead-lettered ones to failed/ with a .error.json',
+  );
+  let stopping: Promise<void> | undefined;
+  return {
+    watcher,
+    stop({ isShutdown }) {
+      stopping ??= (async () => {
+        clearInterval(reconcileTimer);
+        await watcher.close();
+        // On shutdown this runs after the item workers closed: the outcomes they wrote while
+        // finishing their in-flight jobs are applied (files moved) first, within OUTCOME_DRAIN_MS.
+        // What is left is applied by the next holder of the spool.
+        if (isShutdown) await outcomeConsumer.drain(OUTCOME_DRAIN_MS);
+        await outcomeConsumer.stop();
+      })();
+      return stopping;
+    },
+  };
+}
+
+/** Registers the spool, loads what is in flight, and opens its outcomes behind the fence. */
+async function openSession(deps: SpoolSessionDeps, fence: Fence): Promise<SessionState> {
+  const { paths } = deps;
+  await deps.redis.sadd(deps.keys.spools, paths.spoolId);
+  for (const kind of SPOOL_KINDS) await mkdir(paths.inflight(kind), { recursive: true });
+  const index = await loadInflightIndex(paths);
+  const outcomes = deps.outcomes.open(index);
+  const claimDeps: ClaimDeps = {
+    paths,
+    spool: deps.spool,
+    enqueue: deps.enqueue,
+    batches: deps.batches,
+    sink: fencedSink(deps, fence, outcomes),
+    isOwner: () => fence.isHeld(),
+    track: (kind, name) => index.track(kind, name),
+    untrack: (kind, name) => index.forget(kind, name),
+    clock: deps.clock,
+    logger: deps.logger,
+  };
+  return { deps, fence, index, outcomes, claimDeps };
+}
+
+/** Where the claims send files that do not become jobs: each move checks the fence first. */
+function fencedSink(deps: SpoolSessionDeps, fence: Fence, outcomes: SpoolOutcomes): SpoolSink {
+  return {
+    async reject(kind, path, fileName, report) {
+      fence.assertHeld();
+      await outcomes.reject(kind, path, fileName, report);
+      await countRefusal(deps, kind, fileName, report);
+    },
+    async archive(kind, path, fileName) {
+      fence.assertHeld();
+      await outcomes.archive(kind, path, fileName);
+    },
+    async finishBatch(batchId) {
+      fence.assertHeld();
+      await outcomes.finishBatch(batchId);
+    },
+  };
+}
+
+/**
+ * A refused events file counts once; its invalid lines are counted when it is parsed. The counters
+ * and the overview's refusals (by code, latest 20, per minute): one round trip.
+ */
+async function countRefusal(deps: SpoolSessionDeps, kind: SpoolKind, fileName: string, report: ReportContent): Promise<void> {
+  const { redis, keys, clock } = deps;
+  const chain = addStat(addStat(redis.multi(), keys.stats, 'received', ITEM_KIND_OF[kind]), keys.stats, 'failed', ITEM_KIND_OF[kind]);
+  const refusal = { at: new Date(clock.now()).toISOString(), kind, file: fileName, code: report.code, reason: report.message };
+  await addRefusal(chain, keys, refusal, clock.now()).exec();
+}
+
+/** Clears what interrupted moves left in failed/, before anything moves files again. */
+async function sweepFailed(state: SessionState): Promise<void> {
+  const { paths, logger: log } = state.deps;
+  for (const kind of SPOOL_KINDS) {
+    const inbox = new Set(await readdir(paths.inbox(kind)).catch(() => [] as string[]));
+    const claims = new Set(state.index.all(kind).flatMap((name) => parseInflightName(name)?.claimId ?? []));
+    state.fence.assertHeld();
+    const swept = await state.deps.outcomes.sweepInterruptedMoves(paths.failed(kind), { claims, inbox });
+    if (swept.length > 0) log.warn({ kind, swept }, 'cleared what interrupted moves left in failed/ (their files are decided again)');
+  }
+}
+
+/**
+ * The start's reconcile, periodically, for claims that lost their job or outcome while the process
+ * kept running (Redis away at the wrong moment). Claims younger than a minute are left alone.
+ */
+function reconcileEvery(state: SessionState): NodeJS.Timeout {
+  const { deps, fence } = state;
+  const timer = setInterval(() => {
+    if (!fence.isHeld()) return;
+    reconcileInflight(state.claimDeps, state.index, deps.logger, deps.clock.now() - 60_000).catch((error: unknown) =>
+      deps.logger.warn({ err: error }, 'in-flight reconcile failed'),
+    );
+  }, deps.spool.rescanIntervalMs);
+  timer.unref();
+  return timer;
+}

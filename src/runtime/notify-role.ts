@@ -12,8 +12,9 @@ import { createEpisodes } from '../notify/episodes.js';
 import { durationText, startNotifyLoop } from '../notify/loop.js';
 import { makeNotification, type Origin } from '../notify/message.js';
 import { watchRedis } from '../notify/redis-watch.js';
-import { createSender, type RetryPolicy } from '../notify/sender.js';
+import { createSender, type RetryPolicy, type Sender } from '../notify/sender.js';
 import type { Context } from './context.js';
+import type { Logger } from '../log.js';
 import { appVersion } from '../version.js';
 
 export function originOf(): Origin {
@@ -25,30 +26,41 @@ export function retryPolicyOf(notify: Config['notify']): RetryPolicy {
 }
 
 export async function startNotifications(ctx: Context, limiter: RateLimiter | null): Promise<void> {
-  const { config, redis, keys } = ctx;
-  const notify = config.notify;
   const log = ctx.logger.child({ mod: 'notify' });
-  const channels = channelsOf(notify);
+  const channels = channelsOf(ctx.config.notify);
   // Published even when empty: the overview must not list channels a previous start had.
-  await publishChannels(redis, keys, channels);
+  await publishChannels(ctx.redis, ctx.keys, channels);
   if (channels.length === 0) {
     log.debug('no notification channel configured');
     return;
   }
   log.info({ channels: channels.map((c) => `${c.name} ${c.target}`) }, 'notifications on');
   const origin = originOf();
+  const sender = startSender(ctx, channels, log);
+  await startChecks(ctx, limiter, sender, origin, log);
+  if (ctx.config.notify.redisUnreachableSec !== null) watchRedisOutages(ctx, ctx.config.notify.redisUnreachableSec, sender, origin);
+}
+
+/** The background sender, every result recorded for the overview and the metric. */
+function startSender(ctx: Context, channels: ReturnType<typeof channelsOf>, log: Logger): Sender {
   const sender = createSender({
     channels,
-    policy: retryPolicyOf(notify),
+    policy: retryPolicyOf(ctx.config.notify),
     logger: log,
     onResult: (record) => {
       const n = record.notification;
       const outcome = { channel: record.channel, result: record.result, condition: n.condition, state: n.state, summary: n.summary, answer: record.answer };
-      recordSend(redis, keys, outcome, ctx.clock.now()).catch((error: unknown) => log.debug({ err: error }, 'recording a notification failed'));
+      recordSend(ctx.redis, ctx.keys, outcome, ctx.clock.now()).catch((error: unknown) => log.debug({ err: error }, 'recording a notification failed'));
     },
   });
   ctx.closers.push('notification sender', () => sender.close());
+  return sender;
+}
 
+/** The loop over the conditions and digests; its first pass runs before the daemon says it started. */
+async function startChecks(ctx: Context, limiter: RateLimiter | null, sender: Sender, origin: Origin, log: Logger): Promise<void> {
+  const { config, redis, keys } = ctx;
+  const notify = config.notify;
   const loop = startNotifyLoop({
     sources: {
       redis,
@@ -76,42 +88,46 @@ export async function startNotifications(ctx: Context, limiter: RateLimiter | nu
     logger: log,
   });
   ctx.closers.push('notification checks', () => loop.close());
-  // The first pass now, before the daemon says it started: it marks where the digests begin (what
-  // was refused or dead-lettered before notifications existed is not news) and sends what is due.
+  // The first pass marks where the digests begin (what was refused or dead-lettered before
+  // notifications existed is not news) and sends what is due.
   await loop.tick();
+}
 
-  if (notify.redisUnreachableSec !== null) {
-    const watch = watchRedis(redis, {
-      thresholdMs: notify.redisUnreachableSec * 1000,
-      now: () => ctx.clock.now(),
-      onFiring: (outage) =>
-        sender.send(
-          makeNotification(
-            origin,
-            'redis-unreachable',
-            'firing',
-            `Redis has been unreachable for ${durationText(ctx.clock.now() - outage.sinceMs)}: nothing is taken in or sent until it answers`,
-            { since: new Date(outage.sinceMs).toISOString(), reason: outage.reason, pid: process.pid, note: 'sent by each scheduler process on its own' },
-            ctx.clock.now(),
-          ),
+/** Redis unreachable cannot be claimed in Redis: this process tells its own outage, and its end. */
+function watchRedisOutages(ctx: Context, thresholdSec: number, sender: Sender, origin: Origin): void {
+  const now = (): number => ctx.clock.now();
+  const watch = watchRedis(ctx.redis, {
+    thresholdMs: thresholdSec * 1000,
+    now,
+    onFiring: (outage) =>
+      sender.send(
+        makeNotification(
+          origin,
+          'redis-unreachable',
+          'firing',
+          `Redis has been unreachable for ${durationText(now() - outage.sinceMs)}: nothing is taken in or sent until it answers`,
+          { since: new Date(outage.sinceMs).toISOString(), reason: outage.reason, pid: process.pid, note: 'sent by each scheduler process on its own' },
+          now(),
         ),
-      onResolved: (outage) =>
-        sender.send(
-          makeNotification(
-            origin,
-            'redis-unreachable',
-            'resolved',
-            `Redis answers again (after ${durationText((outage.untilMs ?? ctx.clock.now()) - outage.sinceMs)})`,
-            {
-              since: new Date(outage.sinceMs).toISOString(),
-              until: new Date(outage.untilMs ?? ctx.clock.now()).toISOString(),
-              lastedSec: Math.round(((outage.untilMs ?? ctx.clock.now()) - outage.sinceMs) / 1000),
-              pid: process.pid,
-            },
-            ctx.clock.now(),
-          ),
+      ),
+    onResolved: (outage) => {
+      const untilMs = outage.untilMs ?? now();
+      sender.send(
+        makeNotification(
+          origin,
+          'redis-unreachable',
+          'resolved',
+          `Redis answers again (after ${durationText(untilMs - outage.sinceMs)})`,
+          {
+            since: new Date(outage.sinceMs).toISOString(),
+            until: new Date(untilMs).toISOString(),
+            lastedSec: Math.round((untilMs - outage.sinceMs) / 1000),
+            pid: process.pid,
+          },
+          now(),
         ),
-    });
-    ctx.closers.push('redis watch', () => watch.close());
-  }
+      );
+    },
+  });
+  ctx.closers.push('redis watch', () => watch.close());
 }

@@ -46,51 +46,7 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps): Pipel
     deps.logger?.debug({ ...recorded }, 'sandbox request');
   };
 
-  app.addHook('onRequest', async (request, reply) => {
-    if (isControlRequest(request)) return;
-    const spec = endpointOf(request);
-    const declared = Number(request.headers['content-length']);
-    const entry: PendingRequest = {
-      at: deps.now(),
-      method: request.method,
-      path: request.url.split('?')[0] ?? request.url,
-      endpoint: spec?.name ?? 'unknown',
-      keyId: null,
-      bodyBytes: Number.isFinite(declared) ? declared : 0,
-    };
-    pending.set(request, entry);
-    const faults = deps.faults();
-    if (faults.resetRate > 0 && deps.random() < faults.resetRate) {
-      entry.fault = 'reset';
-      reply.hijack();
-      request.raw.socket.destroy();
-      finish(request, 0);
-      return;
-    }
-    const delayMs = delayOf(faults, deps.random);
-    if (delayMs > 0) await sleep(delayMs, undefined, { ref: false });
-    if (faults.errorRate > 0 && deps.random() < faults.errorRate) {
-      entry.fault = 'error';
-      return reply.code(503).send(shapeE('Service Unavailable'));
-    }
-    if (isActiveUntil(faults.unauthorizedUntil, deps.now())) {
-      entry.fault = 'unauthorized';
-      return reply.code(401).send(shapeE('Unauthorized'));
-    }
-    if (spec === undefined) return;
-    const keyId = deps.keyRing.identify(spec.key, request.headers);
-    if (keyId === null) return reply.code(401).send(shapeE('Unauthorized'));
-    entry.keyId = keyId;
-    if (isActiveUntil(faults.rateLimitStormUntil, deps.now())) {
-      entry.fault = 'storm';
-      return tooMany(reply, faults.stormRetryAfterSec);
-    }
-    const decision = deps.limiter.take(keyId, deps.now());
-    if (!decision.isAllowed) {
-      entry.fault = 'rate-limited';
-      return tooMany(reply, decision.retryAfterSec);
-    }
-  });
+  app.addHook('onRequest', async (request, reply) => admit(deps, pending, finish, request, reply));
 
   app.addHook('onResponse', async (request, reply) => finish(request, reply.statusCode));
 
@@ -123,6 +79,63 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps): Pipel
       if (entry !== undefined) Object.assign(entry, note);
     },
   };
+}
+
+/**
+ * The steps before a handler (see the file header): a request that a fault, the key or the limit
+ * stops is answered here; one that passes goes on to fastify's body parsing and its handler.
+ */
+async function admit(
+  deps: PipelineDeps,
+  pending: WeakMap<FastifyRequest, PendingRequest>,
+  finish: (request: FastifyRequest, status: number) => void,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply | undefined> {
+  if (isControlRequest(request)) return;
+  const spec = endpointOf(request);
+  const declared = Number(request.headers['content-length']);
+  const entry: PendingRequest = {
+    at: deps.now(),
+    method: request.method,
+    path: request.url.split('?')[0] ?? request.url,
+    endpoint: spec?.name ?? 'unknown',
+    keyId: null,
+    bodyBytes: Number.isFinite(declared) ? declared : 0,
+  };
+  pending.set(request, entry);
+  const faults = deps.faults();
+  if (faults.resetRate > 0 && deps.random() < faults.resetRate) {
+    entry.fault = 'reset';
+    reply.hijack();
+    request.raw.socket.destroy();
+    finish(request, 0);
+    return;
+  }
+  const delayMs = delayOf(faults, deps.random);
+  if (delayMs > 0) await sleep(delayMs, undefined, { ref: false });
+  if (faults.errorRate > 0 && deps.random() < faults.errorRate) {
+    entry.fault = 'error';
+    return reply.code(503).send(shapeE('Service Unavailable'));
+  }
+  if (isActiveUntil(faults.unauthorizedUntil, deps.now())) {
+    entry.fault = 'unauthorized';
+    return reply.code(401).send(shapeE('Unauthorized'));
+  }
+  if (spec === undefined) return;
+  const keyId = deps.keyRing.identify(spec.key, request.headers);
+  if (keyId === null) return reply.code(401).send(shapeE('Unauthorized'));
+  entry.keyId = keyId;
+  if (isActiveUntil(faults.rateLimitStormUntil, deps.now())) {
+    entry.fault = 'storm';
+    return tooMany(reply, faults.stormRetryAfterSec);
+  }
+  const decision = deps.limiter.take(keyId, deps.now());
+  if (!decision.isAllowed) {
+    entry.fault = 'rate-limited';
+    return tooMany(reply, decision.retryAfterSec);
+  }
+  return undefined;
 }
 
 const GENERIC_CODES: Readonly<Record<number, string>> = {

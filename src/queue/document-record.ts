@@ -67,7 +67,7 @@ return 'queue'
 );
 
 /**
- * `queueDocumentOrder` for many documents in one round trip, each in the given order (two of one
+ * The document order of many documents in one round trip, each in the given order (two of one
  * delivery in a batch meet the script one after the other, as two separate calls would).
  */
 export async function queueDocumentOrders(

@@ -3,17 +3,19 @@
  * event_at order, one at a time, under the shared rate limit. Each seed draws a plan with fast-check:
  * 2–3 daemon processes on one Redis and one carrier key (one `start`, the others
  * `start --roles worker`), a limit of 550–650 a minute with the real 60 s window (the reported
- * case: 600), and one events file holding 1.7–1.9 times the limit in unique events (about 1,000–
- * 1,200), 2–5 per delivery, lines shuffled, so that the backlog outlives the first window and the
- * file is queued in two or three chunks (enqueue.ts queues 500 at a time). One file: events of one delivery in two files keep the order of what is known
- * when each is sent (README, "Order"), which a model of requests alone cannot judge; meanwhile 429 storms, 401 windows, 5xx and socket resets, and
- * kill -9s of a random worker process (restarted at once).
+ * case: 600), and 1.7–1.9 times the limit in unique events (about 1,000–1,200), 2–5 per delivery,
+ * lines shuffled, in 1–4 events files dropped up to 4 s apart: the backlog outlives the first window,
+ * and a file is queued (in chunks of 500) while the events of the files before it are being sent;
+ * meanwhile 429 storms, 401 windows, 5xx and socket resets, and kill -9s of a random worker process
+ * (restarted at once).
  *
- * The model, per delivery, from the sandbox's request log: no request for an event before the last
- * answer to the event before it (by event_at) was sent. An event's last request is the one that
- * settled it for good (accepted, a repeat, or the answer that dead-lettered it), since the daemon
- * sends an event again only while it is unsettled. Also checked: every event accepted once, every
- * file archived, nothing left queued.
+ * The model, per delivery and file, from the sandbox's request log: no request for an event before
+ * the last answer to the event before it (by event_at) was sent. An event's last request is the one
+ * that settled it for good (accepted, a repeat, or the answer that dead-lettered it), since the
+ * daemon sends an event again only while it is unsettled. Events of one delivery in two files keep
+ * the order of what is known when each is sent (README, "Order"), which a model of requests alone
+ * cannot judge, so pairs across files are not checked. Also checked: every event accepted once,
+ * every file archived.
  *
  *   EVENT_ORDER_SEED   first seed     EVENT_ORDER_SEEDS  how many consecutive seeds (default 1)
  * `npm run test:event-order` runs 20 seeds. A failure prints its seed, the plan, and each broken
@@ -43,6 +45,9 @@ type Disturbance =
 interface OrderPlan {
   procs: number;
   ratePerMinute: number;
+  files: number;
+  /** Between two files' drops. */
+  fileGapMs: number;
   /** Events per delivery. */
   deliveries: number[];
   shuffleSeed: number;
@@ -68,6 +73,8 @@ const orderPlan: fc.Arbitrary<OrderPlan> = fc
   .record({
     procs: fc.integer({ min: 2, max: 3 }),
     ratePerMinute: fc.integer({ min: 550, max: 650 }),
+    files: fc.integer({ min: 1, max: 4 }),
+    fileGapMs: fc.integer({ min: 0, max: 4000 }),
     load: fc.integer({ min: 170, max: 190 }),
     sizes: fc.array(fc.integer({ min: 2, max: 5 }), { minLength: 700, maxLength: 700 }),
     shuffleSeed: fc.nat(),
@@ -112,6 +119,8 @@ interface Event {
   deliveryId: string;
   eventAt: string;
   epochMs: number;
+  /** Which file it was dropped in. */
+  file: number;
 }
 
 async function runSeed(seed: number): Promise<void> {
@@ -147,17 +156,27 @@ async function runSeed(seed: number): Promise<void> {
     const deliveryId = `${seedHex}-0000-4000-8000-${(d + 1).toString(16).padStart(12, '0')}`;
     for (let i = 0; i < size; i += 1) {
       const epochMs = base + (d % 7) * 1000 + i * 60_000;
-      events.push({ deliveryId, eventAt: new Date(epochMs).toISOString(), epochMs });
+      events.push({ deliveryId, eventAt: new Date(epochMs).toISOString(), epochMs, file: 0 });
     }
   });
   const lines = shuffled(events, plan.shuffleSeed);
+  const perFile = Math.ceil(lines.length / plan.files);
+  lines.forEach((event, i) => (event.file = Math.floor(i / perFile)));
   const inbox = join(e.spool, 'events');
   await mkdir(inbox, { recursive: true });
-  const body = lines.map((event) => JSON.stringify({ delivery_id: event.deliveryId, event_at: event.eventAt })).join('\n');
-  await writeFile(join(inbox, '.events.ndjson.tmp'), `${body}\n`);
-  await rename(join(inbox, '.events.ndjson.tmp'), join(inbox, 'events.ndjson'));
   const dropAt = Date.now();
-  note(`dropped ${lines.length} events in one file`);
+  const drops = (async () => {
+    for (let f = 0; f < plan.files; f += 1) {
+      if (f > 0) await delay(plan.fileGapMs);
+      const body = lines
+        .filter((event) => event.file === f)
+        .map((event) => JSON.stringify({ delivery_id: event.deliveryId, event_at: event.eventAt }))
+        .join('\n');
+      await writeFile(join(inbox, `.events-${f}.ndjson.tmp`), `${body}\n`);
+      await rename(join(inbox, `.events-${f}.ndjson.tmp`), join(inbox, `events-${f}.ndjson`));
+      note(`dropped events-${f}.ndjson`);
+    }
+  })();
 
   // The disturbances, on the plan's schedule (the workload's timing, not a synchronisation).
   for (const step of plan.disturbances) {
@@ -179,10 +198,11 @@ async function runSeed(seed: number): Promise<void> {
     }
   }
 
+  await drops;
   const archived = async (): Promise<number> => (await listFiles(join(e.spool, 'archive'))).filter((name) => name.startsWith('events/')).length;
   try {
-    await waitFor(async () => (await archived()) === 1, { timeoutMs: SETTLE_MS, intervalMs: 250, what: 'the events file archived' });
-    note('the events file archived');
+    await waitFor(async () => (await archived()) === plan.files, { timeoutMs: SETTLE_MS, intervalMs: 250, what: 'every events file archived' });
+    note('every events file archived');
   } catch (error) {
     throw new Error(`seed ${seed}: ${(error as Error).message}\n${opLog.join('\n')}\n${holder.tail(20)}`, { cause: error });
   }
@@ -218,12 +238,18 @@ export function orderProblems(events: readonly Event[], requests: readonly Sandb
     const instant = Date.parse(request.eventAt);
     instants.set(instant, [...(instants.get(instant) ?? []), request]);
   }
-  const instantsOf = new Map<string, number[]>();
-  for (const event of events) instantsOf.set(event.deliveryId, [...(instantsOf.get(event.deliveryId) ?? []), event.epochMs]);
+  // One chain per delivery and file: pairs across files are not judged (see the file header).
+  const instantsOf = new Map<string, { deliveryId: string; instants: number[] }>();
+  for (const event of events) {
+    const chain = `${event.deliveryId} ${event.file}`;
+    const entry = instantsOf.get(chain) ?? { deliveryId: event.deliveryId, instants: [] };
+    entry.instants.push(event.epochMs);
+    instantsOf.set(chain, entry);
+  }
   const problems: string[] = [];
   const show = (r: SandboxRequest): string =>
     `${r.eventAt} at +${r.at - t0} ms → ${r.status || 'reset'} after ${r.durationMs} ms${r.fault ? ` (${r.fault})` : ''}`;
-  for (const [deliveryId, instants] of instantsOf) {
+  for (const { deliveryId, instants } of instantsOf.values()) {
     const seen = byDelivery.get(deliveryId) ?? new Map<number, SandboxRequest[]>();
     const sorted = [...instants].sort((a, b) => a - b);
     for (let i = 1; i < sorted.length; i += 1) {

@@ -1,5 +1,5 @@
 /**
- * The compact document record (src/queue/push-gate.ts, "Document records"): its parts keep the
+ * The compact document record (src/queue/document-record.ts): its parts keep the
  * order and identity the push gate decides on, in far fewer bytes.
  */
 import fc from 'fast-check';

@@ -4,6 +4,7 @@ import { Command } from 'commander';
 import { registerBackfill } from './backfill.js';
 import { registerDlq } from './dlq.js';
 import { registerEnqueue } from './enqueue.js';
+import { registerHistory } from './history.js';
 import { registerResume } from './resume.js';
 import { registerSandbox } from './sandbox.js';
 import { registerStart } from './start.js';
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
     registerSandbox,
     registerBackfill,
     registerResume,
+    registerHistory,
   ]) {
     register(program);
   }

@@ -65,6 +65,7 @@ export const configSchema = z
       })
       .strict(),
     dedup: z.object({ retentionDays: positiveInt }).strict(),
+    history: z.object({ retentionDays: positiveInt }).strict(),
     http: z
       .object({
         port: z.number().int().min(0).max(65535),
@@ -131,3 +132,4 @@ export type Config = z.infer<typeof configSchema>;
 export type ApiConfig = Config['api'];
 export type SpoolConfig = Config['spool'];
 export type DeliveryConfig = Config['delivery'];
+export type HistoryConfig = Config['history'];

@@ -30,6 +30,12 @@ export interface OutcomeDeps {
   inflight: InflightIndex;
   clock: Clock;
   logger: Logger;
+  /** Told where each file ended, for its journey (queue/journey.ts). */
+  journey?: FileEndJournal;
+}
+
+export interface FileEndJournal {
+  ended(kind: SpoolKind, fileName: string, where: 'archived' | 'failed', target: string): void;
 }
 
 export interface Outcomes {
@@ -48,11 +54,13 @@ export function createOutcomes(deps: OutcomeDeps): Outcomes {
   const archive: Outcomes['archive'] = async (kind, path, fileName) => {
     const target = await moveInto(path, deps.paths.archive(kind, now()), fileName, deps.disk);
     if (target !== null) log.info({ kind, file: fileName, to: target }, 'file archived');
+    if (target !== null) deps.journey?.ended(kind, fileName, 'archived', target);
   };
 
   const reject: Outcomes['reject'] = async (kind, path, fileName, report) => {
     const target = await failInto(path, deps.paths.failed(kind), fileName, { kind, at: now().toISOString(), content: report }, deps.disk);
     if (target !== null) log.warn({ kind, file: fileName, to: target, code: report.code, reason: report.message }, 'file refused');
+    if (target !== null) deps.journey?.ended(kind, fileName, 'failed', target);
   };
 
   async function applyDocument(message: OutcomeMessage & { origin: { contentId: string; fileName: string } }): Promise<void> {

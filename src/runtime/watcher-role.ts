@@ -12,6 +12,7 @@ import { backlogOf } from '../queue/queues.js';
 import { addRefusal } from '../queue/activity.js';
 import { addStat } from '../queue/stats.js';
 import { createOutcomes } from '../outcome/apply.js';
+import { fileEndJournal, journeyWriterOf } from './journey-files.js';
 import { sweepInterruptedMoves } from '../outcome/files.js';
 import type { ClaimDeps } from '../spool/claim.js';
 import { loadInflightIndex } from '../spool/inflight-index.js';
@@ -82,7 +83,9 @@ async function startSpoolSession(ctx: Context, paths: SpoolPaths, fence: Fence):
   await ctx.redis.sadd(ctx.keys.spools, paths.spoolId);
   for (const kind of SPOOL_KINDS) await mkdir(paths.inflight(kind), { recursive: true });
   const index = await loadInflightIndex(paths);
+  const journey = journeyWriterOf(ctx);
   const outcomes = createOutcomes({
+    journey: fileEndJournal(journey, config.spool.dir),
     paths,
     disk: diskOf(config.spool),
     batches: ctx.batches,
@@ -121,6 +124,7 @@ async function startSpoolSession(ctx: Context, paths: SpoolPaths, fence: Fence):
     untrack: (kind, name) => index.forget(kind, name),
     clock: ctx.clock,
     logger: log,
+    journey,
   };
   for (const kind of SPOOL_KINDS) {
     const inbox = new Set(await readdir(paths.inbox(kind)).catch(() => [] as string[]));

@@ -1,0 +1,292 @@
+/**
+ * Reading journeys (journey.ts holds the layout): one delivery, the deliveries a file or a hash
+ * names, or every step in a time range; and each step in its public form (INTERFACE.md, "History":
+ * `at`, `delivery_id`, `kind`, `step`, …), with an attempt's start and answer joined into one
+ * `attempt` step — one without an answer says so ("no answer recorded").
+ */
+import { epochDayOf, KIND_OF_CODE, type StoredStep } from './journey.js';
+import type { ItemKind, Keys } from './keys.js';
+import type { RedisConnection } from './redis.js';
+
+export interface JourneyStep {
+  at: string;
+  delivery_id: string;
+  kind: ItemKind;
+  step: string;
+  file?: string;
+  sha256?: string;
+  size?: number;
+  mtime?: string;
+  host?: string;
+  pid?: number;
+  generation?: string;
+  attempt?: number;
+  /** HTTP status of the answer; absent when none came. */
+  status?: number;
+  code?: string;
+  apiCode?: string;
+  message?: string;
+  durationMs?: number;
+  /** 'none': the attempt started and no answer was recorded (the process died mid-request, or it is still on the wire). */
+  answer?: 'none';
+  event_at?: string;
+  source?: string;
+  line?: number;
+  duplicateOf?: string;
+  dueAt?: string;
+  path?: string;
+  by?: string;
+  supersededBy?: string;
+}
+
+function parse(line: string): StoredStep | null {
+  try {
+    const step = JSON.parse(line) as StoredStep;
+    return typeof step.s === 'string' && typeof step.t === 'number' ? step : null;
+  } catch {
+    return null;
+  }
+}
+
+function isoOf(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+function generationAbove(a: string | undefined, b: string | undefined): boolean {
+  const parts = (g: string | undefined): bigint[] => (g ?? '0.0').split('.').map((part) => BigInt(/^\d+$/.test(part) ? part : '0'));
+  const [a1 = 0n, a2 = 0n] = parts(a);
+  const [b1 = 0n, b2 = 0n] = parts(b);
+  return a1 !== b1 ? a1 > b1 : a2 > b2;
+}
+
+function sourceText(step: StoredStep): string {
+  if (step.src === 'file') return `${step.f ?? '?'} line ${step.l ?? '?'}`;
+  return step.src ?? 'unknown source';
+}
+
+/** One delivery's stored steps in their public form, oldest first. */
+export function publicSteps(deliveryId: string, lines: readonly string[]): JourneyStep[] {
+  const stored = lines.flatMap((line) => parse(line) ?? []).sort((a, b) => (a.t ?? 0) - (b.t ?? 0));
+  const shaOf = new Map<string, string>();
+  const answers = new Map<string, StoredStep>();
+  for (const step of stored) {
+    if (step.s === 'seen' && step.f !== undefined && step.h !== undefined) shaOf.set(`${step.k}${step.f}`, step.h);
+    if (step.s === 'answer' && step.a !== undefined) answers.set(step.a, step);
+  }
+  const newestQueued = new Map<string, StoredStep>();
+  for (const step of stored) {
+    if (step.s !== 'queued') continue;
+    const best = newestQueued.get(step.k);
+    if (best === undefined || !generationAbove(best.g, step.g)) newestQueued.set(step.k, step);
+  }
+  // Collecting: the first record of each instant that was not itself a duplicate.
+  const firstOfInstant = new Map<number, StoredStep>();
+  stored.forEach((step, i) => {
+    if (step.k !== 'e' || step.s !== 'received' || step.e === undefined) return;
+    const instant = Date.parse(step.e);
+    const next = stored.slice(i + 1).find((later) => later.k === 'e' && later.e === step.e);
+    if (next?.s !== 'duplicate' && !firstOfInstant.has(instant)) firstOfInstant.set(instant, step);
+  });
+
+  const out: JourneyStep[] = [];
+  for (const step of stored) {
+    if (step.s === 'answer' && step.a !== undefined && stored.some((s) => s.s === 'attempt' && s.a === step.a)) continue;
+    const base: JourneyStep = {
+      at: isoOf(step.t ?? 0),
+      delivery_id: deliveryId,
+      kind: KIND_OF_CODE[step.k] ?? 'label',
+      step: step.s === 'answer' ? 'attempt' : step.s,
+    };
+    const sha = step.h ?? (step.f === undefined ? undefined : shaOf.get(`${step.k}${step.f}`));
+    const view: JourneyStep = {
+      ...base,
+      ...(step.f === undefined ? {} : { file: step.f }),
+      ...(sha === undefined || sha === '' ? {} : { sha256: sha }),
+      ...(step.e === undefined ? {} : { event_at: step.e }),
+      ...(step.z === undefined ? {} : { size: step.z }),
+      ...(step.m === undefined ? {} : { mtime: isoOf(step.m) }),
+      ...(step.g === undefined ? {} : { generation: step.g }),
+      ...(step.to === undefined ? {} : { path: step.to }),
+      ...(step.by === undefined ? {} : { by: step.by }),
+      ...(step.d === undefined ? {} : { dueAt: isoOf(step.d) }),
+      ...(step.src === undefined ? {} : { source: step.src }),
+      ...(step.l === undefined ? {} : { line: step.l }),
+    };
+    if (step.w !== undefined) {
+      const cut = step.w.lastIndexOf('/');
+      view.host = step.w.slice(0, cut);
+      view.pid = Number(step.w.slice(cut + 1));
+    }
+    if (step.n !== undefined) view.attempt = step.n;
+    const answer = step.s === 'attempt' ? (step.a === undefined ? undefined : answers.get(step.a)) : step.s === 'answer' ? step : undefined;
+    if (step.s === 'attempt' && answer === undefined) {
+      view.answer = 'none';
+      view.message = 'no answer recorded';
+    }
+    const facts = answer ?? step;
+    if (facts.st !== undefined) view.status = facts.st;
+    if (facts.c !== undefined) view.code = facts.c;
+    if (facts.ac !== undefined) view.apiCode = facts.ac;
+    if (facts.r !== undefined) view.message = facts.r;
+    if (answer?.ms !== undefined) view.durationMs = answer.ms;
+    if (step.s === 'superseded') {
+      const newest = newestQueued.get(step.k);
+      if (newest?.f !== undefined && (newest.f !== step.f || generationAbove(newest.g, step.g))) view.supersededBy = newest.f;
+    }
+    if (step.s === 'duplicate' && step.e !== undefined && step.r === undefined) {
+      const first = firstOfInstant.get(Date.parse(step.e));
+      if (first !== undefined) view.duplicateOf = `${sourceText(first)} (event_at ${first.e ?? '?'}, ${isoOf(first.t ?? 0)})`;
+    }
+    out.push(view);
+  }
+  return out;
+}
+
+/** A step as one line of a timeline a person reads. */
+export function describeStep(step: JourneyStep): string {
+  switch (step.step) {
+    case 'seen':
+      return `seen ${step.file ?? ''} (${step.size ?? '?'} bytes, sha256 ${step.sha256 ?? '?'}, modified ${step.mtime ?? '?'})`;
+    case 'claimed':
+      return `claimed by ${step.host ?? '?'} pid ${step.pid ?? '?'}`;
+    case 'valid':
+      return 'checked: valid';
+    case 'refused':
+      return `refused locally: ${step.code ?? '?'}: ${step.message ?? ''}`;
+    case 'queued':
+      return `queued (generation ${step.generation ?? '-'})`;
+    case 'received':
+      return `received from ${step.source === 'file' ? `${step.file ?? '?'} line ${step.line ?? '?'}` : (step.source ?? '?')}`;
+    case 'held':
+      return `held until due at ${step.dueAt ?? '?'}`;
+    case 'duplicate':
+      return step.duplicateOf !== undefined ? `duplicate of ${step.duplicateOf}: not sent` : `duplicate: ${step.message ?? 'event_at already taken'}`;
+    case 'attempt': {
+      const who = step.host === undefined ? '' : ` by ${step.host} pid ${step.pid ?? '?'}`;
+      const head = `attempt ${step.attempt ?? ''}${who}`.replace('  ', ' ');
+      if (step.answer === 'none') return `${head}: no answer recorded`;
+      const status = step.status === undefined ? 'no response' : `HTTP ${step.status}`;
+      const codes = [step.code, step.apiCode].filter((c) => c !== undefined).join(' / ');
+      const message = step.message === undefined ? '' : ` ${step.message}`;
+      return `${head}: ${status}${codes === '' ? '' : ` ${codes}`}${message}${step.durationMs === undefined ? '' : ` (${step.durationMs} ms)`}`;
+    }
+    case 'superseded':
+      return `not sent: superseded by ${step.supersededBy ?? `a newer ${step.kind}`}`;
+    case 'already-accepted':
+      return 'not sent: the API holds these bytes already (identical re-drop)';
+    case 'accepted':
+      return 'accepted by the API';
+    case 'dead-lettered':
+      return `dead-lettered: ${[step.code, step.apiCode].filter((c) => c !== undefined).join(' / ')} ${step.message ?? ''}`.trim();
+    case 'replayed':
+      return `replayed ${step.by === 'ui' ? 'from the overview' : step.by === 'cli' ? 'with dlq retry' : 'by dropping the file again'}`;
+    case 'archived':
+    case 'failed':
+      return `file moved to ${step.path ?? '?'}`;
+    default:
+      return step.step;
+  }
+}
+
+/** The days a lookup reads: today and the retention before it. */
+function daysBack(nowMs: number, retentionDays: number): number[] {
+  const today = epochDayOf(nowMs);
+  return Array.from({ length: retentionDays + 1 }, (_, i) => today - i);
+}
+
+export async function readJourneys(redis: RedisConnection, keys: Keys, deliveryIds: readonly string[]): Promise<Map<string, JourneyStep[]>> {
+  const pipeline = redis.pipeline();
+  for (const id of deliveryIds) pipeline.lrange(keys.journey(id), 0, -1);
+  const replies = (await pipeline.exec()) ?? [];
+  const out = new Map<string, JourneyStep[]>();
+  deliveryIds.forEach((id, i) => {
+    const [error, lines] = replies[i] ?? [null, []];
+    if (error !== null) throw error;
+    out.set(id, publicSteps(id, (lines ?? []) as string[]));
+  });
+  return out;
+}
+
+export async function readJourney(redis: RedisConnection, keys: Keys, deliveryId: string): Promise<JourneyStep[]> {
+  return (await readJourneys(redis, keys, [deliveryId])).get(deliveryId) ?? [];
+}
+
+async function lexMembers(redis: RedisConnection, keysOfDays: readonly string[], prefix: string): Promise<string[]> {
+  const pipeline = redis.pipeline();
+  for (const key of keysOfDays) pipeline.zrangebylex(key, `[${prefix}`, `[${prefix}\xff`);
+  const replies = (await pipeline.exec()) ?? [];
+  const members = new Set<string>();
+  for (const [error, value] of replies) {
+    if (error !== null) throw error;
+    for (const member of (value ?? []) as string[]) members.add(member);
+  }
+  return [...members];
+}
+
+/** The deliveries with a file of this name in the retention, each with the steps about that file. */
+export async function findByFile(
+  redis: RedisConnection,
+  keys: Keys,
+  fileNames: readonly string[],
+  retentionDays: number,
+  nowMs: number,
+): Promise<JourneyStep[]> {
+  const days = daysBack(nowMs, retentionDays);
+  const deliveries = new Set<string>();
+  for (const name of fileNames) {
+    for (const member of await lexMembers(
+      redis,
+      days.map((d) => keys.journeyFiles(d)),
+      `${name}\n`,
+    ))
+      deliveries.add(member.slice(name.length + 1));
+  }
+  const names = new Set(fileNames);
+  const journeys = await readJourneys(redis, keys, [...deliveries]);
+  return [...journeys.values()].flatMap((steps) => {
+    // Events: every step of the events (by event_at) that came from one of these files.
+    const instants = new Set(steps.filter((s) => s.kind === 'collecting' && s.step === 'received' && names.has(s.file ?? '')).map((s) => s.event_at));
+    return steps.filter((s) => (s.kind === 'collecting' ? instants.has(s.event_at) : names.has(s.file ?? '')));
+  });
+}
+
+/** The files whose sha256 starts with `prefix` (hex, at least 4 characters), then as `findByFile`. */
+export async function findBySha256(redis: RedisConnection, keys: Keys, prefix: string, retentionDays: number, nowMs: number): Promise<JourneyStep[]> {
+  const wanted = prefix.toLowerCase();
+  const days = daysBack(nowMs, retentionDays);
+  const members = await lexMembers(
+    redis,
+    days.map((d) => keys.journeyHashes(d)),
+    wanted.slice(0, 16),
+  );
+  const names = [...new Set(members.map((member) => member.slice(member.indexOf('\n') + 1)))];
+  if (names.length === 0) return [];
+  const steps = await findByFile(redis, keys, names, retentionDays, nowMs);
+  // Beyond the 16 hex the index keeps, the seen steps tell which file had these bytes.
+  if (wanted.length <= 16) return steps;
+  const files = new Set(steps.filter((s) => s.sha256?.startsWith(wanted) === true).map((s) => s.file));
+  return steps.filter((s) => files.has(s.file));
+}
+
+/** Every step in [sinceMs, untilMs], oldest first, handed to `emit` (an audit export). */
+export async function readRange(redis: RedisConnection, keys: Keys, sinceMs: number, untilMs: number): Promise<JourneyStep[]> {
+  const deliveries = new Set<string>();
+  const pipeline = redis.pipeline();
+  for (let day = epochDayOf(sinceMs); day <= epochDayOf(untilMs); day += 1) pipeline.zrangebyscore(`${keys.journeyDayStem}${day}`, sinceMs, '+inf');
+  for (const [error, value] of (await pipeline.exec()) ?? []) {
+    if (error !== null) throw error;
+    for (const id of (value ?? []) as string[]) deliveries.add(id);
+  }
+  const all: JourneyStep[] = [];
+  const ids = [...deliveries];
+  const CHUNK = 500;
+  for (let i = 0; i < ids.length; i += CHUNK) {
+    for (const steps of (await readJourneys(redis, keys, ids.slice(i, i + CHUNK))).values()) {
+      for (const step of steps) {
+        const at = Date.parse(step.at);
+        if (at >= sinceMs && at <= untilMs) all.push(step);
+      }
+    }
+  }
+  return all.sort((a, b) => a.at.localeCompare(b.at));
+}

@@ -1,0 +1,109 @@
+/**
+ * The journey steps of the claim and enqueue stages (journey.ts holds the layout): what a claimed
+ * file, a queued document and a received event record. Pure: entries in, written by the caller
+ * in a round trip it makes anyway.
+ */
+import { KIND_CODE, SELF, type JourneyEntry, type StoredStep } from './journey.js';
+import type { CollectingJob, CteJob, LabelJob } from './payloads.js';
+
+/** A file as it was claimed: its whole hash, size and mtime. */
+export interface SeenFile {
+  sha256: string;
+  size: number;
+  mtimeMs: number;
+}
+
+/** A generation without its padding (mtime µs . claim µs): it orders documents as the padded one does. */
+export function shortGeneration(generation: string | undefined): string | undefined {
+  if (generation === undefined || generation === '') return undefined;
+  return generation
+    .split('.')
+    .map((part) => part.replace(/^0+(?=\d)/, ''))
+    .join('.');
+}
+
+type Document = LabelJob | CteJob;
+
+function documentStep(job: Document, s: string): StoredStep {
+  return { k: KIND_CODE[job.kind], s, f: job.origin.fileName };
+}
+
+export const documentSteps = {
+  /** Seen (name, size, hash, mtime), claimed (by this process), found valid: one file claimed from an inbox. */
+  claimed(job: Document, seen: SeenFile): JourneyEntry[] {
+    const { deliveryId } = job;
+    return [
+      {
+        deliveryId,
+        step: { ...documentStep(job, 'seen'), h: seen.sha256, z: seen.size, m: Math.round(seen.mtimeMs) },
+        file: { name: job.origin.fileName, sha256: seen.sha256 },
+      },
+      { deliveryId, step: { ...documentStep(job, 'claimed'), w: SELF } },
+      { deliveryId, step: documentStep(job, 'valid') },
+    ];
+  },
+  /** Queued (with its generation), or decided at once: superseded by a newer document, or the API holds it already. */
+  decided(job: Document, s: 'queued' | 'superseded' | 'already-accepted'): JourneyEntry {
+    const g = shortGeneration(job.generation);
+    return { deliveryId: job.deliveryId, step: { ...documentStep(job, s), ...(g === undefined || s === 'already-accepted' ? {} : { g }) } };
+  },
+  replayed(job: Document, by: 'cli' | 'ui' | 're-drop'): JourneyEntry {
+    return { deliveryId: job.deliveryId, step: { ...documentStep(job, 'replayed'), by } };
+  },
+};
+
+/**
+ * A file refused before it was queued: seen (when it was read) and refused with its code and
+ * reason. Kept under the delivery its name carries; a name that carries none is kept under
+ * `?<file name>` (found by `--file`).
+ */
+export function refusedSteps(
+  kind: 'labels' | 'cte' | 'events',
+  fileName: string,
+  report: { code: string; message: string; deliveryId?: string | null },
+  seen?: SeenFile,
+): JourneyEntry[] {
+  const deliveryId = report.deliveryId ?? `?${fileName}`;
+  const k = kind === 'labels' ? 'l' : kind === 'cte' ? 'c' : 'e';
+  const file = { name: fileName, sha256: seen?.sha256 ?? '' };
+  return [
+    ...(seen === undefined
+      ? []
+      : [{ deliveryId, step: { k, s: 'seen', f: fileName, h: seen.sha256, z: seen.size, m: Math.round(seen.mtimeMs) } satisfies StoredStep, file }]),
+    { deliveryId, step: { k, s: 'refused', f: fileName, c: report.code, r: report.message }, ...(seen === undefined ? { file } : {}) },
+  ];
+}
+
+/** Where an event came from, as the journey names it. */
+function sourceOf(event: CollectingJob): Pick<StoredStep, 'src' | 'f' | 'l'> {
+  const { origin } = event;
+  switch (origin.source) {
+    case 'spool':
+      return { src: 'file', f: origin.fileName, l: origin.line };
+    case 'http':
+      return { src: 'POST /events', ...(origin.index === undefined ? {} : { l: origin.index }) };
+    case 'cli':
+      return { src: 'enqueue' };
+    case 'pull':
+      return { src: 'pull' };
+    case 'backfill':
+      return { src: 'backfill', ...(origin.index === undefined ? {} : { l: origin.index }) };
+  }
+}
+
+export const eventSteps = {
+  /** Received (from where), then a duplicate of an earlier record, or held until it is due. */
+  received(event: CollectingJob, isDuplicate: boolean, nowMs: number): JourneyEntry[] {
+    const { deliveryId } = event;
+    const base: StoredStep = { k: 'e', s: 'received', e: event.eventAt };
+    const origin = event.origin;
+    const file = origin.source === 'spool' ? { name: origin.fileName, sha256: origin.batchId.slice(0, 16) } : undefined;
+    const entries: JourneyEntry[] = [{ deliveryId, step: { ...base, ...sourceOf(event) }, ...(file === undefined ? {} : { file }) }];
+    if (isDuplicate) entries.push({ deliveryId, step: { ...base, s: 'duplicate' } });
+    else if (event.epochMs > nowMs) entries.push({ deliveryId, step: { ...base, s: 'held', d: event.epochMs } });
+    return entries;
+  },
+  replayed(event: CollectingJob, by: 'cli' | 'ui'): JourneyEntry {
+    return { deliveryId: event.deliveryId, step: { k: 'e', s: 'replayed', e: event.eventAt, by } };
+  },
+};

@@ -1,0 +1,42 @@
+/**
+ * Where a file ended (archive/ or failed/), for its delivery's journey: the outcome stage says
+ * which file went where, this names the delivery (from the file's name) and queues the step on the
+ * process' journey writer (one pipelined write per batch of moves: the outcome path is not the push
+ * path). Events files are not recorded here: each event's own outcome is.
+ */
+import { relative } from 'node:path';
+import type { Keys } from '../queue/keys.js';
+import type { Logger } from '../log.js';
+import { createJourneyWriter, historyTtlSec, type JourneyWriter } from '../queue/journey.js';
+import type { RedisConnection } from '../queue/redis.js';
+import type { FileEndJournal } from '../outcome/apply.js';
+import { parseSpoolName } from '../validate/spool-name.js';
+
+export function fileEndJournal(writer: JourneyWriter, spoolDir: string): FileEndJournal {
+  return {
+    ended(kind, fileName, where, target) {
+      if (kind === 'events') return;
+      const name = parseSpoolName(kind, fileName);
+      const deliveryId = name.ok ? name.value.deliveryId : `?${fileName}`;
+      writer.add({ deliveryId, step: { k: kind === 'labels' ? 'l' : 'c', s: where, f: fileName, to: relative(spoolDir, target) } });
+    },
+  };
+}
+
+/** The process' journey writer for steps without a round trip of their own; a failed write is a warning. */
+export function journeyWriterOf(ctx: {
+  redis: RedisConnection;
+  keys: Keys;
+  logger: Logger;
+  clock: { now(): number };
+  config: { history: { retentionDays: number } };
+}): JourneyWriter {
+  const log = ctx.logger.child({ mod: 'journey' });
+  return createJourneyWriter(
+    ctx.redis,
+    ctx.keys,
+    historyTtlSec(ctx.config.history.retentionDays),
+    () => ctx.clock.now(),
+    (error) => log.warn({ err: error }, 'journey steps not recorded'),
+  );
+}

@@ -35,7 +35,8 @@ export interface OutcomeDeps {
 }
 
 export interface FileEndJournal {
-  ended(kind: SpoolKind, fileName: string, where: 'archived' | 'failed', target: string): void;
+  /** `from`: where the file was (its in-flight name tells its version). */
+  ended(kind: SpoolKind, fileName: string, where: 'archived' | 'failed', from: string, target: string): void;
 }
 
 export interface Outcomes {
@@ -54,13 +55,13 @@ export function createOutcomes(deps: OutcomeDeps): Outcomes {
   const archive: Outcomes['archive'] = async (kind, path, fileName) => {
     const target = await moveInto(path, deps.paths.archive(kind, now()), fileName, deps.disk);
     if (target !== null) log.info({ kind, file: fileName, to: target }, 'file archived');
-    if (target !== null) deps.journey?.ended(kind, fileName, 'archived', target);
+    if (target !== null) deps.journey?.ended(kind, fileName, 'archived', path, target);
   };
 
   const reject: Outcomes['reject'] = async (kind, path, fileName, report) => {
     const target = await failInto(path, deps.paths.failed(kind), fileName, { kind, at: now().toISOString(), content: report }, deps.disk);
     if (target !== null) log.warn({ kind, file: fileName, to: target, code: report.code, reason: report.message }, 'file refused');
-    if (target !== null) deps.journey?.ended(kind, fileName, 'failed', target);
+    if (target !== null) deps.journey?.ended(kind, fileName, 'failed', path, target);
   };
 
   async function applyDocument(message: OutcomeMessage & { origin: { contentId: string; fileName: string } }): Promise<void> {

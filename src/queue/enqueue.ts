@@ -129,19 +129,14 @@ async function enqueueBatch(deps: EnqueueDeps, batch: PendingDocument[]): Promis
     // once; the second is 'already-queued', as it would be one call later.
     const repeats = new Set<PendingDocument>();
     const freshIds = new Set<string>();
-    const decided: JourneyEntry[] = [];
+    // Decided at once (an older version, an identical re-drop): recorded before their callers move the files.
+    const decided: Array<{ document: PendingDocument; result: 'superseded' | 'already-accepted' }> = [];
     batch.forEach((document, i) => {
       const order = orders[i];
       const [existsError, count] = existing?.[i] ?? [new Error('no reply in the pipeline'), null];
       if (order === undefined || 'error' in order) return document.reject(order?.error ?? new Error('no reply in the pipeline'));
-      if (order.value === 'older') {
-        decided.push(documentSteps.decided(document.job, 'superseded'));
-        return document.resolve({ jobId: document.jobId, result: 'superseded' });
-      }
-      if (order.value === 'accepted') {
-        decided.push(documentSteps.decided(document.job, 'already-accepted'));
-        return document.resolve({ jobId: document.jobId, result: 'already-accepted' });
-      }
+      if (order.value === 'older') return void decided.push({ document, result: 'superseded' });
+      if (order.value === 'accepted') return void decided.push({ document, result: 'already-accepted' });
       if (existsError !== null) return document.reject(existsError);
       if (count !== 0) return void queueExisting(deps, document.job, document.jobId).then(document.resolve, document.reject);
       if (freshIds.has(document.jobId)) repeats.add(document);
@@ -157,7 +152,11 @@ async function enqueueBatch(deps: EnqueueDeps, batch: PendingDocument[]): Promis
           await deps.queues.items[first.job.kind].addBulk(adding.map(({ job, jobId }) => ({ name: job.kind, data: job, opts: { jobId } })));
           // The counter and the journey's 'queued' steps (and the batch's decisions): one round trip.
           const chain = addStat(deps.redis.multi(), deps.keys.stats, 'received', first.job.kind, adding.length);
-          journal(deps, chain, [...adding.map(({ job }) => documentSteps.decided(job, 'queued')), ...decided.splice(0)]);
+          journal(
+            deps,
+            chain,
+            adding.map(({ job }) => documentSteps.decided(job, 'queued')),
+          );
           await chain.exec();
           for (const document of documents) document.resolve({ jobId: document.jobId, result: repeats.has(document) ? 'already-queued' : 'queued' });
         } catch (error) {
@@ -165,8 +164,12 @@ async function enqueueBatch(deps: EnqueueDeps, batch: PendingDocument[]): Promis
         }
       }),
     );
-    // Decisions of a batch that added nothing (an identical re-drop, an older version).
-    if (decided.length > 0 && deps.historyTtlSec !== undefined) await journal(deps, deps.redis.pipeline(), decided).exec();
+    if (decided.length > 0) {
+      const steps = decided.map(({ document, result }) => documentSteps.decided(document.job, result));
+      // A journey not written does not hold the file back: the write's errors are in its replies.
+      if (deps.historyTtlSec !== undefined) await journal(deps, deps.redis.pipeline(), steps).exec();
+      for (const { document, result } of decided) document.resolve({ jobId: document.jobId, result });
+    }
   } catch (error) {
     // Settling twice does nothing: this rejects only the documents not settled yet.
     for (const { reject } of batch) reject(error);

@@ -67,10 +67,11 @@ function sourceText(step: StoredStep): string {
 /** One delivery's stored steps in their public form, oldest first. */
 export function publicSteps(deliveryId: string, lines: readonly string[]): JourneyStep[] {
   const stored = lines.flatMap((line) => parse(line) ?? []).sort((a, b) => (a.t ?? 0) - (b.t ?? 0));
+  // A document's steps carry the first 8 hex of its sha256; its seen step carries all of it.
   const shaOf = new Map<string, string>();
   const answers = new Map<string, StoredStep>();
   for (const step of stored) {
-    if (step.s === 'seen' && step.f !== undefined && step.h !== undefined) shaOf.set(`${step.k}${step.f}`, step.h);
+    if (step.s === 'seen' && step.h !== undefined && step.h.length === 64) shaOf.set(step.h.slice(0, 8), step.h);
     if (step.s === 'answer' && step.a !== undefined) answers.set(step.a, step);
   }
   const newestQueued = new Map<string, StoredStep>();
@@ -97,7 +98,7 @@ export function publicSteps(deliveryId: string, lines: readonly string[]): Journ
       kind: KIND_OF_CODE[step.k] ?? 'label',
       step: step.s === 'answer' ? 'attempt' : step.s,
     };
-    const sha = step.h ?? (step.f === undefined ? undefined : shaOf.get(`${step.k}${step.f}`));
+    const sha = step.h === undefined ? undefined : step.h.length === 64 ? step.h : shaOf.get(step.h);
     const view: JourneyStep = {
       ...base,
       ...(step.f === undefined ? {} : { file: step.f }),
@@ -261,11 +262,9 @@ export async function findBySha256(redis: RedisConnection, keys: Keys, prefix: s
   );
   const names = [...new Set(members.map((member) => member.slice(member.indexOf('\n') + 1)))];
   if (names.length === 0) return [];
-  const steps = await findByFile(redis, keys, names, retentionDays, nowMs);
-  // Beyond the 16 hex the index keeps, the seen steps tell which file had these bytes.
-  if (wanted.length <= 16) return steps;
-  const files = new Set(steps.filter((s) => s.sha256?.startsWith(wanted) === true).map((s) => s.file));
-  return steps.filter((s) => files.has(s.file));
+  // A file name may have held other bytes too (a newer version dropped under the same name): a
+  // step that names its version keeps only these bytes'.
+  return (await findByFile(redis, keys, names, retentionDays, nowMs)).filter((s) => s.sha256 === undefined || s.sha256.startsWith(wanted));
 }
 
 /** Every step in [sinceMs, untilMs], oldest first, handed to `emit` (an audit export). */

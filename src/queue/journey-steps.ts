@@ -24,8 +24,9 @@ export function shortGeneration(generation: string | undefined): string | undefi
 
 type Document = LabelJob | CteJob;
 
-function documentStep(job: Document, s: string): StoredStep {
-  return { k: KIND_CODE[job.kind], s, f: job.origin.fileName };
+/** A document's steps name its file and its version: the first 8 hex of its sha256 (the seen step has all 64). */
+export function documentStep(job: Pick<Document, 'kind' | 'origin'>, s: string): StoredStep {
+  return { k: KIND_CODE[job.kind], s, f: job.origin.fileName, h: job.origin.contentId.slice(0, 8) };
 }
 
 export const documentSteps = {

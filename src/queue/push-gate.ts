@@ -355,8 +355,8 @@ const OUTCOME_STEP: Readonly<Record<ItemResult, string>> = {
 const DEFAULT_HISTORY_TTL_SEC = historyTtlSec(30);
 
 /** The fields every journey step of the item carries: kind, and its file or its event_at. */
-function stepBase(item: ItemJob): Pick<StoredStep, 'k' | 'f' | 'e'> {
-  return item.kind === 'collecting' ? { k: 'e', e: item.eventAt } : { k: KIND_CODE[item.kind], f: item.origin.fileName };
+function stepBase(item: ItemJob): Pick<StoredStep, 'k' | 'f' | 'h' | 'e'> {
+  return item.kind === 'collecting' ? { k: 'e', e: item.eventAt } : { k: KIND_CODE[item.kind], f: item.origin.fileName, h: item.origin.contentId.slice(0, 8) };
 }
 
 /** An attempt's id in the journey (joins its start to its answer): the slot member's random part. */

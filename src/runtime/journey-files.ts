@@ -4,7 +4,8 @@
  * process' journey writer (one pipelined write per batch of moves: the outcome path is not the push
  * path). Events files are not recorded here: each event's own outcome is.
  */
-import { relative } from 'node:path';
+import { basename, relative } from 'node:path';
+import { parseInflightName } from '../spool/paths.js';
 import type { Keys } from '../queue/keys.js';
 import type { Logger } from '../log.js';
 import { createJourneyWriter, historyTtlSec, type JourneyWriter } from '../queue/journey.js';
@@ -14,11 +15,19 @@ import { parseSpoolName } from '../validate/spool-name.js';
 
 export function fileEndJournal(writer: JourneyWriter, spoolDir: string): FileEndJournal {
   return {
-    ended(kind, fileName, where, target) {
+    ended(kind, fileName, where, from, target) {
       if (kind === 'events') return;
       const name = parseSpoolName(kind, fileName);
       const deliveryId = name.ok ? name.value.deliveryId : `?${fileName}`;
-      writer.add({ deliveryId, step: { k: kind === 'labels' ? 'l' : 'c', s: where, f: fileName, to: relative(spoolDir, target) } });
+      const version = parseInflightName(basename(from))?.contentId.slice(0, 8);
+      const step = {
+        k: kind === 'labels' ? 'l' : 'c',
+        s: where,
+        f: fileName,
+        ...(version === undefined ? {} : { h: version }),
+        to: relative(spoolDir, target),
+      } as const;
+      writer.add({ deliveryId, step });
     },
   };
 }

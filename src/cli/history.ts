@@ -33,15 +33,16 @@ export function registerHistory(program: Command): void {
       const steps = await withContext(command, async (ctx) => {
         const read = await import('../queue/journey-read.js');
         const days = ctx.config.history.retentionDays;
+        const window = { retentionDays: days, nowMs: Date.now() };
         switch (lookup.by) {
           case 'delivery':
-            return read.readJourney(ctx.redis, ctx.keys, lookup.deliveryId);
+            return read.readJourney(ctx.redis, ctx.keys, lookup.deliveryId, window);
           case 'file':
             return read.findByFile(ctx.redis, ctx.keys, [lookup.name], days, Date.now());
           case 'sha256':
             return read.findBySha256(ctx.redis, ctx.keys, lookup.prefix, days, Date.now());
           case 'range':
-            return read.readRange(ctx.redis, ctx.keys, lookup.sinceMs, lookup.untilMs);
+            return read.readRange(ctx.redis, ctx.keys, lookup.sinceMs, lookup.untilMs, window);
         }
       });
       const shown = kind === null ? steps : steps.filter((step) => step.kind === kind);

@@ -38,7 +38,7 @@ export function registerHistory(scope: FastifyInstance, options: HistoryRouteOpt
   scope.get<{ Params: { id: string } }>('/history/:id', async (request, reply) => {
     const isJson = request.params.id.endsWith('.json');
     const deliveryId = isJson ? request.params.id.slice(0, -'.json'.length) : request.params.id;
-    const steps = await readJourney(redis, keys, deliveryId);
+    const steps = await readJourney(redis, keys, deliveryId, { retentionDays, nowMs: options.now() });
     reply.header('cache-control', 'no-store');
     if (isJson) return { deliveryId, retentionDays, steps };
     const jsonHref = `${base}/history/${encodeURIComponent(deliveryId)}.json`;

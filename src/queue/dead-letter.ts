@@ -7,7 +7,7 @@ import type { Job } from 'bullmq';
 import type { AttemptLog, AttemptRecord } from './attempts.js';
 import type { DedupMemory } from './dedup.js';
 import type { DeadLetterFacts } from './failure-report.js';
-import { appendSteps, type JourneyEntry } from './journey.js';
+import { appendSteps, prepareJourney, type JourneyEntry } from './journey.js';
 import { documentSteps, eventSteps } from './journey-steps.js';
 import { ITEM_KINDS, type ItemKind, type Keys } from './keys.js';
 import type { ItemJob } from './payloads.js';
@@ -128,8 +128,10 @@ export async function retryDeadLetters(
       }
     }
   }
-  if (journal !== undefined && replayed.length > 0)
+  if (journal !== undefined && replayed.length > 0) {
+    prepareJourney(journal.redis);
     await appendSteps(journal.redis.pipeline(), journal.keys, journal.historyTtlSec, replayed, journal.nowMs).exec();
+  }
   if (wanted !== null) for (const id of wanted) if (!retried.includes(id)) missing.push(id);
   return { retried, missing };
 }

@@ -14,7 +14,7 @@ import { queueDocumentOrders } from './document-record.js';
 import type { CollectingJob, CteJob, LabelJob } from './payloads.js';
 import type { QueueSet } from './queues.js';
 import { addStat, type Stats } from './stats.js';
-import { appendSteps, type JourneyEntry } from './journey.js';
+import { appendSteps, prepareJourney, type JourneyEntry } from './journey.js';
 import { documentSteps, eventSteps, type SeenFile } from './journey-steps.js';
 
 export interface EnqueueDeps {
@@ -106,6 +106,7 @@ function documentBatcher(deps: EnqueueDeps): (job: LabelJob | CteJob, seen?: See
 /** Settles every document of the batch; never throws. */
 async function enqueueBatch(deps: EnqueueDeps, batch: PendingDocument[]): Promise<void> {
   try {
+    prepareJourney(deps.redis);
     const exists = deps.redis.pipeline();
     for (const { job, jobId } of batch) exists.exists(deps.queues.items[job.kind].toKey(jobId));
     // The journey's claim steps (seen, claimed, valid) ride on this round trip, after the replies
@@ -179,6 +180,7 @@ async function enqueueBatch(deps: EnqueueDeps, batch: PendingDocument[]): Promis
 /** A document in order whose job id exists: what its job's state says. */
 async function queueExisting(deps: EnqueueDeps, job: LabelJob | CteJob, jobId: string): Promise<DocumentOutcome> {
   const queue = deps.queues.items[job.kind];
+  prepareJourney(deps.redis);
   const state = await queue.getJobState(jobId);
   if (state === 'failed') {
     const existing = await queue.getJob(jobId);
@@ -212,6 +214,7 @@ export interface EventsEnqueueResult {
  */
 export async function enqueueEvents(deps: EnqueueDeps, events: readonly CollectingJob[]): Promise<EventsEnqueueResult> {
   const order = inRankOrder(events);
+  prepareJourney(deps.redis);
   const result: EventsEnqueueResult = { jobIds: [], duplicates: [] };
   let newClaims = 0;
   const now = deps.clock.now();

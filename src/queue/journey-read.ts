@@ -4,7 +4,7 @@
  * `at`, `delivery_id`, `kind`, `step`, …), with an attempt's start and answer joined into one
  * `attempt` step — one without an answer says so ("no answer recorded").
  */
-import { epochDayOf, KIND_OF_CODE, type StoredStep } from './journey.js';
+import { deliveryOfName, epochDayOf, KIND_OF_CODE, type StoredStep } from './journey.js';
 import type { ItemKind, Keys } from './keys.js';
 import type { RedisConnection } from './redis.js';
 
@@ -67,12 +67,28 @@ function sourceText(step: StoredStep): string {
 /** One delivery's stored steps in their public form, oldest first. */
 export function publicSteps(deliveryId: string, lines: readonly string[]): JourneyStep[] {
   const stored = lines.flatMap((line) => parse(line) ?? []).sort((a, b) => (a.t ?? 0) - (b.t ?? 0));
-  // A document's steps carry the first 8 hex of its sha256; its seen step carries all of it.
+  // A document's steps carry the first 8 hex of its sha256 (its version); its seen step carries all
+  // of it, and its seen and queued steps its file's name. An event's steps carry its instant's ref;
+  // its received step carries its event_at.
   const shaOf = new Map<string, string>();
+  const fileOf = new Map<string, string>();
+  const eventAtOf = new Map<string, string>();
   const answers = new Map<string, StoredStep>();
   for (const step of stored) {
     if (step.s === 'seen' && step.h !== undefined && step.h.length === 64) shaOf.set(step.h.slice(0, 8), step.h);
+    if (step.f !== undefined && step.h !== undefined && !fileOf.has(step.h.slice(0, 8))) fileOf.set(step.h.slice(0, 8), step.f);
+    if (step.s === 'received' && step.i !== undefined && step.e !== undefined && !eventAtOf.has(step.i)) eventAtOf.set(step.i, step.e);
     if (step.s === 'answer' && step.a !== undefined) answers.set(step.a, step);
+  }
+  for (const step of stored) {
+    if (step.f === undefined && step.h !== undefined) {
+      const f = fileOf.get(step.h.slice(0, 8));
+      if (f !== undefined) step.f = f;
+    }
+    if (step.e === undefined && step.i !== undefined) {
+      const e = eventAtOf.get(step.i);
+      if (e !== undefined) step.e = e;
+    }
   }
   const newestQueued = new Map<string, StoredStep>();
   for (const step of stored) {
@@ -81,12 +97,11 @@ export function publicSteps(deliveryId: string, lines: readonly string[]): Journ
     if (best === undefined || !generationAbove(best.g, step.g)) newestQueued.set(step.k, step);
   }
   // Collecting: the first record of each instant that was not itself a duplicate.
-  const firstOfInstant = new Map<number, StoredStep>();
-  stored.forEach((step, i) => {
-    if (step.k !== 'e' || step.s !== 'received' || step.e === undefined) return;
-    const instant = Date.parse(step.e);
-    const next = stored.slice(i + 1).find((later) => later.k === 'e' && later.e === step.e);
-    if (next?.s !== 'duplicate' && !firstOfInstant.has(instant)) firstOfInstant.set(instant, step);
+  const firstOfInstant = new Map<string, StoredStep>();
+  stored.forEach((step, n) => {
+    if (step.k !== 'e' || step.s !== 'received' || step.i === undefined) return;
+    const next = stored.slice(n + 1).find((later) => later.k === 'e' && later.i === step.i);
+    if (next?.s !== 'duplicate' && !firstOfInstant.has(step.i)) firstOfInstant.set(step.i, step);
   });
 
   const out: JourneyStep[] = [];
@@ -134,8 +149,8 @@ export function publicSteps(deliveryId: string, lines: readonly string[]): Journ
       const newest = newestQueued.get(step.k);
       if (newest?.f !== undefined && (newest.f !== step.f || generationAbove(newest.g, step.g))) view.supersededBy = newest.f;
     }
-    if (step.s === 'duplicate' && step.e !== undefined && step.r === undefined) {
-      const first = firstOfInstant.get(Date.parse(step.e));
+    if (step.s === 'duplicate' && step.i !== undefined && step.r === undefined) {
+      const first = firstOfInstant.get(step.i);
       if (first !== undefined) view.duplicateOf = `${sourceText(first)} (event_at ${first.e ?? '?'}, ${isoOf(first.t ?? 0)})`;
     }
     out.push(view);
@@ -195,21 +210,37 @@ function daysBack(nowMs: number, retentionDays: number): number[] {
   return Array.from({ length: retentionDays + 1 }, (_, i) => today - i);
 }
 
-export async function readJourneys(redis: RedisConnection, keys: Keys, deliveryIds: readonly string[]): Promise<Map<string, JourneyStep[]>> {
-  const pipeline = redis.pipeline();
-  for (const id of deliveryIds) pipeline.lrange(keys.journey(id), 0, -1);
-  const replies = (await pipeline.exec()) ?? [];
+/** Where a lookup reads: the days of the retention, up to today. */
+export interface Window {
+  retentionDays: number;
+  nowMs: number;
+}
+
+/** The deliveries' journeys, each over every day of the retention (one pipeline per 500 deliveries). */
+export async function readJourneys(redis: RedisConnection, keys: Keys, deliveryIds: readonly string[], window: Window): Promise<Map<string, JourneyStep[]>> {
+  const days = daysBack(window.nowMs, window.retentionDays).reverse();
   const out = new Map<string, JourneyStep[]>();
-  deliveryIds.forEach((id, i) => {
-    const [error, lines] = replies[i] ?? [null, []];
-    if (error !== null) throw error;
-    out.set(id, publicSteps(id, (lines ?? []) as string[]));
-  });
+  const CHUNK = 500;
+  for (let start = 0; start < deliveryIds.length; start += CHUNK) {
+    const ids = deliveryIds.slice(start, start + CHUNK);
+    const pipeline = redis.pipeline();
+    for (const id of ids) for (const day of days) pipeline.hget(keys.journeyDay(day), id);
+    const replies = (await pipeline.exec()) ?? [];
+    ids.forEach((id, i) => {
+      const lines: string[] = [];
+      for (let d = 0; d < days.length; d += 1) {
+        const [error, value] = replies[i * days.length + d] ?? [null, null];
+        if (error !== null) throw error;
+        if (typeof value === 'string') lines.push(...value.split('\n'));
+      }
+      out.set(id, publicSteps(id, lines));
+    });
+  }
   return out;
 }
 
-export async function readJourney(redis: RedisConnection, keys: Keys, deliveryId: string): Promise<JourneyStep[]> {
-  return (await readJourneys(redis, keys, [deliveryId])).get(deliveryId) ?? [];
+export async function readJourney(redis: RedisConnection, keys: Keys, deliveryId: string, window: Window): Promise<JourneyStep[]> {
+  return (await readJourneys(redis, keys, [deliveryId], window)).get(deliveryId) ?? [];
 }
 
 async function lexMembers(redis: RedisConnection, keysOfDays: readonly string[], prefix: string): Promise<string[]> {
@@ -235,6 +266,9 @@ export async function findByFile(
   const days = daysBack(nowMs, retentionDays);
   const deliveries = new Set<string>();
   for (const name of fileNames) {
+    // Labels and CT-e: the name carries the delivery (such names are not in the index).
+    const named = deliveryOfName(name);
+    if (named !== null) deliveries.add(named);
     for (const member of await lexMembers(
       redis,
       days.map((d) => keys.journeyFiles(d)),
@@ -243,7 +277,7 @@ export async function findByFile(
       deliveries.add(member.slice(name.length + 1));
   }
   const names = new Set(fileNames);
-  const journeys = await readJourneys(redis, keys, [...deliveries]);
+  const journeys = await readJourneys(redis, keys, [...deliveries], { retentionDays, nowMs });
   return [...journeys.values()].flatMap((steps) => {
     // Events: every step of the events (by event_at) that came from one of these files.
     const instants = new Set(steps.filter((s) => s.kind === 'collecting' && s.step === 'received' && names.has(s.file ?? '')).map((s) => s.event_at));
@@ -267,24 +301,26 @@ export async function findBySha256(redis: RedisConnection, keys: Keys, prefix: s
   return (await findByFile(redis, keys, names, retentionDays, nowMs)).filter((s) => s.sha256 === undefined || s.sha256.startsWith(wanted));
 }
 
-/** Every step in [sinceMs, untilMs], oldest first, handed to `emit` (an audit export). */
-export async function readRange(redis: RedisConnection, keys: Keys, sinceMs: number, untilMs: number): Promise<JourneyStep[]> {
+/**
+ * Every step in [sinceMs, untilMs], oldest first (an audit export): the deliveries with a step on
+ * the range's days (HSCAN of each day's hash), read whole (a step's file and event come from its
+ * earlier steps), then kept to the range.
+ */
+export async function readRange(redis: RedisConnection, keys: Keys, sinceMs: number, untilMs: number, window: Window): Promise<JourneyStep[]> {
   const deliveries = new Set<string>();
-  const pipeline = redis.pipeline();
-  for (let day = epochDayOf(sinceMs); day <= epochDayOf(untilMs); day += 1) pipeline.zrangebyscore(`${keys.journeyDayStem}${day}`, sinceMs, '+inf');
-  for (const [error, value] of (await pipeline.exec()) ?? []) {
-    if (error !== null) throw error;
-    for (const id of (value ?? []) as string[]) deliveries.add(id);
+  for (let day = epochDayOf(sinceMs); day <= epochDayOf(untilMs); day += 1) {
+    let cursor = '0';
+    do {
+      const [next, flat] = await redis.hscan(keys.journeyDay(day), cursor, 'COUNT', 1000);
+      for (let i = 0; i < flat.length; i += 2) deliveries.add(flat[i]!);
+      cursor = next;
+    } while (cursor !== '0');
   }
   const all: JourneyStep[] = [];
-  const ids = [...deliveries];
-  const CHUNK = 500;
-  for (let i = 0; i < ids.length; i += CHUNK) {
-    for (const steps of (await readJourneys(redis, keys, ids.slice(i, i + CHUNK))).values()) {
-      for (const step of steps) {
-        const at = Date.parse(step.at);
-        if (at >= sinceMs && at <= untilMs) all.push(step);
-      }
+  for (const steps of (await readJourneys(redis, keys, [...deliveries], window)).values()) {
+    for (const step of steps) {
+      const at = Date.parse(step.at);
+      if (at >= sinceMs && at <= untilMs) all.push(step);
     }
   }
   return all.sort((a, b) => a.at.localeCompare(b.at));

@@ -3,7 +3,7 @@
  * file, a queued document and a received event record. Pure: entries in, written by the caller
  * in a round trip it makes anyway.
  */
-import { KIND_CODE, SELF, type JourneyEntry, type StoredStep } from './journey.js';
+import { eventRef, KIND_CODE, SELF, type JourneyEntry, type StoredStep } from './journey.js';
 import type { CollectingJob, CteJob, LabelJob } from './payloads.js';
 
 /** A file as it was claimed: its whole hash, size and mtime. */
@@ -24,9 +24,13 @@ export function shortGeneration(generation: string | undefined): string | undefi
 
 type Document = LabelJob | CteJob;
 
-/** A document's steps name its file and its version: the first 8 hex of its sha256 (the seen step has all 64). */
+/**
+ * A document's steps name its version: the first 8 hex of its sha256 (the seen step has all 64).
+ * The seen and queued steps name its file too; the reader gives the others the file of their version.
+ */
 export function documentStep(job: Pick<Document, 'kind' | 'origin'>, s: string): StoredStep {
-  return { k: KIND_CODE[job.kind], s, f: job.origin.fileName, h: job.origin.contentId.slice(0, 8) };
+  const withFile = s === 'seen' || s === 'queued';
+  return { k: KIND_CODE[job.kind], s, ...(withFile ? { f: job.origin.fileName } : {}), h: job.origin.contentId.slice(0, 8) };
 }
 
 export const documentSteps = {
@@ -96,15 +100,17 @@ export const eventSteps = {
   /** Received (from where), then a duplicate of an earlier record, or held until it is due. */
   received(event: CollectingJob, isDuplicate: boolean, nowMs: number): JourneyEntry[] {
     const { deliveryId } = event;
-    const base: StoredStep = { k: 'e', s: 'received', e: event.eventAt };
+    const i = eventRef(event.instantKey);
     const origin = event.origin;
     const file = origin.source === 'spool' ? { name: origin.fileName, sha256: origin.batchId.slice(0, 16) } : undefined;
-    const entries: JourneyEntry[] = [{ deliveryId, step: { ...base, ...sourceOf(event) }, ...(file === undefined ? {} : { file }) }];
-    if (isDuplicate) entries.push({ deliveryId, step: { ...base, s: 'duplicate' } });
-    else if (event.epochMs > nowMs) entries.push({ deliveryId, step: { ...base, s: 'held', d: event.epochMs } });
+    const entries: JourneyEntry[] = [
+      { deliveryId, step: { k: 'e', s: 'received', e: event.eventAt, i, ...sourceOf(event) }, ...(file === undefined ? {} : { file }) },
+    ];
+    if (isDuplicate) entries.push({ deliveryId, step: { k: 'e', s: 'duplicate', e: event.eventAt, i } });
+    else if (event.epochMs > nowMs) entries.push({ deliveryId, step: { k: 'e', s: 'held', i, d: event.epochMs } });
     return entries;
   },
   replayed(event: CollectingJob, by: 'cli' | 'ui'): JourneyEntry {
-    return { deliveryId: event.deliveryId, step: { k: 'e', s: 'replayed', e: event.eventAt, by } };
+    return { deliveryId: event.deliveryId, step: { k: 'e', s: 'replayed', i: eventRef(event.instantKey), by } };
   },
 };

@@ -4,14 +4,15 @@
  * did the step, read by `carrier-sync history` and the overview (journey-read.ts).
  *
  * Key layout (README, "Where is delivery X?"):
- *  - `journey:<delivery id>` — a list of compact JSON steps, oldest first (`StoredStep`: short field
- *    names, no delivery id, the time in epoch ms). Every write sets its expiry to the retention, so
- *    a delivery's journey lives a retention after its last step: trimmed by time without a scan.
- *  - `journey-day:<epoch day>` — a sorted set of the deliveries with a step that day, scored by
- *    their latest step, for `--since/--until`; expires a retention after the day ends.
+ *  - `journey:<epoch day>` — one hash per UTC day: field = delivery id, value = that day's steps of
+ *    the delivery, compact JSON records (`StoredStep`: short field names, no delivery id, the time
+ *    in epoch ms) joined by newlines, oldest first. It expires a retention after the day ends:
+ *    trimmed by time without a scan. One field per delivery and day instead of a key per delivery:
+ *    a key costs Redis ~200 bytes of bookkeeping however small its value (measured: 209 bytes a
+ *    step with a list per delivery, against ~120 this way; test/bench/scenarios/history.ts).
  *  - `journey-files:<epoch day>` — `<file name>\n<delivery id>` members (score 0, read by lex
- *    range) of the files seen that day; `journey-sha:<epoch day>` — `<sha256 16 hex>\n<file name>`.
- *    Same expiry as the day's set.
+ *    range) of the files seen that day whose name does not carry their delivery id (events files,
+ *    odd names); `journey-sha:<epoch day>` — `<sha256 16 hex>\n<file name>`. Same expiry.
  *
  * Writes ride on round trips that exist already: the push gate's scripts (`JOURNEY_LUA`), the
  * claim's pipelines (`appendSteps`), the outcome's file moves (`createJourneyWriter`: one
@@ -21,9 +22,11 @@
  * named by name and hash, never their bytes; API keys never reach a step.
  */
 import type { ChainableCommander } from 'ioredis';
+import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { ItemKind, Keys } from './keys.js';
 import type { RedisConnection } from './redis.js';
+import { defineScript } from './script.js';
 
 export const DAY_MS = 86_400_000;
 
@@ -54,8 +57,10 @@ export interface StoredStep {
   st?: number;
   ac?: string;
   ms?: number;
-  /** event_at as received; where the event came from (file, http, cli, pull, backfill) and its line. */
+  /** event_at as received (received and duplicate steps); `i` the instant's short ref (`eventRef`), on every event step. */
   e?: string;
+  i?: string;
+  /** Where the event came from (file, POST /events, enqueue, pull, backfill) and its line. */
   src?: string;
   l?: number;
   /** Duplicate of which earlier record (its source id). */
@@ -81,28 +86,64 @@ export function stepJson(step: StoredStep): string {
   return JSON.stringify(step.r !== undefined && step.r.length > MAX_TEXT ? { ...step, r: `${step.r.slice(0, MAX_TEXT - 1)}…` } : step);
 }
 
+/** An event's short ref in its delivery's journey: 6 hex of its instant's hash (the later steps name it by this). */
+export function eventRef(instantKey: string): string {
+  return createHash('sha256').update(instantKey).digest('hex').slice(0, 6);
+}
+
+/** The delivery id a spool file name carries (`<id>.pdf`, `<id>__<external id>.pdf`), or null for other names. */
+export function deliveryOfName(fileName: string): string | null {
+  const cut = fileName.indexOf('__');
+  const stem = cut > 0 ? fileName.slice(0, cut) : fileName.slice(0, Math.max(0, fileName.lastIndexOf('.')));
+  return stem === '' ? null : stem;
+}
+
 export function epochDayOf(ms: number): number {
   return Math.floor(ms / DAY_MS);
 }
 
-// `journal(key, dayStem, deliveryId, ttlSec, step)`: appends `step` (a JSON object without `t`) to
-// the delivery's journey with Redis' time (needs `nowMs` from limiter.ts' RATE_WINDOW_LUA), renews
-// its expiry and marks the delivery in the day's set. A '' step records nothing.
+// `journal(dayStem, deliveryId, ttlSec, step)`: appends `step` (a JSON object without `t`) to the
+// delivery's steps of the day, with Redis' time (needs `nowMs` from limiter.ts' RATE_WINDOW_LUA).
+// The day's hash is named here from that time (`dayStem .. day`): on Redis Cluster it shares the
+// deployment's hash slot through the prefix's hash tag, as the document record's buckets do. A ''
+// step records nothing.
 export const JOURNEY_LUA = `
-local function journal(key, dayStem, deliveryId, ttlSec, step)
+local function journal(dayStem, deliveryId, ttlSec, step)
   if step == nil or step == '' then return end
   local now = nowMs()
-  redis.call('RPUSH', key, '{"t":' .. string.format('%d', now) .. ',' .. string.sub(step, 2))
-  redis.call('EXPIRE', key, ttlSec)
   local day = math.floor(now / ${DAY_MS})
-  redis.call('ZADD', dayStem .. day, now, deliveryId)
-  redis.call('EXPIREAT', dayStem .. day, (day + 1) * ${DAY_MS / 1000} + tonumber(ttlSec))
+  local key = dayStem .. day
+  local entry = '{"t":' .. string.format('%d', now) .. ',' .. string.sub(step, 2)
+  local before = redis.call('HGET', key, deliveryId)
+  redis.call('HSET', key, deliveryId, before and (before .. '\\n' .. entry) or entry)
+  redis.call('EXPIREAT', key, (day + 1) * ${DAY_MS / 1000} + tonumber(ttlSec))
 end
 `;
 
-/** The first four arguments of `journal` for one delivery. */
-export function journalArgs(keys: Keys, deliveryId: string, ttlSec: number): [string, string, string, number] {
-  return [keys.journey(deliveryId), keys.journeyDayStem, deliveryId, ttlSec];
+// KEYS: 1 the day's journey hash. ARGV: 1 its expiry (epoch s), then pairs: delivery id, step
+// (complete JSON, with its time). Appends each step to its delivery's steps of the day. Returns 1.
+const APPEND_STEPS = defineScript(
+  'journeyAppend',
+  `
+local key, expireAt = KEYS[1], ARGV[1]
+for n = 2, #ARGV, 2 do
+  local deliveryId, entry = ARGV[n], ARGV[n + 1]
+  local before = redis.call('HGET', key, deliveryId)
+  redis.call('HSET', key, deliveryId, before and (before .. '\\n' .. entry) or entry)
+end
+redis.call('EXPIREAT', key, expireAt)
+return 1
+`,
+);
+
+/** Call before making a pipeline or MULTI that `appendSteps` will write into. */
+export function prepareJourney(redis: RedisConnection): void {
+  APPEND_STEPS.define(redis);
+}
+
+/** The first three arguments of `journal` for one delivery. */
+export function journalArgs(keys: Keys, deliveryId: string, ttlSec: number): [string, string, number] {
+  return [keys.journeyDayStem, deliveryId, ttlSec];
 }
 
 export interface JourneyEntry {
@@ -114,23 +155,21 @@ export interface JourneyEntry {
 
 /** Appends the entries' writes to `chain` (one round trip with the caller's own commands). */
 export function appendSteps(chain: ChainableCommander, keys: Keys, ttlSec: number, entries: readonly JourneyEntry[], nowMs: number): ChainableCommander {
+  if (entries.length === 0) return chain;
   const day = epochDayOf(nowMs);
-  const dayKey = `${keys.journeyDayStem}${day}`;
   const dayExpiresAt = (day + 1) * (DAY_MS / 1000) + ttlSec;
-  const touched = new Map<string, number>();
-  for (const { deliveryId, step, file } of entries) {
-    const key = keys.journey(deliveryId);
-    chain.rpush(key, stepJson({ t: nowMs, ...step }));
-    touched.set(deliveryId, nowMs);
+  APPEND_STEPS.queue(
+    chain,
+    [keys.journeyDay(day)],
+    [dayExpiresAt, ...entries.flatMap(({ deliveryId, step }) => [deliveryId, stepJson({ t: nowMs, ...step })])],
+  );
+  for (const { deliveryId, file } of entries) {
     if (file !== undefined) {
-      chain.zadd(keys.journeyFiles(day), 0, `${file.name}\n${deliveryId}`);
-      chain.zadd(keys.journeyHashes(day), 0, `${file.sha256.slice(0, 16)}\n${file.name}`);
+      // A name that carries its delivery id (labels, CT-e) is found from the name itself.
+      if (deliveryOfName(file.name) !== deliveryId) chain.zadd(keys.journeyFiles(day), 0, `${file.name}\n${deliveryId}`);
+      if (file.sha256 !== '') chain.zadd(keys.journeyHashes(day), 0, `${file.sha256.slice(0, 16)}\n${file.name}`);
     }
   }
-  if (touched.size === 0) return chain;
-  for (const deliveryId of touched.keys()) chain.expire(keys.journey(deliveryId), ttlSec);
-  chain.zadd(dayKey, ...[...touched].flatMap(([deliveryId, at]) => [at, deliveryId]));
-  chain.expireat(dayKey, dayExpiresAt);
   if (entries.some((entry) => entry.file !== undefined)) {
     chain.expireat(keys.journeyFiles(day), dayExpiresAt);
     chain.expireat(keys.journeyHashes(day), dayExpiresAt);
@@ -150,6 +189,7 @@ export interface JourneyWriter {
  * their own to ride on (file moves, replays). A failed write is reported to `onError` and dropped.
  */
 export function createJourneyWriter(redis: RedisConnection, keys: Keys, ttlSec: number, now: () => number, onError: (error: unknown) => void): JourneyWriter {
+  prepareJourney(redis);
   let pending: JourneyEntry[] = [];
   let inFlight: Promise<void> = Promise.resolve();
   let isScheduled = false;

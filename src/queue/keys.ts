@@ -88,9 +88,9 @@ export interface Keys {
   readonly spools: string;
   /** This deployment's random id (a string, written once with SET NX): see `queue/deployment.ts`. */
   readonly deploymentId: string;
-  /** One delivery's journey: a list of compact JSON steps, expiring a retention after its last step (queue/journey.ts). */
-  journey(deliveryId: string): string;
-  /** Per epoch day: the deliveries with a step that day (sorted set, scored by their latest step); the day follows the stem. */
+  /** Per epoch day: every delivery's steps of that day (hash: delivery id → steps; queue/journey.ts). */
+  journeyDay(epochDay: number): string;
+  /** `journeyDay(day)` is this stem and the day (for Lua that computes the day itself). */
   readonly journeyDayStem: string;
   /** Per epoch day: `<file name>\n<delivery id>` of the files seen that day (sorted set, read by lex range). */
   journeyFiles(epochDay: number): string;
@@ -130,8 +130,8 @@ export function createKeys(prefix: string): Keys {
     spoolLease: (spoolId) => k('spool-lease', spoolId),
     spools: k('spools'),
     deploymentId: k('deployment-id'),
-    journey: (deliveryId) => k('journey', deliveryId),
-    journeyDayStem: `${k('journey-day')}:`,
+    journeyDay: (epochDay) => k('journey', String(epochDay)),
+    journeyDayStem: `${k('journey')}:`,
     journeyFiles: (epochDay) => k('journey-files', String(epochDay)),
     journeyHashes: (epochDay) => k('journey-sha', String(epochDay)),
   };

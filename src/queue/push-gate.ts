@@ -23,7 +23,7 @@ import { randomBytes } from 'node:crypto';
 import type { ApiConfig, DeliveryConfig, HistoryConfig } from '../config/schema.js';
 import { ACTIVITY_LUA, ACTIVITY_TTL_SEC } from './activity.js';
 import { compactContentId, compactGeneration, documentBucketSec, documentField, DOCUMENT_RECORD_LUA } from './document-record.js';
-import { historyTtlSec, JOURNEY_LUA, journalArgs, KIND_CODE, SELF, stepJson, type StoredStep } from './journey.js';
+import { eventRef, historyTtlSec, JOURNEY_LUA, journalArgs, KIND_CODE, SELF, stepJson, type StoredStep } from './journey.js';
 import { keyIdOf, type ItemKind, type Keys } from './keys.js';
 import { maxRequestMsOf, RATE_WINDOW_LUA, sinceMs } from './limiter.js';
 import type { CollectingJob, ItemJob, ItemResult, LabelJob, CteJob } from './payloads.js';
@@ -94,9 +94,9 @@ const GATE_LUA = `${RATE_WINDOW_LUA}${ACTIVITY_LUA}${ADMIT_LUA}${ENDED_LUA}${JOU
 //       window, 6 limiter pause, 7 auth epoch.
 // ARGV: 1 job id, 2 compact content id, 3 compact generation, 4 record field, 5 record bucket
 //       period s, 6 record ttl s, 7 lock (and probe) ttl ms, 8 window ms, 9 limit, 10 slot member,
-//       11 longest request ms, 12 activity key stem, 13 activity ttl s, 14 journey key, 15 journey
-//       day stem, 16 delivery id, 17 journey ttl s, 18 journey step on 'go' (the attempt starts),
-//       19 on 'superseded', 20 on 'already' (journey.ts; '' records nothing).
+//       11 longest request ms, 12 activity key stem, 13 activity ttl s, 14 journey day stem,
+//       15 delivery id, 16 journey ttl s, 17 journey step on 'go' (the attempt starts), 18 on
+//       'superseded', 19 on 'already' (journey.ts; '' records nothing).
 // Returns {'go', isProbe, member, auth epoch} | {'superseded'} | {'already'} | {'busy', ms} |
 //   {'auth'} | {'wait', ms}.
 const ENTER_DOCUMENT = defineScript(
@@ -106,17 +106,17 @@ local stem, lockKey, authFailureKey, authProbeKey, windowKey, pauseKey, authEpoc
 local jobId, contentId, generation, field, period, recordTtlSec = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local lockMs, windowMs, limit, member, maxRequestMs = ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11])
 local activityStem, activityTtlSec = ARGV[12], ARGV[13]
-local journeyKey, dayStem, deliveryId, journeyTtlSec = ARGV[14], ARGV[15], ARGV[16], ARGV[17]
-local goStep, supersededStep, alreadyStep = ARGV[18], ARGV[19], ARGV[20]
+local dayStem, deliveryId, journeyTtlSec = ARGV[14], ARGV[15], ARGV[16]
+local goStep, supersededStep, alreadyStep = ARGV[17], ARGV[18], ARGV[19]
 
 local record, found, current = docGet(stem, field, period)
 if not record then
   docPut(stem, field, generation .. contentId, nil, current, period, recordTtlSec)
 elseif string.sub(record, 15, 22) ~= contentId then
-  journal(journeyKey, dayStem, deliveryId, journeyTtlSec, supersededStep)
+  journal(dayStem, deliveryId, journeyTtlSec, supersededStep)
   return {'superseded'}
 elseif string.sub(record, 23, 30) == contentId then
-  journal(journeyKey, dayStem, deliveryId, journeyTtlSec, alreadyStep)
+  journal(dayStem, deliveryId, journeyTtlSec, alreadyStep)
   return {'already'}
 end
 local owner = redis.call('GET', lockKey)
@@ -129,7 +129,7 @@ local refused, isProbe = admit(authFailureKey, authProbeKey, jobId, windowKey, p
 if refused then return refused end
 redis.call('SET', lockKey, jobId, 'PX', lockMs)
 if isProbe == 1 then redis.call('SET', authProbeKey, jobId, 'PX', lockMs) end
-journal(journeyKey, dayStem, deliveryId, journeyTtlSec, goStep)
+journal(dayStem, deliveryId, journeyTtlSec, goStep)
 return {'go', isProbe, member, tonumber(redis.call('GET', authEpochKey) or '0')}
 `,
 );
@@ -139,8 +139,8 @@ return {'go', isProbe, member, tonumber(redis.call('GET', authEpochKey) or '0')}
 // ARGV: 1 job id, 2 event time ms, 3 instant key, 4 source id, 5 BullMQ job key stem,
 //       6 missing-job marker stem, 7 missing-job grace ms, 8 parked set ttl s, 9 lock (and probe)
 //       ttl ms, 10 window ms, 11 limit, 12 slot member, 13 longest request ms, 14 activity key stem,
-//       15 activity ttl s, 16 journey key, 17 journey day stem, 18 delivery id, 19 journey ttl s,
-//       20 journey step on 'go' (the attempt starts; '' records nothing).
+//       15 activity ttl s, 16 journey day stem, 17 delivery id, 18 journey ttl s, 19 journey step
+//       on 'go' (the attempt starts; '' records nothing).
 // Only the head of the chain goes, and only while no other event of the delivery holds the event
 // lock (its request on the wire, or its job finished by BullMQ while the request still runs). The
 // lock is the job's, as the document lock is: a run taken over after BullMQ judged the first one
@@ -158,7 +158,7 @@ local jobId, eventMs, instant, source = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local jobStem, missingStem, graceMs, parkedTtlSec = ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8]
 local lockMs, windowMs, limit, member, maxRequestMs = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13])
 local activityStem, activityTtlSec = ARGV[14], ARGV[15]
-local journeyKey, dayStem, deliveryId, journeyTtlSec, goStep = ARGV[16], ARGV[17], ARGV[18], ARGV[19], ARGV[20]
+local dayStem, deliveryId, journeyTtlSec, goStep = ARGV[16], ARGV[17], ARGV[18], ARGV[19]
 
 if not redis.call('ZSCORE', orderKey, jobId) then
   if redis.call('HGET', dedupKey, instant) == 'done:' .. source then return {'already'} end
@@ -181,7 +181,7 @@ if refused then return refused end
 redis.call('SREM', parkedKey, jobId)
 redis.call('SET', lockKey, jobId, 'PX', lockMs)
 if isProbe == 1 then redis.call('SET', authProbeKey, jobId, 'PX', lockMs) end
-journal(journeyKey, dayStem, deliveryId, journeyTtlSec, goStep)
+journal(dayStem, deliveryId, journeyTtlSec, goStep)
 return {'go', isProbe, member, tonumber(redis.call('GET', authEpochKey) or '0')}
 `,
 );
@@ -191,8 +191,8 @@ return {'go', isProbe, member, tonumber(redis.call('GET', authEpochKey) or '0')}
 // ARGV: 1 job id, 2 compact content id, 3 result ('' while the item goes on), 4 slot member ('' when
 //       no request was made), 5 ms since the response arrived, 6 counter, 7 kind, 8 record field,
 //       9 record bucket period s, 10 record ttl s, 11 activity key stem, 12 activity ttl s,
-//       13 journey key, 14 journey day stem, 15 delivery id, 16 journey ttl s, 17 journey step of
-//       the answer, 18 journey step of the outcome ('' records nothing).
+//       13 journey day stem, 14 delivery id, 15 journey ttl s, 16 journey step of the answer,
+//       17 journey step of the outcome ('' records nothing).
 // Stamps the slot and releases the lock (if this job holds it). An item that ended is counted, and
 // an accepted one becomes the content the API holds. Returns false.
 const LEAVE_DOCUMENT = defineScript(
@@ -201,13 +201,13 @@ const LEAVE_DOCUMENT = defineScript(
 local stem, lockKey, windowKey, statsKey, heldKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local jobId, contentId, result, member, sinceResponseMs, counter, kind = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local field, period, recordTtlSec, activityStem, activityTtlSec = ARGV[8], tonumber(ARGV[9]), ARGV[10], ARGV[11], ARGV[12]
-local journeyKey, dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep = ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17], ARGV[18]
+local dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep = ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17]
 
 stampSlot(windowKey, member, sinceResponseMs)
 if redis.call('GET', lockKey) == jobId then redis.call('DEL', lockKey) end
-journal(journeyKey, dayStem, deliveryId, journeyTtlSec, answerStep)
+journal(dayStem, deliveryId, journeyTtlSec, answerStep)
 if result == '' then return false end
-journal(journeyKey, dayStem, deliveryId, journeyTtlSec, outcomeStep)
+journal(dayStem, deliveryId, journeyTtlSec, outcomeStep)
 countEnded(statsKey, counter, kind, heldKey, activityStem, activityTtlSec)
 if result == 'accepted' then
   local record, found, current = docGet(stem, field, period)
@@ -223,8 +223,8 @@ return false
 // ARGV: 1 job id, 2 result ('' while the item goes on), 3 slot member ('' when no request was
 //       made), 4 ms since the response arrived, 5 counter, 6 instant key, 7 source id, 8 BullMQ job
 //       key stem, 9 missing-job marker stem, 10 missing-job grace ms, 11 activity key stem,
-//       12 activity ttl s, 13 journey key, 14 journey day stem, 15 delivery id, 16 journey ttl s,
-//       17 journey step of the answer, 18 journey step of the outcome ('' records nothing).
+//       12 activity ttl s, 13 journey day stem, 14 delivery id, 15 journey ttl s, 16 journey step
+//       of the answer, 17 journey step of the outcome ('' records nothing).
 // Stamps the slot and releases the event lock (if this job holds it). An event that ended is
 // counted and leaves its chain; one not dead-lettered marks its event_at claim done (the same source
 // taken in again — a re-pull, a file re-read after a crash — is then a duplicate, not a second send).
@@ -235,13 +235,13 @@ const LEAVE_EVENT = defineScript(
 local orderKey, parkedKey, lockKey, dedupKey, windowKey, statsKey, heldKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local jobId, result, member, sinceResponseMs, counter, instant, source = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local jobStem, missingStem, graceMs, activityStem, activityTtlSec = ARGV[8], ARGV[9], tonumber(ARGV[10]), ARGV[11], ARGV[12]
-local journeyKey, dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep = ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17], ARGV[18]
+local dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep = ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17]
 
 stampSlot(windowKey, member, sinceResponseMs)
 if redis.call('GET', lockKey) == jobId then redis.call('DEL', lockKey) end
-journal(journeyKey, dayStem, deliveryId, journeyTtlSec, answerStep)
+journal(dayStem, deliveryId, journeyTtlSec, answerStep)
 if result == '' then return false end
-journal(journeyKey, dayStem, deliveryId, journeyTtlSec, outcomeStep)
+journal(dayStem, deliveryId, journeyTtlSec, outcomeStep)
 countEnded(statsKey, counter, 'collecting', heldKey, activityStem, activityTtlSec)
 if result ~= 'dead-lettered' and redis.call('HGET', dedupKey, instant) == source then
   redis.call('HSET', dedupKey, instant, 'done:' .. source)
@@ -355,13 +355,13 @@ const OUTCOME_STEP: Readonly<Record<ItemResult, string>> = {
 const DEFAULT_HISTORY_TTL_SEC = historyTtlSec(30);
 
 /** The fields every journey step of the item carries: kind, and its file or its event_at. */
-function stepBase(item: ItemJob): Pick<StoredStep, 'k' | 'f' | 'h' | 'e'> {
-  return item.kind === 'collecting' ? { k: 'e', e: item.eventAt } : { k: KIND_CODE[item.kind], f: item.origin.fileName, h: item.origin.contentId.slice(0, 8) };
+function stepBase(item: ItemJob): Pick<StoredStep, 'k' | 'h' | 'i'> {
+  return item.kind === 'collecting' ? { k: 'e', i: eventRef(item.instantKey) } : { k: KIND_CODE[item.kind], h: item.origin.contentId.slice(0, 8) };
 }
 
 /** An attempt's id in the journey (joins its start to its answer): the slot member's random part. */
 function attemptIdOf(member: string): string {
-  return member.slice(member.lastIndexOf(':') + 1);
+  return member.slice(member.lastIndexOf(':') + 1, member.lastIndexOf(':') + 7);
 }
 
 /** The journey steps `leave` records: the answer to the request made, and how the item ended. */
@@ -374,7 +374,14 @@ function leaveSteps(item: ItemJob, slot: SlotUse | null, result: ItemResult | nu
     ...(answer.apiCode === undefined ? {} : { ac: answer.apiCode }),
     ...(answer.message === undefined ? {} : { r: answer.message }),
   };
-  const answerStep = stepJson({ ...base, s: 'answer', ...(slot === null ? {} : { a: attemptIdOf(slot.slot) }), ms: Math.round(answer.durationMs), ...facts });
+  // The answer names its attempt only (`a`): the reader joins it to the attempt's step.
+  const answerStep = stepJson({
+    k: base.k,
+    s: 'answer',
+    ...(slot === null ? base : { a: attemptIdOf(slot.slot) }),
+    ms: Math.round(answer.durationMs),
+    ...facts,
+  });
   if (result === null || result === 'superseded') return [answerStep, ''];
   const outcome: StoredStep = { ...base, s: OUTCOME_STEP[result], ...(result === 'dead-lettered' ? facts : {}) };
   if (result === 'repeat') outcome.r = 'the API reported this event_at as a repeat';

@@ -23,8 +23,7 @@ export function fileEndJournal(writer: JourneyWriter, spoolDir: string): FileEnd
       const step = {
         k: kind === 'labels' ? 'l' : 'c',
         s: where,
-        f: fileName,
-        ...(version === undefined ? {} : { h: version }),
+        ...(version === undefined ? { f: fileName } : { h: version }),
         to: relative(spoolDir, target),
       } as const;
       writer.add({ deliveryId, step });

@@ -156,7 +156,7 @@ async function enqueueBatch(deps: EnqueueDeps, batch: PendingDocument[]): Promis
           journal(
             deps,
             chain,
-            adding.map(({ job }) => documentSteps.decided(job, 'queued')),
+            adding.map(({ job, seen }) => documentSteps.decided(job, 'queued', seen !== undefined)),
           );
           await chain.exec();
           for (const document of documents) document.resolve({ jobId: document.jobId, result: repeats.has(document) ? 'already-queued' : 'queued' });

@@ -52,15 +52,27 @@ function isoOf(ms: number): string {
   return new Date(ms).toISOString();
 }
 
+/** A stored generation's two numbers (base 36: mtime µs, claim µs). */
+function generationParts(g: string | undefined): [number, number] {
+  const [mtime = '0', claim = '0'] = (g ?? '0.0').split('.');
+  return [parseInt(mtime, 36) || 0, parseInt(claim, 36) || 0];
+}
+
 function generationAbove(a: string | undefined, b: string | undefined): boolean {
-  const parts = (g: string | undefined): bigint[] => (g ?? '0.0').split('.').map((part) => BigInt(/^\d+$/.test(part) ? part : '0'));
-  const [a1 = 0n, a2 = 0n] = parts(a);
-  const [b1 = 0n, b2 = 0n] = parts(b);
+  const [a1, a2] = generationParts(a);
+  const [b1, b2] = generationParts(b);
   return a1 !== b1 ? a1 > b1 : a2 > b2;
 }
 
+/** As the document order writes it: mtime µs . claim µs, 17 digits each. */
+function generationText(g: string): string {
+  return generationParts(g)
+    .map((n) => String(n).padStart(17, '0'))
+    .join('.');
+}
+
 function sourceText(step: StoredStep): string {
-  if (step.src === 'file') return `${step.f ?? '?'} line ${step.l ?? '?'}`;
+  if (step.src === 'file' || (step.src === undefined && step.f !== undefined)) return `${step.f ?? '?'} line ${step.l ?? '?'}`;
   return step.src ?? 'unknown source';
 }
 
@@ -121,11 +133,11 @@ export function publicSteps(deliveryId: string, lines: readonly string[]): Journ
       ...(step.e === undefined ? {} : { event_at: step.e }),
       ...(step.z === undefined ? {} : { size: step.z }),
       ...(step.m === undefined ? {} : { mtime: isoOf(step.m) }),
-      ...(step.g === undefined ? {} : { generation: step.g }),
-      ...(step.to === undefined ? {} : { path: step.to }),
+      ...(step.g === undefined ? {} : { generation: generationText(step.g) }),
+      ...(step.to === undefined ? {} : { path: step.to.endsWith('/') ? `${step.to}${step.f ?? ''}` : step.to }),
       ...(step.by === undefined ? {} : { by: step.by }),
       ...(step.d === undefined ? {} : { dueAt: isoOf(step.d) }),
-      ...(step.src === undefined ? {} : { source: step.src }),
+      ...(step.src === undefined ? (step.s === 'received' && step.f !== undefined ? { source: 'file' } : {}) : { source: step.src }),
       ...(step.l === undefined ? {} : { line: step.l }),
     };
     if (step.w !== undefined) {
@@ -153,8 +165,24 @@ export function publicSteps(deliveryId: string, lines: readonly string[]): Journ
       const first = firstOfInstant.get(step.i);
       if (first !== undefined) view.duplicateOf = `${sourceText(first)} (event_at ${first.e ?? '?'}, ${isoOf(first.t ?? 0)})`;
     }
+    if (step.s === 'seen' && step.w !== undefined) {
+      // A file claimed from an inbox: seen, claimed by this process, found valid (one record).
+      const { host, pid, ...seen } = view;
+      out.push(
+        seen,
+        { ...base, step: 'claimed', ...pick(view, 'file', 'sha256'), host: host ?? '', pid: pid ?? 0 },
+        { ...base, step: 'valid', ...pick(view, 'file', 'sha256') },
+      );
+      continue;
+    }
     out.push(view);
   }
+  return out;
+}
+
+function pick(step: JourneyStep, ...names: Array<'file' | 'sha256'>): Partial<JourneyStep> {
+  const out: Partial<JourneyStep> = {};
+  for (const name of names) if (step[name] !== undefined) out[name] = step[name];
   return out;
 }
 

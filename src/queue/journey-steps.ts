@@ -13,12 +13,12 @@ export interface SeenFile {
   mtimeMs: number;
 }
 
-/** A generation without its padding (mtime µs . claim µs): it orders documents as the padded one does. */
+/** A generation (mtime µs . claim µs, 35 characters) in base 36 (about 23): the reader turns it back. */
 export function shortGeneration(generation: string | undefined): string | undefined {
   if (generation === undefined || generation === '') return undefined;
   return generation
     .split('.')
-    .map((part) => part.replace(/^0+(?=\d)/, ''))
+    .map((part) => Number(part).toString(36))
     .join('.');
 }
 
@@ -28,29 +28,28 @@ type Document = LabelJob | CteJob;
  * A document's steps name its version: the first 8 hex of its sha256 (the seen step has all 64).
  * The seen and queued steps name its file too; the reader gives the others the file of their version.
  */
-export function documentStep(job: Pick<Document, 'kind' | 'origin'>, s: string): StoredStep {
-  const withFile = s === 'seen' || s === 'queued';
+export function documentStep(job: Pick<Document, 'kind' | 'origin'>, s: string, withFile = false): StoredStep {
   return { k: KIND_CODE[job.kind], s, ...(withFile ? { f: job.origin.fileName } : {}), h: job.origin.contentId.slice(0, 8) };
 }
 
 export const documentSteps = {
   /** Seen (name, size, hash, mtime), claimed (by this process), found valid: one file claimed from an inbox. */
+  // One record for the three steps: a seen record that names who claimed it (`w`) was claimed by
+  // that process and found valid (only a valid file reaches the queue); the reader tells all three.
   claimed(job: Document, seen: SeenFile): JourneyEntry[] {
-    const { deliveryId } = job;
     return [
       {
-        deliveryId,
-        step: { ...documentStep(job, 'seen'), h: seen.sha256, z: seen.size, m: Math.round(seen.mtimeMs) },
+        deliveryId: job.deliveryId,
+        step: { ...documentStep(job, 'seen', true), h: seen.sha256, z: seen.size, m: Math.round(seen.mtimeMs), w: SELF },
         file: { name: job.origin.fileName, sha256: seen.sha256 },
       },
-      { deliveryId, step: { ...documentStep(job, 'claimed'), w: SELF } },
-      { deliveryId, step: documentStep(job, 'valid') },
     ];
   },
   /** Queued (with its generation), or decided at once: superseded by a newer document, or the API holds it already. */
-  decided(job: Document, s: 'queued' | 'superseded' | 'already-accepted'): JourneyEntry {
+  /** `isSeen`: its seen step was recorded (and names the file); a backfilled document's queued step names it. */
+  decided(job: Document, s: 'queued' | 'superseded' | 'already-accepted', isSeen = true): JourneyEntry {
     const g = shortGeneration(job.generation);
-    return { deliveryId: job.deliveryId, step: { ...documentStep(job, s), ...(g === undefined || s === 'already-accepted' ? {} : { g }) } };
+    return { deliveryId: job.deliveryId, step: { ...documentStep(job, s, !isSeen), ...(g === undefined || s === 'already-accepted' ? {} : { g }) } };
   },
   replayed(job: Document, by: 'cli' | 'ui' | 're-drop'): JourneyEntry {
     return { deliveryId: job.deliveryId, step: { ...documentStep(job, 'replayed'), by } };
@@ -84,7 +83,8 @@ function sourceOf(event: CollectingJob): Pick<StoredStep, 'src' | 'f' | 'l'> {
   const { origin } = event;
   switch (origin.source) {
     case 'spool':
-      return { src: 'file', f: origin.fileName, l: origin.line };
+      // A file name (`f`) says the source is a file.
+      return { f: origin.fileName, l: origin.line };
     case 'http':
       return { src: 'POST /events', ...(origin.index === undefined ? {} : { l: origin.index }) };
     case 'cli':

@@ -24,7 +24,7 @@ export function fileEndJournal(writer: JourneyWriter, spoolDir: string): FileEnd
         k: kind === 'labels' ? 'l' : 'c',
         s: where,
         ...(version === undefined ? { f: fileName } : { h: version }),
-        to: relative(spoolDir, target),
+        to: compactPath(relative(spoolDir, target), fileName),
       } as const;
       writer.add({ deliveryId, step });
     },
@@ -47,4 +47,9 @@ export function journeyWriterOf(ctx: {
     () => ctx.clock.now(),
     (error) => log.warn({ err: error }, 'journey steps not recorded'),
   );
+}
+
+/** A path ending in the file's own name is kept as its folder and a slash (the reader adds the name back). */
+function compactPath(path: string, fileName: string): string {
+  return path.endsWith(`/${fileName}`) ? path.slice(0, -fileName.length) : path;
 }

@@ -190,7 +190,7 @@ function pick(step: JourneyStep, ...names: Array<'file' | 'sha256'>): Partial<Jo
 export function describeStep(step: JourneyStep): string {
   switch (step.step) {
     case 'seen':
-      return `seen ${step.file ?? ''} (${step.size ?? '?'} bytes, sha256 ${step.sha256 ?? '?'}, modified ${step.mtime ?? '?'})`;
+      return `seen: ${step.size ?? '?'} bytes, sha256 ${step.sha256 ?? '?'}, modified ${step.mtime ?? '?'}`;
     case 'claimed':
       return `claimed by ${step.host ?? '?'} pid ${step.pid ?? '?'}`;
     case 'valid':

@@ -146,6 +146,7 @@ describe('carrier-sync history <delivery_id>', () => {
     const tail = stepsOf(after).slice(stepsOf(after).indexOf('replayed'));
     expect(tail).toEqual(['replayed', 'attempt', 'accepted', 'archived']);
     expect(after.find((s) => s.step === 'replayed')?.by).toBe('cli');
+    await writeFile('test-artifacts/history-sample-replayed.txt', (await history(ids.deadLetter)).stdout);
   });
 
   it('tells a file refused locally: seen with its hash, refused with code and reason, moved to failed/', async () => {

@@ -4,14 +4,14 @@
  * `at`, `delivery_id`, `kind`, `step`, …), with an attempt's start and answer joined into one
  * `attempt` step — one without an answer says so ("no answer recorded").
  */
-import { deliveryOfName, epochDayOf, KIND_OF_CODE, type StoredStep } from './journey.js';
-import type { ItemKind, Keys } from './keys.js';
+import { deliveryOfName, epochDayOf, KIND_OF_CODE, type JourneyKind, type StoredStep } from './journey.js';
+import type { Keys } from './keys.js';
 import type { RedisConnection } from './redis.js';
 
 export interface JourneyStep {
   at: string;
   delivery_id: string;
-  kind: ItemKind;
+  kind: JourneyKind;
   step: string;
   file?: string;
   sha256?: string;
@@ -37,6 +37,8 @@ export interface JourneyStep {
   path?: string;
   by?: string;
   supersededBy?: string;
+  /** A webhook registration: what was sent (header names only). */
+  sent?: string;
 }
 
 function parse(line: string): StoredStep | null {
@@ -136,6 +138,7 @@ export function publicSteps(deliveryId: string, lines: readonly string[]): Journ
       ...(step.g === undefined ? {} : { generation: generationText(step.g) }),
       ...(step.to === undefined ? {} : { path: step.to.endsWith('/') ? `${step.to}${step.f ?? ''}` : step.to }),
       ...(step.by === undefined ? {} : { by: step.by }),
+      ...(step.x === undefined ? {} : { sent: step.x }),
       ...(step.d === undefined ? {} : { dueAt: isoOf(step.d) }),
       ...(step.src === undefined ? (step.s === 'received' && step.f !== undefined ? { source: 'file' } : {}) : { source: step.src }),
       ...(step.l === undefined ? {} : { line: step.l }),
@@ -224,6 +227,13 @@ export function describeStep(step: JourneyStep): string {
       return `dead-lettered: ${[step.code, step.apiCode].filter((c) => c !== undefined).join(' / ')} ${step.message ?? ''}`.trim();
     case 'replayed':
       return `replayed ${step.by === 'ui' ? 'from the overview' : step.by === 'cli' ? 'with dlq retry' : 'by dropping the file again'}`;
+    case 'webhook-set': {
+      const answer =
+        step.code === undefined
+          ? `HTTP ${step.status ?? '?'}`
+          : `${step.status === undefined ? '' : `HTTP ${step.status} `}${[step.code, step.apiCode].filter((c) => c !== undefined).join(' / ')} ${step.message ?? ''}`;
+      return `webhook set (${step.by ?? '?'}): ${step.sent ?? ''} → ${answer.trim()}`;
+    }
     case 'archived':
     case 'failed':
       return `file moved to ${step.path ?? '?'}`;

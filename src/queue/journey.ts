@@ -34,8 +34,8 @@ export const DAY_MS = 86_400_000;
 export interface StoredStep {
   /** Epoch ms; set by the writer (Lua: Redis' clock). */
   t?: number;
-  /** Kind: l label, c CT-e, e collecting. */
-  k: 'l' | 'c' | 'e';
+  /** Kind: l label, c CT-e, e collecting, w a webhook registration (`webhook:<id>`). */
+  k: 'l' | 'c' | 'e' | 'w';
   /** The step's name. */
   s: string;
   /** File name; `h` its sha256 (hex; 16 hex beyond the `seen` step), `z` its size, `m` its mtime (ms). */
@@ -69,12 +69,15 @@ export interface StoredStep {
   d?: number;
   /** Where the file went (archive/failed path, relative to the spool). */
   to?: string;
-  /** Replayed by whom: cli, ui, re-drop. */
+  /** Replayed by whom: cli, ui, re-drop; a webhook set by: cli, reconcile. */
   by?: string;
+  /** What was sent (a webhook registration, without header values). */
+  x?: string;
 }
 
 export const KIND_CODE: Readonly<Record<ItemKind, StoredStep['k']>> = { label: 'l', cte: 'c', collecting: 'e' };
-export const KIND_OF_CODE: Readonly<Record<StoredStep['k'], ItemKind>> = { l: 'label', c: 'cte', e: 'collecting' };
+export type JourneyKind = ItemKind | 'webhook';
+export const KIND_OF_CODE: Readonly<Record<StoredStep['k'], JourneyKind>> = { l: 'label', c: 'cte', e: 'collecting', w: 'webhook' };
 
 /** This process, as steps name it: the host's short name and the pid. */
 export const SELF = `${hostname().split('.')[0] ?? 'host'}/${process.pid}`;

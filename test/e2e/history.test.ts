@@ -171,6 +171,33 @@ describe('carrier-sync history <delivery_id>', () => {
   });
 });
 
+describe('carrier-sync history webhook:<id>', () => {
+  it('records a webhook set: what was sent without header values or query, and the answer', async () => {
+    const webhookId = 'fb000000-0000-4000-8000-000000000001';
+    const carrierKey = Object.values(t.sandbox.keys.carriers)[0] ?? '';
+    const set = await runCli(
+      ['webhook', 'set', webhookId, '--url', 'https://hooks.example.test/in?token=SECRET-Q', '--header', 'Authorization=Bearer SECRET-H', '--events', 'a,b'],
+      {
+        env: { REDIS_URL: testRedisUrl(), CARRIER_SYNC_PREFIX: t.prefix, CARRIER_SYNC_API_URL: t.sandbox.url, CARRIER_SYNC_CARRIER_KEY: carrierKey },
+        timeoutMs: 15_000,
+      },
+    );
+    expect(set.code, set.stderr).toBe(0);
+    const result = await history(`webhook:${webhookId}`, '--json');
+    const steps = ndjson(result);
+    expect(steps).toEqual([
+      expect.objectContaining({
+        kind: 'webhook',
+        step: 'webhook-set',
+        by: 'cli',
+        status: 200,
+        sent: 'PATCH url=https://hooks.example.test/in?… headers=[Authorization] events=[a, b]',
+      }),
+    ]);
+    expect(result.stdout).not.toContain('SECRET');
+  });
+});
+
 describe('carrier-sync history --file / --sha256', () => {
   it('finds a file by its name, and a version by the first hex digits of its sha256', async () => {
     const byName = ndjson(await history('--file', `${ids.revised}__REV-1.pdf`, '--json'));
@@ -202,7 +229,9 @@ describe('carrier-sync history --file / --sha256', () => {
 describe('carrier-sync history --since --json', () => {
   it('exports every recorded step of the range, oldest first, complete on a pipe', async () => {
     const all = ndjson(await history('--since', startedAt, '--json'));
-    const perDelivery = await Promise.all(Object.values(ids).map(async (id) => ndjson(await history(id, '--json'))));
+    // Every journey this run wrote: the items' deliveries and the webhook set above.
+    const journeys = [...Object.values(ids), 'webhook:fb000000-0000-4000-8000-000000000001'];
+    const perDelivery = await Promise.all(journeys.map(async (id) => ndjson(await history(id, '--json'))));
     expect(all).toHaveLength(perDelivery.flat().length);
     expect([...all].sort((a, b) => a.at.localeCompare(b.at))).toEqual(all);
     const none = ndjson(await history('--since', '2020-01-01T00:00:00Z', '--until', '2020-01-02T00:00:00Z', '--json'));

@@ -220,7 +220,7 @@ export function describeStep(step: JourneyStep): string {
     case 'superseded':
       return `not sent: superseded by ${step.supersededBy ?? `a newer ${step.kind}`}`;
     case 'already-accepted':
-      return 'not sent: the API holds these bytes already (identical re-drop)';
+      return 'not sent again: the API holds these bytes already';
     case 'accepted':
       return 'accepted by the API';
     case 'dead-lettered':

@@ -128,7 +128,7 @@ describe('carrier-sync history <delivery_id>', () => {
     expect(text.stdout).toContain(`delivery ${ids.revised}`);
     expect(text.stdout).toContain(`not sent: superseded by ${newer}`);
     expect(text.stdout).toMatch(/attempt 1 by \S+ pid \d+: HTTP 503/);
-    expect(text.stdout).toContain('not sent: the API holds these bytes already (identical re-drop)');
+    expect(text.stdout).toContain('not sent again: the API holds these bytes already');
   });
 
   it('tells a dead letter, then its replay from `dlq retry` and its file leaving failed/ for archive/', async () => {

@@ -109,7 +109,7 @@ async function enqueueBatch(deps: EnqueueDeps, batch: PendingDocument[]): Promis
     prepareJourney(deps.redis);
     const exists = deps.redis.pipeline();
     for (const { job, jobId } of batch) exists.exists(deps.queues.items[job.kind].toKey(jobId));
-    // The journey's claim steps (seen, claimed, valid) ride on this round trip, after the replies
+    // The journey's claim record (seen, claimed, valid) rides on this round trip, after the replies
     // this function reads (`existing[i]` is the i-th reply).
     journal(
       deps,
@@ -151,7 +151,7 @@ async function enqueueBatch(deps: EnqueueDeps, batch: PendingDocument[]): Promis
         if (first === undefined) return;
         try {
           await deps.queues.items[first.job.kind].addBulk(adding.map(({ job, jobId }) => ({ name: job.kind, data: job, opts: { jobId } })));
-          // The counter and the journey's 'queued' steps (and the batch's decisions): one round trip.
+          // The counter and the journey's 'queued' steps: one round trip.
           const chain = addStat(deps.redis.multi(), deps.keys.stats, 'received', first.job.kind, adding.length);
           journal(
             deps,

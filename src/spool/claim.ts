@@ -81,9 +81,10 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   const after = await fs.lstat(path);
   if (after === null || after.size !== bytes.length || after.mtimeMs !== stat.mtimeMs) return 'changed';
 
-  const claimId = newClaimId(bytes);
-  const prepared = await prepare(deps, kind, fileName, bytes, claimId, stat.mtimeMs);
+  // Hashed once: the claim id starts with the hash, the journey keeps all of it.
   const file: SeenFile = { sha256: createHash('sha256').update(bytes).digest('hex'), size: bytes.length, mtimeMs: stat.mtimeMs };
+  const claimId = newClaimId(bytes, file.sha256);
+  const prepared = await prepare(deps, kind, fileName, bytes, claimId, stat.mtimeMs);
   if ('error' in prepared) {
     await refuse(deps, kind, path, fileName, refused(kind, fileName, prepared.error), file);
     return 'refused';

@@ -66,7 +66,7 @@ export function renderHistoryPage(view: HistoryView, base: string): string {
   ${searchForm(base, view.query)}
 </header>
 <main>
-  <h1 class="page-title">${escape(view.title)} <small>journey, oldest first; kept ${view.retentionDays} days after the last step${json}</small></h1>
+  <h1 class="page-title">${escape(view.title)} <small>journey, oldest first; each step kept ${view.retentionDays} days after its UTC day${json}</small></h1>
   ${view.steps.length === 0 ? empty : groups}
 </main>
 </body>

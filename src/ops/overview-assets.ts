@@ -74,7 +74,7 @@ form.search button { font:inherit; font-size:13px; border:0; border-radius:6px; 
 table.timeline { font-size:12.5px; table-layout:fixed; } col.c-at { width:178px; } col.c-kind { width:76px; } col.c-item { width:28%; } col.c-step { width:120px; }
 table.timeline td.file { overflow:hidden; text-overflow:ellipsis; white-space:nowrap; } table.timeline td.when { font-variant-numeric:tabular-nums; color:var(--muted); }
 tr.step.ok td:nth-child(4) { color:var(--green); } tr.step.bad td:nth-child(4) { color:var(--red); } tr.step.warn td:nth-child(4) { color:var(--amber); } tr.step.muted td:nth-child(4) { color:var(--muted); }
-a.journey { font-size:12px; }
+a.journey { font-size:12px; } table.list col.c-act { width:118px; }
 table.timeline td.reason { overflow-wrap:anywhere; }
 button.replay { font:inherit; font-size:12px; border:1px solid var(--blue); color:var(--blue); background:#fff; border-radius:6px; padding:1px 8px; cursor:pointer; }
 button.replay:hover { background:var(--blue); color:#fff; } button.replay:disabled { opacity:.5; cursor:wait; }

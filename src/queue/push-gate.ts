@@ -279,7 +279,7 @@ export interface PushGateOptions {
   retentionSec: number;
   /** How long an event registered in its chain may be without its job before the chain drops it (`chainHead`). */
   missingJobGraceMs?: number;
-  /** How long a delivery's journey is kept after its last step (s); 30 days when not given. */
+  /** How long each journey step is kept after its UTC day ends (s); 30 days when not given. */
   historyTtlSec?: number;
 }
 

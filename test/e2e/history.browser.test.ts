@@ -87,6 +87,16 @@ describe('the journey on the overview', () => {
     await page.screenshot({ path: join(ARTIFACTS, 'history-file-search.png'), fullPage: true });
   });
 
+  it("records a replay from the overview's button in the dead letter's journey", async () => {
+    await page.goto(`${base}/ui`);
+    await page.locator(`tr[data-dead-letter] button[data-replay-id]`).first().click();
+    await page.goto(`${base}/ui/history/${ids.dead}`);
+    await expect
+      .poll(async () => page.reload().then(async () => page.locator('tr.step td:nth-child(4)').allInnerTexts()), { timeout: 15_000 })
+      .toContain('replayed');
+    expect(await page.locator('tr.step[data-step="replayed"] td.reason').innerText()).toBe('replayed from the overview');
+  });
+
   it('serves the same steps as JSON beside the page, behind the UI password', async () => {
     const url = `${base}/ui/history/${ids.good}.json`;
     expect((await fetch(url)).status).toBe(401);

@@ -19,7 +19,7 @@ let t: TestDaemon;
 const startedAt = new Date(Date.now() - 1000).toISOString();
 const sha = (bytes: Buffer | string): string => createHash('sha256').update(bytes).digest('hex');
 
-const ids = { revised: '', deadLetter: '', refused: 'REFUSED-0001', events: '' };
+const ids = { revised: '', deadLetter: '', refused: 'REFUSED-0001', events: '', held: randomUUID() };
 let rev1: Buffer = Buffer.alloc(0);
 let rev2: Buffer = Buffer.alloc(0);
 
@@ -162,6 +162,20 @@ describe('carrier-sync history <delivery_id>', () => {
     expect(steps[0]).toMatchObject({ source: 'file', file: 'first.ndjson', line: 1, event_at: '2026-11-25T01:00:00Z' });
     expect(steps[4]?.duplicateOf).toContain('first.ndjson line 1');
     expect(ndjson(await history(ids.events, '--json', '--kind', 'label'))).toEqual([]);
+  });
+
+  it('tells an event from `enqueue` whose event_at lies ahead: received from enqueue, held until due', async () => {
+    const dueAt = new Date(Date.now() + 3_600_000);
+    const enqueue = await runCli(['enqueue', 'collecting', '--delivery-id', ids.held, '--event-at', dueAt.toISOString()], {
+      env: { REDIS_URL: testRedisUrl(), CARRIER_SYNC_PREFIX: t.prefix },
+      timeoutMs: 15_000,
+    });
+    expect(enqueue.code, enqueue.stderr).toBe(0);
+    const steps = ndjson(await history(ids.held, '--json'));
+    expect(steps).toEqual([
+      expect.objectContaining({ step: 'received', source: 'enqueue', kind: 'collecting', event_at: dueAt.toISOString() }),
+      expect.objectContaining({ step: 'held', dueAt: dueAt.toISOString() }),
+    ]);
   });
 
   it('says so, exit 0, when nothing is recorded', async () => {

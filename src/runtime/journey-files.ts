@@ -10,6 +10,7 @@ import type { Keys } from '../queue/keys.js';
 import type { Logger } from '../log.js';
 import { createJourneyWriter, historyTtlSec, type JourneyWriter } from '../queue/journey.js';
 import type { RedisConnection } from '../queue/redis.js';
+import type { RedisHealth } from '../queue/redis-health.js';
 import type { FileEndJournal } from '../outcome/apply.js';
 import { parseSpoolName } from '../validate/spool-name.js';
 
@@ -31,11 +32,15 @@ export function fileEndJournal(writer: JourneyWriter, spoolDir: string): FileEnd
   };
 }
 
-/** The process' journey writer for steps without a round trip of their own; a failed write is a warning. */
+/**
+ * The process' journey writer for steps without a round trip of their own. A failed write is a
+ * warning, once per Redis outage (the health tracker says the rest).
+ */
 export function journeyWriterOf(ctx: {
   redis: RedisConnection;
   keys: Keys;
   logger: Logger;
+  health: RedisHealth;
   clock: { now(): number };
   config: { history: { retentionDays: number } };
 }): JourneyWriter {
@@ -45,7 +50,9 @@ export function journeyWriterOf(ctx: {
     ctx.keys,
     historyTtlSec(ctx.config.history.retentionDays),
     () => ctx.clock.now(),
-    (error) => log.warn({ err: error }, 'journey steps not recorded'),
+    (error) => {
+      if (!ctx.health.report(error, 'journey')) log.warn({ err: error }, 'journey steps not recorded');
+    },
   );
 }
 

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { listDeadLetters, purgeDeadLetters, retryDeadLetters } from '../queue/dead-letter.js';
+import { historyTtlSec } from '../queue/journey.js';
 import { UsageError } from './usage-error.js';
 import { parseDuration, print, withContext } from './shared.js';
 
@@ -33,7 +34,15 @@ export function registerDlq(program: Command): void {
     .option('--all', 'every dead-lettered item')
     .action(async (ids: string[], options: { all?: boolean }, command: Command) => {
       if ((options.all === true) === ids.length > 0) throw new UsageError('dlq retry: give ids or --all (not both)');
-      const { retried, missing } = await withContext(command, (ctx) => retryDeadLetters(ctx, options.all === true ? 'all' : ids));
+      const { retried, missing } = await withContext(command, (ctx) =>
+        retryDeadLetters(ctx, options.all === true ? 'all' : ids, {
+          redis: ctx.redis,
+          keys: ctx.keys,
+          historyTtlSec: historyTtlSec(ctx.config.history.retentionDays),
+          by: 'cli',
+          nowMs: Date.now(),
+        }),
+      );
       print(`retried ${retried.length}${retried.length > 0 ? `: ${retried.join(', ')}` : ''}`);
       if (missing.length > 0) {
         print(`not dead-lettered (unknown id): ${missing.join(', ')}`);

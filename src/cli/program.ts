@@ -5,6 +5,7 @@ import { registerBackfill } from './backfill.js';
 import { registerDlq } from './dlq.js';
 import { registerEnqueue } from './enqueue.js';
 import { registerNotify } from './notify.js';
+import { registerHistory } from './history.js';
 import { registerResume } from './resume.js';
 import { registerSandbox } from './sandbox.js';
 import { registerStart } from './start.js';
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
     registerBackfill,
     registerResume,
     registerNotify,
+    registerHistory,
   ]) {
     register(program);
   }

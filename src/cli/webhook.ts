@@ -39,7 +39,10 @@ export function registerWebhook(program: Command): void {
         const target = await resolveApiTarget(config, createLogger({ level: 'warn' }), ctx.closers);
         const client = apiClientFor(config, target, { connections: 1 });
         ctx.closers.push('api client', () => client.close());
-        await applyWebhook(ctx, { client, limiter: rateLimiterFor(ctx, target.carrierKey) }, webhookId, record);
+        await applyWebhook(ctx, { client, limiter: rateLimiterFor(ctx, target.carrierKey) }, webhookId, record, {
+          ttlSec: ctx.config.history.retentionDays * 86_400,
+          by: 'cli',
+        });
       });
       if (record.headers === null) print(`webhook ${webhookId} set (no headers given: the registration's headers are now null)`);
       else print(`webhook ${webhookId} set with headers ${Object.keys(record.headers).join(', ')}`);

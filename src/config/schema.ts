@@ -99,6 +99,7 @@ export const configSchema = z
       })
       .strict(),
     dedup: z.object({ retentionDays: positiveInt }).strict(),
+    history: z.object({ retentionDays: positiveInt }).strict(),
     http: z
       .object({
         port: z.number().int().min(0).max(65535),
@@ -175,3 +176,4 @@ export type ApiConfig = Config['api'];
 export type SpoolConfig = Config['spool'];
 export type DeliveryConfig = Config['delivery'];
 export type NotifyConfig = Config['notify'];
+export type HistoryConfig = Config['history'];

@@ -13,6 +13,7 @@ import type { Queue } from 'bullmq';
 import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import { ITEM_KINDS, type ItemKind } from '../queue/keys.js';
 import type { Logger } from '../log.js';
+import { registerHistory, type HistoryRouteOptions } from './history.js';
 import { registerOverview } from './overview.js';
 import type { OverviewSources } from './overview-data.js';
 import { isSameCredentials } from './secrets.js';
@@ -53,6 +54,7 @@ export async function registerDashboard(app: FastifyInstance, options: Dashboard
         scope.addHook('onRequest', scope.basicAuth as onRequestHookHandler);
       }
       registerOverview(scope, { basePath, sources: options.overview, logger: options.logger });
+      registerHistory(scope, historyRouteOptions(basePath, options.overview));
       const serverAdapter = new FastifyAdapter();
       serverAdapter.setBasePath(`${basePath}${QUEUES_PATH}`);
       createBullBoard({
@@ -64,4 +66,9 @@ export async function registerDashboard(app: FastifyInstance, options: Dashboard
     },
     { prefix: basePath },
   );
+}
+
+function historyRouteOptions(basePath: string, sources: OverviewSources): HistoryRouteOptions {
+  const retentionDays = sources.historyTtlSec === undefined ? 30 : Math.round(sources.historyTtlSec / 86_400);
+  return { basePath, redis: sources.redis, keys: sources.keys, retentionDays, now: () => sources.clock.now() };
 }

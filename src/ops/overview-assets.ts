@@ -68,6 +68,14 @@ table.list td.reason { color:#39445a; }
 .clamp { display:-webkit-box; -webkit-line-clamp:2; -webkit-box-orient:vertical; overflow:hidden; }
 code { font:11.5px ui-monospace,SFMono-Regular,Menlo,monospace; background:#f1f3f7; padding:0 4px; border-radius:4px; overflow-wrap:anywhere; }
 .empty { color:var(--muted); font-style:italic; }
+form.search { display:flex; gap:4px; } form.search input { width:280px; font:inherit; font-size:13px; padding:3px 8px; border-radius:6px; border:1px solid #34405a; }
+form.search button { font:inherit; font-size:13px; border:0; border-radius:6px; padding:3px 10px; background:var(--blue); color:#fff; cursor:pointer; }
+.page-title { font-size:16px; margin:4px 0; } .page-title small { font-weight:400; font-size:12px; color:var(--muted); margin-left:6px; }
+table.timeline { font-size:12.5px; table-layout:fixed; } col.c-at { width:178px; } col.c-kind { width:76px; } col.c-item { width:28%; } col.c-step { width:120px; }
+table.timeline td.file { overflow:hidden; text-overflow:ellipsis; white-space:nowrap; } table.timeline td.when { font-variant-numeric:tabular-nums; color:var(--muted); }
+tr.step.ok td:nth-child(4) { color:var(--green); } tr.step.bad td:nth-child(4) { color:var(--red); } tr.step.warn td:nth-child(4) { color:var(--amber); } tr.step.muted td:nth-child(4) { color:var(--muted); }
+a.journey { font-size:12px; } table.list col.c-act { width:118px; }
+table.timeline td.reason { overflow-wrap:anywhere; }
 button.replay { font:inherit; font-size:12px; border:1px solid var(--blue); color:var(--blue); background:#fff; border-radius:6px; padding:1px 8px; cursor:pointer; }
 button.replay:hover { background:var(--blue); color:#fff; } button.replay:disabled { opacity:.5; cursor:wait; }
 .chip button.replay { border-radius:999px; }

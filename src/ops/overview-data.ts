@@ -41,6 +41,8 @@ export interface OverviewSources {
   /** This process's spool disk (watcher role); absent elsewhere. */
   spoolDisk?: () => SpoolDiskReadiness;
   isDraining(): boolean;
+  /** How long journeys are kept (s): a replay from the page is recorded in its items' journeys. */
+  historyTtlSec?: number;
 }
 
 export type StateCode = 'working' | 'idle' | 'paused' | 'disk-full' | 'redis-down' | 'draining';

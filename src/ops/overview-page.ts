@@ -17,7 +17,7 @@ export function renderParts(overview: Overview, base: string): Record<PartName, 
     state: renderState(overview),
     figures: d === null ? unavailable() : renderFigures(overview, d),
     backlog: d === null ? unavailable() : renderBacklog(d.backlog, overview.maxQueued, base),
-    refusals: d === null ? unavailable() : renderRefusals(d.refusals),
+    refusals: d === null ? unavailable() : renderRefusals(d.refusals, base),
     'dead-letters': d === null ? unavailable() : renderDeadLetters(d.deadLetters, base),
     notifications: d === null ? unavailable() : renderNotifications(d.notifications),
     updated: `updated <time datetime="${escape(overview.at)}">${escape(clockTime(overview.at))}</time>`,
@@ -42,6 +42,7 @@ export function renderPage(overview: Overview, base: string): string {
 <header class="top">
   <span class="brand">carrier-sync</span>
   <nav><a class="current" href="${base}">Overview</a><a href="${base}/queues" data-link="queues">Queues (bull-board)</a><a href="${base}/overview.json">JSON</a></nav>
+  ${searchForm(base)}
   <span class="updated">${part('updated', 'span')}<span class="stale" id="stale" hidden></span></span>
 </header>
 <main>
@@ -137,7 +138,7 @@ function renderBacklog(rows: BacklogRow[], maxQueued: number, base: string): str
 <p class="hint">Numbers link to the queue's tab in bull-board. Delayed: future events and retries.</p>`;
 }
 
-function renderRefusals(r: { total: number; byCode: CodeCount[]; latest: Refusal[] }): string {
+function renderRefusals(r: { total: number; byCode: CodeCount[]; latest: Refusal[] }, base: string): string {
   const chips =
     r.byCode.length === 0
       ? '<span class="empty">none</span>'
@@ -145,7 +146,7 @@ function renderRefusals(r: { total: number; byCode: CodeCount[]; latest: Refusal
   const rows = r.latest
     .map(
       (x) =>
-        `<tr><td class="when" title="${escape(x.at)}">${escape(shortTime(x.at))}</td><td class="file" title="failed/${escape(x.kind)}/${escape(x.file)}">${escape(x.file)}</td><td><code>${escape(x.code)}</code></td><td class="reason"><div class="clamp" title="${escape(x.reason)}">${escape(x.reason)}</div></td></tr>`,
+        `<tr><td class="when" title="${escape(x.at)}">${escape(shortTime(x.at))}</td><td class="file" title="failed/${escape(x.kind)}/${escape(x.file)}"><a href="${base}/history?q=${encodeURIComponent(x.file)}" data-link="journey">${escape(x.file)}</a></td><td><code>${escape(x.code)}</code></td><td class="reason"><div class="clamp" title="${escape(x.reason)}">${escape(x.reason)}</div></td></tr>`,
     )
     .join('');
   return `<h2 id="refusals">Refused locally <small>never became a job; each file sits in failed/&lt;kind&gt;/ with its .error.json</small></h2>
@@ -166,7 +167,7 @@ function renderDeadLetters(dl: { total: number; byCode: CodeCount[]; codesOf: nu
   const rows = dl.latest
     .map(
       (x) =>
-        `<tr data-dead-letter="${escape(x.id)}"><td class="when" title="${escape(x.lastFailureAt ?? '')}">${escape(shortTime(x.lastFailureAt))}</td><td class="file"><a href="${base}/queues/queue/${encodeURIComponent(x.queue)}/${encodeURIComponent(x.id)}" title="${escape(x.id)}">${escape(x.fileName ?? x.deliveryId)}</a></td><td><code>${escape(x.code)}</code>${x.status === null ? '' : ` <small>HTTP ${x.status}</small>`}</td><td class="reason"><div class="clamp" title="${escape(x.message)}">${escape(x.message)}</div></td><td><button type="button" class="replay" data-replay-id="${escape(x.id)}">replay</button></td></tr>`,
+        `<tr data-dead-letter="${escape(x.id)}"><td class="when" title="${escape(x.lastFailureAt ?? '')}">${escape(shortTime(x.lastFailureAt))}</td><td class="file"><a href="${base}/queues/queue/${encodeURIComponent(x.queue)}/${encodeURIComponent(x.id)}" title="${escape(x.id)}">${escape(x.fileName ?? x.deliveryId)}</a></td><td><code>${escape(x.code)}</code>${x.status === null ? '' : ` <small>HTTP ${x.status}</small>`}</td><td class="reason"><div class="clamp" title="${escape(x.message)}">${escape(x.message)}</div></td><td><button type="button" class="replay" data-replay-id="${escape(x.id)}">replay</button> <a class="journey" href="${base}/history/${encodeURIComponent(x.deliveryId)}" data-link="journey" title="this delivery's journey">journey</a></td></tr>`,
     )
     .join('');
   return `<h2 id="dead-letters">Dead letters <small>refused by the API or out of retries; the Failed tab of each queue</small></h2>
@@ -216,6 +217,11 @@ function ago(iso: string, nowIso: string): string {
   if (seconds < 90) return `${seconds} s ago`;
   if (seconds < 90 * 60) return `${Math.round(seconds / 60)} min ago`;
   return `${(seconds / 3600).toFixed(1)} h ago`;
+}
+
+/** The search box the overview and the timeline pages share. */
+export function searchForm(base: string, value = ''): string {
+  return `<form class="search" action="${base}/history" method="get" role="search"><input type="search" name="q" value="${escape(value)}" placeholder="delivery id or file name" aria-label="delivery id or file name" required><button type="submit">Find</button></form>`;
 }
 
 export function escape(text: string): string {

@@ -61,7 +61,9 @@ export function registerOverview(scope: FastifyInstance, options: OverviewOption
     const isCode = typeof body.code === 'string' && body.code !== '';
     if (isId === isCode) return reply.code(400).send({ message: 'give either {"id": "<dead letter id>"} or {"code": "<error code>"}' });
     const ids = isId ? [body.id as string] : await deadLetterIdsWithCode(sources, body.code as string);
-    const { retried, missing } = await retryDeadLetters(sources, ids);
+    const journal =
+      sources.historyTtlSec === undefined ? undefined : { ...sources, historyTtlSec: sources.historyTtlSec, by: 'ui' as const, nowMs: sources.clock.now() };
+    const { retried, missing } = await retryDeadLetters(sources, ids, journal);
     logger.info({ retried, missing, ...(isCode ? { code: body.code } : {}) }, 'dead letters replayed from the overview page');
     if (retried.length === 0)
       return reply

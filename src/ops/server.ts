@@ -96,7 +96,17 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
     basePath: UI_BASE_PATH,
     queues: options.queues,
     uiPassword: options.uiPassword,
-    overview: { ...options.overview, redis, keys, queues, dedup, clock, attempts: createAttemptLog(redis, keys), isDraining: () => isDraining },
+    overview: {
+      ...options.overview,
+      redis,
+      keys,
+      queues,
+      dedup,
+      clock,
+      attempts: createAttemptLog(redis, keys),
+      isDraining: () => isDraining,
+      ...(options.enqueueDeps.historyTtlSec === undefined ? {} : { historyTtlSec: options.enqueueDeps.historyTtlSec }),
+    },
     logger,
   });
   registerIngest(app, {

@@ -30,6 +30,13 @@ export interface OutcomeDeps {
   inflight: InflightIndex;
   clock: Clock;
   logger: Logger;
+  /** Told where each file ended, for its journey (queue/journey.ts). */
+  journey?: FileEndJournal;
+}
+
+export interface FileEndJournal {
+  /** `from`: where the file was (its in-flight name tells its version). */
+  ended(kind: SpoolKind, fileName: string, where: 'archived' | 'failed', from: string, target: string): void;
 }
 
 export interface Outcomes {
@@ -55,11 +62,13 @@ const now = (deps: OutcomeDeps): Date => new Date(deps.clock.now());
 async function archive(deps: OutcomeDeps, kind: SpoolKind, path: string, fileName: string): Promise<void> {
   const target = await moveInto(path, deps.paths.archive(kind, now(deps)), fileName, deps.disk);
   if (target !== null) deps.logger.info({ kind, file: fileName, to: target }, 'file archived');
+  if (target !== null) deps.journey?.ended(kind, fileName, 'archived', path, target);
 }
 
 async function reject(deps: OutcomeDeps, kind: SpoolKind, path: string, fileName: string, report: ReportContent): Promise<void> {
   const target = await failInto(path, deps.paths.failed(kind), fileName, { kind, at: now(deps).toISOString(), content: report }, deps.disk);
   if (target !== null) deps.logger.warn({ kind, file: fileName, to: target, code: report.code, reason: report.message }, 'file refused');
+  if (target !== null) deps.journey?.ended(kind, fileName, 'failed', path, target);
 }
 
 /** One outcome message: an events file's line counts toward its batch; a document moves its file. */

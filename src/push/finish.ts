@@ -8,17 +8,24 @@ import { Job, type Queue } from 'bullmq';
 import type { SyncError } from '../errors.js';
 import type { ItemJob, ItemResult, OutcomeMessage } from '../queue/payloads.js';
 import { pushOutcome } from '../queue/outcome-list.js';
-import type { SlotUse } from '../queue/push-gate.js';
+import type { AttemptAnswer, SlotUse } from '../queue/push-gate.js';
 import type { PushDeps } from './deps.js';
 
-export async function finishItem(deps: PushDeps, job: Job<ItemJob>, result: ItemResult, slot: SlotUse | null, error?: SyncError): Promise<void> {
+export async function finishItem(
+  deps: PushDeps,
+  job: Job<ItemJob>,
+  result: ItemResult,
+  slot: SlotUse | null,
+  error?: SyncError,
+  answer?: AttemptAnswer,
+): Promise<void> {
   const item = job.data;
   const jobId = String(job.id);
   const history = result === 'dead-lettered' ? await deps.attempts.read(jobId) : [];
   // A finish run twice (a stalled job taken up again) writes its message twice: applying an
   // outcome is idempotent.
   const outcome = item.origin.source === 'spool' ? pushOutcome(deps.redis, deps.keys, item.origin.spoolId, outcomeOf(deps, job, result, history, error)) : null;
-  const [woken] = await Promise.all([deps.gate.leave(item, jobId, slot, result), outcome]);
+  const [woken] = await Promise.all([deps.gate.leave(item, jobId, slot, result, answer), outcome]);
   if (woken !== null) await wakeParked(deps.itemQueue, woken);
   if (result === 'repeat') deps.logger.warn({ kind: item.kind, deliveryId: item.deliveryId, jobId }, 'API reported the event_at as a repeat');
 }

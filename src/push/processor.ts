@@ -16,7 +16,7 @@ import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { isSyncError, SyncError } from '../errors.js';
 import { countActivity } from '../queue/activity.js';
 import type { ItemJob, ItemResult } from '../queue/payloads.js';
-import type { GateVerdict, SlotUse } from '../queue/push-gate.js';
+import type { AttemptAnswer, GateVerdict, SlotUse } from '../queue/push-gate.js';
 import type { PushDeps } from './deps.js';
 import { finishItem, wakeParked } from './finish.js';
 import { sendItem } from './send.js';
@@ -38,7 +38,7 @@ export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: str
     const deadline = started + MAX_SLOT_WAIT_MS;
 
     for (;;) {
-      const verdict = await deps.gate.enter(item, jobId);
+      const verdict = await deps.gate.enter(item, jobId, job.attemptsMade + 1);
       switch (verdict.action) {
         case 'superseded':
           await finishItem(deps, job, 'superseded', null);
@@ -76,15 +76,18 @@ async function send(
   const item = job.data;
   const jobId = String(job.id);
   let result: Extract<ItemResult, 'accepted' | 'repeat'>;
+  const sentAt = performance.now();
   try {
     result = await sendItem(deps.client, item);
   } catch (error) {
     const used: SlotUse = { slot, respondedAt: performance.now() };
     const syncError = toSyncError(error);
     if (isProbe) await onProbeAnswer(deps, syncError);
-    return onFailure(deps, job, token, used, authEpoch, syncError);
+    return onFailure(deps, job, token, used, authEpoch, syncError, answerOf(syncError, used.respondedAt - sentAt));
   }
-  await finishItem(deps, job, result, { slot, respondedAt: performance.now() });
+  const respondedAt = performance.now();
+  // The API client takes only a 2xx as success, and the contract answers these endpoints with 200.
+  await finishItem(deps, job, result, { slot, respondedAt }, undefined, { status: 200, durationMs: respondedAt - sentAt });
   if (isProbe) await onProbeAnswer(deps, null);
   deps.logger.info(
     { kind: item.kind, deliveryId: item.deliveryId, jobId, attempt: job.attemptsMade + 1, status: 200, durationMs: deps.clock.now() - started, result },
@@ -116,14 +119,33 @@ async function onProbeAnswer(deps: PushDeps, error: SyncError | null): Promise<v
   deps.logger.info({ status: error?.status ?? 200 }, 'auth probe: the API accepts the key again; queues resumed');
 }
 
-async function onFailure(deps: PushDeps, job: Job<ItemJob>, token: string | undefined, slot: SlotUse, authEpoch: number, error: SyncError): Promise<never> {
+/** A failed request as the journey records it: no status when no response came (network, timeout). */
+function answerOf(error: SyncError, durationMs: number): AttemptAnswer {
+  return {
+    durationMs,
+    code: error.code,
+    ...(error.status === undefined ? {} : { status: error.status }),
+    ...(error.apiCode === undefined ? {} : { apiCode: error.apiCode }),
+    message: error.apiMessage ?? error.message,
+  };
+}
+
+async function onFailure(
+  deps: PushDeps,
+  job: Job<ItemJob>,
+  token: string | undefined,
+  slot: SlotUse,
+  authEpoch: number,
+  error: SyncError,
+  answer: AttemptAnswer,
+): Promise<never> {
   const item = job.data;
   const jobId = String(job.id);
   const attempt = job.attemptsMade + 1;
   const context = { kind: item.kind, deliveryId: item.deliveryId, jobId, attempt, status: error.status, code: error.code, apiCode: error.apiCode };
 
   if (error.disposition === 'rate-limited') {
-    await deps.gate.leave(item, jobId, slot, null);
+    await deps.gate.leave(item, jobId, slot, null, answer);
     const holdMs = error.retryAfterMs ?? deps.delivery.backoffMs * 2 ** Math.min(job.attemptsMade, 10);
     await deps.limiter.pause(holdMs);
     await deps.stats.add('rate_limited', item.kind);
@@ -137,7 +159,7 @@ async function onFailure(deps: PushDeps, job: Job<ItemJob>, token: string | unde
   }
 
   if (error.disposition === 'pause') {
-    await deps.gate.leave(item, jobId, slot, null);
+    await deps.gate.leave(item, jobId, slot, null, answer);
     const isFirst = await deps.authGate.trip({ at: new Date(deps.clock.now()).toISOString(), endpoint: item.kind, message: error.message }, authEpoch);
     if (isFirst) deps.logger.error(context, 'API refused the key (401): queues paused until `carrier-sync resume` or a probe succeeds');
     return stepAside(job, token, AUTH_RETRY_MS);
@@ -158,11 +180,11 @@ async function onFailure(deps: PushDeps, job: Job<ItemJob>, token: string | unde
   const isNotFoundSpent = error.code === 'API_NOT_FOUND' && attempt >= deps.delivery.notFoundAttempts;
   const isFinal = error.disposition === 'dead-letter' || error.disposition === 'reject-local' || isNotFoundSpent || attempt >= maxAttempts;
   if (isFinal) {
-    await finishItem(deps, job, 'dead-lettered', slot, error);
+    await finishItem(deps, job, 'dead-lettered', slot, error, answer);
     deps.logger.error({ ...context, message: error.apiMessage ?? error.message }, 'item dead-lettered');
     throw new UnrecoverableError(`${error.code}: ${error.message}`);
   }
-  if (error.disposition !== 'rate-limited') await deps.gate.leave(item, jobId, slot, null);
+  if (error.disposition !== 'rate-limited') await deps.gate.leave(item, jobId, slot, null, answer);
   deps.logger.warn({ ...context, message: error.message }, 'item failed; will retry');
   throw error;
 }

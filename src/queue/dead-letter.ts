@@ -7,9 +7,12 @@ import type { Job } from 'bullmq';
 import type { AttemptLog, AttemptRecord } from './attempts.js';
 import type { DedupMemory } from './dedup.js';
 import type { DeadLetterFacts } from './failure-report.js';
-import { ITEM_KINDS, type ItemKind } from './keys.js';
+import { appendSteps, prepareJourney, type JourneyEntry } from './journey.js';
+import { documentSteps, eventSteps } from './journey-steps.js';
+import { ITEM_KINDS, type ItemKind, type Keys } from './keys.js';
 import type { ItemJob } from './payloads.js';
 import type { QueueSet } from './queues.js';
+import type { RedisConnection } from './redis.js';
 
 export interface DeadLetter {
   id: string;
@@ -91,8 +94,22 @@ function errorOfFailedReason(reason: string | undefined): Record<string, unknown
   return match === null ? { message: reason ?? 'dead-lettered' } : { code: match[1], message: match[2] };
 }
 
+/** Where a replay is recorded: each replayed item's journey gets a 'replayed' step (one write for all). */
+export interface ReplayJournal {
+  redis: RedisConnection;
+  keys: Keys;
+  historyTtlSec: number;
+  by: 'cli' | 'ui';
+  nowMs: number;
+}
+
 /** Puts dead letters back to work; returns the ids found and retried. */
-export async function retryDeadLetters(deps: DeadLetterDeps, ids: readonly string[] | 'all'): Promise<{ retried: string[]; missing: string[] }> {
+export async function retryDeadLetters(
+  deps: DeadLetterDeps,
+  ids: readonly string[] | 'all',
+  journal?: ReplayJournal,
+): Promise<{ retried: string[]; missing: string[] }> {
+  const replayed: JourneyEntry[] = [];
   const retried: string[] = [];
   const missing: string[] = [];
   const wanted = ids === 'all' ? null : new Set(ids);
@@ -105,7 +122,15 @@ export async function retryDeadLetters(deps: DeadLetterDeps, ids: readonly strin
       if ((await job.getState()) !== 'failed') continue;
       await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
       retried.push(String(job.id));
+      if (journal !== undefined) {
+        const data = job.data as ItemJob;
+        replayed.push(data.kind === 'collecting' ? eventSteps.replayed(data, journal.by) : documentSteps.replayed(data, journal.by));
+      }
     }
+  }
+  if (journal !== undefined && replayed.length > 0) {
+    prepareJourney(journal.redis);
+    await appendSteps(journal.redis.pipeline(), journal.keys, journal.historyTtlSec, replayed, journal.nowMs).exec();
   }
   if (wanted !== null) for (const id of wanted) if (!retried.includes(id)) missing.push(id);
   return { retried, missing };

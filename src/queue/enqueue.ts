@@ -13,7 +13,9 @@ import type { Keys } from './keys.js';
 import { queueDocumentOrders } from './document-record.js';
 import type { CollectingJob, CteJob, LabelJob } from './payloads.js';
 import type { QueueSet } from './queues.js';
-import type { Stats } from './stats.js';
+import { addStat, type Stats } from './stats.js';
+import { appendSteps, prepareJourney, type JourneyEntry } from './journey.js';
+import { documentSteps, eventSteps, type SeenFile } from './journey-steps.js';
 
 export interface EnqueueDeps {
   redis: RedisConnection;
@@ -24,6 +26,8 @@ export interface EnqueueDeps {
   clock: Clock;
   /** How long the document order and re-drop memory outlive a delivery's last document (s). */
   retentionSec: number;
+  /** How long a delivery's journey outlives its last step (s); no journey is written without it. */
+  historyTtlSec?: number;
 }
 
 export type DocumentEnqueueResult = 'queued' | 'already-queued' | 'already-accepted' | 'replayed' | 'superseded';
@@ -52,29 +56,31 @@ export function collectingJobId(deliveryId: string, instantKey: string): string 
  * document settles on its own: a round trip that fails rejects the documents it carried, and
  * their callers put their files back as before.
  */
-export function enqueueDocument(deps: EnqueueDeps, job: LabelJob | CteJob): Promise<{ jobId: string; result: DocumentEnqueueResult }> {
+export function enqueueDocument(deps: EnqueueDeps, job: LabelJob | CteJob, seen?: SeenFile): Promise<{ jobId: string; result: DocumentEnqueueResult }> {
   let batcher = batchers.get(deps);
   if (batcher === undefined) batchers.set(deps, (batcher = documentBatcher(deps)));
-  return batcher(job);
+  return batcher(job, seen);
 }
 
 type DocumentOutcome = { jobId: string; result: DocumentEnqueueResult };
 interface PendingDocument {
   job: LabelJob | CteJob;
   jobId: string;
+  /** The file as claimed, for the journey (absent for a backfill or a test). */
+  seen: SeenFile | undefined;
   resolve(outcome: DocumentOutcome): void;
   reject(error: unknown): void;
 }
 
 /** One batcher per set of deps (one per process and Redis connection in practice). */
-const batchers = new WeakMap<EnqueueDeps, (job: LabelJob | CteJob) => Promise<DocumentOutcome>>();
+const batchers = new WeakMap<EnqueueDeps, (job: LabelJob | CteJob, seen?: SeenFile) => Promise<DocumentOutcome>>();
 /**
  * A batch leaves as soon as it holds this many documents: Redis works through it while this
  * process checks the next files (the socket write happens at once), instead of both taking turns.
  */
 const DOCUMENTS_A_BATCH = 32;
 
-function documentBatcher(deps: EnqueueDeps): (job: LabelJob | CteJob) => Promise<DocumentOutcome> {
+function documentBatcher(deps: EnqueueDeps): (job: LabelJob | CteJob, seen?: SeenFile) => Promise<DocumentOutcome> {
   let pending: PendingDocument[] = [];
   let isScheduled = false;
   const send = (): void => {
@@ -83,9 +89,9 @@ function documentBatcher(deps: EnqueueDeps): (job: LabelJob | CteJob) => Promise
     pending = [];
     void enqueueBatch(deps, batch);
   };
-  return (job) =>
+  return (job, seen) =>
     new Promise<DocumentOutcome>((resolve, reject) => {
-      pending.push({ job, jobId: documentJobId(job), resolve, reject });
+      pending.push({ job, jobId: documentJobId(job), seen, resolve, reject });
       if (pending.length >= DOCUMENTS_A_BATCH) send();
       else if (!isScheduled) {
         isScheduled = true;
@@ -100,8 +106,16 @@ function documentBatcher(deps: EnqueueDeps): (job: LabelJob | CteJob) => Promise
 /** Settles every document of the batch; never throws. */
 async function enqueueBatch(deps: EnqueueDeps, batch: PendingDocument[]): Promise<void> {
   try {
+    prepareJourney(deps.redis);
     const exists = deps.redis.pipeline();
     for (const { job, jobId } of batch) exists.exists(deps.queues.items[job.kind].toKey(jobId));
+    // The journey's claim record (seen, claimed, valid) rides on this round trip, after the replies
+    // this function reads (`existing[i]` is the i-th reply).
+    journal(
+      deps,
+      exists,
+      batch.flatMap(({ job, seen }) => (seen === undefined ? [] : documentSteps.claimed(job, seen))),
+    );
     const [orders, existing] = await Promise.all([
       queueDocumentOrders(
         deps.redis,
@@ -116,12 +130,14 @@ async function enqueueBatch(deps: EnqueueDeps, batch: PendingDocument[]): Promis
     // once; the second is 'already-queued', as it would be one call later.
     const repeats = new Set<PendingDocument>();
     const freshIds = new Set<string>();
+    // Decided at once (an older version, an identical re-drop): recorded before their callers move the files.
+    const decided: Array<{ document: PendingDocument; result: 'superseded' | 'already-accepted' }> = [];
     batch.forEach((document, i) => {
       const order = orders[i];
       const [existsError, count] = existing?.[i] ?? [new Error('no reply in the pipeline'), null];
       if (order === undefined || 'error' in order) return document.reject(order?.error ?? new Error('no reply in the pipeline'));
-      if (order.value === 'older') return document.resolve({ jobId: document.jobId, result: 'superseded' });
-      if (order.value === 'accepted') return document.resolve({ jobId: document.jobId, result: 'already-accepted' });
+      if (order.value === 'older') return void decided.push({ document, result: 'superseded' });
+      if (order.value === 'accepted') return void decided.push({ document, result: 'already-accepted' });
       if (existsError !== null) return document.reject(existsError);
       if (count !== 0) return void queueExisting(deps, document.job, document.jobId).then(document.resolve, document.reject);
       if (freshIds.has(document.jobId)) repeats.add(document);
@@ -135,13 +151,26 @@ async function enqueueBatch(deps: EnqueueDeps, batch: PendingDocument[]): Promis
         if (first === undefined) return;
         try {
           await deps.queues.items[first.job.kind].addBulk(adding.map(({ job, jobId }) => ({ name: job.kind, data: job, opts: { jobId } })));
-          await deps.stats.add('received', first.job.kind, adding.length);
+          // The counter and the journey's 'queued' steps: one round trip.
+          const chain = addStat(deps.redis.multi(), deps.keys.stats, 'received', first.job.kind, adding.length);
+          journal(
+            deps,
+            chain,
+            adding.map(({ job, seen }) => documentSteps.decided(job, 'queued', seen !== undefined)),
+          );
+          await chain.exec();
           for (const document of documents) document.resolve({ jobId: document.jobId, result: repeats.has(document) ? 'already-queued' : 'queued' });
         } catch (error) {
           for (const { reject } of documents) reject(error);
         }
       }),
     );
+    if (decided.length > 0) {
+      const steps = decided.map(({ document, result }) => documentSteps.decided(document.job, result));
+      // A journey not written does not hold the file back: the write's errors are in its replies.
+      if (deps.historyTtlSec !== undefined) await journal(deps, deps.redis.pipeline(), steps).exec();
+      for (const { document, result } of decided) document.resolve({ jobId: document.jobId, result });
+    }
   } catch (error) {
     // Settling twice does nothing: this rejects only the documents not settled yet.
     for (const { reject } of batch) reject(error);
@@ -151,10 +180,12 @@ async function enqueueBatch(deps: EnqueueDeps, batch: PendingDocument[]): Promis
 /** A document in order whose job id exists: what its job's state says. */
 async function queueExisting(deps: EnqueueDeps, job: LabelJob | CteJob, jobId: string): Promise<DocumentOutcome> {
   const queue = deps.queues.items[job.kind];
+  prepareJourney(deps.redis);
   const state = await queue.getJobState(jobId);
   if (state === 'failed') {
     const existing = await queue.getJob(jobId);
     await existing?.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+    if (deps.historyTtlSec !== undefined) await journal(deps, deps.redis.pipeline(), [documentSteps.replayed(job, 're-drop')]).exec();
     return { jobId, result: 'replayed' };
   }
   if (state !== 'unknown' && state !== 'completed') return { jobId, result: 'already-queued' };
@@ -183,6 +214,7 @@ export interface EventsEnqueueResult {
  */
 export async function enqueueEvents(deps: EnqueueDeps, events: readonly CollectingJob[]): Promise<EventsEnqueueResult> {
   const order = inRankOrder(events);
+  prepareJourney(deps.redis);
   const result: EventsEnqueueResult = { jobIds: [], duplicates: [] };
   let newClaims = 0;
   const now = deps.clock.now();
@@ -191,18 +223,24 @@ export async function enqueueEvents(deps: EnqueueDeps, events: readonly Collecti
     const slice = order.slice(start, start + CHUNK);
     const claims = await Promise.all(slice.map(({ event }) => deps.dedup.claim(event.deliveryId, event.instantKey, event.sourceId)));
     const toAdd: Array<{ event: CollectingJob; jobId: string }> = [];
+    const steps: JourneyEntry[] = [];
     slice.forEach(({ event, index }, i) => {
       if (claims[i] === 'new') newClaims += 1;
+      steps.push(...eventSteps.received(event, claims[i] === 'duplicate', now));
       if (claims[i] === 'duplicate') result.duplicates.push({ index, deliveryId: event.deliveryId, eventAt: event.eventAt });
       else toAdd.push({ event, jobId: collectingJobId(event.deliveryId, event.instantKey) });
     });
-    if (toAdd.length > 0) {
+    if (toAdd.length > 0 || (steps.length > 0 && deps.historyTtlSec !== undefined)) {
       // Registered in their deliveries' chains before their jobs exist, so no event of this batch can
       // be taken while an earlier one of its delivery (in this chunk or the next) is not yet in its
       // chain; the push gate waits for a registered job that is not there yet (push-gate.ts, chainHead).
+      // The journey's steps (where each came from, duplicate, held until due) ride along.
       const pipeline = deps.redis.pipeline();
       for (const { event, jobId } of toAdd) pipeline.zadd(deps.keys.eventOrder(event.deliveryId), event.epochMs, jobId);
+      journal(deps, pipeline, steps);
       await pipeline.exec();
+    }
+    if (toAdd.length > 0) {
       await deps.queues.items.collecting.addBulk(
         toAdd.map(({ event, jobId }) => ({
           name: 'collecting',
@@ -234,4 +272,10 @@ function inRankOrder(events: readonly CollectingJob[]): Array<{ event: Collectin
   }
   ranked.sort((a, b) => a.rank - b.rank || a.event.epochMs - b.event.epochMs || a.index - b.index);
   return ranked;
+}
+
+/** Appends the journey's steps to `chain` when the deployment keeps journeys. */
+function journal<C extends Parameters<typeof appendSteps>[0]>(deps: EnqueueDeps, chain: C, entries: readonly JourneyEntry[]): C {
+  if (deps.historyTtlSec !== undefined && entries.length > 0) appendSteps(chain, deps.keys, deps.historyTtlSec, entries, deps.clock.now());
+  return chain;
 }

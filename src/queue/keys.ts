@@ -105,6 +105,14 @@ export interface Keys {
   readonly notifyLast: string;
   /** The channels the scheduler runs with (hash channel → where it sends, without secrets). */
   readonly notifyChannels: string;
+  /** Per epoch day: every delivery's steps of that day (hash: delivery id → steps; queue/journey.ts). */
+  journeyDay(epochDay: number): string;
+  /** `journeyDay(day)` is this stem and the day (for Lua that computes the day itself). */
+  readonly journeyDayStem: string;
+  /** Per epoch day: `<file name>\n<delivery id>` of the files seen that day (sorted set, read by lex range). */
+  journeyFiles(epochDay: number): string;
+  /** Per epoch day: `<sha256, 16 hex>\n<file name>` of the files seen that day (sorted set, read by lex range). */
+  journeyHashes(epochDay: number): string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -148,6 +156,10 @@ export function createKeys(prefix: string): Keys {
     notifyCounts: k('notify', 'counts'),
     notifyLast: k('notify', 'last'),
     notifyChannels: k('notify', 'channels'),
+    journeyDay: (epochDay) => k('journey', String(epochDay)),
+    journeyDayStem: `${k('journey')}:`,
+    journeyFiles: (epochDay) => k('journey-files', String(epochDay)),
+    journeyHashes: (epochDay) => k('journey-sha', String(epochDay)),
   };
 }
 

@@ -20,9 +20,10 @@
  * (documents) or advances the delivery's chain, returning the parked event to wake (events).
  */
 import { randomBytes } from 'node:crypto';
-import type { ApiConfig, DeliveryConfig } from '../config/schema.js';
+import type { ApiConfig, DeliveryConfig, HistoryConfig } from '../config/schema.js';
 import { ACTIVITY_LUA, ACTIVITY_TTL_SEC } from './activity.js';
 import { compactContentId, compactGeneration, documentBucketSec, documentField, DOCUMENT_RECORD_LUA } from './document-record.js';
+import { eventRef, historyTtlSec, JOURNEY_LUA, journalArgs, KIND_CODE, SELF, stepJson, type StoredStep } from './journey.js';
 import { keyIdOf, type ItemKind, type Keys } from './keys.js';
 import { maxRequestMsOf, RATE_WINDOW_LUA, sinceMs } from './limiter.js';
 import type { CollectingJob, ItemJob, ItemResult, LabelJob, CteJob } from './payloads.js';
@@ -87,13 +88,15 @@ local function countEnded(statsKey, counter, kind, heldKey, activityStem, activi
 end
 `;
 
-const GATE_LUA = `${RATE_WINDOW_LUA}${ACTIVITY_LUA}${ADMIT_LUA}${ENDED_LUA}`;
+const GATE_LUA = `${RATE_WINDOW_LUA}${ACTIVITY_LUA}${ADMIT_LUA}${ENDED_LUA}${JOURNEY_LUA}`;
 
 // KEYS: 1 the delivery's record stem, 2 the document lock, 3 auth failure, 4 auth probe, 5 limiter
 //       window, 6 limiter pause, 7 auth epoch.
 // ARGV: 1 job id, 2 compact content id, 3 compact generation, 4 record field, 5 record bucket
 //       period s, 6 record ttl s, 7 lock (and probe) ttl ms, 8 window ms, 9 limit, 10 slot member,
-//       11 longest request ms, 12 activity key stem, 13 activity ttl s.
+//       11 longest request ms, 12 activity key stem, 13 activity ttl s, 14 journey day stem,
+//       15 delivery id, 16 journey ttl s, 17 journey step on 'go' (the attempt starts), 18 on
+//       'superseded', 19 on 'already' (journey.ts; '' records nothing).
 // Returns {'go', isProbe, member, auth epoch} | {'superseded'} | {'already'} | {'busy', ms} |
 //   {'auth'} | {'wait', ms}.
 const ENTER_DOCUMENT = defineScript(
@@ -103,13 +106,17 @@ local stem, lockKey, authFailureKey, authProbeKey, windowKey, pauseKey, authEpoc
 local jobId, contentId, generation, field, period, recordTtlSec = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local lockMs, windowMs, limit, member, maxRequestMs = ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11])
 local activityStem, activityTtlSec = ARGV[12], ARGV[13]
+local dayStem, deliveryId, journeyTtlSec = ARGV[14], ARGV[15], ARGV[16]
+local goStep, supersededStep, alreadyStep = ARGV[17], ARGV[18], ARGV[19]
 
 local record, found, current = docGet(stem, field, period)
 if not record then
   docPut(stem, field, generation .. contentId, nil, current, period, recordTtlSec)
 elseif string.sub(record, 15, 22) ~= contentId then
+  journal(dayStem, deliveryId, journeyTtlSec, supersededStep)
   return {'superseded'}
 elseif string.sub(record, 23, 30) == contentId then
+  journal(dayStem, deliveryId, journeyTtlSec, alreadyStep)
   return {'already'}
 end
 local owner = redis.call('GET', lockKey)
@@ -122,6 +129,7 @@ local refused, isProbe = admit(authFailureKey, authProbeKey, jobId, windowKey, p
 if refused then return refused end
 redis.call('SET', lockKey, jobId, 'PX', lockMs)
 if isProbe == 1 then redis.call('SET', authProbeKey, jobId, 'PX', lockMs) end
+journal(dayStem, deliveryId, journeyTtlSec, goStep)
 return {'go', isProbe, member, tonumber(redis.call('GET', authEpochKey) or '0')}
 `,
 );
@@ -131,7 +139,8 @@ return {'go', isProbe, member, tonumber(redis.call('GET', authEpochKey) or '0')}
 // ARGV: 1 job id, 2 event time ms, 3 instant key, 4 source id, 5 BullMQ job key stem,
 //       6 missing-job marker stem, 7 missing-job grace ms, 8 parked set ttl s, 9 lock (and probe)
 //       ttl ms, 10 window ms, 11 limit, 12 slot member, 13 longest request ms, 14 activity key stem,
-//       15 activity ttl s.
+//       15 activity ttl s, 16 journey day stem, 17 delivery id, 18 journey ttl s, 19 journey step
+//       on 'go' (the attempt starts; '' records nothing).
 // Only the head of the chain goes, and only while no other event of the delivery holds the event
 // lock (its request on the wire, or its job finished by BullMQ while the request still runs). The
 // lock is the job's, as the document lock is: a run taken over after BullMQ judged the first one
@@ -149,6 +158,7 @@ local jobId, eventMs, instant, source = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local jobStem, missingStem, graceMs, parkedTtlSec = ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8]
 local lockMs, windowMs, limit, member, maxRequestMs = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13])
 local activityStem, activityTtlSec = ARGV[14], ARGV[15]
+local dayStem, deliveryId, journeyTtlSec, goStep = ARGV[16], ARGV[17], ARGV[18], ARGV[19]
 
 if not redis.call('ZSCORE', orderKey, jobId) then
   if redis.call('HGET', dedupKey, instant) == 'done:' .. source then return {'already'} end
@@ -171,6 +181,7 @@ if refused then return refused end
 redis.call('SREM', parkedKey, jobId)
 redis.call('SET', lockKey, jobId, 'PX', lockMs)
 if isProbe == 1 then redis.call('SET', authProbeKey, jobId, 'PX', lockMs) end
+journal(dayStem, deliveryId, journeyTtlSec, goStep)
 return {'go', isProbe, member, tonumber(redis.call('GET', authEpochKey) or '0')}
 `,
 );
@@ -179,7 +190,9 @@ return {'go', isProbe, member, tonumber(redis.call('GET', authEpochKey) or '0')}
 //       job's 429 hold counter.
 // ARGV: 1 job id, 2 compact content id, 3 result ('' while the item goes on), 4 slot member ('' when
 //       no request was made), 5 ms since the response arrived, 6 counter, 7 kind, 8 record field,
-//       9 record bucket period s, 10 record ttl s, 11 activity key stem, 12 activity ttl s.
+//       9 record bucket period s, 10 record ttl s, 11 activity key stem, 12 activity ttl s,
+//       13 journey day stem, 14 delivery id, 15 journey ttl s, 16 journey step of the answer,
+//       17 journey step of the outcome ('' records nothing).
 // Stamps the slot and releases the lock (if this job holds it). An item that ended is counted, and
 // an accepted one becomes the content the API holds. Returns false.
 const LEAVE_DOCUMENT = defineScript(
@@ -188,10 +201,13 @@ const LEAVE_DOCUMENT = defineScript(
 local stem, lockKey, windowKey, statsKey, heldKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local jobId, contentId, result, member, sinceResponseMs, counter, kind = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local field, period, recordTtlSec, activityStem, activityTtlSec = ARGV[8], tonumber(ARGV[9]), ARGV[10], ARGV[11], ARGV[12]
+local dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep = ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17]
 
 stampSlot(windowKey, member, sinceResponseMs)
 if redis.call('GET', lockKey) == jobId then redis.call('DEL', lockKey) end
+journal(dayStem, deliveryId, journeyTtlSec, answerStep)
 if result == '' then return false end
+journal(dayStem, deliveryId, journeyTtlSec, outcomeStep)
 countEnded(statsKey, counter, kind, heldKey, activityStem, activityTtlSec)
 if result == 'accepted' then
   local record, found, current = docGet(stem, field, period)
@@ -207,7 +223,8 @@ return false
 // ARGV: 1 job id, 2 result ('' while the item goes on), 3 slot member ('' when no request was
 //       made), 4 ms since the response arrived, 5 counter, 6 instant key, 7 source id, 8 BullMQ job
 //       key stem, 9 missing-job marker stem, 10 missing-job grace ms, 11 activity key stem,
-//       12 activity ttl s.
+//       12 activity ttl s, 13 journey day stem, 14 delivery id, 15 journey ttl s, 16 journey step
+//       of the answer, 17 journey step of the outcome ('' records nothing).
 // Stamps the slot and releases the event lock (if this job holds it). An event that ended is
 // counted and leaves its chain; one not dead-lettered marks its event_at claim done (the same source
 // taken in again — a re-pull, a file re-read after a crash — is then a duplicate, not a second send).
@@ -218,10 +235,13 @@ const LEAVE_EVENT = defineScript(
 local orderKey, parkedKey, lockKey, dedupKey, windowKey, statsKey, heldKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local jobId, result, member, sinceResponseMs, counter, instant, source = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local jobStem, missingStem, graceMs, activityStem, activityTtlSec = ARGV[8], ARGV[9], tonumber(ARGV[10]), ARGV[11], ARGV[12]
+local dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep = ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17]
 
 stampSlot(windowKey, member, sinceResponseMs)
 if redis.call('GET', lockKey) == jobId then redis.call('DEL', lockKey) end
+journal(dayStem, deliveryId, journeyTtlSec, answerStep)
 if result == '' then return false end
+journal(dayStem, deliveryId, journeyTtlSec, outcomeStep)
 countEnded(statsKey, counter, 'collecting', heldKey, activityStem, activityTtlSec)
 if result ~= 'dead-lettered' and redis.call('HGET', dedupKey, instant) == source then
   redis.call('HSET', dedupKey, instant, 'done:' .. source)
@@ -259,12 +279,15 @@ export interface PushGateOptions {
   retentionSec: number;
   /** How long an event registered in its chain may be without its job before the chain drops it (`chainHead`). */
   missingJobGraceMs?: number;
+  /** How long each journey step is kept after its UTC day ends (s); 30 days when not given. */
+  historyTtlSec?: number;
 }
 
 /** The push gate's settings from the config: the same window as the limiter's `rateLimiterFor`. */
 export function pushGateOptions(config: {
   delivery: Pick<DeliveryConfig, 'ratePerMinute' | 'rateWindowMarginMs' | 'lockMs' | 'completedRetentionSec'>;
   api?: Pick<ApiConfig, 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs'>;
+  history?: Pick<HistoryConfig, 'retentionDays'>;
 }): PushGateOptions {
   const maxRequestMs = maxRequestMsOf(config);
   return {
@@ -274,6 +297,7 @@ export function pushGateOptions(config: {
     // Outlives any request, so a lock or probe is never lost while its request is in flight.
     lockMs: Math.max(config.delivery.lockMs, maxRequestMs + 5_000),
     retentionSec: config.delivery.completedRetentionSec,
+    ...(config.history === undefined ? {} : { historyTtlSec: historyTtlSec(config.history.retentionDays) }),
   };
 }
 
@@ -283,13 +307,26 @@ export interface SlotUse {
   respondedAt: number;
 }
 
+/** What a request got back, for the journey: the answer (status, codes, message) or the failure without one. */
+export interface AttemptAnswer {
+  durationMs: number;
+  /** HTTP status; absent when no response came (network error, timeout). */
+  status?: number;
+  /** Our error code (absent on success). */
+  code?: string;
+  apiCode?: string;
+  message?: string;
+}
+
 export interface PushGate {
-  enter(item: ItemJob, jobId: string): Promise<GateVerdict>;
+  /** `attempt`: the attempt's number, for the journey's "attempt started" step. */
+  enter(item: ItemJob, jobId: string, attempt?: number): Promise<GateVerdict>;
   /**
    * After a request (`slot` set) or a decision without one. `result` is set when the item ended
-   * (counted, order advanced); null while it goes on (a retry). Returns a parked event to wake.
+   * (counted, order advanced); null while it goes on (a retry). `answer`: what the request got
+   * back, recorded in the journey with the outcome. Returns a parked event to wake.
    */
-  leave(item: ItemJob, jobId: string, slot: SlotUse | null, result: ItemResult | null): Promise<string | null>;
+  leave(item: ItemJob, jobId: string, slot: SlotUse | null, result: ItemResult | null, answer?: AttemptAnswer): Promise<string | null>;
   /** Events: true while the job waits to be woken (a `leave` that woke it took it off). */
   isParked(item: ItemJob, jobId: string): Promise<boolean>;
 }
@@ -306,6 +343,50 @@ const COUNTER_OF: Readonly<Record<ItemResult, string>> = {
   superseded: 'superseded',
   'dead-lettered': 'dead_lettered',
 };
+
+/** The journey's step name for an item that ended after a request (superseded ends without one). */
+const OUTCOME_STEP: Readonly<Record<ItemResult, string>> = {
+  accepted: 'accepted',
+  repeat: 'duplicate',
+  superseded: 'superseded',
+  'dead-lettered': 'dead-lettered',
+};
+
+const DEFAULT_HISTORY_TTL_SEC = historyTtlSec(30);
+
+/** The fields every journey step of the item carries: kind, and its file or its event_at. */
+function stepBase(item: ItemJob): Pick<StoredStep, 'k' | 'h' | 'i'> {
+  return item.kind === 'collecting' ? { k: 'e', i: eventRef(item.instantKey) } : { k: KIND_CODE[item.kind], h: item.origin.contentId.slice(0, 8) };
+}
+
+/** An attempt's id in the journey (joins its start to its answer): the slot member's random part. */
+function attemptIdOf(member: string): string {
+  return member.slice(member.lastIndexOf(':') + 1, member.lastIndexOf(':') + 7);
+}
+
+/** The journey steps `leave` records: the answer to the request made, and how the item ended. */
+function leaveSteps(item: ItemJob, slot: SlotUse | null, result: ItemResult | null, answer: AttemptAnswer | undefined): [string, string] {
+  if (answer === undefined) return ['', ''];
+  const base = stepBase(item);
+  const facts: Partial<StoredStep> = {
+    ...(answer.status === undefined ? {} : { st: answer.status }),
+    ...(answer.code === undefined ? {} : { c: answer.code }),
+    ...(answer.apiCode === undefined ? {} : { ac: answer.apiCode }),
+    ...(answer.message === undefined ? {} : { r: answer.message }),
+  };
+  // The answer names its attempt only (`a`): the reader joins it to the attempt's step.
+  const answerStep = stepJson({
+    k: base.k,
+    s: 'answer',
+    ...(slot === null ? base : { a: attemptIdOf(slot.slot) }),
+    ms: Math.round(answer.durationMs),
+    ...facts,
+  });
+  if (result === null || result === 'superseded') return [answerStep, ''];
+  const outcome: StoredStep = { ...base, s: OUTCOME_STEP[result], ...(result === 'dead-lettered' ? facts : {}) };
+  if (result === 'repeat') outcome.r = 'the API reported this event_at as a repeat';
+  return [answerStep, stepJson(outcome)];
+}
 
 type RawVerdict = [string, number | string | undefined, string | undefined, number | undefined];
 
@@ -337,8 +418,11 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
   const authKeys = [keys.authFailure, keys.authProbe, keys.limiter(keyId), keys.pause(keyId), keys.authEpoch];
   const slotArgs = (member: string): Array<string | number> => [options.lockMs, windowMs, options.ratePerMinute, member, options.maxRequestMs];
   const activityArgs = [keys.activityStem, ACTIVITY_TTL_SEC];
+  const journeyTtlSec = options.historyTtlSec ?? DEFAULT_HISTORY_TTL_SEC;
+  const goStep = (item: ItemJob, member: string, attempt: number | undefined): string =>
+    stepJson({ ...stepBase(item), s: 'attempt', a: attemptIdOf(member), ...(attempt === undefined ? {} : { n: attempt }), w: SELF });
 
-  const enterDocument = async (item: LabelJob | CteJob, jobId: string, member: string): Promise<RawVerdict> =>
+  const enterDocument = async (item: LabelJob | CteJob, jobId: string, member: string, attempt: number | undefined): Promise<RawVerdict> =>
     (await ENTER_DOCUMENT(
       redis,
       [keys.documentRecords(item.deliveryId), keys.documentLock(item.kind, item.deliveryId), ...authKeys],
@@ -351,9 +435,13 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
         options.retentionSec,
         ...slotArgs(member),
         ...activityArgs,
+        ...journalArgs(keys, item.deliveryId, journeyTtlSec),
+        goStep(item, member, attempt),
+        stepJson({ ...stepBase(item), s: 'superseded' }),
+        stepJson({ ...stepBase(item), s: 'already-accepted' }),
       ],
     )) as RawVerdict;
-  const enterEvent = async (item: CollectingJob, jobId: string, member: string): Promise<RawVerdict> =>
+  const enterEvent = async (item: CollectingJob, jobId: string, member: string, attempt: number | undefined): Promise<RawVerdict> =>
     (await ENTER_EVENT(
       redis,
       [keys.eventOrder(item.deliveryId), keys.eventParked(item.deliveryId), keys.eventLock(item.deliveryId), keys.dedup(item.deliveryId), ...authKeys],
@@ -368,17 +456,20 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
         options.retentionSec,
         ...slotArgs(member),
         ...activityArgs,
+        ...journalArgs(keys, item.deliveryId, journeyTtlSec),
+        goStep(item, member, attempt),
       ],
     )) as RawVerdict;
 
   return {
-    async enter(item, jobId) {
+    async enter(item, jobId, attempt) {
       const member = `${jobId}:${randomBytes(4).toString('hex')}`;
-      return verdictOf(item.kind === 'collecting' ? await enterEvent(item, jobId, member) : await enterDocument(item, jobId, member));
+      return verdictOf(item.kind === 'collecting' ? await enterEvent(item, jobId, member, attempt) : await enterDocument(item, jobId, member, attempt));
     },
-    async leave(item, jobId, slot, result) {
+    async leave(item, jobId, slot, result, answer) {
       const held = keys.attempts(`${jobId}:held`);
       const ending = [result ?? '', slot?.slot ?? '', sinceMs(slot?.respondedAt), result === null ? '' : COUNTER_OF[result]];
+      const journey = [...journalArgs(keys, item.deliveryId, journeyTtlSec), ...leaveSteps(item, slot, result, answer)];
       if (item.kind !== 'collecting') {
         await LEAVE_DOCUMENT(
           redis,
@@ -392,6 +483,7 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
             recordPeriodSec,
             options.retentionSec,
             ...activityArgs,
+            ...journey,
           ],
         );
         return null;
@@ -407,7 +499,7 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
           keys.stats,
           held,
         ],
-        [jobId, ...ending, item.instantKey, item.sourceId, jobStem('collecting'), keys.eventMissing, graceMs, ...activityArgs],
+        [jobId, ...ending, item.instantKey, item.sourceId, jobStem('collecting'), keys.eventMissing, graceMs, ...activityArgs, ...journey],
       );
       return typeof woken === 'string' ? woken : null;
     },

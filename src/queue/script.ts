@@ -9,6 +9,7 @@
  * Every script starts with a header — KEYS, ARGV and what it returns — and names its keys and
  * arguments as locals before using them (as bullmq's `moveToFinished-14.lua` does).
  */
+import type { ChainableCommander } from 'ioredis';
 import type { RedisConnection } from './redis.js';
 
 export interface ScriptCall {
@@ -24,6 +25,10 @@ export type Script = ((redis: RedisConnection, keys: readonly string[], args: Re
    * shares one hash slot). Each call settles on its own: an error fails only its own result.
    */
   many(redis: RedisConnection, calls: readonly ScriptCall[]): Promise<Array<{ error: Error } | { value: unknown }>>;
+  /** Defines the command on `redis`: a pipeline or MULTI made from it afterwards can `queue` it. */
+  define(redis: RedisConnection): void;
+  /** Appends one call to `chain` (of a connection the script was `define`d on before the chain was made). */
+  queue(chain: ChainableCommander, keys: readonly string[], args: ReadonlyArray<string | number | Buffer>): void;
 };
 
 type Invoke = (numberOfKeys: number, ...keysAndArgs: Array<string | number | Buffer>) => unknown;
@@ -52,5 +57,11 @@ export function defineScript(name: string, lua: string): Script {
       return error === null ? { value } : { error };
     });
   };
-  return Object.assign(run, { commandName, many });
+  const define = (redis: RedisConnection): void => void commandOf(redis);
+  const queue: Script['queue'] = (chain, keys, args) => {
+    const invoke = (chain as unknown as Record<string, Invoke | undefined>)[commandName];
+    if (invoke === undefined) throw new Error(`script ${name} was not defined on this chain's connection before the chain was made`);
+    invoke.call(chain, keys.length, ...keys, ...args);
+  };
+  return Object.assign(run, { commandName, many, define, queue });
 }

@@ -17,6 +17,7 @@ import { createKeys, ITEM_KINDS, type Keys } from '../queue/keys.js';
 import { openQueues, type QueueSet } from '../queue/queues.js';
 import { closeRedis, connectRedis } from '../queue/redis.js';
 import { trackRedisHealth, type RedisHealth } from '../queue/redis-health.js';
+import { historyTtlSec } from '../queue/journey.js';
 import { createStats, type Stats } from '../queue/stats.js';
 import { createClosers, type Closers } from './closers.js';
 import { ensureManagedRedis } from './managed-redis.js';
@@ -88,7 +89,16 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
         keys,
         ITEM_KINDS.map((kind) => queues.items[kind]),
       ),
-      enqueueDeps: { redis, keys, queues, dedup, stats, clock, retentionSec: config.delivery.completedRetentionSec },
+      enqueueDeps: {
+        redis,
+        keys,
+        queues,
+        dedup,
+        stats,
+        clock,
+        retentionSec: config.delivery.completedRetentionSec,
+        historyTtlSec: historyTtlSec(config.history.retentionDays),
+      },
     };
   } catch (error) {
     await closers.closeAll();

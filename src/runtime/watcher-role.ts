@@ -23,6 +23,7 @@ import { startSpoolSession, type SpoolSession, type SpoolSessionDeps } from '../
 import type { Context } from './context.js';
 import { startOutcomeConsumer } from '../outcome/consumer.js';
 import { runSpoolUpgrades } from './upgrades.js';
+import { fileEndJournal, journeyWriterOf } from './journey-files.js';
 import { join } from 'node:path';
 
 export interface WatcherRole {
@@ -69,6 +70,7 @@ export async function startWatcherRole(ctx: Context): Promise<WatcherRole> {
 function sessionDepsOf(ctx: Context, paths: SpoolPaths, log: Logger): SpoolSessionDeps {
   const { config, logger } = ctx;
   const outcomeLog = logger.child({ mod: 'outcome' });
+  const journey = journeyWriterOf(ctx);
   return {
     paths,
     spool: config.spool,
@@ -80,11 +82,21 @@ function sessionDepsOf(ctx: Context, paths: SpoolPaths, log: Logger): SpoolSessi
     backlog: (kind) => backlogOf(ctx.queues.items[ITEM_KIND_OF[kind]]),
     upgrade: () => runSpoolUpgrades(ctx.redis, ctx.keys, paths.spoolId, log),
     outcomes: {
-      open: (index) => createOutcomes({ paths, disk: diskOf(config.spool), batches: ctx.batches, inflight: index, clock: ctx.clock, logger: outcomeLog }),
+      open: (index) =>
+        createOutcomes({
+          journey: fileEndJournal(journey, config.spool.dir),
+          paths,
+          disk: diskOf(config.spool),
+          batches: ctx.batches,
+          inflight: index,
+          clock: ctx.clock,
+          logger: outcomeLog,
+        }),
       sweepInterruptedMoves,
       startConsumer: (apply, isHeld) =>
         startOutcomeConsumer({ redis: ctx.redis, keys: ctx.keys, spoolId: paths.spoolId, apply, isHeld, clock: ctx.clock, logger: outcomeLog }),
     },
+    journey,
     clock: ctx.clock,
     logger: log,
   };

@@ -8,7 +8,9 @@ import type { ApiClient } from '../api/index.js';
 import { isSyncError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { takeSlot, type RateLimiter } from '../queue/limiter.js';
+import { historyTtlSec } from '../queue/journey.js';
 import type { Context } from './context.js';
+import { recordWebhookSet } from './webhook-journey.js';
 
 /** Longest a webhook PATCH waits for a slot of the shared rate limit. */
 const SLOT_WAIT_MS = 30_000;
@@ -25,14 +27,23 @@ export interface WebhookRecord {
   events: string[];
 }
 
-export async function applyWebhook(ctx: Pick<Context, 'redis' | 'keys'>, api: KeyedApi, webhookId: string, record: WebhookRecord): Promise<void> {
+/** `journal`: record the PATCH and its answer in the journey `webhook:<id>` (a set from the CLI, a reconcile that changed it). */
+export async function applyWebhook(
+  ctx: Pick<Context, 'redis' | 'keys'>,
+  api: KeyedApi,
+  webhookId: string,
+  record: WebhookRecord,
+  journal?: { ttlSec: number; by: 'cli' | 'reconcile' },
+): Promise<void> {
   const slot = await takeSlot(api.limiter, SLOT_WAIT_MS, `webhook ${webhookId}`);
   let respondedAt: number | undefined;
   try {
     await api.client.patchWebhook(webhookId, record).finally(() => {
       respondedAt = performance.now();
     });
+    if (journal !== undefined) await recordWebhookSet(ctx, journal.ttlSec, webhookId, record, journal.by, null);
   } catch (error) {
+    if (journal !== undefined) await recordWebhookSet(ctx, journal.ttlSec, webhookId, record, journal.by, error).catch(() => undefined);
     // A 429 holds every process back, as it does for items; the caller tries again later.
     if (isSyncError(error) && error.code === 'API_RATE_LIMITED' && error.retryAfterMs !== undefined) await api.limiter.pause(error.retryAfterMs);
     throw error;
@@ -49,7 +60,7 @@ export async function reconcileWebhook(ctx: Context, api: KeyedApi, logger: Logg
   const raw = await ctx.redis.get(ctx.keys.webhookApplied);
   const applied = raw === null ? null : (JSON.parse(raw) as WebhookRecord & { id: string });
   const changed = applied === null || applied.id !== wanted.id || !sameRecord(applied, desired);
-  await applyWebhook(ctx, api, wanted.id, desired);
+  await applyWebhook(ctx, api, wanted.id, desired, changed ? { ttlSec: historyTtlSec(ctx.config.history.retentionDays), by: 'reconcile' } : undefined);
   logger[changed ? 'info' : 'debug'](
     { webhookId: wanted.id, url: desired.url, headerNames: Object.keys(desired.headers ?? {}), events: desired.events },
     'webhook registration applied',

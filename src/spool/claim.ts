@@ -5,6 +5,7 @@
  * A file found in .inflight/ at start goes through `resume*` below: validated again and queued
  * again, which adds nothing if its job already exists.
  */
+import { createHash } from 'node:crypto';
 import { lstat, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock } from '../clock.js';
@@ -21,6 +22,8 @@ import { eventsFormatOf, parseEventsFile } from '../validate/events-file.js';
 import { checkLabel } from '../validate/label.js';
 import { parseSpoolName } from '../validate/spool-name.js';
 import { documentGeneration } from '../queue/document-record.js';
+import type { JourneyWriter } from '../queue/journey.js';
+import { refusedSteps, type SeenFile } from '../queue/journey-steps.js';
 import { diskOf, fileCallsOf } from './file-calls.js';
 import { claimStampOf, inflightName, newClaimId, type SpoolPaths } from './paths.js';
 
@@ -44,6 +47,8 @@ export interface ClaimDeps {
   untrack(kind: SpoolKind, name: string): void;
   clock: Clock;
   logger: Logger;
+  /** Where refused files' journey steps go (the claim's other steps ride on the enqueue's round trips). */
+  journey?: JourneyWriter;
 }
 
 export type ClaimResult = 'queued' | 'refused' | 'duplicate' | 'changed';
@@ -60,7 +65,7 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   if (stat === null) return 'changed';
   if (!stat.isFile()) {
     const what = stat.isSymbolicLink() ? 'a symbolic link' : stat.isDirectory() ? 'a directory' : stat.isFIFO() ? 'a FIFO' : 'not a regular file';
-    await deps.sink.reject(kind, path, fileName, refused(kind, fileName, { code: 'SPOOL_NOT_REGULAR_FILE', message: `${fileName} is ${what}; drop regular files only` }));
+    await refuse(deps, kind, path, fileName, refused(kind, fileName, { code: 'SPOOL_NOT_REGULAR_FILE', message: `${fileName} is ${what}; drop regular files only` }));
     return 'refused';
   }
   // Seen by a stat: it must not have changed since. Seen only by an inbox event (size -1): its own
@@ -69,17 +74,19 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   if (!isUnchanged) return 'changed';
   const limit = limitOf(deps.spool, kind);
   if (stat.size > limit.bytes) {
-    await deps.sink.reject(kind, path, fileName, refused(kind, fileName, { code: limit.code, message: `${fileName} is ${stat.size} bytes; the limit is ${limit.bytes}` }));
+    await refuse(deps, kind, path, fileName, refused(kind, fileName, { code: limit.code, message: `${fileName} is ${stat.size} bytes; the limit is ${limit.bytes}` }));
     return 'refused';
   }
   const bytes = await fs.readFile(path);
   const after = await fs.lstat(path);
   if (after === null || after.size !== bytes.length || after.mtimeMs !== stat.mtimeMs) return 'changed';
 
-  const claimId = newClaimId(bytes);
+  // Hashed once: the claim id starts with the hash, the journey keeps all of it.
+  const file: SeenFile = { sha256: createHash('sha256').update(bytes).digest('hex'), size: bytes.length, mtimeMs: stat.mtimeMs };
+  const claimId = newClaimId(bytes, file.sha256);
   const prepared = await prepare(deps, kind, fileName, bytes, claimId, stat.mtimeMs);
   if ('error' in prepared) {
-    await deps.sink.reject(kind, path, fileName, refused(kind, fileName, prepared.error));
+    await refuse(deps, kind, path, fileName, refused(kind, fileName, prepared.error), file);
     return 'refused';
   }
   const name = inflightName(claimId, fileName);
@@ -89,7 +96,7 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   await fs.rename(path, inflightPath);
   deps.track(kind, name);
   try {
-    return await queue(deps, kind, name, fileName, prepared);
+    return await queue(deps, kind, name, fileName, prepared, file);
   } catch (error) {
     // Redis went away between the rename and the add: put the file back so it is claimed again;
     // if even that fails, the in-flight reconcile takes it up.
@@ -114,6 +121,12 @@ export async function resumeInflight(deps: ClaimDeps, kind: SpoolKind, name: str
   }
   deps.track(kind, name);
   return queue(deps, kind, name, fileName, prepared);
+}
+
+/** A file to failed/ with its report; its journey says so (seen, when it was read, and refused). */
+async function refuse(deps: ClaimDeps, kind: SpoolKind, path: string, fileName: string, report: ReportContent, file?: SeenFile): Promise<void> {
+  deps.journey?.add(...refusedSteps(kind, fileName, report, file));
+  await deps.sink.reject(kind, path, fileName, report);
 }
 
 /** A local refusal's report; it names the delivery when the file name carries one (labels, CT-e). */
@@ -156,10 +169,10 @@ export async function prepare(
   return { document: { kind: 'cte', deliveryId: name.value.deliveryId, xml: verdict.value.xml, byteLength: bytes.length, origin, receivedAt, generation } };
 }
 
-async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: string, prepared: Prepared): Promise<ClaimResult> {
+async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: string, prepared: Prepared, seen?: SeenFile): Promise<ClaimResult> {
   const path = join(deps.paths.inflight(kind), name);
   if ('document' in prepared) {
-    const { jobId, result } = await enqueueDocument(deps.enqueue, prepared.document);
+    const { jobId, result } = await enqueueDocument(deps.enqueue, prepared.document, seen);
     // Queued is a step (debug): the file's outcome line comes when it is archived or failed. At info,
     // this line cost ~11% of the daemon's CPU in the ingest bench (a synchronous write to stderr and
     // the redaction each; BENCHMARKS.md item 6). Settled here (superseded, already accepted) or a

@@ -55,10 +55,10 @@ export interface ClaimName {
 
 let lastStampUs = 0;
 
-/** A new claim id for `bytes`. */
-export function newClaimId(bytes: Uint8Array): string {
+/** A new claim id for `bytes` (`sha256Hex`: their sha256 when the caller has it already). */
+export function newClaimId(bytes: Uint8Array, sha256Hex?: string): string {
   lastStampUs = Math.max(Math.floor((performance.timeOrigin + performance.now()) * 1000), lastStampUs + 1);
-  return `${contentIdOf(bytes)}-${lastStampUs.toString(16).padStart(14, '0')}${randomInt(0x10000).toString(16).padStart(4, '0')}`;
+  return `${sha256Hex === undefined ? contentIdOf(bytes) : sha256Hex.slice(0, 16)}-${lastStampUs.toString(16).padStart(14, '0')}${randomInt(0x10000).toString(16).padStart(4, '0')}`;
 }
 
 /** The claim time a claim id carries (µs since the epoch; 0 for an old-format id). */

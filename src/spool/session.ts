@@ -20,6 +20,7 @@ import { ITEM_KIND_OF, SPOOL_KINDS, type Keys, type SpoolKind } from '../queue/k
 import type { OutcomeMessage } from '../queue/payloads.js';
 import type { RedisConnection } from '../queue/redis.js';
 import { addStat } from '../queue/stats.js';
+import type { JourneyWriter } from '../queue/journey.js';
 import type { ClaimDeps, SpoolSink } from './claim.js';
 import { loadInflightIndex, type InflightIndex } from './inflight-index.js';
 import { parseInflightName, type SpoolPaths } from './paths.js';
@@ -57,6 +58,8 @@ export interface SpoolSessionDeps {
   /** Upgrades this spool's stored data (runtime/upgrades.ts), before its outcomes are applied. */
   upgrade(): Promise<void>;
   outcomes: OutcomeSide;
+  /** Where refused files' journey steps go (queue/journey.ts). */
+  journey?: JourneyWriter;
   clock: Clock;
   logger: Logger;
 }
@@ -133,6 +136,7 @@ async function openSession(deps: SpoolSessionDeps, fence: Fence): Promise<Sessio
     untrack: (kind, name) => index.forget(kind, name),
     clock: deps.clock,
     logger: deps.logger,
+    ...(deps.journey === undefined ? {} : { journey: deps.journey }),
   };
   return { deps, fence, index, outcomes, claimDeps };
 }

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../../src/config/load.js';
 import { eventsDedupScenario } from './scenarios/events-dedup.js';
 import { goodputScenario } from './scenarios/goodput.js';
+import { historyScenario } from './scenarios/history.js';
 import { ingestScenario } from './scenarios/ingest.js';
 import { latencyScenario } from './scenarios/latency.js';
 import { memoryScenario } from './scenarios/memory.js';
@@ -40,6 +41,7 @@ const SCENARIOS: readonly Scenario[] = [
   eventsDedupScenario,
   mixedScenario,
   mixedDropScenario,
+  historyScenario,
 ];
 
 function parseArgs(argv: readonly string[]): { isQuick: boolean; only: string[] | null } {

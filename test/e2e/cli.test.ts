@@ -44,6 +44,7 @@ const COMMANDS = [
   ['validate'],
   ['sandbox'],
   ['backfill'],
+  ['history'],
 ];
 
 describe('help', () => {

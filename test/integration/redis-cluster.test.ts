@@ -10,6 +10,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
+import { createLogger } from '../../src/log.js';
+import { findByFile, readJourney } from '../../src/queue/journey-read.js';
+import { openContext } from '../../src/runtime/context.js';
 import { makePdf } from '../support/builders.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
 import { freePort } from '../support/global-redis.js';
@@ -89,5 +92,20 @@ describe('Redis Cluster', () => {
     const ok = t.sandbox.requests().filter((r) => r.status === 200);
     expect(ok.filter((r) => r.endpoint === 'label')).toHaveLength(ids.length);
     expect(ok.filter((r) => r.endpoint === 'collecting')).toHaveLength(ids.length);
+
+    // The journeys: written by the gate's scripts, the claim's pipelines and the holder's moves, all
+    // in the deployment's slot; read back by delivery and by an events file's name.
+    const ctx = await openContext(t.config, createLogger({ level: 'silent' }), 'test');
+    try {
+      const window = { retentionDays: 30, nowMs: Date.now() };
+      await waitFor(async () => (await readJourney(ctx.redis, ctx.keys, ids[0]!, window)).some((s) => s.step === 'archived'), { what: 'the archived step' });
+      const steps = await readJourney(ctx.redis, ctx.keys, ids[0]!, window);
+      expect(steps.filter((s) => s.kind === 'label').map((s) => s.step)).toEqual(['seen', 'claimed', 'valid', 'queued', 'attempt', 'accepted', 'archived']);
+      expect(steps.filter((s) => s.kind === 'collecting').map((s) => s.step)).toEqual(['received', 'attempt', 'accepted']);
+      const fromFile = await findByFile(ctx.redis, ctx.keys, ['e.ndjson'], 30, Date.now());
+      expect(new Set(fromFile.map((s) => s.delivery_id))).toEqual(new Set(ids));
+    } finally {
+      await ctx.closers.closeAll();
+    }
   });
 });

@@ -1,0 +1,130 @@
+import type { Command } from 'commander';
+import type { JourneyStep } from '../queue/journey-read.js';
+import { ITEM_KINDS, type ItemKind } from '../queue/keys.js';
+import { UsageError } from './usage-error.js';
+import { withContext } from './shared.js';
+
+interface HistoryOptions {
+  kind?: string;
+  json?: boolean;
+  file?: string;
+  sha256?: string;
+  since?: string;
+  until?: string;
+}
+
+type Lookup =
+  { by: 'delivery'; deliveryId: string } | { by: 'file'; name: string } | { by: 'sha256'; prefix: string } | { by: 'range'; sinceMs: number; untilMs: number };
+
+export function registerHistory(program: Command): void {
+  program
+    .command('history')
+    .description("the journey of a delivery's items (seen, queued, every attempt, outcome, where the file ended), kept CARRIER_SYNC_HISTORY_DAYS days")
+    .argument('[delivery_id]', 'the delivery whose journey to show')
+    .option('--kind <kind>', 'only label, cte or collecting')
+    .option('--file <name>', 'the journey of the item(s) that came from this file (its name as dropped)')
+    .option('--sha256 <prefix>', 'the journey of the file(s) with these bytes (at least 4 hex digits of their sha256)')
+    .option('--since <iso8601>', 'every recorded step from this time (audit export, oldest first)')
+    .option('--until <iso8601>', 'with --since: up to this time (default: now)')
+    .option('--json', 'NDJSON: one step a line')
+    .action(async (deliveryId: string | undefined, options: HistoryOptions, command: Command) => {
+      const lookup = lookupOf(deliveryId, options);
+      const kind = kindOf(options.kind);
+      const steps = await withContext(command, async (ctx) => {
+        const read = await import('../queue/journey-read.js');
+        const days = ctx.config.history.retentionDays;
+        const window = { retentionDays: days, nowMs: Date.now() };
+        switch (lookup.by) {
+          case 'delivery':
+            return read.readJourney(ctx.redis, ctx.keys, lookup.deliveryId, window);
+          case 'file':
+            return read.findByFile(ctx.redis, ctx.keys, [lookup.name], days, Date.now());
+          case 'sha256':
+            return read.findBySha256(ctx.redis, ctx.keys, lookup.prefix, days, Date.now());
+          case 'range':
+            return read.readRange(ctx.redis, ctx.keys, lookup.sinceMs, lookup.untilMs, window);
+        }
+      });
+      const shown = kind === null ? steps : steps.filter((step) => step.kind === kind);
+      if (options.json === true) {
+        for (const step of shown) await write(`${JSON.stringify(step)}\n`);
+        return;
+      }
+      const { describeStep } = await import('../queue/journey-read.js');
+      if (shown.length === 0) {
+        await write(`${nothingText(lookup, kind)}\n`);
+        return;
+      }
+      await write(timeline(shown, describeStep));
+    });
+}
+
+function lookupOf(deliveryId: string | undefined, options: HistoryOptions): Lookup {
+  const given = [deliveryId !== undefined, options.file !== undefined, options.sha256 !== undefined, options.since !== undefined].filter(Boolean).length;
+  if (given !== 1) throw new UsageError('history: give one of <delivery_id>, --file <name>, --sha256 <prefix> or --since <iso8601>');
+  if (options.until !== undefined && options.since === undefined) throw new UsageError('history: --until needs --since');
+  if (deliveryId !== undefined) return { by: 'delivery', deliveryId };
+  if (options.file !== undefined) return { by: 'file', name: options.file };
+  if (options.sha256 !== undefined) {
+    if (!/^[0-9a-fA-F]{4,64}$/.test(options.sha256)) throw new UsageError(`--sha256: "${options.sha256}" must be 4 to 64 hex digits`);
+    return { by: 'sha256', prefix: options.sha256.toLowerCase() };
+  }
+  const sinceMs = timeOf('--since', options.since ?? '');
+  const untilMs = options.until === undefined ? Date.now() : timeOf('--until', options.until);
+  if (untilMs < sinceMs) throw new UsageError('history: --until is before --since');
+  return { by: 'range', sinceMs, untilMs };
+}
+
+function timeOf(flag: string, text: string): number {
+  const ms = /^\d{4}-\d{2}-\d{2}/.test(text) ? Date.parse(text) : Number.NaN;
+  if (Number.isNaN(ms)) throw new UsageError(`${flag}: "${text}" is not an ISO 8601 time like 2026-11-25T08:00:00Z`);
+  return ms;
+}
+
+function kindOf(kind: string | undefined): ItemKind | null {
+  if (kind === undefined) return null;
+  if (!(ITEM_KINDS as readonly string[]).includes(kind)) throw new UsageError(`--kind: "${kind}" must be label, cte or collecting`);
+  return kind as ItemKind;
+}
+
+function nothingText(lookup: Lookup, kind: ItemKind | null): string {
+  const what = kind === null ? '' : ` ${kind}`;
+  switch (lookup.by) {
+    case 'delivery':
+      return `nothing recorded for delivery ${lookup.deliveryId}${what === '' ? '' : ` (kind${what})`}`;
+    case 'file':
+      return `nothing recorded for a file named ${lookup.name}`;
+    case 'sha256':
+      return `nothing recorded for a file with sha256 ${lookup.prefix}…`;
+    case 'range':
+      return `nothing recorded between ${new Date(lookup.sinceMs).toISOString()} and ${new Date(lookup.untilMs).toISOString()}`;
+  }
+}
+
+/** Steps grouped by delivery, then by item (kind and file or event_at), each a line. */
+function timeline(steps: readonly JourneyStep[], describe: (step: JourneyStep) => string): string {
+  const byDelivery = new Map<string, JourneyStep[]>();
+  for (const step of steps) byDelivery.set(step.delivery_id, [...(byDelivery.get(step.delivery_id) ?? []), step]);
+  const lines: string[] = [];
+  for (const [deliveryId, own] of byDelivery) {
+    lines.push(`delivery ${deliveryId}`);
+    for (const step of own) {
+      const item = step.kind === 'collecting' ? `collecting ${step.event_at ?? ''}` : `${step.kind} ${step.file ?? ''}`;
+      lines.push(`  ${step.at}  ${item.padEnd(28)}  ${describe(step)}`);
+    }
+    lines.push('');
+  }
+  return lines.join('\n');
+}
+
+/** Writes to stdout, waiting while a slow reader's pipe is full (an export stays complete on a pipe). */
+function write(text: string): Promise<void> {
+  return new Promise((resolve) => {
+    // A reader gone (EPIPE) will never drain: nothing more can reach it.
+    if (process.stdout.destroyed || process.stdout.write(text)) resolve();
+    else {
+      process.stdout.once('drain', resolve);
+      process.stdout.once('close', resolve);
+    }
+  });
+}

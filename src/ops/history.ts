@@ -1,0 +1,48 @@
+/**
+ * The journey routes, registered inside the `/ui` scope (the UI's authentication covers them):
+ *   GET /ui/history?q=<delivery id or file name>   a file name (it has an extension) lists the
+ *       journeys of the files with that name; anything else opens the delivery's timeline
+ *   GET /ui/history/<delivery id>                  the timeline page
+ *   GET /ui/history/<delivery id>.json             the same steps as JSON ({deliveryId, steps})
+ */
+import type { FastifyInstance } from 'fastify';
+import { findByFile, readJourney } from '../queue/journey-read.js';
+import type { Keys } from '../queue/keys.js';
+import type { RedisConnection } from '../queue/redis.js';
+import { renderHistoryPage } from './history-page.js';
+
+export interface HistoryRouteOptions {
+  basePath: string;
+  redis: RedisConnection;
+  keys: Keys;
+  retentionDays: number;
+  now(): number;
+}
+
+/** A query that names a file rather than a delivery: it ends in one of the spool's extensions. */
+const FILE_NAME = /\.(pdf|xml|ndjson|jsonl|csv)$/i;
+
+export function registerHistory(scope: FastifyInstance, options: HistoryRouteOptions): void {
+  const { basePath: base, redis, keys, retentionDays } = options;
+  const html = (body: string) => ({ type: 'text/html; charset=utf-8', body });
+
+  scope.get<{ Querystring: { q?: string } }>('/history', async (request, reply) => {
+    const query = (request.query.q ?? '').trim();
+    if (query === '') return reply.redirect(base);
+    if (!FILE_NAME.test(query)) return reply.redirect(`${base}/history/${encodeURIComponent(query)}`);
+    const steps = await findByFile(redis, keys, [query], retentionDays, options.now());
+    const page = html(renderHistoryPage({ title: `file ${query}`, query, steps, retentionDays, jsonHref: null }, base));
+    return reply.type(page.type).header('cache-control', 'no-store').send(page.body);
+  });
+
+  scope.get<{ Params: { id: string } }>('/history/:id', async (request, reply) => {
+    const isJson = request.params.id.endsWith('.json');
+    const deliveryId = isJson ? request.params.id.slice(0, -'.json'.length) : request.params.id;
+    const steps = await readJourney(redis, keys, deliveryId, { retentionDays, nowMs: options.now() });
+    reply.header('cache-control', 'no-store');
+    if (isJson) return { deliveryId, retentionDays, steps };
+    const jsonHref = `${base}/history/${encodeURIComponent(deliveryId)}.json`;
+    const page = html(renderHistoryPage({ title: `delivery ${deliveryId}`, query: deliveryId, steps, retentionDays, jsonHref }, base));
+    return reply.type(page.type).send(page.body);
+  });
+}

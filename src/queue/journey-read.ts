@@ -1,0 +1,365 @@
+/**
+ * Reading journeys (journey.ts holds the layout): one delivery, the deliveries a file or a hash
+ * names, or every step in a time range; and each step in its public form (INTERFACE.md, "History":
+ * `at`, `delivery_id`, `kind`, `step`, …), with an attempt's start and answer joined into one
+ * `attempt` step — one without an answer says so ("no answer recorded").
+ */
+import { deliveryOfName, epochDayOf, KIND_OF_CODE, type JourneyKind, type StoredStep } from './journey.js';
+import type { Keys } from './keys.js';
+import type { RedisConnection } from './redis.js';
+
+export interface JourneyStep {
+  at: string;
+  delivery_id: string;
+  kind: JourneyKind;
+  step: string;
+  file?: string;
+  sha256?: string;
+  size?: number;
+  mtime?: string;
+  host?: string;
+  pid?: number;
+  generation?: string;
+  attempt?: number;
+  /** HTTP status of the answer; absent when none came. */
+  status?: number;
+  code?: string;
+  apiCode?: string;
+  message?: string;
+  durationMs?: number;
+  /** 'none': the attempt started and no answer was recorded (the process died mid-request, or it is still on the wire). */
+  answer?: 'none';
+  event_at?: string;
+  source?: string;
+  line?: number;
+  duplicateOf?: string;
+  dueAt?: string;
+  path?: string;
+  by?: string;
+  supersededBy?: string;
+  /** A webhook registration: what was sent (header names only). */
+  sent?: string;
+}
+
+function parse(line: string): StoredStep | null {
+  try {
+    const step = JSON.parse(line) as StoredStep;
+    return typeof step.s === 'string' && typeof step.t === 'number' ? step : null;
+  } catch {
+    return null;
+  }
+}
+
+function isoOf(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** A stored generation's two numbers (base 36: mtime µs, claim µs). */
+function generationParts(g: string | undefined): [number, number] {
+  const [mtime = '0', claim = '0'] = (g ?? '0.0').split('.');
+  return [parseInt(mtime, 36) || 0, parseInt(claim, 36) || 0];
+}
+
+function generationAbove(a: string | undefined, b: string | undefined): boolean {
+  const [a1, a2] = generationParts(a);
+  const [b1, b2] = generationParts(b);
+  return a1 !== b1 ? a1 > b1 : a2 > b2;
+}
+
+/** As the document order writes it: mtime µs . claim µs, 17 digits each. */
+function generationText(g: string): string {
+  return generationParts(g)
+    .map((n) => String(n).padStart(17, '0'))
+    .join('.');
+}
+
+function sourceText(step: StoredStep): string {
+  if (step.src === 'file' || (step.src === undefined && step.f !== undefined)) return `${step.f ?? '?'} line ${step.l ?? '?'}`;
+  return step.src ?? 'unknown source';
+}
+
+/** One delivery's stored steps in their public form, oldest first. */
+export function publicSteps(deliveryId: string, lines: readonly string[]): JourneyStep[] {
+  const stored = lines.flatMap((line) => parse(line) ?? []).sort((a, b) => (a.t ?? 0) - (b.t ?? 0));
+  // A document's steps carry the first 8 hex of its sha256 (its version); its seen step carries all
+  // of it, and its seen and queued steps its file's name. An event's steps carry its instant's ref;
+  // its received step carries its event_at.
+  const shaOf = new Map<string, string>();
+  const fileOf = new Map<string, string>();
+  const eventAtOf = new Map<string, string>();
+  const answers = new Map<string, StoredStep>();
+  for (const step of stored) {
+    if (step.s === 'seen' && step.h !== undefined && step.h.length === 64) shaOf.set(step.h.slice(0, 8), step.h);
+    if (step.f !== undefined && step.h !== undefined && !fileOf.has(step.h.slice(0, 8))) fileOf.set(step.h.slice(0, 8), step.f);
+    if (step.s === 'received' && step.i !== undefined && step.e !== undefined && !eventAtOf.has(step.i)) eventAtOf.set(step.i, step.e);
+    if (step.s === 'answer' && step.a !== undefined) answers.set(step.a, step);
+  }
+  for (const step of stored) {
+    if (step.f === undefined && step.h !== undefined) {
+      const f = fileOf.get(step.h.slice(0, 8));
+      if (f !== undefined) step.f = f;
+    }
+    if (step.e === undefined && step.i !== undefined) {
+      const e = eventAtOf.get(step.i);
+      if (e !== undefined) step.e = e;
+    }
+  }
+  const newestQueued = new Map<string, StoredStep>();
+  for (const step of stored) {
+    if (step.s !== 'queued') continue;
+    const best = newestQueued.get(step.k);
+    if (best === undefined || !generationAbove(best.g, step.g)) newestQueued.set(step.k, step);
+  }
+  // Collecting: the first record of each instant that was not itself a duplicate.
+  const firstOfInstant = new Map<string, StoredStep>();
+  stored.forEach((step, n) => {
+    if (step.k !== 'e' || step.s !== 'received' || step.i === undefined) return;
+    const next = stored.slice(n + 1).find((later) => later.k === 'e' && later.i === step.i);
+    if (next?.s !== 'duplicate' && !firstOfInstant.has(step.i)) firstOfInstant.set(step.i, step);
+  });
+
+  const out: JourneyStep[] = [];
+  for (const step of stored) {
+    if (step.s === 'answer' && step.a !== undefined && stored.some((s) => s.s === 'attempt' && s.a === step.a)) continue;
+    const base: JourneyStep = {
+      at: isoOf(step.t ?? 0),
+      delivery_id: deliveryId,
+      kind: KIND_OF_CODE[step.k] ?? 'label',
+      step: step.s === 'answer' ? 'attempt' : step.s,
+    };
+    const sha = step.h === undefined ? undefined : step.h.length === 64 ? step.h : shaOf.get(step.h);
+    const view: JourneyStep = {
+      ...base,
+      ...(step.f === undefined ? {} : { file: step.f }),
+      ...(sha === undefined || sha === '' ? {} : { sha256: sha }),
+      ...(step.e === undefined ? {} : { event_at: step.e }),
+      ...(step.z === undefined ? {} : { size: step.z }),
+      ...(step.m === undefined ? {} : { mtime: isoOf(step.m) }),
+      ...(step.g === undefined ? {} : { generation: generationText(step.g) }),
+      ...(step.to === undefined ? {} : { path: step.to.endsWith('/') ? `${step.to}${step.f ?? ''}` : step.to }),
+      ...(step.by === undefined ? {} : { by: step.by }),
+      ...(step.x === undefined ? {} : { sent: step.x }),
+      ...(step.d === undefined ? {} : { dueAt: isoOf(step.d) }),
+      ...(step.src === undefined ? (step.s === 'received' && step.f !== undefined ? { source: 'file' } : {}) : { source: step.src }),
+      ...(step.l === undefined ? {} : { line: step.l }),
+    };
+    if (step.w !== undefined) {
+      const cut = step.w.lastIndexOf('/');
+      view.host = step.w.slice(0, cut);
+      view.pid = Number(step.w.slice(cut + 1));
+    }
+    if (step.n !== undefined) view.attempt = step.n;
+    const answer = step.s === 'attempt' ? (step.a === undefined ? undefined : answers.get(step.a)) : step.s === 'answer' ? step : undefined;
+    if (step.s === 'attempt' && answer === undefined) {
+      view.answer = 'none';
+      view.message = 'no answer recorded';
+    }
+    const facts = answer ?? step;
+    if (facts.st !== undefined) view.status = facts.st;
+    if (facts.c !== undefined) view.code = facts.c;
+    if (facts.ac !== undefined) view.apiCode = facts.ac;
+    if (facts.r !== undefined) view.message = facts.r;
+    if (answer?.ms !== undefined) view.durationMs = answer.ms;
+    if (step.s === 'superseded') {
+      const newest = newestQueued.get(step.k);
+      if (newest?.f !== undefined && (newest.f !== step.f || generationAbove(newest.g, step.g))) view.supersededBy = newest.f;
+    }
+    if (step.s === 'duplicate' && step.i !== undefined && step.r === undefined) {
+      const first = firstOfInstant.get(step.i);
+      if (first !== undefined) view.duplicateOf = `${sourceText(first)} (event_at ${first.e ?? '?'}, ${isoOf(first.t ?? 0)})`;
+    }
+    if (step.s === 'seen' && step.w !== undefined) {
+      // A file claimed from an inbox: seen, claimed by this process, found valid (one record).
+      const { host, pid, ...seen } = view;
+      out.push(
+        seen,
+        { ...base, step: 'claimed', ...pick(view, 'file', 'sha256'), host: host ?? '', pid: pid ?? 0 },
+        { ...base, step: 'valid', ...pick(view, 'file', 'sha256') },
+      );
+      continue;
+    }
+    out.push(view);
+  }
+  return out;
+}
+
+function pick(step: JourneyStep, ...names: Array<'file' | 'sha256'>): Partial<JourneyStep> {
+  const out: Partial<JourneyStep> = {};
+  for (const name of names) if (step[name] !== undefined) out[name] = step[name];
+  return out;
+}
+
+/** A step as one line of a timeline a person reads. */
+export function describeStep(step: JourneyStep): string {
+  switch (step.step) {
+    case 'seen':
+      return `seen: ${step.size ?? '?'} bytes, sha256 ${step.sha256 ?? '?'}, modified ${step.mtime ?? '?'}`;
+    case 'claimed':
+      return `claimed by ${step.host ?? '?'} pid ${step.pid ?? '?'}`;
+    case 'valid':
+      return 'checked: valid';
+    case 'refused':
+      return `refused locally: ${step.code ?? '?'}: ${step.message ?? ''}`;
+    case 'queued':
+      return `queued (generation ${step.generation ?? '-'})`;
+    case 'received':
+      return `received from ${step.source === 'file' ? `${step.file ?? '?'} line ${step.line ?? '?'}` : (step.source ?? '?')}`;
+    case 'held':
+      return `held until due at ${step.dueAt ?? '?'}`;
+    case 'duplicate':
+      return step.duplicateOf !== undefined ? `duplicate of ${step.duplicateOf}: not sent` : `duplicate: ${step.message ?? 'event_at already taken'}`;
+    case 'attempt': {
+      const who = step.host === undefined ? '' : ` by ${step.host} pid ${step.pid ?? '?'}`;
+      const head = `attempt ${step.attempt ?? ''}${who}`.replace('  ', ' ');
+      if (step.answer === 'none') return `${head}: no answer recorded`;
+      const status = step.status === undefined ? 'no response' : `HTTP ${step.status}`;
+      const codes = [step.code, step.apiCode].filter((c) => c !== undefined).join(' / ');
+      const message = step.message === undefined ? '' : ` ${step.message}`;
+      return `${head}: ${status}${codes === '' ? '' : ` ${codes}`}${message}${step.durationMs === undefined ? '' : ` (${step.durationMs} ms)`}`;
+    }
+    case 'superseded':
+      return `not sent: superseded by ${step.supersededBy ?? `a newer ${step.kind}`}`;
+    case 'already-accepted':
+      return 'not sent again: the API holds these bytes already';
+    case 'accepted':
+      return 'accepted by the API';
+    case 'dead-lettered':
+      return `dead-lettered: ${[step.code, step.apiCode].filter((c) => c !== undefined).join(' / ')} ${step.message ?? ''}`.trim();
+    case 'replayed':
+      return `replayed ${step.by === 'ui' ? 'from the overview' : step.by === 'cli' ? 'with dlq retry' : 'by dropping the file again'}`;
+    case 'webhook-set': {
+      const answer =
+        step.code === undefined
+          ? `HTTP ${step.status ?? '?'}`
+          : `${step.status === undefined ? '' : `HTTP ${step.status} `}${[step.code, step.apiCode].filter((c) => c !== undefined).join(' / ')} ${step.message ?? ''}`;
+      return `webhook set (${step.by ?? '?'}): ${step.sent ?? ''} → ${answer.trim()}`;
+    }
+    case 'archived':
+    case 'failed':
+      return `file moved to ${step.path ?? '?'}`;
+    default:
+      return step.step;
+  }
+}
+
+/** The days a lookup reads: today and the retention before it. */
+function daysBack(nowMs: number, retentionDays: number): number[] {
+  const today = epochDayOf(nowMs);
+  return Array.from({ length: retentionDays + 1 }, (_, i) => today - i);
+}
+
+/** Where a lookup reads: the days of the retention, up to today. */
+export interface Window {
+  retentionDays: number;
+  nowMs: number;
+}
+
+/** The deliveries' journeys, each over every day of the retention (one pipeline per 500 deliveries). */
+export async function readJourneys(redis: RedisConnection, keys: Keys, deliveryIds: readonly string[], window: Window): Promise<Map<string, JourneyStep[]>> {
+  const days = daysBack(window.nowMs, window.retentionDays).reverse();
+  const out = new Map<string, JourneyStep[]>();
+  const CHUNK = 500;
+  for (let start = 0; start < deliveryIds.length; start += CHUNK) {
+    const ids = deliveryIds.slice(start, start + CHUNK);
+    const pipeline = redis.pipeline();
+    for (const id of ids) for (const day of days) pipeline.hget(keys.journeyDay(day), id);
+    const replies = (await pipeline.exec()) ?? [];
+    ids.forEach((id, i) => {
+      const lines: string[] = [];
+      for (let d = 0; d < days.length; d += 1) {
+        const [error, value] = replies[i * days.length + d] ?? [null, null];
+        if (error !== null) throw error;
+        if (typeof value === 'string') lines.push(...value.split('\n'));
+      }
+      out.set(id, publicSteps(id, lines));
+    });
+  }
+  return out;
+}
+
+export async function readJourney(redis: RedisConnection, keys: Keys, deliveryId: string, window: Window): Promise<JourneyStep[]> {
+  return (await readJourneys(redis, keys, [deliveryId], window)).get(deliveryId) ?? [];
+}
+
+async function lexMembers(redis: RedisConnection, keysOfDays: readonly string[], prefix: string): Promise<string[]> {
+  const pipeline = redis.pipeline();
+  for (const key of keysOfDays) pipeline.zrangebylex(key, `[${prefix}`, `[${prefix}\xff`);
+  const replies = (await pipeline.exec()) ?? [];
+  const members = new Set<string>();
+  for (const [error, value] of replies) {
+    if (error !== null) throw error;
+    for (const member of (value ?? []) as string[]) members.add(member);
+  }
+  return [...members];
+}
+
+/** The deliveries with a file of this name in the retention, each with the steps about that file. */
+export async function findByFile(
+  redis: RedisConnection,
+  keys: Keys,
+  fileNames: readonly string[],
+  retentionDays: number,
+  nowMs: number,
+): Promise<JourneyStep[]> {
+  const days = daysBack(nowMs, retentionDays);
+  const deliveries = new Set<string>();
+  for (const name of fileNames) {
+    // Labels and CT-e: the name carries the delivery (such names are not in the index).
+    const named = deliveryOfName(name);
+    if (named !== null) deliveries.add(named);
+    for (const member of await lexMembers(
+      redis,
+      days.map((d) => keys.journeyFiles(d)),
+      `${name}\n`,
+    ))
+      deliveries.add(member.slice(name.length + 1));
+  }
+  const names = new Set(fileNames);
+  const journeys = await readJourneys(redis, keys, [...deliveries], { retentionDays, nowMs });
+  return [...journeys.values()].flatMap((steps) => {
+    // Events: every step of the events (by event_at) that came from one of these files.
+    const instants = new Set(steps.filter((s) => s.kind === 'collecting' && s.step === 'received' && names.has(s.file ?? '')).map((s) => s.event_at));
+    return steps.filter((s) => (s.kind === 'collecting' ? instants.has(s.event_at) : names.has(s.file ?? '')));
+  });
+}
+
+/** The files whose sha256 starts with `prefix` (hex, at least 4 characters), then as `findByFile`. */
+export async function findBySha256(redis: RedisConnection, keys: Keys, prefix: string, retentionDays: number, nowMs: number): Promise<JourneyStep[]> {
+  const wanted = prefix.toLowerCase();
+  const days = daysBack(nowMs, retentionDays);
+  const members = await lexMembers(
+    redis,
+    days.map((d) => keys.journeyHashes(d)),
+    wanted.slice(0, 16),
+  );
+  const names = [...new Set(members.map((member) => member.slice(member.indexOf('\n') + 1)))];
+  if (names.length === 0) return [];
+  // A file name may have held other bytes too (a newer version dropped under the same name): a
+  // step that names its version keeps only these bytes'.
+  return (await findByFile(redis, keys, names, retentionDays, nowMs)).filter((s) => s.sha256 === undefined || s.sha256.startsWith(wanted));
+}
+
+/**
+ * Every step in [sinceMs, untilMs], oldest first (an audit export): the deliveries with a step on
+ * the range's days (HSCAN of each day's hash), read whole (a step's file and event come from its
+ * earlier steps), then kept to the range.
+ */
+export async function readRange(redis: RedisConnection, keys: Keys, sinceMs: number, untilMs: number, window: Window): Promise<JourneyStep[]> {
+  const deliveries = new Set<string>();
+  for (let day = epochDayOf(sinceMs); day <= epochDayOf(untilMs); day += 1) {
+    let cursor = '0';
+    do {
+      const [next, flat] = await redis.hscan(keys.journeyDay(day), cursor, 'COUNT', 1000);
+      for (let i = 0; i < flat.length; i += 2) deliveries.add(flat[i]!);
+      cursor = next;
+    } while (cursor !== '0');
+  }
+  const all: JourneyStep[] = [];
+  for (const steps of (await readJourneys(redis, keys, [...deliveries], window)).values()) {
+    for (const step of steps) {
+      const at = Date.parse(step.at);
+      if (at >= sinceMs && at <= untilMs) all.push(step);
+    }
+  }
+  return all.sort((a, b) => a.at.localeCompare(b.at));
+}

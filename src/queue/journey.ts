@@ -1,0 +1,228 @@
+/**
+ * The journey of each item: one record per step (seen, claimed, refused, queued, attempt, answer,
+ * superseded, accepted, dead-lettered, replayed, archived, failed…), written by whichever process
+ * did the step, read by `carrier-sync history` and the overview (journey-read.ts).
+ *
+ * Key layout (README, "Where is delivery X?"):
+ *  - `journey:<epoch day>` — one hash per UTC day: field = delivery id, value = that day's steps of
+ *    the delivery, compact JSON records (`StoredStep`: short field names, no delivery id, the time
+ *    in epoch ms) joined by newlines, oldest first. It expires a retention after the day ends:
+ *    trimmed by time without a scan. One field per delivery and day instead of a key per delivery:
+ *    a key costs Redis ~200 bytes of bookkeeping however small its value (measured: 209 bytes a
+ *    step with a list per delivery, against ~120 this way; test/bench/scenarios/history.ts).
+ *  - `journey-files:<epoch day>` — `<file name>\n<delivery id>` members (score 0, read by lex
+ *    range) of the files seen that day whose name does not carry their delivery id (events files,
+ *    odd names); `journey-sha:<epoch day>` — `<sha256 16 hex>\n<file name>`. Same expiry.
+ *
+ * Writes ride on round trips that exist already: the push gate's scripts (`JOURNEY_LUA`), the
+ * claim's pipelines (`appendSteps`), the outcome's file moves (`createJourneyWriter`: one
+ * pipelined write per batch of steps). A step is written only once the thing it tells happened
+ * (or, for an attempt, once the request is about to leave: its answer is a step of its own, so an
+ * attempt without an answer reads as "no answer recorded"). Nothing secret is kept: files are
+ * named by name and hash, never their bytes; API keys never reach a step.
+ */
+import type { ChainableCommander } from 'ioredis';
+import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { ItemKind, Keys } from './keys.js';
+import type { RedisConnection } from './redis.js';
+import { defineScript } from './script.js';
+
+export const DAY_MS = 86_400_000;
+
+/** A step as stored: short field names (README lists them), the delivery id in the key's name. */
+export interface StoredStep {
+  /** Epoch ms; set by the writer (Lua: Redis' clock). */
+  t?: number;
+  /** Kind: l label, c CT-e, e collecting, w a webhook registration (`webhook:<id>`). */
+  k: 'l' | 'c' | 'e' | 'w';
+  /** The step's name. */
+  s: string;
+  /** File name; `h` its sha256 (hex; 16 hex beyond the `seen` step), `z` its size, `m` its mtime (ms). */
+  f?: string;
+  h?: string;
+  z?: number;
+  m?: number;
+  /** `host/pid` of the process that did the step. */
+  w?: string;
+  /** Generation (document order) of a queued document. */
+  g?: string;
+  /** Our error code and its message / reason. */
+  c?: string;
+  r?: string;
+  /** Attempt number and the attempt's id (joins an attempt's start to its answer). */
+  n?: number;
+  a?: string;
+  /** HTTP status, the API's code, the request's duration (ms). */
+  st?: number;
+  ac?: string;
+  ms?: number;
+  /** event_at as received (received and duplicate steps); `i` the instant's short ref (`eventRef`), on every event step. */
+  e?: string;
+  i?: string;
+  /** Where the event came from (file, POST /events, enqueue, pull, backfill) and its line. */
+  src?: string;
+  l?: number;
+  /** Duplicate of which earlier record (its source id). */
+  o?: string;
+  /** Held until (epoch ms). */
+  d?: number;
+  /** Where the file went (archive/failed path, relative to the spool). */
+  to?: string;
+  /** Replayed by whom: cli, ui, re-drop; a webhook set by: cli, reconcile. */
+  by?: string;
+  /** What was sent (a webhook registration, without header values). */
+  x?: string;
+}
+
+export const KIND_CODE: Readonly<Record<ItemKind, StoredStep['k']>> = { label: 'l', cte: 'c', collecting: 'e' };
+export type JourneyKind = ItemKind | 'webhook';
+export const KIND_OF_CODE: Readonly<Record<StoredStep['k'], JourneyKind>> = { l: 'label', c: 'cte', e: 'collecting', w: 'webhook' };
+
+/** This process, as steps name it: the host's short name and the pid. */
+export const SELF = `${hostname().split('.')[0] ?? 'host'}/${process.pid}`;
+
+/** Messages are kept short: a step is a line of a timeline, not a copy of the response. */
+const MAX_TEXT = 160;
+
+export function stepJson(step: StoredStep): string {
+  return JSON.stringify(step.r !== undefined && step.r.length > MAX_TEXT ? { ...step, r: `${step.r.slice(0, MAX_TEXT - 1)}…` } : step);
+}
+
+/** An event's short ref in its delivery's journey: 6 hex of its instant's hash (the later steps name it by this). */
+export function eventRef(instantKey: string): string {
+  return createHash('sha256').update(instantKey).digest('hex').slice(0, 6);
+}
+
+/** The delivery id a spool file name carries (`<id>.pdf`, `<id>__<external id>.pdf`), or null for other names. */
+export function deliveryOfName(fileName: string): string | null {
+  const cut = fileName.indexOf('__');
+  const stem = cut > 0 ? fileName.slice(0, cut) : fileName.slice(0, Math.max(0, fileName.lastIndexOf('.')));
+  return stem === '' ? null : stem;
+}
+
+export function epochDayOf(ms: number): number {
+  return Math.floor(ms / DAY_MS);
+}
+
+// `journal(dayStem, deliveryId, ttlSec, step)`: appends `step` (a JSON object without `t`) to the
+// delivery's steps of the day, with Redis' time (needs `nowMs` from limiter.ts' RATE_WINDOW_LUA).
+// The day's hash is named here from that time (`dayStem .. day`): on Redis Cluster it shares the
+// deployment's hash slot through the prefix's hash tag, as the document record's buckets do. A ''
+// step records nothing.
+export const JOURNEY_LUA = `
+local function journal(dayStem, deliveryId, ttlSec, step)
+  if step == nil or step == '' then return end
+  local now = nowMs()
+  local day = math.floor(now / ${DAY_MS})
+  local key = dayStem .. day
+  local entry = '{"t":' .. string.format('%d', now) .. ',' .. string.sub(step, 2)
+  local before = redis.call('HGET', key, deliveryId)
+  redis.call('HSET', key, deliveryId, before and (before .. '\\n' .. entry) or entry)
+  redis.call('EXPIREAT', key, (day + 1) * ${DAY_MS / 1000} + tonumber(ttlSec))
+end
+`;
+
+// KEYS: 1 the day's journey hash. ARGV: 1 its expiry (epoch s), then pairs: delivery id, step
+// (complete JSON, with its time). Appends each step to its delivery's steps of the day. Returns 1.
+const APPEND_STEPS = defineScript(
+  'journeyAppend',
+  `
+local key, expireAt = KEYS[1], ARGV[1]
+for n = 2, #ARGV, 2 do
+  local deliveryId, entry = ARGV[n], ARGV[n + 1]
+  local before = redis.call('HGET', key, deliveryId)
+  redis.call('HSET', key, deliveryId, before and (before .. '\\n' .. entry) or entry)
+end
+redis.call('EXPIREAT', key, expireAt)
+return 1
+`,
+);
+
+/** Call before making a pipeline or MULTI that `appendSteps` will write into. */
+export function prepareJourney(redis: RedisConnection): void {
+  APPEND_STEPS.define(redis);
+}
+
+/** The first three arguments of `journal` for one delivery. */
+export function journalArgs(keys: Keys, deliveryId: string, ttlSec: number): [string, string, number] {
+  return [keys.journeyDayStem, deliveryId, ttlSec];
+}
+
+export interface JourneyEntry {
+  deliveryId: string;
+  step: StoredStep;
+  /** Index the file the step names (by name and hash) for `--file` / `--sha256`. */
+  file?: { name: string; sha256: string };
+}
+
+/** Appends the entries' writes to `chain` (one round trip with the caller's own commands). */
+export function appendSteps(chain: ChainableCommander, keys: Keys, ttlSec: number, entries: readonly JourneyEntry[], nowMs: number): ChainableCommander {
+  if (entries.length === 0) return chain;
+  const day = epochDayOf(nowMs);
+  const dayExpiresAt = (day + 1) * (DAY_MS / 1000) + ttlSec;
+  APPEND_STEPS.queue(
+    chain,
+    [keys.journeyDay(day)],
+    [dayExpiresAt, ...entries.flatMap(({ deliveryId, step }) => [deliveryId, stepJson({ t: nowMs, ...step })])],
+  );
+  for (const { deliveryId, file } of entries) {
+    if (file !== undefined) {
+      // A name that carries its delivery id (labels, CT-e) is found from the name itself.
+      if (deliveryOfName(file.name) !== deliveryId) chain.zadd(keys.journeyFiles(day), 0, `${file.name}\n${deliveryId}`);
+      if (file.sha256 !== '') chain.zadd(keys.journeyHashes(day), 0, `${file.sha256.slice(0, 16)}\n${file.name}`);
+    }
+  }
+  if (entries.some((entry) => entry.file !== undefined)) {
+    chain.expireat(keys.journeyFiles(day), dayExpiresAt);
+    chain.expireat(keys.journeyHashes(day), dayExpiresAt);
+  }
+  return chain;
+}
+
+export interface JourneyWriter {
+  /** Records steps; they leave with the next batch (within the event loop's next turn). */
+  add(...entries: JourneyEntry[]): void;
+  /** Resolves once every step added so far was written (or failed: a journey is never worth an error). */
+  flush(): Promise<void>;
+}
+
+/**
+ * Buffers steps and writes each batch in one pipeline: for the places that have no round trip of
+ * their own to ride on (file moves, replays). A failed write is reported to `onError` and dropped.
+ */
+export function createJourneyWriter(redis: RedisConnection, keys: Keys, ttlSec: number, now: () => number, onError: (error: unknown) => void): JourneyWriter {
+  prepareJourney(redis);
+  let pending: JourneyEntry[] = [];
+  let inFlight: Promise<void> = Promise.resolve();
+  let isScheduled = false;
+  const send = (): Promise<void> => {
+    isScheduled = false;
+    if (pending.length === 0) return inFlight;
+    const batch = pending;
+    pending = [];
+    const write = appendSteps(redis.pipeline(), keys, ttlSec, batch, now())
+      .exec()
+      .then(
+        () => undefined,
+        (error: unknown) => onError(error),
+      );
+    inFlight = Promise.all([inFlight, write]).then(() => undefined);
+    return inFlight;
+  };
+  return {
+    add(...entries) {
+      pending.push(...entries);
+      if (!isScheduled) {
+        isScheduled = true;
+        setImmediate(() => void send());
+      }
+    },
+    flush: send,
+  };
+}
+
+/** The retention in seconds from the configured days. */
+export function historyTtlSec(retentionDays: number): number {
+  return retentionDays * 86_400;
+}

@@ -1,0 +1,110 @@
+/**
+ * The journey on the overview, in a real headless Chromium (see dashboard.browser.test.ts): a
+ * delivery searched from the overview's search box opens its timeline (screenshot in
+ * test-artifacts/history-timeline.png); a dead letter's row and a refused file's row link to their
+ * journeys; the JSON beside the page answers only with the UI's credentials.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync } from 'node:fs';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { JourneyStep } from '../../src/queue/journey-read.js';
+import { makePdf } from '../support/builders.js';
+import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
+import { waitFor } from '../support/wait.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARTIFACTS = 'test-artifacts';
+const UI_PASSWORD = 'history-pass-7';
+
+let t: TestDaemon;
+let base: string;
+let browser: Browser | undefined;
+let page: Page;
+const ids = { good: '', dead: randomUUID(), refused: 'CUT-0042' };
+
+async function countUnder(dir: string): Promise<number> {
+  let n = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => [])) if (entry.isFile()) n += 1;
+  return n;
+}
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: install Debian's chromium package (apt-get install -y chromium)`);
+  mkdirSync(ARTIFACTS, { recursive: true });
+  t = await startTestDaemon({ roles: ['watcher', 'worker', 'http'], env: { CARRIER_SYNC_UI_PASSWORD: UI_PASSWORD } });
+  base = t.daemon.opsUrl()!;
+  ids.good = t.sandbox.state.addDelivery().id;
+  const labels = join(t.spool, 'labels');
+  // The good label's first attempt is answered 503, so its timeline shows a retry.
+  t.sandbox.setFaults({ errorRate: 1 });
+  await writeFile(join(labels, `${ids.good}__ORD-1.pdf`), await makePdf('good'));
+  await waitFor(() => t.sandbox.requests().some((r) => r.endpoint === 'label' && r.status === 503), { what: 'the first attempt answered 503' });
+  t.sandbox.setFaults({ errorRate: 0 });
+  await writeFile(join(labels, `${ids.dead}.pdf`), await makePdf('unknown delivery'));
+  await writeFile(join(labels, `${ids.refused}.pdf`), await readFile('test/fixtures/labels/bad-no-eof.pdf'));
+  await waitFor(async () => (await countUnder(join(t.spool, 'archive'))) === 1 && (await countUnder(join(t.spool, 'failed'))) === 4, {
+    what: 'one label archived, a dead letter and a refused file in failed/',
+    timeoutMs: 30_000,
+  });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  const context = await browser.newContext({ httpCredentials: { username: 'admin', password: UI_PASSWORD }, viewport: { width: 1280, height: 800 } });
+  page = await context.newPage();
+}, 90_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await t?.stop();
+});
+
+describe('the journey on the overview', () => {
+  it('opens a delivery searched from the overview as its timeline', async () => {
+    await page.goto(`${base}/ui`);
+    await page.getByRole('searchbox', { name: 'delivery id or file name' }).fill(ids.good);
+    await page.getByRole('button', { name: 'Find' }).click();
+    await page.waitForURL(`**/ui/history/${ids.good}`);
+    const rows = page.locator('tr.step');
+    await expect
+      .poll(async () => rows.locator('td:nth-child(4)').allInnerTexts())
+      .toEqual(['seen', 'claimed', 'valid', 'queued', 'attempt', 'attempt', 'accepted', 'archived']);
+    expect(await rows.nth(4).locator('td.reason').innerText()).toMatch(/^attempt 1 by \S+ pid \d+: HTTP 503/);
+    expect(await rows.nth(5).locator('td.reason').innerText()).toMatch(/^attempt 2 by \S+ pid \d+: HTTP 200/);
+    await page.screenshot({ path: join(ARTIFACTS, 'history-timeline.png'), fullPage: true });
+  });
+
+  it("links a dead letter's row and a refused file's row to their journeys", async () => {
+    await page.goto(`${base}/ui`);
+    await page.locator(`tr[data-dead-letter] a[data-link="journey"]`).first().click();
+    await page.waitForURL(`**/ui/history/${ids.dead}`);
+    expect(await page.locator('tr.step td:nth-child(4)').allInnerTexts()).toEqual(expect.arrayContaining(['attempt', 'dead-lettered', 'failed']));
+
+    await page.goto(`${base}/ui`);
+    await page.locator('[data-part="refusals"] a[data-link="journey"]', { hasText: `${ids.refused}.pdf` }).click();
+    await page.waitForURL(/\/ui\/history\?q=/);
+    expect(await page.locator('tr.step td:nth-child(4)').allInnerTexts()).toEqual(['seen', 'refused', 'failed']);
+    await page.screenshot({ path: join(ARTIFACTS, 'history-file-search.png'), fullPage: true });
+  });
+
+  it("records a replay from the overview's button in the dead letter's journey", async () => {
+    await page.goto(`${base}/ui`);
+    await page.locator(`tr[data-dead-letter] button[data-replay-id]`).first().click();
+    await page.goto(`${base}/ui/history/${ids.dead}`);
+    await expect
+      .poll(async () => page.reload().then(async () => page.locator('tr.step td:nth-child(4)').allInnerTexts()), { timeout: 15_000 })
+      .toContain('replayed');
+    expect(await page.locator('tr.step[data-step="replayed"] td.reason').innerText()).toBe('replayed from the overview');
+  });
+
+  it('serves the same steps as JSON beside the page, behind the UI password', async () => {
+    const url = `${base}/ui/history/${ids.good}.json`;
+    expect((await fetch(url)).status).toBe(401);
+    const response = await fetch(url, { headers: { authorization: `Basic ${Buffer.from(`admin:${UI_PASSWORD}`).toString('base64')}` } });
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { deliveryId: string; steps: JourneyStep[] };
+    expect(body.deliveryId).toBe(ids.good);
+    expect(body.steps.map((s) => s.step)).toEqual(['seen', 'claimed', 'valid', 'queued', 'attempt', 'attempt', 'accepted', 'archived']);
+    expect(JSON.stringify(body)).not.toContain(Object.values(t.sandbox.keys.carriers)[0]);
+  });
+});

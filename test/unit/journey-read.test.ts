@@ -1,0 +1,71 @@
+/**
+ * Reading stored journey records into public steps: an attempt whose answer never came says so;
+ * an answer joins its attempt; a superseded document names the newer file; a duplicate names the
+ * record that took its instant; a claim record tells seen, claimed and valid.
+ */
+import { describe, expect, it } from 'vitest';
+import { describeStep, publicSteps } from '../../src/queue/journey-read.js';
+import { eventRef, type StoredStep } from '../../src/queue/journey.js';
+
+const at = Date.UTC(2026, 10, 25, 8, 0, 0);
+const line = (offsetMs: number, step: StoredStep): string => JSON.stringify({ t: at + offsetMs, ...step });
+const SHA_A = 'a1'.repeat(32);
+const SHA_B = 'b2'.repeat(32);
+
+describe('publicSteps', () => {
+  it('tells an attempt without an answer (the process died mid-request) as "no answer recorded"', () => {
+    const steps = publicSteps('D1', [
+      line(0, { k: 'l', s: 'seen', f: 'D1.pdf', h: SHA_A, z: 10, m: at, w: 'host-a/41' }),
+      line(5, { k: 'l', s: 'queued', h: SHA_A.slice(0, 8), g: '1.1' }),
+      line(10, { k: 'l', s: 'attempt', h: SHA_A.slice(0, 8), a: 'aaaaaa', n: 1, w: 'host-a/41' }),
+      line(9000, { k: 'l', s: 'attempt', h: SHA_A.slice(0, 8), a: 'bbbbbb', n: 1, w: 'host-b/7' }),
+      line(9100, { k: 'l', s: 'answer', a: 'bbbbbb', st: 200, ms: 90 }),
+      line(9110, { k: 'l', s: 'accepted', h: SHA_A.slice(0, 8) }),
+    ]);
+    expect(steps.map((s) => s.step)).toEqual(['seen', 'claimed', 'valid', 'queued', 'attempt', 'attempt', 'accepted']);
+    expect(steps[4]).toMatchObject({ answer: 'none', message: 'no answer recorded', host: 'host-a', pid: 41, file: 'D1.pdf', sha256: SHA_A });
+    expect(steps[4]?.status).toBeUndefined();
+    expect(steps[5]).toMatchObject({ status: 200, durationMs: 90, host: 'host-b', pid: 7 });
+    expect(steps[5]?.answer).toBeUndefined();
+    expect(describeStep(steps[4]!)).toBe('attempt 1 by host-a pid 41: no answer recorded');
+    expect(steps.every((s) => s.delivery_id === 'D1' && s.kind === 'label')).toBe(true);
+  });
+
+  it('names the newer file that superseded a document, and each version by its own hash', () => {
+    const steps = publicSteps('D2', [
+      line(0, { k: 'c', s: 'seen', f: 'D2.xml', h: SHA_A, z: 1, m: at, w: 'h/1' }),
+      line(1, { k: 'c', s: 'queued', h: SHA_A.slice(0, 8), g: '10.1' }),
+      line(2, { k: 'c', s: 'seen', f: 'D2.xml', h: SHA_B, z: 1, m: at, w: 'h/1' }),
+      line(3, { k: 'c', s: 'queued', h: SHA_B.slice(0, 8), g: '20.1' }),
+      line(4, { k: 'c', s: 'superseded', h: SHA_A.slice(0, 8) }),
+    ]);
+    const superseded = steps.find((s) => s.step === 'superseded');
+    expect(superseded).toMatchObject({ supersededBy: 'D2.xml', sha256: SHA_A, kind: 'cte' });
+    expect(steps.filter((s) => s.step === 'queued').map((s) => s.sha256)).toEqual([SHA_A, SHA_B]);
+  });
+
+  it('names the earlier record an event duplicate lost to, whatever its offset', () => {
+    const i = eventRef('2026-11-25T01:00:00.000Z');
+    const steps = publicSteps('D3', [
+      line(0, { k: 'e', s: 'received', e: '2026-11-25T01:00:00Z', i, f: 'a.ndjson', l: 3 }),
+      line(1, { k: 'e', s: 'attempt', i, a: 'cccccc', n: 1, w: 'h/1' }),
+      line(2, { k: 'e', s: 'answer', a: 'cccccc', st: 200, ms: 5 }),
+      line(3, { k: 'e', s: 'accepted', i }),
+      line(4, { k: 'e', s: 'received', e: '2026-11-24T22:00:00-03:00', i, src: 'POST /events', l: 0 }),
+      line(4, { k: 'e', s: 'duplicate', e: '2026-11-24T22:00:00-03:00', i }),
+    ]);
+    expect(steps.map((s) => [s.step, s.event_at])).toEqual([
+      ['received', '2026-11-25T01:00:00Z'],
+      ['attempt', '2026-11-25T01:00:00Z'],
+      ['accepted', '2026-11-25T01:00:00Z'],
+      ['received', '2026-11-24T22:00:00-03:00'],
+      ['duplicate', '2026-11-24T22:00:00-03:00'],
+    ]);
+    expect(steps[4]?.duplicateOf).toMatch(/^a\.ndjson line 3 \(event_at 2026-11-25T01:00:00Z/);
+    expect(steps[3]).toMatchObject({ source: 'POST /events' });
+  });
+
+  it('skips a record that is not ours rather than failing the journey', () => {
+    expect(publicSteps('D4', ['not json', line(0, { k: 'l', s: 'queued', f: 'D4.pdf', h: 'abcdef01' })]).map((s) => s.step)).toEqual(['queued']);
+  });
+});

@@ -81,106 +81,136 @@ function sourceText(step: StoredStep): string {
 /** One delivery's stored steps in their public form, oldest first. */
 export function publicSteps(deliveryId: string, lines: readonly string[]): JourneyStep[] {
   const stored = lines.flatMap((line) => parse(line) ?? []).sort((a, b) => (a.t ?? 0) - (b.t ?? 0));
-  // A document's steps carry the first 8 hex of its sha256 (its version); its seen step carries all
-  // of it, and its seen and queued steps its file's name. An event's steps carry its instant's ref;
-  // its received step carries its event_at.
-  const shaOf = new Map<string, string>();
-  const fileOf = new Map<string, string>();
-  const eventAtOf = new Map<string, string>();
-  const answers = new Map<string, StoredStep>();
+  const known = whatTheStepsSay(stored);
+  fillIn(stored, known);
+  const out: JourneyStep[] = [];
   for (const step of stored) {
-    if (step.s === 'seen' && step.h !== undefined && step.h.length === 64) shaOf.set(step.h.slice(0, 8), step.h);
-    if (step.f !== undefined && step.h !== undefined && !fileOf.has(step.h.slice(0, 8))) fileOf.set(step.h.slice(0, 8), step.f);
-    if (step.s === 'received' && step.i !== undefined && step.e !== undefined && !eventAtOf.has(step.i)) eventAtOf.set(step.i, step.e);
-    if (step.s === 'answer' && step.a !== undefined) answers.set(step.a, step);
+    // An answer is shown in its attempt's line (when the attempt was recorded).
+    if (step.s === 'answer' && step.a !== undefined && stored.some((s) => s.s === 'attempt' && s.a === step.a)) continue;
+    out.push(...publicFormOf(deliveryId, step, known));
   }
+  return out;
+}
+
+/**
+ * What steps tell about each other. A document's steps carry the first 8 hex of its sha256 (its
+ * version); its seen step carries all of it, and its seen and queued steps its file's name. An
+ * event's steps carry its instant's ref; its received step carries its event_at.
+ */
+interface Known {
+  shaOf: Map<string, string>;
+  fileOf: Map<string, string>;
+  eventAtOf: Map<string, string>;
+  answers: Map<string, StoredStep>;
+  /** Per kind code: the newest queued version (what a superseded one gave way to). */
+  newestQueued: Map<string, StoredStep>;
+  /** Collecting: the first record of each instant that was not itself a duplicate. */
+  firstOfInstant: Map<string, StoredStep>;
+}
+
+function whatTheStepsSay(stored: readonly StoredStep[]): Known {
+  const known: Known = { shaOf: new Map(), fileOf: new Map(), eventAtOf: new Map(), answers: new Map(), newestQueued: new Map(), firstOfInstant: new Map() };
   for (const step of stored) {
-    if (step.f === undefined && step.h !== undefined) {
-      const f = fileOf.get(step.h.slice(0, 8));
-      if (f !== undefined) step.f = f;
+    if (step.s === 'seen' && step.h !== undefined && step.h.length === 64) known.shaOf.set(step.h.slice(0, 8), step.h);
+    if (step.f !== undefined && step.h !== undefined && !known.fileOf.has(step.h.slice(0, 8))) known.fileOf.set(step.h.slice(0, 8), step.f);
+    if (step.s === 'received' && step.i !== undefined && step.e !== undefined && !known.eventAtOf.has(step.i)) known.eventAtOf.set(step.i, step.e);
+    if (step.s === 'answer' && step.a !== undefined) known.answers.set(step.a, step);
+    if (step.s === 'queued') {
+      const best = known.newestQueued.get(step.k);
+      if (best === undefined || !generationAbove(best.g, step.g)) known.newestQueued.set(step.k, step);
     }
-    if (step.e === undefined && step.i !== undefined) {
-      const e = eventAtOf.get(step.i);
-      if (e !== undefined) step.e = e;
-    }
   }
-  const newestQueued = new Map<string, StoredStep>();
-  for (const step of stored) {
-    if (step.s !== 'queued') continue;
-    const best = newestQueued.get(step.k);
-    if (best === undefined || !generationAbove(best.g, step.g)) newestQueued.set(step.k, step);
-  }
-  // Collecting: the first record of each instant that was not itself a duplicate.
-  const firstOfInstant = new Map<string, StoredStep>();
   stored.forEach((step, n) => {
     if (step.k !== 'e' || step.s !== 'received' || step.i === undefined) return;
     const next = stored.slice(n + 1).find((later) => later.k === 'e' && later.i === step.i);
-    if (next?.s !== 'duplicate' && !firstOfInstant.has(step.i)) firstOfInstant.set(step.i, step);
+    if (next?.s !== 'duplicate' && !known.firstOfInstant.has(step.i)) known.firstOfInstant.set(step.i, step);
   });
+  return known;
+}
 
-  const out: JourneyStep[] = [];
+/** Steps that carry only a version or an instant's ref get its file name and event_at. */
+function fillIn(stored: StoredStep[], known: Known): void {
   for (const step of stored) {
-    if (step.s === 'answer' && step.a !== undefined && stored.some((s) => s.s === 'attempt' && s.a === step.a)) continue;
-    const base: JourneyStep = {
-      at: isoOf(step.t ?? 0),
-      delivery_id: deliveryId,
-      kind: KIND_OF_CODE[step.k] ?? 'label',
-      step: step.s === 'answer' ? 'attempt' : step.s,
-    };
-    const sha = step.h === undefined ? undefined : step.h.length === 64 ? step.h : shaOf.get(step.h);
-    const view: JourneyStep = {
-      ...base,
-      ...(step.f === undefined ? {} : { file: step.f }),
-      ...(sha === undefined || sha === '' ? {} : { sha256: sha }),
-      ...(step.e === undefined ? {} : { event_at: step.e }),
-      ...(step.z === undefined ? {} : { size: step.z }),
-      ...(step.m === undefined ? {} : { mtime: isoOf(step.m) }),
-      ...(step.g === undefined ? {} : { generation: generationText(step.g) }),
-      ...(step.to === undefined ? {} : { path: step.to.endsWith('/') ? `${step.to}${step.f ?? ''}` : step.to }),
-      ...(step.by === undefined ? {} : { by: step.by }),
-      ...(step.x === undefined ? {} : { sent: step.x }),
-      ...(step.d === undefined ? {} : { dueAt: isoOf(step.d) }),
-      ...(step.src === undefined ? (step.s === 'received' && step.f !== undefined ? { source: 'file' } : {}) : { source: step.src }),
-      ...(step.l === undefined ? {} : { line: step.l }),
-    };
-    if (step.w !== undefined) {
-      const cut = step.w.lastIndexOf('/');
-      view.host = step.w.slice(0, cut);
-      view.pid = Number(step.w.slice(cut + 1));
+    if (step.f === undefined && step.h !== undefined) {
+      const f = known.fileOf.get(step.h.slice(0, 8));
+      if (f !== undefined) step.f = f;
     }
-    if (step.n !== undefined) view.attempt = step.n;
-    const answer = step.s === 'attempt' ? (step.a === undefined ? undefined : answers.get(step.a)) : step.s === 'answer' ? step : undefined;
-    if (step.s === 'attempt' && answer === undefined) {
-      view.answer = 'none';
-      view.message = 'no answer recorded';
+    if (step.e === undefined && step.i !== undefined) {
+      const e = known.eventAtOf.get(step.i);
+      if (e !== undefined) step.e = e;
     }
-    const facts = answer ?? step;
-    if (facts.st !== undefined) view.status = facts.st;
-    if (facts.c !== undefined) view.code = facts.c;
-    if (facts.ac !== undefined) view.apiCode = facts.ac;
-    if (facts.r !== undefined) view.message = facts.r;
-    if (answer?.ms !== undefined) view.durationMs = answer.ms;
-    if (step.s === 'superseded') {
-      const newest = newestQueued.get(step.k);
-      if (newest?.f !== undefined && (newest.f !== step.f || generationAbove(newest.g, step.g))) view.supersededBy = newest.f;
-    }
-    if (step.s === 'duplicate' && step.i !== undefined && step.r === undefined) {
-      const first = firstOfInstant.get(step.i);
-      if (first !== undefined) view.duplicateOf = `${sourceText(first)} (event_at ${first.e ?? '?'}, ${isoOf(first.t ?? 0)})`;
-    }
-    if (step.s === 'seen' && step.w !== undefined) {
-      // A file claimed from an inbox: seen, claimed by this process, found valid (one record).
-      const { host, pid, ...seen } = view;
-      out.push(
-        seen,
-        { ...base, step: 'claimed', ...pick(view, 'file', 'sha256'), host: host ?? '', pid: pid ?? 0 },
-        { ...base, step: 'valid', ...pick(view, 'file', 'sha256') },
-      );
-      continue;
-    }
-    out.push(view);
   }
-  return out;
+}
+
+/** One stored step as public steps (a file's seen record is seen, claimed and valid). */
+function publicFormOf(deliveryId: string, step: StoredStep, known: Known): JourneyStep[] {
+  const base: JourneyStep = {
+    at: isoOf(step.t ?? 0),
+    delivery_id: deliveryId,
+    kind: KIND_OF_CODE[step.k] ?? 'label',
+    step: step.s === 'answer' ? 'attempt' : step.s,
+  };
+  const view = withFacts(base, step, known);
+  if (step.s === 'seen' && step.w !== undefined) {
+    // A file claimed from an inbox: seen, claimed by this process, found valid (one record).
+    const { host, pid, ...seen } = view;
+    return [
+      seen,
+      { ...base, step: 'claimed', ...pick(view, 'file', 'sha256'), host: host ?? '', pid: pid ?? 0 },
+      { ...base, step: 'valid', ...pick(view, 'file', 'sha256') },
+    ];
+  }
+  return [view];
+}
+
+function withFacts(base: JourneyStep, step: StoredStep, known: Known): JourneyStep {
+  const sha = step.h === undefined ? undefined : step.h.length === 64 ? step.h : known.shaOf.get(step.h);
+  const view: JourneyStep = {
+    ...base,
+    ...(step.f === undefined ? {} : { file: step.f }),
+    ...(sha === undefined || sha === '' ? {} : { sha256: sha }),
+    ...(step.e === undefined ? {} : { event_at: step.e }),
+    ...(step.z === undefined ? {} : { size: step.z }),
+    ...(step.m === undefined ? {} : { mtime: isoOf(step.m) }),
+    ...(step.g === undefined ? {} : { generation: generationText(step.g) }),
+    ...(step.to === undefined ? {} : { path: step.to.endsWith('/') ? `${step.to}${step.f ?? ''}` : step.to }),
+    ...(step.by === undefined ? {} : { by: step.by }),
+    ...(step.x === undefined ? {} : { sent: step.x }),
+    ...(step.d === undefined ? {} : { dueAt: isoOf(step.d) }),
+    ...(step.src === undefined ? (step.s === 'received' && step.f !== undefined ? { source: 'file' } : {}) : { source: step.src }),
+    ...(step.l === undefined ? {} : { line: step.l }),
+  };
+  if (step.w !== undefined) {
+    const cut = step.w.lastIndexOf('/');
+    view.host = step.w.slice(0, cut);
+    view.pid = Number(step.w.slice(cut + 1));
+  }
+  if (step.n !== undefined) view.attempt = step.n;
+  addAnswer(view, step, known);
+  if (step.s === 'superseded') {
+    const newest = known.newestQueued.get(step.k);
+    if (newest?.f !== undefined && (newest.f !== step.f || generationAbove(newest.g, step.g))) view.supersededBy = newest.f;
+  }
+  if (step.s === 'duplicate' && step.i !== undefined && step.r === undefined) {
+    const first = known.firstOfInstant.get(step.i);
+    if (first !== undefined) view.duplicateOf = `${sourceText(first)} (event_at ${first.e ?? '?'}, ${isoOf(first.t ?? 0)})`;
+  }
+  return view;
+}
+
+/** An attempt's answer (or that none came), a refusal's code and reason. */
+function addAnswer(view: JourneyStep, step: StoredStep, known: Known): void {
+  const answer = step.s === 'attempt' ? (step.a === undefined ? undefined : known.answers.get(step.a)) : step.s === 'answer' ? step : undefined;
+  if (step.s === 'attempt' && answer === undefined) {
+    view.answer = 'none';
+    view.message = 'no answer recorded';
+  }
+  const facts = answer ?? step;
+  if (facts.st !== undefined) view.status = facts.st;
+  if (facts.c !== undefined) view.code = facts.c;
+  if (facts.ac !== undefined) view.apiCode = facts.ac;
+  if (facts.r !== undefined) view.message = facts.r;
+  if (answer?.ms !== undefined) view.durationMs = answer.ms;
 }
 
 function pick(step: JourneyStep, ...names: Array<'file' | 'sha256'>): Partial<JourneyStep> {

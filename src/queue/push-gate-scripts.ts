@@ -1,0 +1,234 @@
+/**
+ * The push gate's four Lua scripts (push-gate.ts calls them): enter and leave, each for documents
+ * and for events. They share the 401 gate and the slot (`admit`), the count of an ended item
+ * (`countEnded`), the rate window (limiter.ts), the document record (document-record.ts), the
+ * minute's activity (activity.ts) and the journal of the item's journey (journey.ts).
+ */
+import { ACTIVITY_LUA } from './activity.js';
+import { DOCUMENT_RECORD_LUA } from './document-record.js';
+import { JOURNEY_LUA } from './journey.js';
+import { RATE_WINDOW_LUA } from './limiter.js';
+import { defineScript } from './script.js';
+
+// `chainHead(orderKey, jobPrefix, missingStem, graceMs)`: the head of a delivery's event chain — its
+// earliest unfinished event (member and score) — or nil. Members whose job finished are dropped.
+// Events are registered in the chain before their jobs are added (enqueue.ts), so a member whose
+// job is not there is still being queued: it blocks, as an unfinished one does, unless its job
+// stays missing for `graceMs` (the queueing process died in between, or an operator removed the
+// job): then it is dropped. Dropping it at once, as this did before, let a delivery's later events
+// go before (or beside) an earlier one queued in the same file but a later chunk (issue 19).
+const CHAIN_LUA = `
+local function chainHead(orderKey, jobPrefix, missingStem, graceMs)
+  while true do
+    local head = redis.call('ZRANGE', orderKey, 0, 0, 'WITHSCORES')
+    if head[1] == nil then return nil, nil end
+    local jobKey = jobPrefix .. head[1]
+    if redis.call('EXISTS', jobKey) == 1 then
+      if redis.call('HEXISTS', jobKey, 'finishedOn') == 0 then return head[1], head[2] end
+    else
+      local missingKey = missingStem .. head[1]
+      local now = nowMs()
+      local since = redis.call('GET', missingKey)
+      if not since then
+        redis.call('SET', missingKey, now, 'PX', graceMs * 2)
+        return head[1], head[2]
+      end
+      if now - tonumber(since) < graceMs then return head[1], head[2] end
+      redis.call('DEL', missingKey)
+    end
+    redis.call('ZREM', orderKey, head[1])
+  end
+end
+`;
+
+// `admit(...)`: the 401 gate, then a slot. Returns nil and {isProbe, now} when the item may go
+// (the slot taken, the minute's request counted), else the verdict to return.
+const ADMIT_LUA = `
+local function admit(authFailureKey, authProbeKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
+  local isProbe = 0
+  if redis.call('EXISTS', authFailureKey) == 1 then
+    local probe = redis.call('GET', authProbeKey)
+    if probe ~= 'open' and probe ~= jobId then return {'auth'}, nil end
+    isProbe = 1
+  end
+  local waitMs, now = takeSlot(windowKey, pauseKey, windowMs, limit, member, maxRequestMs)
+  if waitMs then return {'wait', waitMs}, nil end
+  countActivity(activityStem, now, 'requests', 1, activityTtlSec)
+  return nil, isProbe
+end
+`;
+
+// `countEnded(statsKey, counter, kind, heldKey, activityStem, activityTtlSec)`: an item that ended,
+// in the stats hash (`<counter>:<kind>`) and its minute's activity; its 429 hold counter goes.
+const ENDED_LUA = `
+local function countEnded(statsKey, counter, kind, heldKey, activityStem, activityTtlSec)
+  redis.call('HINCRBY', statsKey, counter .. ':' .. kind, 1)
+  countActivity(activityStem, nowMs(), counter, 1, activityTtlSec)
+  redis.call('UNLINK', heldKey)
+end
+`;
+
+const GATE_LUA = `${RATE_WINDOW_LUA}${ACTIVITY_LUA}${ADMIT_LUA}${ENDED_LUA}${JOURNEY_LUA}`;
+
+// KEYS: 1 the delivery's record stem, 2 the document lock, 3 auth failure, 4 auth probe, 5 limiter
+//       window, 6 limiter pause, 7 auth epoch.
+// ARGV: 1 job id, 2 compact content id, 3 compact generation, 4 record field, 5 record bucket
+//       period s, 6 record ttl s, 7 lock (and probe) ttl ms, 8 window ms, 9 limit, 10 slot member,
+//       11 longest request ms, 12 activity key stem, 13 activity ttl s, 14 journey day stem,
+//       15 delivery id, 16 journey ttl s, 17 journey step on 'go' (the attempt starts), 18 on
+//       'superseded', 19 on 'already' (journey.ts; '' records nothing).
+// Returns {'go', isProbe, member, auth epoch} | {'superseded'} | {'already'} | {'busy', ms} |
+//   {'auth'} | {'wait', ms}.
+export const ENTER_DOCUMENT = defineScript(
+  'gateEnterDocument',
+  `${GATE_LUA}${DOCUMENT_RECORD_LUA}
+local stem, lockKey, authFailureKey, authProbeKey, windowKey, pauseKey, authEpochKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local jobId, contentId, generation, field, period, recordTtlSec = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
+local lockMs, windowMs, limit, member, maxRequestMs = ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11])
+local activityStem, activityTtlSec = ARGV[12], ARGV[13]
+local dayStem, deliveryId, journeyTtlSec = ARGV[14], ARGV[15], ARGV[16]
+local goStep, supersededStep, alreadyStep = ARGV[17], ARGV[18], ARGV[19]
+
+local record, found, current = docGet(stem, field, period)
+if not record then
+  docPut(stem, field, generation .. contentId, nil, current, period, recordTtlSec)
+elseif string.sub(record, 15, 22) ~= contentId then
+  journal(dayStem, deliveryId, journeyTtlSec, supersededStep)
+  return {'superseded'}
+elseif string.sub(record, 23, 30) == contentId then
+  journal(dayStem, deliveryId, journeyTtlSec, alreadyStep)
+  return {'already'}
+end
+local owner = redis.call('GET', lockKey)
+if owner and owner ~= jobId then
+  local left = redis.call('PTTL', lockKey)
+  if left < 1 then left = 1 end
+  return {'busy', left}
+end
+local refused, isProbe = admit(authFailureKey, authProbeKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
+if refused then return refused end
+redis.call('SET', lockKey, jobId, 'PX', lockMs)
+if isProbe == 1 then redis.call('SET', authProbeKey, jobId, 'PX', lockMs) end
+journal(dayStem, deliveryId, journeyTtlSec, goStep)
+return {'go', isProbe, member, tonumber(redis.call('GET', authEpochKey) or '0')}
+`,
+);
+
+// KEYS: 1 the delivery's chain (sorted set), 2 its parked events (set), 3 its event lock, 4 its
+//       event_at memory, 5 auth failure, 6 auth probe, 7 limiter window, 8 limiter pause, 9 auth epoch.
+// ARGV: 1 job id, 2 event time ms, 3 instant key, 4 source id, 5 BullMQ job key stem,
+//       6 missing-job marker stem, 7 missing-job grace ms, 8 parked set ttl s, 9 lock (and probe)
+//       ttl ms, 10 window ms, 11 limit, 12 slot member, 13 longest request ms, 14 activity key stem,
+//       15 activity ttl s, 16 journey day stem, 17 delivery id, 18 journey ttl s, 19 journey step
+//       on 'go' (the attempt starts; '' records nothing).
+// Only the head of the chain goes, and only while no other event of the delivery holds the event
+// lock (its request on the wire, or its job finished by BullMQ while the request still runs). The
+// lock is the job's, as the document lock is: a run taken over after BullMQ judged the first one
+// stalled (a killed process) goes on at once rather than waiting out the lock. An event not in its chain was finished by another run of
+// its job (a stalled job taken over: 'already' when its claim is done) or replayed from the dead
+// letters (registered again here).
+// Returns {'go', isProbe, member, auth epoch} | {'already'} | {'park', headDueMs} | {'busy', ms} |
+//   {'auth'} | {'wait', ms}.
+export const ENTER_EVENT = defineScript(
+  'gateEnterEvent',
+  `${GATE_LUA}${CHAIN_LUA}
+local orderKey, parkedKey, lockKey, dedupKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local authFailureKey, authProbeKey, windowKey, pauseKey, authEpochKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local jobId, eventMs, instant, source = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local jobStem, missingStem, graceMs, parkedTtlSec = ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8]
+local lockMs, windowMs, limit, member, maxRequestMs = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13])
+local activityStem, activityTtlSec = ARGV[14], ARGV[15]
+local dayStem, deliveryId, journeyTtlSec, goStep = ARGV[16], ARGV[17], ARGV[18], ARGV[19]
+
+if not redis.call('ZSCORE', orderKey, jobId) then
+  if redis.call('HGET', dedupKey, instant) == 'done:' .. source then return {'already'} end
+  redis.call('ZADD', orderKey, eventMs, jobId)
+end
+local head, headDue = chainHead(orderKey, jobStem, missingStem, graceMs)
+if head ~= jobId then
+  redis.call('SADD', parkedKey, jobId)
+  redis.call('EXPIRE', parkedKey, parkedTtlSec)
+  return {'park', headDue}
+end
+local owner = redis.call('GET', lockKey)
+if owner and owner ~= jobId then
+  local left = redis.call('PTTL', lockKey)
+  if left < 1 then left = 1 end
+  return {'busy', left}
+end
+local refused, isProbe = admit(authFailureKey, authProbeKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
+if refused then return refused end
+redis.call('SREM', parkedKey, jobId)
+redis.call('SET', lockKey, jobId, 'PX', lockMs)
+if isProbe == 1 then redis.call('SET', authProbeKey, jobId, 'PX', lockMs) end
+journal(dayStem, deliveryId, journeyTtlSec, goStep)
+return {'go', isProbe, member, tonumber(redis.call('GET', authEpochKey) or '0')}
+`,
+);
+
+// KEYS: 1 the delivery's record stem, 2 the document lock, 3 limiter window, 4 stats hash, 5 the
+//       job's 429 hold counter.
+// ARGV: 1 job id, 2 compact content id, 3 result ('' while the item goes on), 4 slot member ('' when
+//       no request was made), 5 ms since the response arrived, 6 counter, 7 kind, 8 record field,
+//       9 record bucket period s, 10 record ttl s, 11 activity key stem, 12 activity ttl s,
+//       13 journey day stem, 14 delivery id, 15 journey ttl s, 16 journey step of the answer,
+//       17 journey step of the outcome ('' records nothing).
+// Stamps the slot and releases the lock (if this job holds it). An item that ended is counted, and
+// an accepted one becomes the content the API holds. Returns false.
+export const LEAVE_DOCUMENT = defineScript(
+  'gateLeaveDocument',
+  `${GATE_LUA}${DOCUMENT_RECORD_LUA}
+local stem, lockKey, windowKey, statsKey, heldKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local jobId, contentId, result, member, sinceResponseMs, counter, kind = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local field, period, recordTtlSec, activityStem, activityTtlSec = ARGV[8], tonumber(ARGV[9]), ARGV[10], ARGV[11], ARGV[12]
+local dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep = ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17]
+
+stampSlot(windowKey, member, sinceResponseMs)
+if redis.call('GET', lockKey) == jobId then redis.call('DEL', lockKey) end
+journal(dayStem, deliveryId, journeyTtlSec, answerStep)
+if result == '' then return false end
+journal(dayStem, deliveryId, journeyTtlSec, outcomeStep)
+countEnded(statsKey, counter, kind, heldKey, activityStem, activityTtlSec)
+if result == 'accepted' then
+  local record, found, current = docGet(stem, field, period)
+  local queued = record and string.sub(record, 1, 22) or (string.rep('\\0', 14) .. contentId)
+  docPut(stem, field, queued .. contentId, found, current, period, recordTtlSec)
+end
+return false
+`,
+);
+
+// KEYS: 1 the delivery's chain, 2 its parked events, 3 its event lock, 4 its event_at memory,
+//       5 limiter window, 6 stats hash, 7 the job's 429 hold counter.
+// ARGV: 1 job id, 2 result ('' while the item goes on), 3 slot member ('' when no request was
+//       made), 4 ms since the response arrived, 5 counter, 6 instant key, 7 source id, 8 BullMQ job
+//       key stem, 9 missing-job marker stem, 10 missing-job grace ms, 11 activity key stem,
+//       12 activity ttl s, 13 journey day stem, 14 delivery id, 15 journey ttl s, 16 journey step
+//       of the answer, 17 journey step of the outcome ('' records nothing).
+// Stamps the slot and releases the event lock (if this job holds it). An event that ended is
+// counted and leaves its chain; one not dead-lettered marks its event_at claim done (the same source
+// taken in again — a re-pull, a file re-read after a crash — is then a duplicate, not a second send).
+// Returns the id of the parked event to wake (the chain's new head), or false.
+export const LEAVE_EVENT = defineScript(
+  'gateLeaveEvent',
+  `${GATE_LUA}${CHAIN_LUA}
+local orderKey, parkedKey, lockKey, dedupKey, windowKey, statsKey, heldKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local jobId, result, member, sinceResponseMs, counter, instant, source = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local jobStem, missingStem, graceMs, activityStem, activityTtlSec = ARGV[8], ARGV[9], tonumber(ARGV[10]), ARGV[11], ARGV[12]
+local dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep = ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17]
+
+stampSlot(windowKey, member, sinceResponseMs)
+if redis.call('GET', lockKey) == jobId then redis.call('DEL', lockKey) end
+journal(dayStem, deliveryId, journeyTtlSec, answerStep)
+if result == '' then return false end
+journal(dayStem, deliveryId, journeyTtlSec, outcomeStep)
+countEnded(statsKey, counter, 'collecting', heldKey, activityStem, activityTtlSec)
+if result ~= 'dead-lettered' and redis.call('HGET', dedupKey, instant) == source then
+  redis.call('HSET', dedupKey, instant, 'done:' .. source)
+end
+redis.call('ZREM', orderKey, jobId)
+local head = chainHead(orderKey, jobStem, missingStem, graceMs)
+if head ~= nil and redis.call('SREM', parkedKey, head) == 1 then return head end
+return false
+`,
+);

@@ -11,7 +11,7 @@
  * Fastify's own logger stays off: it would log request details we do not want in our logs; we log
  * one line per ingest request and every 5xx ourselves, never a header.
  */
-import Fastify, { type FastifyError } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import type { Queue } from 'bullmq';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../log.js';
@@ -57,20 +57,9 @@ export const INGEST_PATH = '/events';
 
 export async function startOpsServer(options: OpsServerOptions): Promise<OpsServer> {
   const { logger } = options;
-  let isDraining = false;
+  const state = { isDraining: false };
   const app = Fastify({ logger: false, return503OnClosing: true });
-
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const status = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
-    if (status >= 500) {
-      logger.error({ err: error, method: request.method, url: request.routeOptions.url }, 'ops request failed');
-      return reply.code(status).send({ message: 'internal error; see the carrier-sync log' });
-    }
-    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(413).send({ message: tooLargeMessage(options.maxIngestBytes) });
-    return reply.code(status).send({ message: error.message });
-  });
-  app.setNotFoundHandler((request, reply) => reply.code(404).send({ message: `no route ${request.method} ${request.url.split('?')[0] ?? ''}` }));
-
+  registerErrorReplies(app, options);
   registerExposureGuard(app, {
     host: options.host,
     uiBasePath: UI_BASE_PATH,
@@ -79,41 +68,16 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
     isIngestTokenSet: options.ingestToken !== null,
     logger,
   });
-  app.get('/healthz', async () => ({ status: 'ok', version: appVersion() }));
-  app.get('/readyz', async (_request, reply) => {
-    const state = isDraining ? { isReady: false, reason: 'draining: the process is shutting down' } : await options.readiness();
-    const spool = state.spool === undefined ? {} : { spool: state.spool };
-    if (state.isReady) return { status: 'ready', ...spool };
-    return reply.code(503).send({ status: 'unready', reason: state.reason ?? 'not ready', ...spool });
-  });
-  app.get('/metrics', async (_request, reply) => {
-    const { registry } = options.metrics;
-    const text = await registry.metrics();
-    return reply.type(registry.contentType).send(text);
-  });
-  const { redis, keys, queues, dedup, clock } = options.enqueueDeps;
-  await registerDashboard(app, {
-    basePath: UI_BASE_PATH,
-    queues: options.queues,
-    uiPassword: options.uiPassword,
-    overview: {
-      ...options.overview,
-      redis,
-      keys,
-      queues,
-      dedup,
-      clock,
-      attempts: createAttemptLog(redis, keys),
-      isDraining: () => isDraining,
-      ...(options.enqueueDeps.historyTtlSec === undefined ? {} : { historyTtlSec: options.enqueueDeps.historyTtlSec }),
-    },
-    logger,
-  });
+  registerProbes(app, options, () => state.isDraining);
+  await registerDashboard(
+    app,
+    dashboardOptions(options, () => state.isDraining),
+  );
   registerIngest(app, {
     ingestToken: options.ingestToken,
     maxIngestBytes: options.maxIngestBytes,
     enqueueDeps: options.enqueueDeps,
-    isDraining: () => isDraining,
+    isDraining: () => state.isDraining,
     logger,
   });
 
@@ -132,12 +96,63 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
     url,
     port,
     setDraining(next) {
-      isDraining = next;
+      state.isDraining = next;
     },
     close() {
       closing ??= app.close().then(() => logger.debug('ops server closed'));
       return closing;
     },
+  };
+}
+
+/** A 5xx is logged and answered without its details; anything else says what was wrong. */
+function registerErrorReplies(app: FastifyInstance, options: OpsServerOptions): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const status = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500;
+    if (status >= 500) {
+      options.logger.error({ err: error, method: request.method, url: request.routeOptions.url }, 'ops request failed');
+      return reply.code(status).send({ message: 'internal error; see the carrier-sync log' });
+    }
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(413).send({ message: tooLargeMessage(options.maxIngestBytes) });
+    return reply.code(status).send({ message: error.message });
+  });
+  app.setNotFoundHandler((request, reply) => reply.code(404).send({ message: `no route ${request.method} ${request.url.split('?')[0] ?? ''}` }));
+}
+
+/** `/healthz`, `/readyz` and `/metrics`: open, for probes and scrapers. */
+function registerProbes(app: FastifyInstance, options: OpsServerOptions, isDraining: () => boolean): void {
+  app.get('/healthz', async () => ({ status: 'ok', version: appVersion() }));
+  app.get('/readyz', async (_request, reply) => {
+    const state = isDraining() ? { isReady: false, reason: 'draining: the process is shutting down' } : await options.readiness();
+    const spool = state.spool === undefined ? {} : { spool: state.spool };
+    if (state.isReady) return { status: 'ready', ...spool };
+    return reply.code(503).send({ status: 'unready', reason: state.reason ?? 'not ready', ...spool });
+  });
+  app.get('/metrics', async (_request, reply) => {
+    const { registry } = options.metrics;
+    const text = await registry.metrics();
+    return reply.type(registry.contentType).send(text);
+  });
+}
+
+function dashboardOptions(options: OpsServerOptions, isDraining: () => boolean): Parameters<typeof registerDashboard>[1] {
+  const { redis, keys, queues, dedup, clock } = options.enqueueDeps;
+  return {
+    basePath: UI_BASE_PATH,
+    queues: options.queues,
+    uiPassword: options.uiPassword,
+    overview: {
+      ...options.overview,
+      redis,
+      keys,
+      queues,
+      dedup,
+      clock,
+      attempts: createAttemptLog(redis, keys),
+      isDraining,
+      ...(options.enqueueDeps.historyTtlSec === undefined ? {} : { historyTtlSec: options.enqueueDeps.historyTtlSec }),
+    },
+    logger: options.logger,
   };
 }
 

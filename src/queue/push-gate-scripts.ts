@@ -68,7 +68,25 @@ local function countEnded(statsKey, counter, kind, heldKey, activityStem, activi
 end
 `;
 
-const GATE_LUA = `${RATE_WINDOW_LUA}${ACTIVITY_LUA}${ADMIT_LUA}${ENDED_LUA}${JOURNEY_LUA}`;
+// `lockedByOther(lockKey, jobId)`: {'busy', ms} while another job holds the lock, else nil.
+// `go(...)`: the item may go: the lock (and the probe) taken by this job, the attempt journaled.
+const LOCK_LUA = `
+local function lockedByOther(lockKey, jobId)
+  local owner = redis.call('GET', lockKey)
+  if not owner or owner == jobId then return nil end
+  local left = redis.call('PTTL', lockKey)
+  if left < 1 then left = 1 end
+  return {'busy', left}
+end
+local function go(lockKey, authProbeKey, authEpochKey, jobId, lockMs, isProbe, member, dayStem, deliveryId, journeyTtlSec, goStep)
+  redis.call('SET', lockKey, jobId, 'PX', lockMs)
+  if isProbe == 1 then redis.call('SET', authProbeKey, jobId, 'PX', lockMs) end
+  journal(dayStem, deliveryId, journeyTtlSec, goStep)
+  return {'go', isProbe, member, tonumber(redis.call('GET', authEpochKey) or '0')}
+end
+`;
+
+const GATE_LUA = `${RATE_WINDOW_LUA}${ACTIVITY_LUA}${ADMIT_LUA}${ENDED_LUA}${JOURNEY_LUA}${LOCK_LUA}`;
 
 // KEYS: 1 the delivery's record stem, 2 the document lock, 3 auth failure, 4 auth probe, 5 limiter
 //       window, 6 limiter pause, 7 auth epoch.
@@ -99,18 +117,11 @@ elseif string.sub(record, 23, 30) == contentId then
   journal(dayStem, deliveryId, journeyTtlSec, alreadyStep)
   return {'already'}
 end
-local owner = redis.call('GET', lockKey)
-if owner and owner ~= jobId then
-  local left = redis.call('PTTL', lockKey)
-  if left < 1 then left = 1 end
-  return {'busy', left}
-end
+local busy = lockedByOther(lockKey, jobId)
+if busy then return busy end
 local refused, isProbe = admit(authFailureKey, authProbeKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
 if refused then return refused end
-redis.call('SET', lockKey, jobId, 'PX', lockMs)
-if isProbe == 1 then redis.call('SET', authProbeKey, jobId, 'PX', lockMs) end
-journal(dayStem, deliveryId, journeyTtlSec, goStep)
-return {'go', isProbe, member, tonumber(redis.call('GET', authEpochKey) or '0')}
+return go(lockKey, authProbeKey, authEpochKey, jobId, lockMs, isProbe, member, dayStem, deliveryId, journeyTtlSec, goStep)
 `,
 );
 
@@ -124,9 +135,9 @@ return {'go', isProbe, member, tonumber(redis.call('GET', authEpochKey) or '0')}
 // Only the head of the chain goes, and only while no other event of the delivery holds the event
 // lock (its request on the wire, or its job finished by BullMQ while the request still runs). The
 // lock is the job's, as the document lock is: a run taken over after BullMQ judged the first one
-// stalled (a killed process) goes on at once rather than waiting out the lock. An event not in its chain was finished by another run of
-// its job (a stalled job taken over: 'already' when its claim is done) or replayed from the dead
-// letters (registered again here).
+// stalled (a killed process) goes on at once rather than waiting out the lock. An event not in its
+// chain was finished by another run of its job (a stalled job taken over: 'already' when its claim
+// is done) or replayed from the dead letters (registered again here).
 // Returns {'go', isProbe, member, auth epoch} | {'already'} | {'park', headDueMs} | {'busy', ms} |
 //   {'auth'} | {'wait', ms}.
 export const ENTER_EVENT = defineScript(
@@ -150,19 +161,12 @@ if head ~= jobId then
   redis.call('EXPIRE', parkedKey, parkedTtlSec)
   return {'park', headDue}
 end
-local owner = redis.call('GET', lockKey)
-if owner and owner ~= jobId then
-  local left = redis.call('PTTL', lockKey)
-  if left < 1 then left = 1 end
-  return {'busy', left}
-end
+local busy = lockedByOther(lockKey, jobId)
+if busy then return busy end
 local refused, isProbe = admit(authFailureKey, authProbeKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
 if refused then return refused end
 redis.call('SREM', parkedKey, jobId)
-redis.call('SET', lockKey, jobId, 'PX', lockMs)
-if isProbe == 1 then redis.call('SET', authProbeKey, jobId, 'PX', lockMs) end
-journal(dayStem, deliveryId, journeyTtlSec, goStep)
-return {'go', isProbe, member, tonumber(redis.call('GET', authEpochKey) or '0')}
+return go(lockKey, authProbeKey, authEpochKey, jobId, lockMs, isProbe, member, dayStem, deliveryId, journeyTtlSec, goStep)
 `,
 );
 

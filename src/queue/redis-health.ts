@@ -27,7 +27,14 @@ const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EP
  * or the fixed message is all there is to go on.
  */
 const CONNECTION_NAMES = new Set(['AbortError', 'MaxRetriesPerRequestError', 'ConnectionClosedError', 'ClusterAllFailedError']);
-const CONNECTION_MESSAGES = ['Connection is closed', "Stream isn't writeable", 'Command aborted due to connection close', 'None of startup nodes is available'];
+// LOADING: a Redis just restarted answers this until it has read its AOF back: not there yet.
+const CONNECTION_MESSAGES = [
+  'Connection is closed',
+  "Stream isn't writeable",
+  'Command aborted due to connection close',
+  'None of startup nodes is available',
+  'LOADING',
+];
 
 export function isConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;

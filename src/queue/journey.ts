@@ -105,21 +105,28 @@ export function epochDayOf(ms: number): number {
   return Math.floor(ms / DAY_MS);
 }
 
-// `journal(dayStem, deliveryId, ttlSec, step)`: appends `step` (a JSON object without `t`) to the
-// delivery's steps of the day, with Redis' time (needs `nowMs` from limiter.ts' RATE_WINDOW_LUA).
-// The day's hash is named here from that time (`dayStem .. day`): on Redis Cluster it shares the
-// deployment's hash slot through the prefix's hash tag, as the document record's buckets do. A ''
-// step records nothing.
+// `journal(dayStem, deliveryId, ttlSec, ...)`: appends the steps given (JSON objects without `t`;
+// '' or nil ones record nothing) to the delivery's steps of the day, in one read and one write,
+// with Redis' time (`nowMs` from limiter.ts' RATE_WINDOW_LUA: one TIME per script call). The day's
+// hash is named here from that time (`dayStem .. day`): on Redis Cluster it shares the
+// deployment's hash slot through the prefix's hash tag, as the document record's buckets do. Its
+// expiry is a function of the day alone, so it is set with the day's first step of a delivery
+// (every later append finds it set).
 export const JOURNEY_LUA = `
-local function journal(dayStem, deliveryId, ttlSec, step)
-  if step == nil or step == '' then return end
-  local now = nowMs()
-  local day = math.floor(now / ${DAY_MS})
+local function journal(dayStem, deliveryId, ttlSec, ...)
+  local entries = nil
+  for _, step in ipairs({...}) do
+    if step ~= '' then
+      local entry = '{"t":' .. string.format('%d', nowMs()) .. ',' .. string.sub(step, 2)
+      entries = entries and (entries .. '\\n' .. entry) or entry
+    end
+  end
+  if entries == nil then return end
+  local day = math.floor(nowMs() / ${DAY_MS})
   local key = dayStem .. day
-  local entry = '{"t":' .. string.format('%d', now) .. ',' .. string.sub(step, 2)
   local before = redis.call('HGET', key, deliveryId)
-  redis.call('HSET', key, deliveryId, before and (before .. '\\n' .. entry) or entry)
-  redis.call('EXPIREAT', key, (day + 1) * ${DAY_MS / 1000} + tonumber(ttlSec))
+  redis.call('HSET', key, deliveryId, before and (before .. '\\n' .. entries) or entries)
+  if not before then redis.call('EXPIREAT', key, (day + 1) * ${DAY_MS / 1000} + tonumber(ttlSec)) end
 end
 `;
 

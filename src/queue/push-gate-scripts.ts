@@ -93,8 +93,9 @@ const GATE_LUA = `${RATE_WINDOW_LUA}${ACTIVITY_LUA}${ADMIT_LUA}${ENDED_LUA}${JOU
 // ARGV: 1 job id, 2 compact content id, 3 compact generation, 4 record field, 5 record bucket
 //       period s, 6 record ttl s, 7 lock (and probe) ttl ms, 8 window ms, 9 limit, 10 slot member,
 //       11 longest request ms, 12 activity key stem, 13 activity ttl s, 14 journey day stem,
-//       15 delivery id, 16 journey ttl s, 17 journey step on 'go' (the attempt starts), 18 on
-//       'superseded', 19 on 'already' (journey.ts; '' records nothing).
+//       15 delivery id, 16 journey ttl s, 17 journey step on 'go' (the attempt starts; '' records
+//       nothing), 18 the fields every step of the document names (`"k":…,"h":…`: the superseded
+//       and already-accepted steps are made of them here, only when taken).
 // Returns {'go', isProbe, member, auth epoch} | {'superseded'} | {'already'} | {'busy', ms} |
 //   {'auth'} | {'wait', ms}.
 export const ENTER_DOCUMENT = defineScript(
@@ -105,16 +106,16 @@ local jobId, contentId, generation, field, period, recordTtlSec = ARGV[1], ARGV[
 local lockMs, windowMs, limit, member, maxRequestMs = ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11])
 local activityStem, activityTtlSec = ARGV[12], ARGV[13]
 local dayStem, deliveryId, journeyTtlSec = ARGV[14], ARGV[15], ARGV[16]
-local goStep, supersededStep, alreadyStep = ARGV[17], ARGV[18], ARGV[19]
+local goStep, stepBase = ARGV[17], ARGV[18]
 
 local record, found, current = docGet(stem, field, period)
 if not record then
   docPut(stem, field, generation .. contentId, nil, current, period, recordTtlSec)
 elseif string.sub(record, 15, 22) ~= contentId then
-  journal(dayStem, deliveryId, journeyTtlSec, supersededStep)
+  journal(dayStem, deliveryId, journeyTtlSec, '{' .. stepBase .. ',"s":"superseded"}')
   return {'superseded'}
 elseif string.sub(record, 23, 30) == contentId then
-  journal(dayStem, deliveryId, journeyTtlSec, alreadyStep)
+  journal(dayStem, deliveryId, journeyTtlSec, '{' .. stepBase .. ',"s":"already-accepted"}')
   return {'already'}
 end
 local busy = lockedByOther(lockKey, jobId)
@@ -189,9 +190,8 @@ local dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep = ARGV[13], AR
 
 stampSlot(windowKey, member, sinceResponseMs)
 if redis.call('GET', lockKey) == jobId then redis.call('DEL', lockKey) end
-journal(dayStem, deliveryId, journeyTtlSec, answerStep)
+journal(dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep)
 if result == '' then return false end
-journal(dayStem, deliveryId, journeyTtlSec, outcomeStep)
 countEnded(statsKey, counter, kind, heldKey, activityStem, activityTtlSec)
 if result == 'accepted' then
   local record, found, current = docGet(stem, field, period)
@@ -223,9 +223,8 @@ local dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep = ARGV[13], AR
 
 stampSlot(windowKey, member, sinceResponseMs)
 if redis.call('GET', lockKey) == jobId then redis.call('DEL', lockKey) end
-journal(dayStem, deliveryId, journeyTtlSec, answerStep)
+journal(dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep)
 if result == '' then return false end
-journal(dayStem, deliveryId, journeyTtlSec, outcomeStep)
 countEnded(statsKey, counter, 'collecting', heldKey, activityStem, activityTtlSec)
 if result ~= 'dead-lettered' and redis.call('HGET', dedupKey, instant) == source then
   redis.call('HSET', dedupKey, instant, 'done:' .. source)

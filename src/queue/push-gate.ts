@@ -236,12 +236,13 @@ class RedisPushGate implements PushGate {
     return [this.options.lockMs, this.#windowMs, this.options.ratePerMinute, member, this.options.maxRequestMs];
   }
 
-  #goStep(item: ItemJob, member: string, attempt: number | undefined): string {
-    return stepJson({ ...stepBase(item), s: 'attempt', a: attemptIdOf(member), ...(attempt === undefined ? {} : { n: attempt }), w: SELF });
+  #goStep(base: Pick<StoredStep, 'k' | 'h' | 'i'>, member: string, attempt: number | undefined): string {
+    return stepJson({ ...base, s: 'attempt', a: attemptIdOf(member), ...(attempt === undefined ? {} : { n: attempt }), w: SELF });
   }
 
   async #enterDocument(item: LabelJob | CteJob, jobId: string, member: string, attempt: number | undefined): Promise<RawVerdict> {
     const { keys } = this;
+    const base = stepBase(item);
     return (await ENTER_DOCUMENT(
       this.redis,
       [keys.documentRecords(item.deliveryId), keys.documentLock(item.kind, item.deliveryId), ...this.#authKeys],
@@ -255,9 +256,9 @@ class RedisPushGate implements PushGate {
         ...this.#slotArgs(member),
         ...this.#activityArgs,
         ...journalArgs(keys, item.deliveryId, this.#journeyTtlSec),
-        this.#goStep(item, member, attempt),
-        stepJson({ ...stepBase(item), s: 'superseded' }),
-        stepJson({ ...stepBase(item), s: 'already-accepted' }),
+        this.#goStep(base, member, attempt),
+        // The superseded and already-accepted steps' fields, without braces: the script makes the step it takes.
+        JSON.stringify(base).slice(1, -1),
       ],
     )) as RawVerdict;
   }
@@ -279,7 +280,7 @@ class RedisPushGate implements PushGate {
         ...this.#slotArgs(member),
         ...this.#activityArgs,
         ...journalArgs(keys, item.deliveryId, this.#journeyTtlSec),
-        this.#goStep(item, member, attempt),
+        this.#goStep(stepBase(item), member, attempt),
       ],
     )) as RawVerdict;
   }

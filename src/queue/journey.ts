@@ -32,7 +32,11 @@ export const DAY_MS = 86_400_000;
 
 /** A step as stored: short field names (README lists them), the delivery id in the key's name. */
 export interface StoredStep {
-  /** Epoch ms; set by the writer (Lua: Redis' clock). */
+  /**
+   * Set by the writer (Lua: Redis' clock): ms since the start of the step's UTC day (its key's
+   * day), 5 bytes shorter than epoch ms; the reader makes it epoch ms again (`absoluteStepLine`).
+   * Steps written before this change hold epoch ms, and are read as they are.
+   */
   t?: number;
   /** Kind: l label, c CT-e, e collecting, w a webhook registration (`webhook:<id>`). */
   k: 'l' | 'c' | 'e' | 'w';
@@ -105,6 +109,16 @@ export function epochDayOf(ms: number): number {
   return Math.floor(ms / DAY_MS);
 }
 
+const DAY_TIME = /^\{"t":(\d+),/;
+
+/** A stored line of the day `day` with its time as epoch ms (a time within the day is made whole). */
+export function absoluteStepLine(line: string, day: number): string {
+  const match = DAY_TIME.exec(line);
+  if (match === null) return line;
+  const t = Number(match[1]);
+  return t >= DAY_MS ? line : `{"t":${day * DAY_MS + t},${line.slice(match[0].length)}`;
+}
+
 // `journal(dayStem, deliveryId, ttlSec, ...)`: appends the steps given (JSON objects without `t`;
 // '' or nil ones record nothing) to the delivery's steps of the day, in one read and one write,
 // with Redis' time (`nowMs` from limiter.ts' RATE_WINDOW_LUA: one TIME per script call). The day's
@@ -117,7 +131,7 @@ local function journal(dayStem, deliveryId, ttlSec, ...)
   local entries = nil
   for _, step in ipairs({...}) do
     if step ~= '' then
-      local entry = '{"t":' .. string.format('%d', nowMs()) .. ',' .. string.sub(step, 2)
+      local entry = '{"t":' .. string.format('%d', nowMs() % ${DAY_MS}) .. ',' .. string.sub(step, 2)
       entries = entries and (entries .. '\\n' .. entry) or entry
     end
   end
@@ -171,7 +185,7 @@ export function appendSteps(chain: ChainableCommander, keys: Keys, ttlSec: numbe
   APPEND_STEPS.queue(
     chain,
     [keys.journeyDay(day)],
-    [dayExpiresAt, ...entries.flatMap(({ deliveryId, step }) => [deliveryId, stepJson({ t: nowMs, ...step })])],
+    [dayExpiresAt, ...entries.flatMap(({ deliveryId, step }) => [deliveryId, stepJson({ t: nowMs - day * DAY_MS, ...step })])],
   );
   for (const { deliveryId, file } of entries) {
     if (file !== undefined) {

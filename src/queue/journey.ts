@@ -202,26 +202,42 @@ export function appendSteps(chain: ChainableCommander, keys: Keys, ttlSec: numbe
 }
 
 export interface JourneyWriter {
-  /** Records steps; they leave with the next batch (within the event loop's next turn). */
+  /** Records steps; they leave with the next round trip that takes them (`rideOn`), or within `FLUSH_MS`. */
   add(...entries: JourneyEntry[]): void;
+  /** Appends the steps added so far to `chain` (a MULTI or pipeline its caller sends anyway). */
+  rideOn(chain: ChainableCommander): void;
   /** Resolves once every step added so far was written (or failed: a journey is never worth an error). */
   flush(): Promise<void>;
 }
 
 /**
- * Buffers steps and writes each batch in one pipeline: for the places that have no round trip of
- * their own to ride on (file moves, replays). A failed write is reported to `onError` and dropped.
+ * How long a step may wait for a round trip to ride on. The outcome consumer's settle (one per
+ * batch of file moves) takes the file-end steps well within it; refused files' steps wait for
+ * the next settle or this.
+ */
+export const FLUSH_MS = 250;
+
+/**
+ * Buffers steps for the places that have no round trip of their own to ride on (file moves,
+ * refused files): they go with the next round trip that takes them (`rideOn`: the outcome
+ * consumer's settle), else in a pipeline of their own within `FLUSH_MS`. A failed write is
+ * reported to `onError` and dropped.
  */
 export function createJourneyWriter(redis: RedisConnection, keys: Keys, ttlSec: number, now: () => number, onError: (error: unknown) => void): JourneyWriter {
   prepareJourney(redis);
   let pending: JourneyEntry[] = [];
   let inFlight: Promise<void> = Promise.resolve();
-  let isScheduled = false;
-  const send = (): Promise<void> => {
-    isScheduled = false;
-    if (pending.length === 0) return inFlight;
+  let timer: NodeJS.Timeout | null = null;
+  const take = (): JourneyEntry[] => {
+    if (timer !== null) clearTimeout(timer);
+    timer = null;
     const batch = pending;
     pending = [];
+    return batch;
+  };
+  const send = (): Promise<void> => {
+    const batch = take();
+    if (batch.length === 0) return inFlight;
     const write = appendSteps(redis.pipeline(), keys, ttlSec, batch, now())
       .exec()
       .then(
@@ -234,10 +250,10 @@ export function createJourneyWriter(redis: RedisConnection, keys: Keys, ttlSec: 
   return {
     add(...entries) {
       pending.push(...entries);
-      if (!isScheduled) {
-        isScheduled = true;
-        setImmediate(() => void send());
-      }
+      timer ??= setTimeout(() => void send(), FLUSH_MS).unref();
+    },
+    rideOn(chain) {
+      if (pending.length > 0) appendSteps(chain, keys, ttlSec, take(), now());
     },
     flush: send,
   };

@@ -19,7 +19,7 @@ import { enqueueLikeCli } from '../support/enqueue.js';
 import { pastInstant } from '../support/inputs.js';
 import { benchPrefix, cleanupPrefix } from '../support/redis.js';
 import type { Scenario } from '../support/report.js';
-import { percentile, round, sleep, waitFor } from '../support/wait.js';
+import { percentile, round, sleep } from '../support/wait.js';
 
 const UNLIMITED = 1_000_000_000;
 const BACKLOG = 5_000;

@@ -6,6 +6,7 @@
  */
 import { ACTIVITY_LUA } from './activity.js';
 import { DOCUMENT_RECORD_LUA } from './document-record.js';
+import { WAKE_LUA } from './event-wake.js';
 import { JOURNEY_LUA } from './journey.js';
 import { RATE_WINDOW_LUA } from './limiter.js';
 import { defineScript } from './script.js';
@@ -212,10 +213,11 @@ return false
 // Stamps the slot and releases the event lock (if this job holds it). An event that ended is
 // counted and leaves its chain; one not dead-lettered marks its event_at claim done (the same source
 // taken in again — a re-pull, a file re-read after a crash — is then a duplicate, not a second send).
-// Returns the id of the parked event to wake (the chain's new head), or false.
+// The parked event it wakes (the chain's new head) goes to the front of the wait list (event-wake.ts).
+// Returns the id of that event, or false.
 export const LEAVE_EVENT = defineScript(
   'gateLeaveEvent',
-  `${GATE_LUA}${CHAIN_LUA}
+  `${GATE_LUA}${CHAIN_LUA}${WAKE_LUA}
 local orderKey, parkedKey, lockKey, dedupKey, windowKey, statsKey, heldKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local jobId, result, member, sinceResponseMs, counter, instant, source = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local jobStem, missingStem, graceMs, activityStem, activityTtlSec = ARGV[8], ARGV[9], tonumber(ARGV[10]), ARGV[11], ARGV[12]
@@ -231,7 +233,10 @@ if result ~= 'dead-lettered' and redis.call('HGET', dedupKey, instant) == source
 end
 redis.call('ZREM', orderKey, jobId)
 local head = chainHead(orderKey, jobStem, missingStem, graceMs)
-if head ~= nil and redis.call('SREM', parkedKey, head) == 1 then return head end
+if head ~= nil and redis.call('SREM', parkedKey, head) == 1 then
+  wakeToFront(jobStem, head)
+  return head
+end
 return false
 `,
 );

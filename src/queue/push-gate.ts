@@ -17,7 +17,8 @@
  *
  * `leave` stamps the slot with the time the response arrived, releases the lock, and, for an item
  * that ended, counts it (stats and the minute's activity), records the content the API now holds
- * (documents) or advances the delivery's chain, returning the parked event to wake (events).
+ * (documents) or advances the delivery's chain and wakes the parked event next in it, putting it at
+ * the front of the wait list (events; event-wake.ts).
  */
 import { randomBytes } from 'node:crypto';
 import type { ApiConfig, DeliveryConfig, HistoryConfig } from '../config/schema.js';
@@ -101,7 +102,8 @@ export interface PushGate {
   /**
    * After a request (`slot` set) or a decision without one. `result` is set when the item ended
    * (counted, order advanced); null while it goes on (a retry). `answer`: what the request got
-   * back, recorded in the journey with the outcome. Returns a parked event to wake.
+   * back, recorded in the journey with the outcome. Returns the parked event it woke (now first in
+   * the wait list), or null.
    */
   leave(item: ItemJob, jobId: string, slot: SlotUse | null, result: ItemResult | null, answer?: AttemptAnswer): Promise<string | null>;
   /** Events: true while the job waits to be woken (a `leave` that woke it took it off). */

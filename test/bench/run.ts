@@ -9,6 +9,7 @@ import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { cpus, freemem, loadavg, platform, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../../src/config/load.js';
+import { chainBacklogScenario } from './scenarios/chain-backlog.js';
 import { eventsDedupScenario } from './scenarios/events-dedup.js';
 import { goodputScenario } from './scenarios/goodput.js';
 import { historyScenario } from './scenarios/history.js';
@@ -42,6 +43,7 @@ const SCENARIOS: readonly Scenario[] = [
   mixedScenario,
   mixedDropScenario,
   historyScenario,
+  chainBacklogScenario,
 ];
 
 function parseArgs(argv: readonly string[]): { isQuick: boolean; only: string[] | null } {

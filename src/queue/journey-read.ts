@@ -4,7 +4,7 @@
  * `at`, `delivery_id`, `kind`, `step`, …), with an attempt's start and answer joined into one
  * `attempt` step — one without an answer says so ("no answer recorded").
  */
-import { absoluteStepLine, deliveryOfName, epochDayOf, KIND_OF_CODE, type JourneyKind, type StoredStep } from './journey.js';
+import { absoluteStepLine, deliveryOfName, epochDayOf, fileIndexEntry, KIND_OF_CODE, shaIndexEntry, type JourneyKind, type StoredStep } from './journey.js';
 import type { Keys } from './keys.js';
 import type { RedisConnection } from './redis.js';
 
@@ -337,9 +337,17 @@ export async function findByFile(
     // Labels and CT-e: the name carries the delivery (such names are not in the index).
     const named = deliveryOfName(name);
     if (named !== null) deliveries.add(named);
+    const { shard, member: entry } = fileIndexEntry(name, '');
     for (const member of await lexMembers(
       redis,
-      days.map((d) => keys.journeyFiles(d)),
+      days.map((d) => keys.journeyFiles(d, shard)),
+      entry,
+    ))
+      deliveries.add(member.slice(entry.length));
+    // Recorded before the index was sharded (read for one retention after the upgrade).
+    for (const member of await lexMembers(
+      redis,
+      days.map((d) => keys.journeyFilesUnsharded(d)),
       `${name}\n`,
     ))
       deliveries.add(member.slice(name.length + 1));
@@ -357,11 +365,20 @@ export async function findByFile(
 export async function findBySha256(redis: RedisConnection, keys: Keys, prefix: string, retentionDays: number, nowMs: number): Promise<JourneyStep[]> {
   const wanted = prefix.toLowerCase();
   const days = daysBack(nowMs, retentionDays);
-  const members = await lexMembers(
-    redis,
-    days.map((d) => keys.journeyHashes(d)),
-    wanted.slice(0, 16),
-  );
+  const { shard, member: entry } = shaIndexEntry(wanted, '');
+  const members = [
+    ...(await lexMembers(
+      redis,
+      days.map((d) => keys.journeyHashes(d, shard)),
+      entry.slice(0, -1),
+    )),
+    // Recorded before the index was sharded (read for one retention after the upgrade).
+    ...(await lexMembers(
+      redis,
+      days.map((d) => keys.journeyHashesUnsharded(d)),
+      wanted.slice(0, 16),
+    )),
+  ];
   const names = [...new Set(members.map((member) => member.slice(member.indexOf('\n') + 1)))];
   if (names.length === 0) return [];
   // A file name may have held other bytes too (a newer version dropped under the same name): a

@@ -10,9 +10,10 @@
  *    trimmed by time without a scan. One field per delivery and day instead of a key per delivery:
  *    a key costs Redis ~200 bytes of bookkeeping however small its value (measured: 209 bytes a
  *    step with a list per delivery, against ~120 this way; test/bench/scenarios/history.ts).
- *  - `journey-files:<epoch day>` — `<file name>\n<delivery id>` members (score 0, read by lex
- *    range) of the files seen that day whose name does not carry their delivery id (events files,
- *    odd names); `journey-sha:<epoch day>` — `<sha256 16 hex>\n<file name>`. Same expiry.
+ *  - `journey-files:<epoch day>:<shard>` — file name → delivery id (score 0, read by lex range)
+ *    of the files seen that day whose name does not carry their delivery id (events files, odd
+ *    names); `journey-sha:<epoch day>:<shard>` — sha256 → file name. Same expiry. Up to 4,096
+ *    shards a day, each small enough to stay a listpack (`fileIndexEntry`, `shaIndexEntry`).
  *
  * Writes ride on round trips that exist already: the push gate's scripts (`JOURNEY_LUA`), the
  * claim's pipelines (`appendSteps`), the outcome's file moves (`createJourneyWriter`: one
@@ -160,6 +161,38 @@ return 1
 `,
 );
 
+/**
+ * The file indexes (`--file`, `--sha256`): per day, up to 4,096 small sorted sets each (3 hex
+ * digits) instead of one big one. A sorted set of at most 128 members of at most 64 bytes is one
+ * listpack (Redis' defaults), ~60 bytes a member; past that it is a skiplist, ~150. Only shards
+ * written exist (a key costs ~100 bytes), so a quiet day costs what one set did, and a day of up
+ * to ~500,000 files stays compact; beyond, a shard is no worse than the one set was. Members are
+ * read by lex range (`<lookup>\n…`).
+ *  - file name → delivery, for names that do not carry their delivery id (events files, odd
+ *    names): shard and member from the name's FNV-1a hash (`<8 hex>\n<delivery id>`, 45 bytes
+ *    for a UUID): a long name stays short. Two names of one hash only cost a journey read more
+ *    (the reader keeps the steps of the file asked for).
+ *  - sha256 → file name: shard = its first 3 hex, member = its hex 4–16 and the name.
+ */
+export function fileIndexEntry(fileName: string, deliveryId: string): { shard: string; member: string } {
+  const hash = fnv1a(fileName);
+  return { shard: hash.slice(0, 3), member: `${hash}\n${deliveryId}` };
+}
+
+export function shaIndexEntry(sha256: string, fileName: string): { shard: string; member: string } {
+  return { shard: sha256.slice(0, 3), member: `${sha256.slice(3, 16)}\n${fileName}` };
+}
+
+/** 32-bit FNV-1a of a string's UTF-16 units, as 8 hex. */
+export function fnv1a(text: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i += 1) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0).toString(16).padStart(8, '0');
+}
+
 /** Call before making a pipeline or MULTI that `appendSteps` will write into. */
 export function prepareJourney(redis: RedisConnection): void {
   APPEND_STEPS.define(redis);
@@ -187,17 +220,22 @@ export function appendSteps(chain: ChainableCommander, keys: Keys, ttlSec: numbe
     [keys.journeyDay(day)],
     [dayExpiresAt, ...entries.flatMap(({ deliveryId, step }) => [deliveryId, stepJson({ t: nowMs - day * DAY_MS, ...step })])],
   );
+  const indexKeys = new Set<string>();
   for (const { deliveryId, file } of entries) {
-    if (file !== undefined) {
-      // A name that carries its delivery id (labels, CT-e) is found from the name itself.
-      if (deliveryOfName(file.name) !== deliveryId) chain.zadd(keys.journeyFiles(day), 0, `${file.name}\n${deliveryId}`);
-      if (file.sha256 !== '') chain.zadd(keys.journeyHashes(day), 0, `${file.sha256.slice(0, 16)}\n${file.name}`);
+    if (file === undefined) continue;
+    // A name that carries its delivery id (labels, CT-e) is found from the name itself.
+    if (deliveryOfName(file.name) !== deliveryId) {
+      const { shard, member } = fileIndexEntry(file.name, deliveryId);
+      indexKeys.add(keys.journeyFiles(day, shard));
+      chain.zadd(keys.journeyFiles(day, shard), 0, member);
+    }
+    if (file.sha256 !== '') {
+      const { shard, member } = shaIndexEntry(file.sha256, file.name);
+      indexKeys.add(keys.journeyHashes(day, shard));
+      chain.zadd(keys.journeyHashes(day, shard), 0, member);
     }
   }
-  if (entries.some((entry) => entry.file !== undefined)) {
-    chain.expireat(keys.journeyFiles(day), dayExpiresAt);
-    chain.expireat(keys.journeyHashes(day), dayExpiresAt);
-  }
+  for (const key of indexKeys) chain.expireat(key, dayExpiresAt);
   return chain;
 }
 

@@ -109,10 +109,13 @@ export interface Keys {
   journeyDay(epochDay: number): string;
   /** `journeyDay(day)` is this stem and the day (for Lua that computes the day itself). */
   readonly journeyDayStem: string;
-  /** Per epoch day: `<file name>\n<delivery id>` of the files seen that day (sorted set, read by lex range). */
-  journeyFiles(epochDay: number): string;
-  /** Per epoch day: `<sha256, 16 hex>\n<file name>` of the files seen that day (sorted set, read by lex range). */
-  journeyHashes(epochDay: number): string;
+  /** Per epoch day and shard (journey.ts `fileIndexEntry`): file name → delivery, sorted set read by lex range. */
+  journeyFiles(epochDay: number, shard: string): string;
+  /** Per epoch day and shard (journey.ts `shaIndexEntry`): sha256 → file name, sorted set read by lex range. */
+  journeyHashes(epochDay: number, shard: string): string;
+  /** The indexes' earlier layout, one sorted set a day (`<file name>\n<delivery id>`, `<sha256 16 hex>\n<file name>`): read, no longer written. */
+  journeyFilesUnsharded(epochDay: number): string;
+  journeyHashesUnsharded(epochDay: number): string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -158,8 +161,10 @@ export function createKeys(prefix: string): Keys {
     notifyChannels: k('notify', 'channels'),
     journeyDay: (epochDay) => k('journey', String(epochDay)),
     journeyDayStem: `${k('journey')}:`,
-    journeyFiles: (epochDay) => k('journey-files', String(epochDay)),
-    journeyHashes: (epochDay) => k('journey-sha', String(epochDay)),
+    journeyFiles: (epochDay, shard) => k('journey-files', String(epochDay), shard),
+    journeyHashes: (epochDay, shard) => k('journey-sha', String(epochDay), shard),
+    journeyFilesUnsharded: (epochDay) => k('journey-files', String(epochDay)),
+    journeyHashesUnsharded: (epochDay) => k('journey-sha', String(epochDay)),
   };
 }
 

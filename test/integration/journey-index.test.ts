@@ -1,0 +1,83 @@
+/**
+ * The journey's file indexes on a real Redis (queue/journey.ts `fileIndexEntry`, `shaIndexEntry`;
+ * journey-read.ts `findByFile`, `findBySha256`): sharded small sorted sets that stay listpacks, and
+ * the one-set-a-day layout written before the upgrade still found.
+ */
+import { createHash } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { appendSteps, epochDayOf, fileIndexEntry, prepareJourney, shaIndexEntry, type JourneyEntry } from '../../src/queue/journey.js';
+import { findByFile, findBySha256 } from '../../src/queue/journey-read.js';
+import { createKeys } from '../../src/queue/keys.js';
+import { closeRedis, connectRedis } from '../../src/queue/redis.js';
+import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
+
+const prefix = uniquePrefix('journey-index');
+const keys = createKeys(prefix);
+const redis = connectRedis(testRedisUrl(), 'journey-index-test');
+const TTL_SEC = 86_400;
+
+afterAll(async () => {
+  await closeRedis(redis);
+  await cleanupPrefix(prefix);
+});
+
+const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+function labelSeen(deliveryId: string, content: string): JourneyEntry {
+  const name = `${deliveryId}.pdf`;
+  return { deliveryId, step: { k: 'l', s: 'seen', f: name, h: sha(content), z: 100, m: 0 }, file: { name, sha256: sha(content) } };
+}
+
+function eventReceived(deliveryId: string, fileName: string, n: number): JourneyEntry {
+  return {
+    deliveryId,
+    step: { k: 'e', s: 'received', e: `2026-11-25T10:00:0${n}Z`, i: `abc00${n}`, f: fileName, l: n },
+    file: { name: fileName, sha256: sha(fileName) },
+  };
+}
+
+describe('journey file indexes', () => {
+  it('finds a file by name and by sha256 prefix in the sharded indexes, each shard a compact listpack', async () => {
+    prepareJourney(redis);
+    const now = Date.now();
+    const entries: JourneyEntry[] = [];
+    for (let n = 0; n < 3000; n += 1) entries.push(labelSeen(`d-${n}`, `label ${n}`));
+    entries.push(eventReceived('d-e1', 'events-2026-11-25.ndjson', 1), eventReceived('d-e2', 'events-2026-11-25.ndjson', 2));
+    await appendSteps(redis.pipeline(), keys, TTL_SEC, entries, now).exec();
+
+    const byName = await findByFile(redis, keys, ['events-2026-11-25.ndjson'], 30, now);
+    expect(new Set(byName.map((s) => s.delivery_id))).toEqual(new Set(['d-e1', 'd-e2']));
+    const bySha = await findBySha256(redis, keys, sha('label 1234').slice(0, 6), 30, now);
+    expect(bySha.map((s) => s.delivery_id)).toEqual(['d-1234']);
+
+    const day = epochDayOf(now);
+    const shard = shaIndexEntry(sha('label 1234'), '').shard;
+    expect(await redis.object('ENCODING', keys.journeyHashes(day, shard))).toBe('listpack');
+    expect(await redis.object('ENCODING', keys.journeyFiles(day, fileIndexEntry('events-2026-11-25.ndjson', '').shard))).toBe('listpack');
+    expect(await redis.ttl(keys.journeyHashes(day, shard))).toBeGreaterThan(TTL_SEC);
+  });
+
+  it('still finds files recorded in the one-set-a-day indexes written before the upgrade', async () => {
+    prepareJourney(redis);
+    const now = Date.now();
+    const day = epochDayOf(now);
+    // The steps, then the earlier index members written as the earlier version wrote them.
+    const old = labelSeen('d-old', 'old label');
+    const oldEvent = eventReceived('d-old-e', 'old-events.csv', 3);
+    await appendSteps(
+      redis.pipeline(),
+      keys,
+      TTL_SEC,
+      [
+        { ...old, file: undefined },
+        { ...oldEvent, file: undefined },
+      ] as JourneyEntry[],
+      now,
+    ).exec();
+    await redis.zadd(keys.journeyHashesUnsharded(day), 0, `${sha('old label').slice(0, 16)}\nd-old.pdf`);
+    await redis.zadd(keys.journeyFilesUnsharded(day), 0, 'old-events.csv\nd-old-e');
+
+    expect((await findBySha256(redis, keys, sha('old label').slice(0, 8), 30, now)).map((s) => s.delivery_id)).toEqual(['d-old']);
+    expect((await findByFile(redis, keys, ['old-events.csv'], 30, now)).map((s) => s.delivery_id)).toEqual(['d-old-e']);
+  });
+});

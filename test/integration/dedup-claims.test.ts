@@ -45,7 +45,8 @@ function jobOf(deliveryId: string, instantKey: string, sourceId: string): Collec
   };
 }
 /** The push gate's leave for a sent (or dead-lettered) event, as the processor calls it. */
-const leave = (job: CollectingJob, result: 'accepted' | 'dead-lettered'): Promise<string | null> => gate.leave(job, `collecting.${job.instantKey}`, null, result);
+const leave = (job: CollectingJob, result: 'accepted' | 'dead-lettered'): Promise<string | null> =>
+  gate.leave(job, `collecting.${job.instantKey}`, null, result);
 const currentBucket = async (): Promise<number> => Math.floor(Number((await redis.time())[0]) / CLAIM_BUCKET_SEC);
 
 describe('the event_at claims', () => {

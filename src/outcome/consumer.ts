@@ -7,6 +7,7 @@
  * settled) → when the pass found nothing, idle (wake `drain` callers, wait for the next message) →
  * again, until `stop`. A Redis error pauses the loop and is logged once per failing stretch.
  */
+import type { ChainableCommander } from 'ioredis';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Keys } from '../queue/keys.js';
@@ -32,6 +33,8 @@ export interface OutcomeConsumerDeps {
   apply(message: OutcomeMessage): Promise<void>;
   /** Whether this process still holds the spool's lease: nothing is applied or removed once it does not. */
   isHeld(): boolean;
+  /** Adds what rides on a batch's settle (the journey's file-end steps) to its MULTI. */
+  rideOnSettle?(multi: ChainableCommander): void;
   clock: Clock;
   logger: Logger;
 }
@@ -123,7 +126,7 @@ class OutcomeLoop {
     if (!this.deps.isHeld()) return false;
     const failed = await this.applyBatch(batch);
     if (!this.deps.isHeld()) return false;
-    await this.inbox.settle(batch.length, failed, this.deps.clock.now());
+    await this.inbox.settle(batch.length, failed, this.deps.clock.now(), this.deps.rideOnSettle);
     return true;
   }
 

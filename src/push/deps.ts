@@ -1,5 +1,4 @@
 /** What the job processor and the end of an item (finish.ts) work with: one process' parts. */
-import type { Queue } from 'bullmq';
 import type { ApiClient } from '../api/index.js';
 import type { Clock } from '../clock.js';
 import type { DeliveryConfig } from '../config/schema.js';
@@ -23,7 +22,6 @@ export interface PushDeps {
   attempts: AttemptLog;
   stats: Stats;
   queues: QueueSet;
-  itemQueue: Queue;
   delivery: DeliveryConfig;
   clock: Clock;
   logger: Logger;

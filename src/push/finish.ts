@@ -2,9 +2,9 @@
  * The end of an item: the push gate's `leave` (counters, slot stamp, document and event-order
  * bookkeeping) and — for items that came from a file — an outcome message to the process that
  * holds the spool. Both are written together, so they cost one round trip; a parked event behind
- * this one is woken after.
+ * this one is woken in the same script (it goes to the front of the wait list: queue/event-wake.ts).
  */
-import { Job, type Queue } from 'bullmq';
+import type { Job } from 'bullmq';
 import type { SyncError } from '../errors.js';
 import type { ItemJob, ItemResult, OutcomeMessage } from '../queue/payloads.js';
 import { pushOutcome } from '../queue/outcome-list.js';
@@ -25,8 +25,7 @@ export async function finishItem(
   // A finish run twice (a stalled job taken up again) writes its message twice: applying an
   // outcome is idempotent.
   const outcome = item.origin.source === 'spool' ? pushOutcome(deps.redis, deps.keys, item.origin.spoolId, outcomeOf(deps, job, result, history, error)) : null;
-  const [woken] = await Promise.all([deps.gate.leave(item, jobId, slot, result, answer), outcome]);
-  if (woken !== null) await wakeParked(deps.itemQueue, woken);
+  await Promise.all([deps.gate.leave(item, jobId, slot, result, answer), outcome]);
   if (result === 'repeat') deps.logger.warn({ kind: item.kind, deliveryId: item.deliveryId, jobId }, 'API reported the event_at as a repeat');
 }
 
@@ -50,12 +49,4 @@ function outcomeOf(
     ...(history[0] === undefined ? {} : { firstFailureAt: history[0].at }),
     ...(history.length === 0 ? {} : { lastFailureAt: history[history.length - 1]?.at }),
   };
-}
-
-/**
- * Wakes an event parked behind the one that just finished (it waits in delayed until then). A job
- * not in delayed yet (its worker is still parking it) finds itself woken and wakes itself.
- */
-export async function wakeParked(queue: Queue, jobId: string): Promise<void> {
-  await new Job(queue, 'collecting', {}, {}, jobId).promote().catch(() => undefined);
 }

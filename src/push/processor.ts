@@ -15,10 +15,11 @@
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { isSyncError, SyncError } from '../errors.js';
 import { countActivity } from '../queue/activity.js';
+import { wakeEvent } from '../queue/event-wake.js';
 import type { ItemJob, ItemResult } from '../queue/payloads.js';
 import type { AttemptAnswer, GateVerdict, SlotUse } from '../queue/push-gate.js';
 import type { PushDeps } from './deps.js';
-import { finishItem, wakeParked } from './finish.js';
+import { finishItem } from './finish.js';
 import { sendItem } from './send.js';
 
 /** Longest a job holds its worker slot waiting for the shared limiter before stepping aside. */
@@ -191,11 +192,11 @@ async function onFailure(
 
 /**
  * Parks an event behind an earlier one of its delivery. The earlier one's finish wakes it; if that
- * came before this job was in delayed (the wake found nothing to promote), it wakes itself.
+ * came before this job was in delayed (the wake found it not there yet), it wakes itself.
  */
 async function park(deps: PushDeps, job: Job<ItemJob>, token: string | undefined, delayMs: number): Promise<never> {
   await job.moveToDelayed(Date.now() + delayMs, token);
-  if (!(await deps.gate.isParked(job.data, String(job.id)))) await wakeParked(deps.itemQueue, String(job.id));
+  if (!(await deps.gate.isParked(job.data, String(job.id)))) await wakeEvent(deps.redis, deps.keys, String(job.id));
   throw new DelayedError();
 }
 

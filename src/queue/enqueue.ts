@@ -208,7 +208,7 @@ export interface EventsEnqueueResult {
  *
  * Queue order: every delivery's first event (by event time), then every delivery's second, and so
  * on. The workers take jobs in that order, so an event is rarely taken while an earlier one of its
- * delivery is unfinished; one that is parks, and goes to the back of the queue when woken. (Queued
+ * delivery is unfinished; one that is parks, and goes to the front of the queue when woken. (Queued
  * delivery by delivery, as before, a delivery's 4 events were taken together and 3 of them parked:
  * in the mixed drop the next event of a delivery went out 0.8 s after the answer to the one before.)
  */

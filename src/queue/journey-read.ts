@@ -4,7 +4,7 @@
  * `at`, `delivery_id`, `kind`, `step`, …), with an attempt's start and answer joined into one
  * `attempt` step — one without an answer says so ("no answer recorded").
  */
-import { deliveryOfName, epochDayOf, KIND_OF_CODE, type JourneyKind, type StoredStep } from './journey.js';
+import { absoluteStepLine, deliveryOfName, epochDayOf, KIND_OF_CODE, type JourneyKind, type StoredStep } from './journey.js';
 import type { Keys } from './keys.js';
 import type { RedisConnection } from './redis.js';
 
@@ -299,7 +299,7 @@ export async function readJourneys(redis: RedisConnection, keys: Keys, deliveryI
       for (let d = 0; d < days.length; d += 1) {
         const [error, value] = replies[i * days.length + d] ?? [null, null];
         if (error !== null) throw error;
-        if (typeof value === 'string') lines.push(...value.split('\n'));
+        if (typeof value === 'string') for (const line of value.split('\n')) lines.push(absoluteStepLine(line, days[d]!));
       }
       out.set(id, publicSteps(id, lines));
     });

@@ -32,7 +32,11 @@ export const DAY_MS = 86_400_000;
 
 /** A step as stored: short field names (README lists them), the delivery id in the key's name. */
 export interface StoredStep {
-  /** Epoch ms; set by the writer (Lua: Redis' clock). */
+  /**
+   * Set by the writer (Lua: Redis' clock): ms since the start of the step's UTC day (its key's
+   * day), 5 bytes shorter than epoch ms; the reader makes it epoch ms again (`absoluteStepLine`).
+   * Steps written before this change hold epoch ms, and are read as they are.
+   */
   t?: number;
   /** Kind: l label, c CT-e, e collecting, w a webhook registration (`webhook:<id>`). */
   k: 'l' | 'c' | 'e' | 'w';
@@ -105,21 +109,38 @@ export function epochDayOf(ms: number): number {
   return Math.floor(ms / DAY_MS);
 }
 
-// `journal(dayStem, deliveryId, ttlSec, step)`: appends `step` (a JSON object without `t`) to the
-// delivery's steps of the day, with Redis' time (needs `nowMs` from limiter.ts' RATE_WINDOW_LUA).
-// The day's hash is named here from that time (`dayStem .. day`): on Redis Cluster it shares the
-// deployment's hash slot through the prefix's hash tag, as the document record's buckets do. A ''
-// step records nothing.
+const DAY_TIME = /^\{"t":(\d+),/;
+
+/** A stored line of the day `day` with its time as epoch ms (a time within the day is made whole). */
+export function absoluteStepLine(line: string, day: number): string {
+  const match = DAY_TIME.exec(line);
+  if (match === null) return line;
+  const t = Number(match[1]);
+  return t >= DAY_MS ? line : `{"t":${day * DAY_MS + t},${line.slice(match[0].length)}`;
+}
+
+// `journal(dayStem, deliveryId, ttlSec, ...)`: appends the steps given (JSON objects without `t`;
+// '' or nil ones record nothing) to the delivery's steps of the day, in one read and one write,
+// with Redis' time (`nowMs` from limiter.ts' RATE_WINDOW_LUA: one TIME per script call). The day's
+// hash is named here from that time (`dayStem .. day`): on Redis Cluster it shares the
+// deployment's hash slot through the prefix's hash tag, as the document record's buckets do. Its
+// expiry is a function of the day alone, so it is set with the day's first step of a delivery
+// (every later append finds it set).
 export const JOURNEY_LUA = `
-local function journal(dayStem, deliveryId, ttlSec, step)
-  if step == nil or step == '' then return end
-  local now = nowMs()
-  local day = math.floor(now / ${DAY_MS})
+local function journal(dayStem, deliveryId, ttlSec, ...)
+  local entries = nil
+  for _, step in ipairs({...}) do
+    if step ~= '' then
+      local entry = '{"t":' .. string.format('%d', nowMs() % ${DAY_MS}) .. ',' .. string.sub(step, 2)
+      entries = entries and (entries .. '\\n' .. entry) or entry
+    end
+  end
+  if entries == nil then return end
+  local day = math.floor(nowMs() / ${DAY_MS})
   local key = dayStem .. day
-  local entry = '{"t":' .. string.format('%d', now) .. ',' .. string.sub(step, 2)
   local before = redis.call('HGET', key, deliveryId)
-  redis.call('HSET', key, deliveryId, before and (before .. '\\n' .. entry) or entry)
-  redis.call('EXPIREAT', key, (day + 1) * ${DAY_MS / 1000} + tonumber(ttlSec))
+  redis.call('HSET', key, deliveryId, before and (before .. '\\n' .. entries) or entries)
+  if not before then redis.call('EXPIREAT', key, (day + 1) * ${DAY_MS / 1000} + tonumber(ttlSec)) end
 end
 `;
 
@@ -164,7 +185,7 @@ export function appendSteps(chain: ChainableCommander, keys: Keys, ttlSec: numbe
   APPEND_STEPS.queue(
     chain,
     [keys.journeyDay(day)],
-    [dayExpiresAt, ...entries.flatMap(({ deliveryId, step }) => [deliveryId, stepJson({ t: nowMs, ...step })])],
+    [dayExpiresAt, ...entries.flatMap(({ deliveryId, step }) => [deliveryId, stepJson({ t: nowMs - day * DAY_MS, ...step })])],
   );
   for (const { deliveryId, file } of entries) {
     if (file !== undefined) {
@@ -181,26 +202,42 @@ export function appendSteps(chain: ChainableCommander, keys: Keys, ttlSec: numbe
 }
 
 export interface JourneyWriter {
-  /** Records steps; they leave with the next batch (within the event loop's next turn). */
+  /** Records steps; they leave with the next round trip that takes them (`rideOn`), or within `FLUSH_MS`. */
   add(...entries: JourneyEntry[]): void;
+  /** Appends the steps added so far to `chain` (a MULTI or pipeline its caller sends anyway). */
+  rideOn(chain: ChainableCommander): void;
   /** Resolves once every step added so far was written (or failed: a journey is never worth an error). */
   flush(): Promise<void>;
 }
 
 /**
- * Buffers steps and writes each batch in one pipeline: for the places that have no round trip of
- * their own to ride on (file moves, replays). A failed write is reported to `onError` and dropped.
+ * How long a step may wait for a round trip to ride on. The outcome consumer's settle (one per
+ * batch of file moves) takes the file-end steps well within it; refused files' steps wait for
+ * the next settle or this.
+ */
+export const FLUSH_MS = 250;
+
+/**
+ * Buffers steps for the places that have no round trip of their own to ride on (file moves,
+ * refused files): they go with the next round trip that takes them (`rideOn`: the outcome
+ * consumer's settle), else in a pipeline of their own within `FLUSH_MS`. A failed write is
+ * reported to `onError` and dropped.
  */
 export function createJourneyWriter(redis: RedisConnection, keys: Keys, ttlSec: number, now: () => number, onError: (error: unknown) => void): JourneyWriter {
   prepareJourney(redis);
   let pending: JourneyEntry[] = [];
   let inFlight: Promise<void> = Promise.resolve();
-  let isScheduled = false;
-  const send = (): Promise<void> => {
-    isScheduled = false;
-    if (pending.length === 0) return inFlight;
+  let timer: NodeJS.Timeout | null = null;
+  const take = (): JourneyEntry[] => {
+    if (timer !== null) clearTimeout(timer);
+    timer = null;
     const batch = pending;
     pending = [];
+    return batch;
+  };
+  const send = (): Promise<void> => {
+    const batch = take();
+    if (batch.length === 0) return inFlight;
     const write = appendSteps(redis.pipeline(), keys, ttlSec, batch, now())
       .exec()
       .then(
@@ -213,10 +250,10 @@ export function createJourneyWriter(redis: RedisConnection, keys: Keys, ttlSec: 
   return {
     add(...entries) {
       pending.push(...entries);
-      if (!isScheduled) {
-        isScheduled = true;
-        setImmediate(() => void send());
-      }
+      timer ??= setTimeout(() => void send(), FLUSH_MS).unref();
+    },
+    rideOn(chain) {
+      if (pending.length > 0) appendSteps(chain, keys, ttlSec, take(), now());
     },
     flush: send,
   };

@@ -24,7 +24,8 @@ import { defineScript } from './script.js';
 /**
  * The rate window's Lua, for every script that takes or stamps a slot (the one-off ACQUIRE and
  * STAMP below, and the push gate's ENTER and LEAVE): one owner of the window's rules.
- *  - `nowMs()`: Redis' time in whole milliseconds (every process reads one clock);
+ *  - `nowMs()`: Redis' time in whole milliseconds (every process reads one clock), read once per
+ *    script call (a script runs atomically in microseconds: one instant serves all its steps);
  *  - `takeSlot(windowKey, pauseKey, windowMs, limit, member, maxRequestMs)`: nil and the time when a
  *    slot was taken (scored as in flight till `maxRequestMs`), else the ms to wait (a 429 pause, then
  *    the window);
@@ -32,9 +33,13 @@ import { defineScript } from './script.js';
  *    arrived (`sinceResponseMs` ago by the process' monotonic clock); a no-op for '' or a slot gone.
  */
 export const RATE_WINDOW_LUA = `
+local scriptNowMs = nil
 local function nowMs()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if scriptNowMs == nil then
+    local t = redis.call('TIME')
+    scriptNowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return scriptNowMs
 end
 local function takeSlot(windowKey, pauseKey, windowMs, limit, member, maxRequestMs)
   local pause = redis.call('PTTL', pauseKey)

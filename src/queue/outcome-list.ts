@@ -15,6 +15,7 @@
  * goes back to the list. After the last attempt it is kept in the spool's `failed` list (the newest
  * FAILED_KEPT) and the file stays in `.inflight/`, where the periodic reconcile takes it up again.
  */
+import type { ChainableCommander } from 'ioredis';
 import type { Keys } from './keys.js';
 import type { OutcomeMessage } from './payloads.js';
 import type { RedisConnection } from './redis.js';
@@ -69,9 +70,10 @@ export interface OutcomeInbox {
   peek(max: number): Promise<OutcomeEntry[]>;
   /**
    * Removes the first `count` messages (the batch just applied) and schedules the failed ones of
-   * it again, or keeps them as failed for good after MAX_ATTEMPTS; one MULTI.
+   * it again, or keeps them as failed for good after MAX_ATTEMPTS; one MULTI, which `ride` may add
+   * to (the journey's file-end steps of the batch).
    */
-  settle(count: number, failed: ReadonlyArray<OutcomeEntry & { error: string }>, now: number): Promise<void>;
+  settle(count: number, failed: ReadonlyArray<OutcomeEntry & { error: string }>, now: number, ride?: (multi: ChainableCommander) => void): Promise<void>;
   /** Retries whose time has come go back to the list. */
   moveDue(now: number): Promise<number>;
   /** Waits (on its own connection) until the list holds a message, at most `maxMs`. */
@@ -91,8 +93,9 @@ export function openOutcomeInbox(redis: RedisConnection, keys: Keys, spoolId: st
       const raw = await redis.lrange(k.list, 0, max - 1);
       return raw.map(parseEntry);
     },
-    async settle(count, failed, now) {
+    async settle(count, failed, now, ride) {
       const multi = redis.multi();
+      ride?.(multi);
       if (count > 0) multi.ltrim(k.list, count, -1);
       for (const entry of failed) {
         const failures = entry.failures + 1;

@@ -7,6 +7,7 @@
 import { ACTIVITY_LUA } from './activity.js';
 import { CLAIM_RECORD_LUA } from './dedup.js';
 import { DOCUMENT_RECORD_LUA } from './document-record.js';
+import { WAKE_LUA } from './event-wake.js';
 import { JOURNEY_LUA } from './journey.js';
 import { RATE_WINDOW_LUA } from './limiter.js';
 import { defineScript } from './script.js';
@@ -94,8 +95,9 @@ const GATE_LUA = `${RATE_WINDOW_LUA}${ACTIVITY_LUA}${ADMIT_LUA}${ENDED_LUA}${JOU
 // ARGV: 1 job id, 2 compact content id, 3 compact generation, 4 record field, 5 record bucket
 //       period s, 6 record ttl s, 7 lock (and probe) ttl ms, 8 window ms, 9 limit, 10 slot member,
 //       11 longest request ms, 12 activity key stem, 13 activity ttl s, 14 journey day stem,
-//       15 delivery id, 16 journey ttl s, 17 journey step on 'go' (the attempt starts), 18 on
-//       'superseded', 19 on 'already' (journey.ts; '' records nothing).
+//       15 delivery id, 16 journey ttl s, 17 journey step on 'go' (the attempt starts; '' records
+//       nothing), 18 the fields every step of the document names (`"k":…,"h":…`: the superseded
+//       and already-accepted steps are made of them here, only when taken).
 // Returns {'go', isProbe, member, auth epoch} | {'superseded'} | {'already'} | {'busy', ms} |
 //   {'auth'} | {'wait', ms}.
 export const ENTER_DOCUMENT = defineScript(
@@ -106,16 +108,16 @@ local jobId, contentId, generation, field, period, recordTtlSec = ARGV[1], ARGV[
 local lockMs, windowMs, limit, member, maxRequestMs = ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11])
 local activityStem, activityTtlSec = ARGV[12], ARGV[13]
 local dayStem, deliveryId, journeyTtlSec = ARGV[14], ARGV[15], ARGV[16]
-local goStep, supersededStep, alreadyStep = ARGV[17], ARGV[18], ARGV[19]
+local goStep, stepBase = ARGV[17], ARGV[18]
 
 local record, found, current = docGet(stem, field, period)
 if not record then
   docPut(stem, field, generation .. contentId, nil, current, period, recordTtlSec)
 elseif string.sub(record, 15, 22) ~= contentId then
-  journal(dayStem, deliveryId, journeyTtlSec, supersededStep)
+  journal(dayStem, deliveryId, journeyTtlSec, '{' .. stepBase .. ',"s":"superseded"}')
   return {'superseded'}
 elseif string.sub(record, 23, 30) == contentId then
-  journal(dayStem, deliveryId, journeyTtlSec, alreadyStep)
+  journal(dayStem, deliveryId, journeyTtlSec, '{' .. stepBase .. ',"s":"already-accepted"}')
   return {'already'}
 end
 local busy = lockedByOther(lockKey, jobId)
@@ -192,9 +194,8 @@ local dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep = ARGV[13], AR
 
 stampSlot(windowKey, member, sinceResponseMs)
 if redis.call('GET', lockKey) == jobId then redis.call('DEL', lockKey) end
-journal(dayStem, deliveryId, journeyTtlSec, answerStep)
+journal(dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep)
 if result == '' then return false end
-journal(dayStem, deliveryId, journeyTtlSec, outcomeStep)
 countEnded(statsKey, counter, kind, heldKey, activityStem, activityTtlSec)
 if result == 'accepted' then
   local record, found, current = docGet(stem, field, period)
@@ -217,10 +218,11 @@ return false
 // Stamps the slot and releases the event lock (if this job holds it). An event that ended is
 // counted and leaves its chain; one not dead-lettered marks its event_at claim done (the same source
 // taken in again — a re-pull, a file re-read after a crash — is then a duplicate, not a second send).
-// Returns the id of the parked event to wake (the chain's new head), or false.
+// The parked event it wakes (the chain's new head) goes to the front of the wait list (event-wake.ts).
+// Returns the id of that event, or false.
 export const LEAVE_EVENT = defineScript(
   'gateLeaveEvent',
-  `${GATE_LUA}${CHAIN_LUA}${CLAIM_RECORD_LUA}
+  `${GATE_LUA}${CHAIN_LUA}${WAKE_LUA}${CLAIM_RECORD_LUA}
 local orderKey, parkedKey, lockKey, dedupKey, windowKey, statsKey, heldKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local jobId, result, member, sinceResponseMs, counter, instant, source = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local jobStem, missingStem, graceMs, activityStem, activityTtlSec = ARGV[8], ARGV[9], tonumber(ARGV[10]), ARGV[11], ARGV[12]
@@ -229,14 +231,16 @@ local claimStem, claimRecord, claimTtlSec = KEYS[8], ARGV[18], ARGV[19]
 
 stampSlot(windowKey, member, sinceResponseMs)
 if redis.call('GET', lockKey) == jobId then redis.call('DEL', lockKey) end
-journal(dayStem, deliveryId, journeyTtlSec, answerStep)
+journal(dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep)
 if result == '' then return false end
-journal(dayStem, deliveryId, journeyTtlSec, outcomeStep)
 countEnded(statsKey, counter, 'collecting', heldKey, activityStem, activityTtlSec)
 if result ~= 'dead-lettered' then claimMarkDone(claimStem, claimRecord, claimTtlSec, dedupKey, instant, source) end
 redis.call('ZREM', orderKey, jobId)
 local head = chainHead(orderKey, jobStem, missingStem, graceMs)
-if head ~= nil and redis.call('SREM', parkedKey, head) == 1 then return head end
+if head ~= nil and redis.call('SREM', parkedKey, head) == 1 then
+  wakeToFront(jobStem, head)
+  return head
+end
 return false
 `,
 );

@@ -17,7 +17,8 @@
  *
  * `leave` stamps the slot with the time the response arrived, releases the lock, and, for an item
  * that ended, counts it (stats and the minute's activity), records the content the API now holds
- * (documents) or advances the delivery's chain, returning the parked event to wake (events).
+ * (documents) or advances the delivery's chain and wakes the parked event next in it, putting it at
+ * the front of the wait list (events; event-wake.ts).
  */
 import { randomBytes } from 'node:crypto';
 import type { ApiConfig, Config, DeliveryConfig, HistoryConfig } from '../config/schema.js';
@@ -106,7 +107,8 @@ export interface PushGate {
   /**
    * After a request (`slot` set) or a decision without one. `result` is set when the item ended
    * (counted, order advanced); null while it goes on (a retry). `answer`: what the request got
-   * back, recorded in the journey with the outcome. Returns a parked event to wake.
+   * back, recorded in the journey with the outcome. Returns the parked event it woke (now first in
+   * the wait list), or null.
    */
   leave(item: ItemJob, jobId: string, slot: SlotUse | null, result: ItemResult | null, answer?: AttemptAnswer): Promise<string | null>;
   /** Events: true while the job waits to be woken (a `leave` that woke it took it off). */
@@ -248,12 +250,13 @@ class RedisPushGate implements PushGate {
     return [this.options.lockMs, this.#windowMs, this.options.ratePerMinute, member, this.options.maxRequestMs];
   }
 
-  #goStep(item: ItemJob, member: string, attempt: number | undefined): string {
-    return stepJson({ ...stepBase(item), s: 'attempt', a: attemptIdOf(member), ...(attempt === undefined ? {} : { n: attempt }), w: SELF });
+  #goStep(base: Pick<StoredStep, 'k' | 'h' | 'i'>, member: string, attempt: number | undefined): string {
+    return stepJson({ ...base, s: 'attempt', a: attemptIdOf(member), ...(attempt === undefined ? {} : { n: attempt }), w: SELF });
   }
 
   async #enterDocument(item: LabelJob | CteJob, jobId: string, member: string, attempt: number | undefined): Promise<RawVerdict> {
     const { keys } = this;
+    const base = stepBase(item);
     return (await ENTER_DOCUMENT(
       this.redis,
       [keys.documentRecords(item.deliveryId), keys.documentLock(item.kind, item.deliveryId), ...this.#authKeys],
@@ -267,9 +270,9 @@ class RedisPushGate implements PushGate {
         ...this.#slotArgs(member),
         ...this.#activityArgs,
         ...journalArgs(keys, item.deliveryId, this.#journeyTtlSec),
-        this.#goStep(item, member, attempt),
-        stepJson({ ...stepBase(item), s: 'superseded' }),
-        stepJson({ ...stepBase(item), s: 'already-accepted' }),
+        this.#goStep(base, member, attempt),
+        // The superseded and already-accepted steps' fields, without braces: the script makes the step it takes.
+        JSON.stringify(base).slice(1, -1),
       ],
     )) as RawVerdict;
   }
@@ -298,7 +301,7 @@ class RedisPushGate implements PushGate {
         ...this.#slotArgs(member),
         ...this.#activityArgs,
         ...journalArgs(keys, item.deliveryId, this.#journeyTtlSec),
-        this.#goStep(item, member, attempt),
+        this.#goStep(stepBase(item), member, attempt),
         ...this.#claimArgs(item),
       ],
     )) as RawVerdict;

@@ -94,7 +94,16 @@ function sessionDepsOf(ctx: Context, paths: SpoolPaths, log: Logger): SpoolSessi
         }),
       sweepInterruptedMoves,
       startConsumer: (apply, isHeld) =>
-        startOutcomeConsumer({ redis: ctx.redis, keys: ctx.keys, spoolId: paths.spoolId, apply, isHeld, clock: ctx.clock, logger: outcomeLog }),
+        startOutcomeConsumer({
+          redis: ctx.redis,
+          keys: ctx.keys,
+          spoolId: paths.spoolId,
+          apply,
+          isHeld,
+          rideOnSettle: (multi) => journey.rideOn(multi),
+          clock: ctx.clock,
+          logger: outcomeLog,
+        }),
     },
     journey,
     clock: ctx.clock,

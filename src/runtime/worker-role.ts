@@ -30,7 +30,6 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
       attempts: ctx.attempts,
       stats: ctx.stats,
       queues: ctx.queues,
-      itemQueue: ctx.queues.items[kind],
       delivery: config.delivery,
       clock: ctx.clock,
       logger: log,

@@ -112,6 +112,7 @@ export async function startSpoolSession(deps: SpoolSessionDeps, fence: Fence): P
         // What is left is applied by the next holder of the spool.
         if (isShutdown) await outcomeConsumer.drain(OUTCOME_DRAIN_MS);
         await outcomeConsumer.stop();
+        await deps.journey?.flush();
       })();
       return stopping;
     },

@@ -9,6 +9,7 @@ import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { cpus, freemem, loadavg, platform, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../../src/config/load.js';
+import { chainBacklogScenario } from './scenarios/chain-backlog.js';
 import { dedupMemoryScenario } from './scenarios/dedup-memory.js';
 import { eventsDedupScenario } from './scenarios/events-dedup.js';
 import { goodputScenario } from './scenarios/goodput.js';
@@ -44,6 +45,7 @@ const SCENARIOS: readonly Scenario[] = [
   mixedScenario,
   mixedDropScenario,
   historyScenario,
+  chainBacklogScenario,
 ];
 
 function parseArgs(argv: readonly string[]): { isQuick: boolean; only: string[] | null } {

@@ -14,6 +14,7 @@ import type { OutcomeMessage } from '../../src/queue/payloads.js';
 import { closeRedis, connectRedis } from '../../src/queue/redis.js';
 import { startOutcomeConsumer, type OutcomeConsumer } from '../../src/outcome/consumer.js';
 import { carryOverLegacyOutcomes } from '../../src/outcome/legacy-outcomes.js';
+import { createJourneyWriter, epochDayOf, FLUSH_MS } from '../../src/queue/journey.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
@@ -61,6 +62,44 @@ describe('outcome messages', () => {
     await consumer.drain(5000);
     expect(new Set(applied).size).toBe(150);
     expect(await redis.llen(outcomeKeys(keys, spoolId).list)).toBe(0);
+  });
+
+  it("writes the journey steps its moves recorded in the batch's settle: with the messages' removal, not a round trip of their own", async () => {
+    const spoolId = newSpool();
+    const writer = createJourneyWriter(
+      redis,
+      keys,
+      86_400,
+      () => Date.now(),
+      (error) => {
+        throw error;
+      },
+    );
+    const settled: number[] = [];
+    const consumer = startOutcomeConsumer({
+      redis,
+      keys,
+      spoolId,
+      apply: async (m) => writer.add({ deliveryId: m.deliveryId, step: { k: 'l', s: 'archived', h: m.jobId, to: 'archive/labels/x/' } }),
+      isHeld: () => true,
+      rideOnSettle: (multi) => {
+        settled.push(Date.now());
+        writer.rideOn(multi);
+      },
+      clock: systemClock,
+      logger: silentLogger,
+    });
+    consumers.push(consumer);
+    for (let n = 0; n < 20; n += 1) await pushOutcome(redis, keys, spoolId, message(n));
+    await consumer.drain(5000);
+    expect(await redis.llen(outcomeKeys(keys, spoolId).list)).toBe(0);
+    // Read at once: not left for the writer's own flush (FLUSH_MS later).
+    const day = keys.journeyDay(epochDayOf(Date.now()));
+    const recorded = await Promise.all(Array.from({ length: 20 }, (_, n) => redis.hget(day, `d${n}`)));
+    expect(recorded.every((value) => value?.includes('"s":"archived"') === true)).toBe(true);
+    expect(settled.length).toBeGreaterThan(0);
+    expect(FLUSH_MS).toBeGreaterThanOrEqual(100);
+    await writer.flush();
   });
 
   it('tries a failed move again later; the other messages of its batch are not held up', async () => {

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { describeStep, publicSteps } from '../../src/queue/journey-read.js';
+import { absoluteStepLine } from '../../src/queue/journey.js';
 import { eventRef, type StoredStep } from '../../src/queue/journey.js';
 
 const at = Date.UTC(2026, 10, 25, 8, 0, 0);
@@ -67,5 +68,18 @@ describe('publicSteps', () => {
 
   it('skips a record that is not ours rather than failing the journey', () => {
     expect(publicSteps('D4', ['not json', line(0, { k: 'l', s: 'queued', f: 'D4.pdf', h: 'abcdef01' })]).map((s) => s.step)).toEqual(['queued']);
+  });
+});
+
+describe('absoluteStepLine', () => {
+  const day = 20_417; // 2025-11-25
+  it('makes a time within the day (what the writers store) epoch ms again', () => {
+    expect(absoluteStepLine('{"t":3600000,"k":"l","s":"seen"}', day)).toBe(`{"t":${day * 86_400_000 + 3_600_000},"k":"l","s":"seen"}`);
+    expect(absoluteStepLine('{"t":0,"k":"e","s":"received"}', day)).toBe(`{"t":${day * 86_400_000},"k":"e","s":"received"}`);
+  });
+  it('reads a step written before the change (epoch ms) as it is, and leaves a foreign line alone', () => {
+    const old = `{"t":${day * 86_400_000 + 5},"k":"l","s":"seen"}`;
+    expect(absoluteStepLine(old, day)).toBe(old);
+    expect(absoluteStepLine('not json', day)).toBe('not json');
   });
 });

@@ -22,14 +22,32 @@ import { Redis } from 'ioredis';
 import type { SandboxRequest } from '../../../src/sandbox/request-log.js';
 import { startSandbox } from '../../../src/sandbox/server.js';
 import { cpuSeconds } from '../support/cpu.js';
-import { spawnDaemon, type DaemonSetup } from '../support/daemon.js';
+import { loadBenchConfig, spawnDaemon, type DaemonSetup } from '../support/daemon.js';
 import { cnpj, cteXml, dropAll, labelPdf, pastInstant, sameInstantOtherwise, shuffle, stageFiles } from '../support/inputs.js';
 import { benchPrefix, callsBetween, cleanupPrefix, commandCalls, redisCpuSeconds } from '../support/redis.js';
 import type { Scenario } from '../support/report.js';
+import { bullmqNoop, undiciLoop } from './push.js';
 import { percentile, round, sleep, waitFor } from '../support/wait.js';
 
 const UNLIMITED = 1_000_000_000;
-export const MIXED_DROP_TARGETS = { drainMs: 2300, cpuSeconds: 3 } as const;
+export const MIXED_DROP_TARGETS = { drainMs: 2300, cpuSeconds: 3, cpuPerRequestOverFloor: 1.7 } as const;
+
+/**
+ * The floor of one API request, measured in the same run after the drain (issue 23 item 4): a raw
+ * BullMQ no-op job plus a raw undici request to a sandbox, per item at the daemon's concurrency.
+ */
+async function requestFloorMs(redisUrl: string, setup: DaemonSetup): Promise<{ bullMs: number; undiciMs: number }> {
+  const { config } = await loadBenchConfig(setup);
+  const sandbox = await startSandbox({ ratePerMinute: UNLIMITED, autoCreateDeliveries: true });
+  try {
+    const concurrency = config.delivery.concurrency;
+    const bullMs = await bullmqNoop(redisUrl, 2000, concurrency, config.delivery);
+    const undiciMs = await undiciLoop(sandbox.url, Object.values(sandbox.keys.carriers)[0] ?? '', 2000, concurrency);
+    return { bullMs, undiciMs };
+  } finally {
+    await sandbox.close();
+  }
+}
 
 type Kind = 'labels' | 'cte' | 'events';
 type Expect = { outcome: 'accepted' } | { outcome: 'refused'; code: string } | { outcome: 'dead'; apiCode: string };
@@ -276,6 +294,10 @@ export const mixedDropScenario: Scenario = {
       const totalCommands = commands.reduce((sum, [, calls]) => sum + calls, 0);
       const requests = log.filter((r) => r.endpoint === 'label' || r.endpoint === 'cte' || r.endpoint === 'collecting').length;
       const s = (ms: number | null): string => (ms === null ? 'none' : `${round(ms / 1000, 2)} s`);
+      const floor = await requestFloorMs(env.redisUrl, setup);
+      const floorUs = (floor.bullMs + floor.undiciMs) * 1000;
+      const cpuPerRequestUs = (cpuUsed * 1e6) / requests;
+      const overFloor = cpuPerRequestUs / floorUs;
       return {
         figures: [
           {
@@ -293,6 +315,14 @@ export const mixedDropScenario: Scenario = {
             reference: 'issue 14: Node-RED flow 5.5 s; carrier-sync before 7.4 s',
             target: `≤ ${MIXED_DROP_TARGETS.cpuSeconds} s`,
             isMet: cpuUsed <= MIXED_DROP_TARGETS.cpuSeconds,
+          },
+          {
+            metric: 'daemon CPU per API request against the floor (issue 23 item 4)',
+            value: `${round(overFloor, 2)}×`,
+            unit: '',
+            reference: `${Math.round(cpuPerRequestUs).toLocaleString('en-US')} µs a request; floor, same run: no-op BullMQ job ${Math.round(floor.bullMs * 1000)} µs + raw undici request ${Math.round(floor.undiciMs * 1000)} µs = ${Math.round(floorUs)} µs`,
+            target: `≤ ${MIXED_DROP_TARGETS.cpuPerRequestOverFloor}×`,
+            isMet: overFloor <= MIXED_DROP_TARGETS.cpuPerRequestOverFloor,
           },
           {
             metric: 'last request after the drop: label / CT-e / collecting',

@@ -27,7 +27,8 @@ const UNLIMITED = 1_000_000_000;
 /** Issue 14: the push cost of an item at most 1.5× a raw BullMQ no-op job. */
 export const PUSH_COST_MAX_RATIO = 1.5;
 
-async function bullmqNoop(redisUrl: string, n: number, concurrency: number, delivery: Parameters<typeof itemJobOptions>[0]): Promise<number> {
+/** Per-item wall time of a raw BullMQ worker with a no-op processor (the floor's first part). */
+export async function bullmqNoop(redisUrl: string, n: number, concurrency: number, delivery: Parameters<typeof itemJobOptions>[0]): Promise<number> {
   const prefix = benchPrefix('push-ref');
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const queue = new Queue('collecting', { connection: redis, prefix, defaultJobOptions: itemJobOptions(delivery) });
@@ -70,7 +71,8 @@ async function bullmqNoop(redisUrl: string, n: number, concurrency: number, deli
   return (last - first) / n;
 }
 
-async function undiciLoop(url: string, key: string, n: number, concurrency: number): Promise<number> {
+/** Per-item wall time of a raw undici request loop to the sandbox (the floor's second part). */
+export async function undiciLoop(url: string, key: string, n: number, concurrency: number): Promise<number> {
   const pool = new Pool(url, { connections: 16, connect: { keepAlive: true } });
   let next = 0;
   let failures = 0;

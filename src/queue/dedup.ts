@@ -10,30 +10,85 @@
  *  - any other source with the same instant gets DUPLICATE and is never queued;
  *  - a job's own retries never consult the memory, so a crash between a send and its record
  *    cannot block the retry.
- * The memory outlives BullMQ's job records (BullMQ forgets a job id once the job is removed),
- * and expires `retentionDays` after a delivery's last claim.
+ * The memory outlives BullMQ's job records (BullMQ forgets a job id once the job is removed).
+ *
+ * Layout (README, "Key layout of the event_at claims"): a claim is a 12-byte record, `<event: 8
+ * bytes><owner: 4 bytes>` (`claimRecord`), appended to one string per shard and time bucket,
+ * `event-claims:<shard>:<bucket>` (`CLAIM_SHARDS` shards by delivery; a bucket spans
+ * `CLAIM_BUCKET_SEC`, 10 days, and expires `retention` after it ends, so a claim lives at least the
+ * retention and at most 10 days more after it was taken). A lookup reads the buckets that can hold a
+ * claim of the last `retention` (10 for 90 days) and finds the event's 8 bytes at a record's start.
+ * About 13–21 bytes a claim kept, against ~100–200 in a hash per delivery (BENCHMARKS.md, issue 23).
+ * Claims of the earlier layout (`dedup:<delivery>` hashes: instant → source id, `done:<source>`)
+ * are read where no record is found, until they expire on their own (README, "Upgrading").
  */
+import { createHash } from 'node:crypto';
 import type { RedisConnection } from './redis.js';
 import type { Keys } from './keys.js';
 import { defineScript } from './script.js';
 
-// KEYS: 1 the delivery's event_at memory (hash). ARGV: 1 instant key, 2 source id, 3 ttl s.
-// Returns 1 new claim, 2 own earlier claim, 0 duplicate of another source.
-// An owner value `done:<source>` (set when the event was sent, see push-gate.ts) is no source:
-// the same source claiming again is a duplicate.
+/** A claims bucket spans 10 days, whatever the retention (so a change of it keeps finding them). */
+export const CLAIM_BUCKET_SEC = 10 * 86_400;
+const RECORD_BYTES = 12;
+
+// Lua helpers over the claims (see the file header); `record` is the claim's 12 bytes, `ttl` the
+// retention in s. `claimFind(stem, record, ttl)` returns the owner (4 bytes) of the event's claim,
+// its bucket and its byte offset there — or false — and the current bucket. The event's 8 bytes
+// count only at a record's start. `claimDone(owner)` is the owner once the event was sent (the
+// first bit set). `claimIsDone` and `claimMarkDone` fall back to the claim of the earlier layout
+// (`legacyKey`: instant → source id or `done:<source>`) where no record is found.
+export const CLAIM_RECORD_LUA = `
+local function claimFind(stem, record, ttl)
+  local event = string.sub(record, 1, 8)
+  local current = math.floor(tonumber(redis.call('TIME')[1]) / ${CLAIM_BUCKET_SEC})
+  for b = current, current - math.ceil(tonumber(ttl) / ${CLAIM_BUCKET_SEC}), -1 do
+    local records = redis.call('GET', stem .. b)
+    local at = 1
+    while records do
+      local i = string.find(records, event, at, true)
+      if not i then break end
+      if i % ${RECORD_BYTES} == 1 then return string.sub(records, i + 8, i + 11), b, i - 1, current end
+      at = i + 1
+    end
+  end
+  return false, nil, nil, current
+end
+local function claimDone(owner)
+  return string.char(string.byte(owner, 1) + 128) .. string.sub(owner, 2)
+end
+local function claimIsDone(stem, record, ttl, legacyKey, instant, source)
+  local owner = claimFind(stem, record, ttl)
+  if owner then return owner == claimDone(string.sub(record, 9, 12)) end
+  return redis.call('HGET', legacyKey, instant) == 'done:' .. source
+end
+local function claimMarkDone(stem, record, ttl, legacyKey, instant, source)
+  local owner, bucket, offset = claimFind(stem, record, ttl)
+  if owner then
+    if owner == string.sub(record, 9, 12) then redis.call('SETRANGE', stem .. bucket, offset + 8, claimDone(owner)) end
+  elseif redis.call('HGET', legacyKey, instant) == source then
+    redis.call('HSET', legacyKey, instant, 'done:' .. source)
+  end
+end
+`;
+
+// KEYS: 1 the delivery's claims stem, 2 its claims of the earlier layout (hash).
+// ARGV: 1 claim record, 2 retention s, 3 instant key, 4 source id.
+// Returns 1 new claim, 2 own earlier claim, 0 duplicate of another source (or of a sent event:
+// a done owner is no source, so the same source claiming again is a duplicate too).
 const CLAIM = defineScript(
   'dedupClaim',
-  `
-local dedupKey = KEYS[1]
-local instant, source, ttlSec = ARGV[1], ARGV[2], ARGV[3]
-local owner = redis.call('HGET', dedupKey, instant)
-if owner == false then
-  redis.call('HSET', dedupKey, instant, source)
-  redis.call('EXPIRE', dedupKey, ttlSec)
-  return 1
+  `${CLAIM_RECORD_LUA}
+local stem, legacyKey = KEYS[1], KEYS[2]
+local record, ttlSec, instant, source = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local owner, bucket, offset, current = claimFind(stem, record, ttlSec)
+if owner then return owner == string.sub(record, 9, 12) and 2 or 0 end
+local legacy = redis.call('HGET', legacyKey, instant)
+if legacy then return legacy == source and 2 or 0 end
+local key = stem .. current
+if redis.call('APPEND', key, record) == ${RECORD_BYTES} then
+  redis.call('EXPIREAT', key, (current + 1) * ${CLAIM_BUCKET_SEC} + ttlSec)
 end
-if owner == source then return 2 end
-return 0
+return 1
 `,
 );
 
@@ -45,27 +100,64 @@ export interface DedupMemory {
   release(deliveryId: string, instantKey: string, sourceId: string): Promise<void>;
 }
 
-// KEYS: 1 the delivery's event_at memory. ARGV: 1 instant key, 2 source id.
-// Deletes the claim only when that source holds it. Returns 1.
+// KEYS: 1 the delivery's claims stem, 2 its claims of the earlier layout.
+// ARGV: 1 claim record, 2 retention s, 3 instant key, 4 source id.
+// Deletes the claim only when that source holds it (not done). Returns 1.
 const RELEASE = defineScript(
   'dedupRelease',
-  `
-local dedupKey = KEYS[1]
-local instant, source = ARGV[1], ARGV[2]
-if redis.call('HGET', dedupKey, instant) == source then redis.call('HDEL', dedupKey, instant) end
+  `${CLAIM_RECORD_LUA}
+local stem, legacyKey = KEYS[1], KEYS[2]
+local record, ttlSec, instant, source = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local owner, bucket, offset = claimFind(stem, record, ttlSec)
+if owner then
+  if owner ~= string.sub(record, 9, 12) then return 1 end
+  local key = stem .. bucket
+  local records = redis.call('GET', key)
+  local rest = string.sub(records, 1, offset) .. string.sub(records, offset + ${RECORD_BYTES + 1})
+  if rest == '' then
+    redis.call('DEL', key)
+  else
+    redis.call('SET', key, rest)
+    redis.call('EXPIREAT', key, (bucket + 1) * ${CLAIM_BUCKET_SEC} + ttlSec)
+  end
+elseif redis.call('HGET', legacyKey, instant) == source then
+  redis.call('HDEL', legacyKey, instant)
+end
 return 1
 `,
 );
 
 export function createDedupMemory(redis: RedisConnection, keys: Keys, retentionDays: number): DedupMemory {
   const ttlSeconds = retentionDays * 86_400;
+  const call = (deliveryId: string, instantKey: string, sourceId: string): [string[], Array<string | number | Buffer>] => [
+    [keys.eventClaims(deliveryId), keys.dedup(deliveryId)],
+    [claimRecord(deliveryId, instantKey, sourceId), ttlSeconds, instantKey, sourceId],
+  ];
   return {
     async claim(deliveryId, instantKey, sourceId) {
-      const result = Number(await CLAIM(redis, [keys.dedup(deliveryId)], [instantKey, sourceId, ttlSeconds]));
+      const result = Number(await CLAIM(redis, ...call(deliveryId, instantKey, sourceId)));
       return result === 1 ? 'new' : result === 2 ? 'own' : 'duplicate';
     },
     async release(deliveryId, instantKey, sourceId) {
-      await RELEASE(redis, [keys.dedup(deliveryId)], [instantKey, sourceId]);
+      await RELEASE(redis, ...call(deliveryId, instantKey, sourceId));
     },
   };
+}
+
+/**
+ * A claim's 12 bytes: the event (delivery and instant: the first 8 bytes of their SHA-256) and its
+ * owner (the first 4 bytes of the source id's SHA-256, first bit clear; set once sent).
+ * Sizes: two events of one shard's deliveries sharing 8 bytes would make the later a false
+ * duplicate (never sent): with 4.5 million claims kept over 2,048 shards, ~5·10⁹ pairs share a
+ * shard, so about 3·10⁻¹⁰ for a whole retention. Two sources of one event sharing 31 bits make the
+ * second OWN instead of DUPLICATE while the first is not sent yet: it adds a job under the same job
+ * id, which BullMQ ignores while the first job exists (then the claim is done: duplicate), so it is
+ * a miscount, never a second send — about 5·10⁻¹⁰ per duplicate taken in.
+ */
+export function claimRecord(deliveryId: string, instantKey: string, sourceId: string): Buffer {
+  const record = Buffer.alloc(RECORD_BYTES);
+  createHash('sha256').update(`${deliveryId}\n${instantKey}`).digest().copy(record, 0, 0, 8);
+  createHash('sha256').update(sourceId).digest().copy(record, 8, 0, 4);
+  record[8] = record[8]! & 0x7f;
+  return record;
 }

@@ -34,8 +34,17 @@ export interface Keys {
   pause(keyId: string): string;
   /** Set while the API refuses our key (401); holds the reason as JSON. */
   readonly authFailure: string;
-  /** Per delivery: normalised event_at → the source that claimed it. */
+  /**
+   * Per delivery, the earlier layout of the event_at claims (hash: normalised event_at → the source
+   * that claimed it, or `done:<source>`): read where the compact claims have none (dedup.ts).
+   */
   dedup(deliveryId: string): string;
+  /**
+   * The event_at claims of every delivery, in compact records (see dedup.ts): the name stem of the
+   * shard that holds `deliveryId`'s claims; the time bucket's number follows it
+   * (`event-claims:<shard>:<bucket>`, one string each).
+   */
+  eventClaims(deliveryId: string): string;
   /** Per delivery: collecting jobs not yet finished, scored by event time (send order gate). */
   eventOrder(deliveryId: string): string;
   /**
@@ -126,6 +135,7 @@ export function createKeys(prefix: string): Keys {
     pause: (keyId) => k('pause', keyId),
     authFailure: k('auth-failure'),
     dedup: (deliveryId) => k('dedup', deliveryId),
+    eventClaims: (deliveryId) => `${k('event-claims', String(claimShardOf(deliveryId)))}:`,
     eventOrder: (deliveryId) => k('event-order', deliveryId),
     eventParked: (deliveryId) => k('event-parked', deliveryId),
     eventLock: (deliveryId) => k('event-lock', deliveryId),
@@ -177,6 +187,18 @@ export const DOCUMENT_SHARDS = 1024;
 
 export function documentShardOf(deliveryId: string): number {
   return createHash('sha256').update(deliveryId).digest().readUInt32BE(0) % DOCUMENT_SHARDS;
+}
+
+/**
+ * The event_at claims are spread over this many shards per time bucket. A shard is one string
+ * (no packing threshold to stay under): more shards mean less to read per lookup and more keys
+ * (~100 bytes of Redis bookkeeping each); 2,048 keep a shard of a 90-day deployment taking
+ * 50,000 events a day at ~3 KB a bucket (BENCHMARKS.md, issue 23).
+ */
+export const CLAIM_SHARDS = 2048;
+
+export function claimShardOf(deliveryId: string): number {
+  return createHash('sha256').update(deliveryId).digest().readUInt32BE(4) % CLAIM_SHARDS;
 }
 
 /** A stable, non-secret id for an API key: the limiter and pause keys are named by it. */

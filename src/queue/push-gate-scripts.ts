@@ -5,6 +5,7 @@
  * minute's activity (activity.ts) and the journal of the item's journey (journey.ts).
  */
 import { ACTIVITY_LUA } from './activity.js';
+import { CLAIM_RECORD_LUA } from './dedup.js';
 import { DOCUMENT_RECORD_LUA } from './document-record.js';
 import { WAKE_LUA } from './event-wake.js';
 import { JOURNEY_LUA } from './journey.js';
@@ -128,12 +129,13 @@ return go(lockKey, authProbeKey, authEpochKey, jobId, lockMs, isProbe, member, d
 );
 
 // KEYS: 1 the delivery's chain (sorted set), 2 its parked events (set), 3 its event lock, 4 its
-//       event_at memory, 5 auth failure, 6 auth probe, 7 limiter window, 8 limiter pause, 9 auth epoch.
+//       event_at claims of the earlier layout, 5 auth failure, 6 auth probe, 7 limiter window,
+//       8 limiter pause, 9 auth epoch, 10 its event_at claims stem (dedup.ts).
 // ARGV: 1 job id, 2 event time ms, 3 instant key, 4 source id, 5 BullMQ job key stem,
 //       6 missing-job marker stem, 7 missing-job grace ms, 8 parked set ttl s, 9 lock (and probe)
 //       ttl ms, 10 window ms, 11 limit, 12 slot member, 13 longest request ms, 14 activity key stem,
 //       15 activity ttl s, 16 journey day stem, 17 delivery id, 18 journey ttl s, 19 journey step
-//       on 'go' (the attempt starts; '' records nothing).
+//       on 'go' (the attempt starts; '' records nothing), 20 claim record, 21 claim retention s.
 // Only the head of the chain goes, and only while no other event of the delivery holds the event
 // lock (its request on the wire, or its job finished by BullMQ while the request still runs). The
 // lock is the job's, as the document lock is: a run taken over after BullMQ judged the first one
@@ -144,7 +146,7 @@ return go(lockKey, authProbeKey, authEpochKey, jobId, lockMs, isProbe, member, d
 //   {'auth'} | {'wait', ms}.
 export const ENTER_EVENT = defineScript(
   'gateEnterEvent',
-  `${GATE_LUA}${CHAIN_LUA}
+  `${GATE_LUA}${CHAIN_LUA}${CLAIM_RECORD_LUA}
 local orderKey, parkedKey, lockKey, dedupKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local authFailureKey, authProbeKey, windowKey, pauseKey, authEpochKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local jobId, eventMs, instant, source = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -152,9 +154,10 @@ local jobStem, missingStem, graceMs, parkedTtlSec = ARGV[5], ARGV[6], tonumber(A
 local lockMs, windowMs, limit, member, maxRequestMs = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13])
 local activityStem, activityTtlSec = ARGV[14], ARGV[15]
 local dayStem, deliveryId, journeyTtlSec, goStep = ARGV[16], ARGV[17], ARGV[18], ARGV[19]
+local claimStem, claimRecord, claimTtlSec = KEYS[10], ARGV[20], ARGV[21]
 
 if not redis.call('ZSCORE', orderKey, jobId) then
-  if redis.call('HGET', dedupKey, instant) == 'done:' .. source then return {'already'} end
+  if claimIsDone(claimStem, claimRecord, claimTtlSec, dedupKey, instant, source) then return {'already'} end
   redis.call('ZADD', orderKey, eventMs, jobId)
 end
 local head, headDue = chainHead(orderKey, jobStem, missingStem, graceMs)
@@ -203,13 +206,15 @@ return false
 `,
 );
 
-// KEYS: 1 the delivery's chain, 2 its parked events, 3 its event lock, 4 its event_at memory,
-//       5 limiter window, 6 stats hash, 7 the job's 429 hold counter.
+// KEYS: 1 the delivery's chain, 2 its parked events, 3 its event lock, 4 its event_at claims of
+//       the earlier layout, 5 limiter window, 6 stats hash, 7 the job's 429 hold counter, 8 its
+//       event_at claims stem (dedup.ts).
 // ARGV: 1 job id, 2 result ('' while the item goes on), 3 slot member ('' when no request was
 //       made), 4 ms since the response arrived, 5 counter, 6 instant key, 7 source id, 8 BullMQ job
 //       key stem, 9 missing-job marker stem, 10 missing-job grace ms, 11 activity key stem,
 //       12 activity ttl s, 13 journey day stem, 14 delivery id, 15 journey ttl s, 16 journey step
-//       of the answer, 17 journey step of the outcome ('' records nothing).
+//       of the answer, 17 journey step of the outcome ('' records nothing), 18 claim record,
+//       19 claim retention s.
 // Stamps the slot and releases the event lock (if this job holds it). An event that ended is
 // counted and leaves its chain; one not dead-lettered marks its event_at claim done (the same source
 // taken in again — a re-pull, a file re-read after a crash — is then a duplicate, not a second send).
@@ -217,20 +222,19 @@ return false
 // Returns the id of that event, or false.
 export const LEAVE_EVENT = defineScript(
   'gateLeaveEvent',
-  `${GATE_LUA}${CHAIN_LUA}${WAKE_LUA}
+  `${GATE_LUA}${CHAIN_LUA}${WAKE_LUA}${CLAIM_RECORD_LUA}
 local orderKey, parkedKey, lockKey, dedupKey, windowKey, statsKey, heldKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local jobId, result, member, sinceResponseMs, counter, instant, source = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local jobStem, missingStem, graceMs, activityStem, activityTtlSec = ARGV[8], ARGV[9], tonumber(ARGV[10]), ARGV[11], ARGV[12]
 local dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep = ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17]
+local claimStem, claimRecord, claimTtlSec = KEYS[8], ARGV[18], ARGV[19]
 
 stampSlot(windowKey, member, sinceResponseMs)
 if redis.call('GET', lockKey) == jobId then redis.call('DEL', lockKey) end
 journal(dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep)
 if result == '' then return false end
 countEnded(statsKey, counter, 'collecting', heldKey, activityStem, activityTtlSec)
-if result ~= 'dead-lettered' and redis.call('HGET', dedupKey, instant) == source then
-  redis.call('HSET', dedupKey, instant, 'done:' .. source)
-end
+if result ~= 'dead-lettered' then claimMarkDone(claimStem, claimRecord, claimTtlSec, dedupKey, instant, source) end
 redis.call('ZREM', orderKey, jobId)
 local head = chainHead(orderKey, jobStem, missingStem, graceMs)
 if head ~= nil and redis.call('SREM', parkedKey, head) == 1 then

@@ -21,8 +21,9 @@
  * the front of the wait list (events; event-wake.ts).
  */
 import { randomBytes } from 'node:crypto';
-import type { ApiConfig, DeliveryConfig, HistoryConfig } from '../config/schema.js';
+import type { ApiConfig, Config, DeliveryConfig, HistoryConfig } from '../config/schema.js';
 import { ACTIVITY_TTL_SEC } from './activity.js';
+import { claimRecord } from './dedup.js';
 import { compactContentId, compactGeneration, documentBucketSec, documentField } from './document-record.js';
 import { eventRef, historyTtlSec, journalArgs, KIND_CODE, SELF, stepJson, type StoredStep } from './journey.js';
 import { keyIdOf, type ItemKind, type Keys } from './keys.js';
@@ -59,6 +60,8 @@ export interface PushGateOptions {
   missingJobGraceMs?: number;
   /** How long each journey step is kept after its UTC day ends (s); 30 days when not given. */
   historyTtlSec?: number;
+  /** How long an event_at claim is kept (`dedup.retentionDays`, in s); 90 days when not given. */
+  claimRetentionSec?: number;
 }
 
 /** The push gate's settings from the config: the same window as the limiter's `rateLimiterFor`. */
@@ -66,6 +69,7 @@ export function pushGateOptions(config: {
   delivery: Pick<DeliveryConfig, 'ratePerMinute' | 'rateWindowMarginMs' | 'lockMs' | 'completedRetentionSec'>;
   api?: Pick<ApiConfig, 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs'>;
   history?: Pick<HistoryConfig, 'retentionDays'>;
+  dedup?: Config['dedup'];
 }): PushGateOptions {
   const maxRequestMs = maxRequestMsOf(config);
   return {
@@ -76,6 +80,7 @@ export function pushGateOptions(config: {
     lockMs: Math.max(config.delivery.lockMs, maxRequestMs + 5_000),
     retentionSec: config.delivery.completedRetentionSec,
     ...(config.history === undefined ? {} : { historyTtlSec: historyTtlSec(config.history.retentionDays) }),
+    ...(config.dedup === undefined ? {} : { claimRetentionSec: config.dedup.retentionDays * 86_400 }),
   };
 }
 
@@ -132,6 +137,8 @@ const OUTCOME_STEP: Readonly<Record<ItemResult, string>> = {
 };
 
 const DEFAULT_HISTORY_TTL_SEC = historyTtlSec(30);
+/** `dedup.retentionDays` by default (config/default.yaml). */
+const DEFAULT_CLAIM_RETENTION_SEC = 90 * 86_400;
 
 /** The fields every journey step of the item carries: kind, and its file or its event_at. */
 function stepBase(item: ItemJob): Pick<StoredStep, 'k' | 'h' | 'i'> {
@@ -234,6 +241,11 @@ class RedisPushGate implements PushGate {
     return (await this.redis.sismember(this.keys.eventParked(item.deliveryId), jobId)) === 1;
   }
 
+  /** The event's claim record and how long claims are kept (dedup.ts). */
+  #claimArgs(item: CollectingJob): Array<Buffer | number> {
+    return [claimRecord(item.deliveryId, item.instantKey, item.sourceId), this.options.claimRetentionSec ?? DEFAULT_CLAIM_RETENTION_SEC];
+  }
+
   #slotArgs(member: string): Array<string | number> {
     return [this.options.lockMs, this.#windowMs, this.options.ratePerMinute, member, this.options.maxRequestMs];
   }
@@ -269,7 +281,14 @@ class RedisPushGate implements PushGate {
     const { keys } = this;
     return (await ENTER_EVENT(
       this.redis,
-      [keys.eventOrder(item.deliveryId), keys.eventParked(item.deliveryId), keys.eventLock(item.deliveryId), keys.dedup(item.deliveryId), ...this.#authKeys],
+      [
+        keys.eventOrder(item.deliveryId),
+        keys.eventParked(item.deliveryId),
+        keys.eventLock(item.deliveryId),
+        keys.dedup(item.deliveryId),
+        ...this.#authKeys,
+        keys.eventClaims(item.deliveryId),
+      ],
       [
         jobId,
         item.epochMs,
@@ -283,6 +302,7 @@ class RedisPushGate implements PushGate {
         ...this.#activityArgs,
         ...journalArgs(keys, item.deliveryId, this.#journeyTtlSec),
         this.#goStep(stepBase(item), member, attempt),
+        ...this.#claimArgs(item),
       ],
     )) as RawVerdict;
   }
@@ -324,8 +344,20 @@ class RedisPushGate implements PushGate {
         keys.limiter(this.keyId),
         keys.stats,
         keys.attempts(`${jobId}:held`),
+        keys.eventClaims(item.deliveryId),
       ],
-      [jobId, ...ending, item.instantKey, item.sourceId, jobStemOf(keys, 'collecting'), keys.eventMissing, this.#graceMs, ...this.#activityArgs, ...journey],
+      [
+        jobId,
+        ...ending,
+        item.instantKey,
+        item.sourceId,
+        jobStemOf(keys, 'collecting'),
+        keys.eventMissing,
+        this.#graceMs,
+        ...this.#activityArgs,
+        ...journey,
+        ...this.#claimArgs(item),
+      ],
     );
     return typeof woken === 'string' ? woken : null;
   }

@@ -10,6 +10,7 @@ import { cpus, freemem, loadavg, platform, release, tmpdir, totalmem } from 'nod
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../../src/config/load.js';
 import { chainBacklogScenario } from './scenarios/chain-backlog.js';
+import { dedupMemoryScenario } from './scenarios/dedup-memory.js';
 import { eventsDedupScenario } from './scenarios/events-dedup.js';
 import { goodputScenario } from './scenarios/goodput.js';
 import { historyScenario } from './scenarios/history.js';
@@ -40,6 +41,7 @@ const SCENARIOS: readonly Scenario[] = [
   latencyScenario,
   memoryScenario,
   eventsDedupScenario,
+  dedupMemoryScenario,
   mixedScenario,
   mixedDropScenario,
   historyScenario,

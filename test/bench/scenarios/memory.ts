@@ -48,7 +48,7 @@ export const MEMORY_TARGETS = { floodPeakMb: 150, idleMb: 100, redisBytesPerItem
  * is a fixed cost: BullMQ's per-queue event streams (capped), the limiter's 60 s window (empties a
  * minute after the last request), queue meta, counters, activity minutes.
  */
-const PER_ITEM_PATTERN = /^(docs|dedup|doc-lock|attempts|event-order|event-parked)(:|$)/;
+const PER_ITEM_PATTERN = /^(docs|dedup|event-claims|doc-lock|attempts|event-order|event-parked)(:|$)/;
 
 interface Sample {
   at: number;

@@ -22,7 +22,6 @@ import type { OpsServer } from '../ops/server.js';
 import { spoolDisk } from '../spool/disk-state.js';
 import { resolveApiTarget } from './api-target.js';
 import { checkRedisDurability, openContext, type Context } from './context.js';
-import { startHeapReturn } from './heap-return.js';
 import { startHttpRole } from './http-role.js';
 import { startSchedulerRole } from './scheduler-role.js';
 import { startWatcherRole } from './watcher-role.js';
@@ -86,7 +85,6 @@ async function start(state: DaemonState): Promise<void> {
   const { metrics, readiness } = watchHealth(state, ctx);
   if (roles.includes('http')) await startHttp(state, ctx, metrics, readiness);
   await startRoles(state, ctx, metrics);
-  ctx.closers.push('heap return', startHeapReturn(logger));
   logger.info({ roles, prefix: config.prefix, queues: ITEM_KINDS, opsUrl: state.ops?.url }, 'carrier-sync started');
   if (state.isStopRequested) await ctx.closers.closeAll();
 }

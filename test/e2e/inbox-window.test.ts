@@ -10,11 +10,11 @@
  * The periodic rescan is a minute away: the window is refilled by the listing its draining starts.
  */
 import { randomUUID } from 'node:crypto';
-import { readdir, utimes } from 'node:fs/promises';
+import { mkdir, readdir, rename, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makePdf } from '../support/builders.js';
-import { createE2eEnv, dropFile, listFiles, type E2eEnv } from '../support/e2e-env.js';
+import { createE2eEnv, listFiles, type E2eEnv } from '../support/e2e-env.js';
 import { killAllDaemons, spawnDaemon, waitUntilStarted, type DaemonProcess } from '../support/process.js';
 import { waitFor } from '../support/wait.js';
 
@@ -33,6 +33,15 @@ async function windowEnv(): Promise<E2eEnv> {
     sandbox: { autoCreateDeliveries: true },
     settings: { spool: { inboxWindow: WINDOW, rescanIntervalMs: 60_000 }, delivery: { maxQueued: 1, concurrency: 1 } },
   }));
+}
+
+/** Drops `<id>.pdf` with mtime `mtimeSec`, set before it is renamed into the inbox (no change after it appears). */
+async function dropWithMtime(env: E2eEnv, id: string, pdf: Buffer, mtimeSec: number): Promise<void> {
+  const inbox = join(env.spool, 'labels');
+  await mkdir(inbox, { recursive: true });
+  await writeFile(join(inbox, `${id}.pdf.tmp`), pdf);
+  await utimes(join(inbox, `${id}.pdf.tmp`), mtimeSec, mtimeSec);
+  await rename(join(inbox, `${id}.pdf.tmp`), join(inbox, `${id}.pdf`));
 }
 
 async function startDaemon(env: E2eEnv): Promise<DaemonProcess> {
@@ -73,11 +82,7 @@ describe('the inbox window', () => {
     const ids = Array.from({ length: FILES }, () => randomUUID());
     // Names in random order; mtimes a second apart in the order of `ids` (oldest first).
     const base = Math.floor(Date.now() / 1000) - 3600;
-    for (const [i, id] of ids.entries()) {
-      const path = join(env.spool, 'labels', `${id}.pdf`);
-      await dropFile(join(env.spool, 'labels'), `${id}.pdf`, pdf);
-      await utimes(path, base + i, base + i);
-    }
+    for (const [i, id] of ids.entries()) await dropWithMtime(env, id, pdf, base + i);
     const daemon = await startDaemon(env);
     expect(await settleAndCheck(env, daemon, ids)).toEqual(ids);
   });
@@ -89,10 +94,7 @@ describe('the inbox window', () => {
     const ids = Array.from({ length: FILES }, () => randomUUID());
     // A strictly later mtime for each drop, as a producer writing one after another gets.
     const base = Math.floor(Date.now() / 1000) - 60;
-    for (const [i, id] of ids.entries()) {
-      await dropFile(join(env.spool, 'labels'), `${id}.pdf`, pdf);
-      await utimes(join(env.spool, 'labels', `${id}.pdf`), base + i, base + i);
-    }
+    for (const [i, id] of ids.entries()) await dropWithMtime(env, id, pdf, base + i);
     expect(await settleAndCheck(env, daemon, ids)).toEqual(ids);
   });
 });

@@ -75,6 +75,7 @@ export const configSchema = z
         usePolling: z.boolean(),
         pollIntervalMs: positiveInt,
         rescanIntervalMs: positiveInt,
+        inboxWindow: positiveInt,
         leaseMs: z.number().int().min(1000),
         holderFileMs: z.number().int().min(2000),
         maxLabelBytes: positiveInt,

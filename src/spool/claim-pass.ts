@@ -37,6 +37,8 @@ interface Slots {
 
 export async function claimPass(state: InboxState, kind: SpoolKind): Promise<void> {
   const queue = state.candidates[kind];
+  // Files wait beyond the window: once it is half drained, the oldest of them are listed into it.
+  if (state.isOverflowing[kind] && queue.size <= state.window / 2) await scanInbox(state, kind);
   if (queue.size === 0) return;
   const room = await roomIn(state, kind);
   if (room <= 0) return;
@@ -58,7 +60,8 @@ async function roomIn(state: InboxState, kind: SpoolKind): Promise<number> {
   const room = deps.maxQueued - (await deps.backlog(kind));
   if (room <= 0) {
     const waitingInInbox = state.candidates[kind].size;
-    if (!throttled.has(kind)) deps.logger.warn({ kind, waitingInInbox, maxQueued: deps.maxQueued }, 'back-pressure: queue full, files wait in the inbox');
+    const isMoreInInbox = state.isOverflowing[kind];
+    if (!throttled.has(kind)) deps.logger.warn({ kind, waitingInInbox, isMoreInInbox, maxQueued: deps.maxQueued }, 'back-pressure: queue full, files wait in the inbox');
     throttled.add(kind);
     return room;
   }

@@ -7,6 +7,8 @@
  *
  * Back-pressure: a kind whose queue already holds `maxQueued` unfinished items takes no new files;
  * they wait in the inbox, in arrival order (mtime order for files found by a scan), until room frees.
+ * At most `spool.inboxWindow` of them are tracked; those beyond wait untracked and are taken oldest
+ * mtime first, then by name (inbox-state.ts).
  *
  * The parts: what is known of each inbox (inbox-state.ts), hearing about its files (inbox-events.ts),
  * one claim pass over it (claim-pass.ts); this file starts them and runs the passes.
@@ -22,7 +24,7 @@ import { createInboxState, scanInbox, type InboxState, type WatcherDeps } from '
 export interface SpoolWatcher {
   /** Lists the inboxes again (safety net for missed watcher events). */
   rescan(): Promise<void>;
-  /** Files seen in each inbox and not yet claimed. */
+  /** Files tracked in each inbox and not yet claimed (at most the window; more may wait beyond it). */
   pending(): Record<SpoolKind, number>;
   close(): Promise<void>;
 }

@@ -25,7 +25,7 @@
 import type { ChainableCommander } from 'ioredis';
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { ItemKind, Keys } from './keys.js';
+import { fnv1a32, type ItemKind, type Keys } from './keys.js';
 import type { RedisConnection } from './redis.js';
 import { defineScript } from './script.js';
 
@@ -183,14 +183,9 @@ export function shaIndexEntry(sha256: string, fileName: string): { shard: string
   return { shard: sha256.slice(0, 3), member: `${sha256.slice(3, 16)}\n${fileName}` };
 }
 
-/** 32-bit FNV-1a of a string's UTF-16 units, as 8 hex. */
+/** 32-bit FNV-1a of a string, as 8 hex. */
 export function fnv1a(text: string): string {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i += 1) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return (hash >>> 0).toString(16).padStart(8, '0');
+  return fnv1a32(text).toString(16).padStart(8, '0');
 }
 
 /** Call before making a pipeline or MULTI that `appendSteps` will write into. */

@@ -197,8 +197,19 @@ export function documentShardOf(deliveryId: string): number {
  */
 export const CLAIM_SHARDS = 2048;
 
+/** The claims' shard: FNV-1a (a shard needs spread, not secrecy; a sha256 here was 2.7 % of the push path's CPU). */
 export function claimShardOf(deliveryId: string): number {
-  return createHash('sha256').update(deliveryId).digest().readUInt32BE(4) % CLAIM_SHARDS;
+  return fnv1a32(deliveryId) % CLAIM_SHARDS;
+}
+
+/** 32-bit FNV-1a of a string's UTF-16 units. */
+export function fnv1a32(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i += 1) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
 }
 
 /** A stable, non-secret id for an API key: the limiter and pause keys are named by it. */

@@ -140,9 +140,42 @@ const DEFAULT_HISTORY_TTL_SEC = historyTtlSec(30);
 /** `dedup.retentionDays` by default (config/default.yaml). */
 const DEFAULT_CLAIM_RETENTION_SEC = 90 * 86_400;
 
+/**
+ * What the gate derives from an item with a hash (the event's journey ref, its claim record), kept
+ * for the item's `enter` and `leave` (one job's data object): each hash made once a run.
+ */
+const derived = new WeakMap<ItemJob, { base: Pick<StoredStep, 'k' | 'h' | 'i'>; claim?: Buffer }>();
+
+function derivedOf(item: ItemJob): { base: Pick<StoredStep, 'k' | 'h' | 'i'>; claim?: Buffer } {
+  let found = derived.get(item);
+  if (found === undefined) {
+    found =
+      item.kind === 'collecting'
+        ? { base: { k: 'e', i: eventRef(item.instantKey) }, claim: claimRecord(item.deliveryId, item.instantKey, item.sourceId) }
+        : { base: { k: KIND_CODE[item.kind], h: item.origin.contentId.slice(0, 8) } };
+    derived.set(item, found);
+  }
+  return found;
+}
+
 /** The fields every journey step of the item carries: kind, and its file or its event_at. */
 function stepBase(item: ItemJob): Pick<StoredStep, 'k' | 'h' | 'i'> {
-  return item.kind === 'collecting' ? { k: 'e', i: eventRef(item.instantKey) } : { k: KIND_CODE[item.kind], h: item.origin.contentId.slice(0, 8) };
+  return derivedOf(item).base;
+}
+
+/**
+ * Random hex for slot members, drawn from a pool filled 4 KB at a time (one `randomBytes` call a
+ * request cost more than the rest of `enter`'s own work).
+ */
+const randomPool = { bytes: Buffer.alloc(0), at: 0 };
+
+function randomHex8(): string {
+  if (randomPool.at + 4 > randomPool.bytes.length) {
+    randomPool.bytes = randomBytes(4096);
+    randomPool.at = 0;
+  }
+  randomPool.at += 4;
+  return randomPool.bytes.toString('hex', randomPool.at - 4, randomPool.at);
 }
 
 /** An attempt's id in the journey (joins its start to its answer): the slot member's random part. */
@@ -223,7 +256,7 @@ class RedisPushGate implements PushGate {
   }
 
   async enter(item: ItemJob, jobId: string, attempt?: number): Promise<GateVerdict> {
-    const member = `${jobId}:${randomBytes(4).toString('hex')}`;
+    const member = `${jobId}:${randomHex8()}`;
     return verdictOf(
       item.kind === 'collecting' ? await this.#enterEvent(item, jobId, member, attempt) : await this.#enterDocument(item, jobId, member, attempt),
     );
@@ -243,7 +276,7 @@ class RedisPushGate implements PushGate {
 
   /** The event's claim record and how long claims are kept (dedup.ts). */
   #claimArgs(item: CollectingJob): Array<Buffer | number> {
-    return [claimRecord(item.deliveryId, item.instantKey, item.sourceId), this.options.claimRetentionSec ?? DEFAULT_CLAIM_RETENTION_SEC];
+    return [derivedOf(item).claim!, this.options.claimRetentionSec ?? DEFAULT_CLAIM_RETENTION_SEC];
   }
 
   #slotArgs(member: string): Array<string | number> {

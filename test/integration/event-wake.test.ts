@@ -67,7 +67,8 @@ async function firstSentSecondParked([e0, e1]: [Event, Event]): Promise<{ slot: 
     await redis.hset(keys.dedup(job.deliveryId), job.instantKey, job.sourceId);
     await redis.zadd(keys.eventOrder(job.deliveryId), job.epochMs, jobId);
   }
-  await queue.add('collecting', e0.job, { jobId: e0.jobId });
+  // Delayed too, so a running worker cannot take (and finish) it before the gate lets it go.
+  await queue.add('collecting', e0.job, { jobId: e0.jobId, delay: PARKED_MS });
   await queue.add('collecting', e1.job, { jobId: e1.jobId, delay: PARKED_MS });
   const go = await gate.enter(e0.job, e0.jobId);
   if (go.action !== 'go') throw new Error(`expected go, got ${JSON.stringify(go)}`);

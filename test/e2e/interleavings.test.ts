@@ -296,6 +296,21 @@ async function runSeed(seed: number): Promise<void> {
         );
       },
     );
+    // A job a kill -9 cut after its file's outcome was written but before BullMQ marked it done
+    // is still active, under its dead process's lock, until the lock runs out (lockMs 3 s) and a
+    // live worker's stall check takes it up (it then ends as already accepted). Let the queues go
+    // quiet before the stop, so the strict end check below sees jobs stuck for good, not that window.
+    await waitFor(
+      async () => {
+        const now = await runCli(e.args('status', '--json'), { env: daemonEnv, timeoutMs: 30_000 });
+        const queues = (JSON.parse(now.stdout) as { queues: Record<string, Record<string, number>> }).queues;
+        return Object.values(queues).every((q) => ['waiting', 'delayed', 'active'].every((field) => (q[field] ?? 0) === 0));
+      },
+      { timeoutMs: 20_000, intervalMs: 500, what: 'the queues to go quiet' },
+    ).then(
+      () => note('queues quiet'),
+      () => note('queues not quiet within 20 s (the end check says which)'),
+    );
   } catch (error) {
     problems.push(`the run itself failed: ${(error as Error).stack ?? String(error)}`);
   }

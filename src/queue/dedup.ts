@@ -25,13 +25,15 @@
 import { createHash } from 'node:crypto';
 import type { RedisConnection } from './redis.js';
 import type { Keys } from './keys.js';
+import { CLOCK_LUA } from './limiter.js';
 import { defineScript } from './script.js';
 
 /** A claims bucket spans 10 days, whatever the retention (so a change of it keeps finding them). */
 export const CLAIM_BUCKET_SEC = 10 * 86_400;
 const RECORD_BYTES = 12;
 
-// Lua helpers over the claims (see the file header); `record` is the claim's 12 bytes, `ttl` the
+// Lua helpers over the claims (see the file header; they need `nowMs` from limiter.ts' CLOCK_LUA,
+// which the push gate's scripts have with the rate window); `record` is the claim's 12 bytes, `ttl` the
 // retention in s. `claimFind(stem, record, ttl)` returns the owner (4 bytes) of the event's claim,
 // its bucket and its byte offset there — or false — and the current bucket. The event's 8 bytes
 // count only at a record's start. `claimDone(owner)` is the owner once the event was sent (the
@@ -40,7 +42,7 @@ const RECORD_BYTES = 12;
 export const CLAIM_RECORD_LUA = `
 local function claimFind(stem, record, ttl)
   local event = string.sub(record, 1, 8)
-  local current = math.floor(tonumber(redis.call('TIME')[1]) / ${CLAIM_BUCKET_SEC})
+  local current = math.floor(nowMs() / ${CLAIM_BUCKET_SEC * 1000})
   for b = current, current - math.ceil(tonumber(ttl) / ${CLAIM_BUCKET_SEC}), -1 do
     local records = redis.call('GET', stem .. b)
     local at = 1
@@ -77,7 +79,7 @@ end
 // a done owner is no source, so the same source claiming again is a duplicate too).
 const CLAIM = defineScript(
   'dedupClaim',
-  `${CLAIM_RECORD_LUA}
+  `${CLOCK_LUA}${CLAIM_RECORD_LUA}
 local stem, legacyKey = KEYS[1], KEYS[2]
 local record, ttlSec, instant, source = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local owner, bucket, offset, current = claimFind(stem, record, ttlSec)
@@ -105,7 +107,7 @@ export interface DedupMemory {
 // Deletes the claim only when that source holds it (not done). Returns 1.
 const RELEASE = defineScript(
   'dedupRelease',
-  `${CLAIM_RECORD_LUA}
+  `${CLOCK_LUA}${CLAIM_RECORD_LUA}
 local stem, legacyKey = KEYS[1], KEYS[2]
 local record, ttlSec, instant, source = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local owner, bucket, offset = claimFind(stem, record, ttlSec)

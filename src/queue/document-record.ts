@@ -14,18 +14,20 @@
 import { createHash } from 'node:crypto';
 import type { ItemKind, Keys } from './keys.js';
 import type { RedisConnection } from './redis.js';
+import { CLOCK_LUA } from './limiter.js';
 import { defineScript } from './script.js';
 
 /** Retention buckets of the document records: a lookup reads this many, newest first. */
 const DOCUMENT_BUCKETS = 9;
 
-// Lua helpers over document records (see the file header). `docGet(stem, field, period)` returns
+// Lua helpers over document records (see the file header; they need `nowMs` from limiter.ts'
+// CLOCK_LUA, which the push gate's scripts have with the rate window). `docGet(stem, field, period)` returns
 // the record (or false), the bucket it was found in, and the current bucket. `docPut` writes it
 // into the current bucket (moving it there), which expires a retention after the bucket ends.
 // Generations compare byte by byte: Lua's `<` on strings follows Redis' locale (strcoll).
 export const DOCUMENT_RECORD_LUA = `
 local function docGet(stem, field, period)
-  local current = math.floor(tonumber(redis.call('TIME')[1]) / period)
+  local current = math.floor(nowMs() / (period * 1000))
   for b = current, current - ${DOCUMENT_BUCKETS - 1}, -1 do
     local v = redis.call('HGET', stem .. b, field)
     if v then return v, b, current end
@@ -54,7 +56,7 @@ export type DocumentQueueVerdict = 'older' | 'accepted' | 'queue';
 // this content and no other document is in flight) or 'queue' (this is now the delivery's newest).
 const QUEUE_DOCUMENT = defineScript(
   'queueDocument',
-  `${DOCUMENT_RECORD_LUA}
+  `${CLOCK_LUA}${DOCUMENT_RECORD_LUA}
 local stem, lockKey = KEYS[1], KEYS[2]
 local generation, contentId, ttlSec, field, period = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
 local record, found, current = docGet(stem, field, period)
@@ -141,7 +143,7 @@ export function documentGeneration(mtimeMs: number, claimStampUs: number): strin
 // content the API holds is the newer record's, else the old one's. The old key is deleted.
 const MIGRATE_DOCUMENT = defineScript(
   'migrateDocument',
-  `${DOCUMENT_RECORD_LUA}
+  `${CLOCK_LUA}${DOCUMENT_RECORD_LUA}
 local oldKey, stem = KEYS[1], KEYS[2]
 local field, generation, contentId, oldHeld, period, ttlSec = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local record, found, current = docGet(stem, field, period)

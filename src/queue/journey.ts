@@ -122,7 +122,7 @@ export function absoluteStepLine(line: string, day: number): string {
 
 // `journal(dayStem, deliveryId, ttlSec, ...)`: appends the steps given (JSON objects without `t`;
 // '' or nil ones record nothing) to the delivery's steps of the day, in one read and one write,
-// with Redis' time (`nowMs` from limiter.ts' RATE_WINDOW_LUA: one TIME per script call). The day's
+// with Redis' time (`nowMs` from limiter.ts' CLOCK_LUA: one TIME per script call). The day's
 // hash is named here from that time (`dayStem .. day`): on Redis Cluster it shares the
 // deployment's hash slot through the prefix's hash tag, as the document record's buckets do. Its
 // expiry is a function of the day alone, so it is set with the day's first step of a delivery

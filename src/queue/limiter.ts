@@ -24,15 +24,16 @@ import { defineScript } from './script.js';
 /**
  * The rate window's Lua, for every script that takes or stamps a slot (the one-off ACQUIRE and
  * STAMP below, and the push gate's ENTER and LEAVE): one owner of the window's rules.
- *  - `nowMs()`: Redis' time in whole milliseconds (every process reads one clock), read once per
- *    script call (a script runs atomically in microseconds: one instant serves all its steps);
+ *  - `nowMs()` (`CLOCK_LUA`, for scripts that need the clock without the window): Redis' time in
+ *    whole milliseconds (every process reads one clock), read once per script call (a script runs
+ *    atomically in microseconds: one instant serves all its steps);
  *  - `takeSlot(windowKey, pauseKey, windowMs, limit, member, maxRequestMs)`: nil and the time when a
  *    slot was taken (scored as in flight till `maxRequestMs`), else the ms to wait (a 429 pause, then
  *    the window);
  *  - `stampSlot(windowKey, member, sinceResponseMs)`: scores a taken slot with the time its response
  *    arrived (`sinceResponseMs` ago by the process' monotonic clock); a no-op for '' or a slot gone.
  */
-export const RATE_WINDOW_LUA = `
+export const CLOCK_LUA = `
 local scriptNowMs = nil
 local function nowMs()
   if scriptNowMs == nil then
@@ -41,6 +42,9 @@ local function nowMs()
   end
   return scriptNowMs
 end
+`;
+
+export const RATE_WINDOW_LUA = `${CLOCK_LUA}
 local function takeSlot(windowKey, pauseKey, windowMs, limit, member, maxRequestMs)
   local pause = redis.call('PTTL', pauseKey)
   if pause > 0 then return pause, nil end

@@ -89,6 +89,9 @@ describe('the inbox window', () => {
 
   it('files dropped one after another past the window: each sent and archived once, in drop order', async () => {
     const env = await windowEnv();
+    // Each request answered after 200 ms: the drops outrun the daemon, so the queue fills and the
+    // window is what holds the rest back (on a loaded machine the drops alone came too slowly).
+    env.sandbox.setFaults({ latencyMs: 200 });
     const daemon = await startDaemon(env);
     const pdf = await makePdf('window');
     const ids = Array.from({ length: FILES }, () => randomUUID());

@@ -146,7 +146,9 @@ describe('labels and CT-e from the spool to the API', () => {
     const dirReport = JSON.parse(await readFile(join(t.spool, 'failed', 'labels', 'a-directory.error.json'), 'utf8')) as { code: string };
     expect(dirReport.code).toBe('SPOOL_NOT_REGULAR_FILE');
     await waitFor(async () => (await readdir(join(t.spool, 'failed', 'cte'))).includes('a-fifo.xml.error.json'), { what: 'the FIFO refused' });
-    const links = (await readdir(join(t.spool, 'failed', 'labels'))).filter((f) => f.endsWith('-link.pdf.error.json'));
+    const linkReports = async (): Promise<string[]> => (await readdir(join(t.spool, 'failed', 'labels'))).filter((f) => f.endsWith('-link.pdf.error.json'));
+    await waitFor(async () => (await linkReports()).length > 0, { what: 'the symlink refused' });
+    const links = await linkReports();
     expect(links).toHaveLength(1);
     const linkReport = JSON.parse(await readFile(join(t.spool, 'failed', 'labels', links[0]!), 'utf8')) as { code: string; message: string };
     expect(linkReport).toMatchObject({ code: 'SPOOL_NOT_REGULAR_FILE' });

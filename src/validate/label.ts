@@ -1,5 +1,6 @@
 import { PDFDocument, ParseSpeeds } from 'pdf-lib';
 import { SyncError, type ErrorCode } from '../errors.js';
+import { reasonOf, refusal, type Reason } from '../i18n/reason.js';
 import { accept, reject, type Verdict } from './verdict.js';
 
 /**
@@ -34,12 +35,9 @@ export async function checkLabel(bytes: Uint8Array, options: { maxBytes: number 
   if (decoded instanceof SyncError) return reject(decoded);
   const pdf = decoded;
   if (pdf.length > options.maxBytes) {
-    return fail(
-      'LABEL_TOO_LARGE',
-      `the label is ${pdf.length} bytes, over the limit of ${options.maxBytes}; export it smaller (fewer pages, compressed images)`,
-    );
+    return fail('LABEL_TOO_LARGE', reasonOf('reason.label.tooLarge', { bytes: String(pdf.length), max: String(options.maxBytes) }));
   }
-  if (pdf.length === 0) return fail('LABEL_EMPTY', 'the label file is empty; write the PDF completely before moving it into the inbox');
+  if (pdf.length === 0) return fail('LABEL_EMPTY', reasonOf('reason.label.empty'));
   const text = Buffer.from(pdf.buffer, pdf.byteOffset, pdf.length).toString('latin1');
 
   const header = HEADER.exec(text.slice(0, 16));
@@ -57,16 +55,16 @@ export async function checkLabel(bytes: Uint8Array, options: { maxBytes: number 
       parseSpeed: ParseSpeeds.Medium,
     });
   } catch (error) {
-    return fail('LABEL_UNREADABLE', `the PDF structure cannot be read (${shorten(error)}); re-export or re-save the label`);
+    return fail('LABEL_UNREADABLE', reasonOf('reason.label.unreadableStructure', { detail: shorten(error) }));
   }
   if (document.isEncrypted) return encrypted();
   let pageCount: number;
   try {
     pageCount = document.getPageCount();
   } catch (error) {
-    return fail('LABEL_UNREADABLE', `the PDF page tree cannot be read (${shorten(error)}); re-export or re-save the label`);
+    return fail('LABEL_UNREADABLE', reasonOf('reason.label.unreadablePages', { detail: shorten(error) }));
   }
-  if (pageCount < 1) return fail('LABEL_UNREADABLE', 'the PDF has no pages; export the label with at least one page');
+  if (pageCount < 1) return fail('LABEL_UNREADABLE', reasonOf('reason.label.noPages'));
   return accept({ pdfVersion: header[1] ?? '', pageCount, byteLength: pdf.length }, startxrefWarnings(text));
 }
 
@@ -76,27 +74,22 @@ function decodeDataUri(bytes: Uint8Array, maxBytes: number): Uint8Array | SyncEr
   if (start.toLowerCase() !== DATA_URI_PREFIX) return bytes;
   // base64 is 4/3 of the data: no need to decode what is certainly too large.
   if (bytes.length > Math.ceil(maxBytes / 3) * 4 * 1.1 + 1024) {
-    return new SyncError('LABEL_TOO_LARGE', `the label data URI is ${bytes.length} bytes, so its PDF is over the limit of ${maxBytes} bytes`);
+    return refusal('LABEL_TOO_LARGE', reasonOf('reason.label.dataUriTooLarge', { bytes: String(bytes.length), max: String(maxBytes) }));
   }
   const body = Buffer.from(bytes.buffer, bytes.byteOffset + DATA_URI_PREFIX.length, bytes.length - DATA_URI_PREFIX.length)
     .toString('latin1')
     .replace(/\s+/g, '');
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(body) || body.length % 4 !== 0) {
-    return new SyncError('LABEL_NOT_PDF', 'the file starts with data:application/pdf;base64, but what follows is not valid base64; save the raw PDF instead');
+    return refusal('LABEL_NOT_PDF', reasonOf('reason.label.dataUriNotBase64'));
   }
   return new Uint8Array(Buffer.from(body, 'base64'));
 }
 
-function headerProblem(text: string): string {
+function headerProblem(text: string): Reason {
   const at = text.indexOf('%PDF-');
-  if (at > 0) {
-    return `${at} byte${at === 1 ? '' : 's'} precede the %PDF- header; the API requires the file to START with %PDF: remove them`;
-  }
-  if (at === 0) {
-    const seen = JSON.stringify(text.slice(0, 8));
-    return `the header ${seen} has no version of the form %PDF-<digit>.<digit>; re-export the PDF`;
-  }
-  return 'this is not a PDF (no %PDF- header); the API requires a PDF file that starts with %PDF';
+  if (at > 0) return reasonOf('reason.label.bytesBeforeHeader', { bytes: at });
+  if (at === 0) return reasonOf('reason.label.headerNoVersion', { header: JSON.stringify(text.slice(0, 8)) });
+  return reasonOf('reason.label.notPdf');
 }
 
 function checkTrailer(text: string): SyncError | null {
@@ -105,17 +98,10 @@ function checkTrailer(text: string): SyncError | null {
   if (text.slice(0, end).endsWith('%%EOF')) return null;
   const last = text.lastIndexOf('%%EOF');
   if (last < 0) {
-    return new SyncError(
-      'LABEL_TRUNCATED',
-      'the file has no %%EOF marker: it is truncated or was not finished; the API requires the file to END with %%EOF: export it again completely',
-    );
+    return refusal('LABEL_TRUNCATED', reasonOf('reason.label.noEof'));
   }
   const extra = text.length - (last + 5);
-  return new SyncError(
-    'LABEL_TRAILING_DATA',
-    `${extra} bytes other than line ends, tabs and spaces follow the last %%EOF; the API requires the file to END with %%EOF: remove them (or re-save the PDF)`,
-    { params: { bytesAfterEof: extra } },
-  );
+  return refusal('LABEL_TRAILING_DATA', reasonOf('reason.label.trailingData', { bytes: String(extra) }), { params: { bytesAfterEof: extra } });
 }
 
 /** /Encrypt in a trailer dictionary or in a cross-reference stream's dictionary. */
@@ -143,14 +129,11 @@ function startxrefWarnings(text: string): string[] {
 }
 
 function encrypted(): Verdict<LabelSummary> {
-  return fail(
-    'LABEL_ENCRYPTED',
-    'the PDF is encrypted; the platform must print it without a password: export the label without encryption or security settings',
-  );
+  return fail('LABEL_ENCRYPTED', reasonOf('reason.label.encrypted'));
 }
 
-function fail(code: ErrorCode, message: string): Verdict<LabelSummary> {
-  return reject(new SyncError(code, message));
+function fail(code: ErrorCode, reason: Reason): Verdict<LabelSummary> {
+  return reject(refusal(code, reason));
 }
 
 function shorten(error: unknown): string {

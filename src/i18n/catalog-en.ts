@@ -57,11 +57,10 @@ export const EN = {
   'reason.label.trailingData':
     '{bytes} bytes other than line ends, tabs and spaces follow the last %%EOF; the API requires the file to END with %%EOF: remove them (or re-save the PDF)',
   'reason.label.bytesBeforeHeader':
-    '{bytes} {bytes, plural, one {byte precedes} other {bytes precede}} the %PDF- header; the API requires the file to START with %PDF: remove them',
+    '{bytes, plural, one {# byte precedes} other {# bytes precede}} the %PDF- header; the API requires the file to START with %PDF: remove them',
   'reason.label.headerNoVersion': 'the header {header} has no version of the form %PDF-<digit>.<digit>; re-export the PDF',
   'reason.label.notPdf': 'this is not a PDF (no %PDF- header); the API requires a PDF file that starts with %PDF',
-  'reason.label.encrypted':
-    'the PDF is encrypted; the platform must print it without a password: export the label without encryption or security settings',
+  'reason.label.encrypted': 'the PDF is encrypted; the platform must print it without a password: export the label without encryption or security settings',
   // CT-e.
   'reason.cte.tooLarge': 'the CT-e is {bytes} bytes, over the limit of {max}',
   'reason.cte.empty': 'the CT-e file is empty; write the XML completely before moving it into the inbox',
@@ -98,8 +97,7 @@ export const EN = {
   'reason.cte.destBoth': 'infCte/dest holds both CNPJ and CPF; it must hold exactly one',
   'reason.cte.destNone': 'infCte/dest/CNPJ (or dest/CPF) is missing; the API requires the recipient tax id',
   // Collecting events.
-  'reason.event.notIso':
-    'event_at {value} is not an ISO 8601 date-time; write it as YYYY-MM-DDTHH:MM:SS(.fraction)(Z|±hh:mm), e.g. 2026-03-01T09:30:00-03:00',
+  'reason.event.notIso': 'event_at {value} is not an ISO 8601 date-time; write it as YYYY-MM-DDTHH:MM:SS(.fraction)(Z|±hh:mm), e.g. 2026-03-01T09:30:00-03:00',
   'reason.event.noOffset': 'event_at {value} has no UTC offset; add Z or ±hh:mm (we never guess a timezone)',
   'reason.event.month': 'event_at {value} has month {month}; use 01–12',
   'reason.event.day': 'event_at {value} has day {day}, which month {month} of {year} does not have',

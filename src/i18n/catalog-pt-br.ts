@@ -49,8 +49,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'reason.label.unreadablePages': 'a árvore de páginas do PDF não pode ser lida ({detail}); exporte ou salve a etiqueta de novo',
   'reason.label.noPages': 'o PDF não tem páginas; exporte a etiqueta com pelo menos uma página',
   'reason.label.dataUriTooLarge': 'o data URI da etiqueta tem {bytes} bytes, então o PDF passa do limite de {max} bytes',
-  'reason.label.dataUriNotBase64':
-    'o arquivo começa com data:application/pdf;base64, mas o que vem depois não é base64 válido; salve o PDF puro no lugar',
+  'reason.label.dataUriNotBase64': 'o arquivo começa com data:application/pdf;base64, mas o que vem depois não é base64 válido; salve o PDF puro no lugar',
   'reason.label.noEof':
     'o arquivo não tem o marcador %%EOF: está cortado ou não terminou de ser gravado; a API exige que o arquivo TERMINE com %%EOF: exporte-o de novo por completo',
   'reason.label.trailingData':
@@ -75,8 +74,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'reason.cte.rootNotCte': 'o elemento raiz <{root}> não é um CT-e; esperado CTe, cteProc, CTeOS ou cteOSProc',
   'reason.cte.noDocument': '<{root}> não contém <{document}>; envie o CT-e processado como foi emitido',
   'reason.cte.noInfCte': 'falta infCte em <{document}>; a API exige o infCte do CT-e',
-  'reason.cte.cancelledProc':
-    'o {root} traz procCancCTe (um cancelamento): um CT-e cancelado não pode documentar uma entrega; envie o CT-e que o substituiu',
+  'reason.cte.cancelledProc': 'o {root} traz procCancCTe (um cancelamento): um CT-e cancelado não pode documentar uma entrega; envie o CT-e que o substituiu',
   'reason.cte.cancelledStatus':
     'o protocolo do {root} tem cStat 101 (cancelado): um CT-e cancelado não pode documentar uma entrega; envie o CT-e que o substituiu',
   'reason.cte.cancelledEvent':
@@ -119,12 +117,10 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'reason.event.headerLacksBoth': 'faltam no cabeçalho delivery_id e event_at (encontrado: {found}); a primeira linha deve nomear delivery_id e event_at',
   'reason.event.headerLacks': 'falta no cabeçalho {missing} (encontrado: {found}); a primeira linha deve nomear delivery_id e event_at',
   'reason.event.rowTooWide': '{fields, plural, one {# campo} other {# campos}}, o cabeçalho tem {columns}; coloque entre aspas um valor que contém vírgula',
-  'reason.event.rowTooNarrow':
-    '{fields, plural, one {# campo} other {# campos}}, o cabeçalho tem {columns}; dê a cada linha um campo por coluna do cabeçalho',
+  'reason.event.rowTooNarrow': '{fields, plural, one {# campo} other {# campos}}, o cabeçalho tem {columns}; dê a cada linha um campo por coluna do cabeçalho',
   'reason.event.fileInvalidLines': '{count, plural, one {# linha inválida} other {# linhas inválidas}}',
   'reason.spool.extension': '{kind}/{file}: o nome deve terminar em {extension}; nomeie o arquivo {shape}',
-  'reason.spool.deliveryId':
-    '{kind}/{file}: o id da entrega {value} deve ter de 1 a 128 caracteres entre A–Z, a–z, 0–9, "_" e "-"; nomeie o arquivo {shape}',
+  'reason.spool.deliveryId': '{kind}/{file}: o id da entrega {value} deve ter de 1 a 128 caracteres entre A–Z, a–z, 0–9, "_" e "-"; nomeie o arquivo {shape}',
   'reason.spool.externalId':
     '{kind}/{file}: o id externo {value} deve ter de 1 a 128 caracteres entre A–Z, a–z, 0–9, "_", "-" e "." sem ".."; nomeie o arquivo {shape}',
   'reason.spool.eventsExtension': '{file}: arquivos de eventos de coleta devem terminar em .ndjson, .jsonl ou .csv',

@@ -86,7 +86,10 @@ export function checkCte(bytes: Uint8Array, options: { maxBytes: number }): Verd
   if (wellFormed !== true) {
     const { msg, line, col } = wellFormed.err;
     const at = { detail: msg, line: String(line) };
-    return fail('CTE_NOT_XML', col === undefined ? reasonOf('reason.cte.notWellFormed', at) : reasonOf('reason.cte.notWellFormedAt', { ...at, column: String(col) }));
+    return fail(
+      'CTE_NOT_XML',
+      col === undefined ? reasonOf('reason.cte.notWellFormed', at) : reasonOf('reason.cte.notWellFormedAt', { ...at, column: String(col) }),
+    );
   }
   let tree: XmlNode;
   try {

@@ -64,6 +64,7 @@ export const ENV_VARIABLES: ReadonlyArray<readonly [string, readonly string[], P
   ['CARRIER_SYNC_HISTORY_DAYS', ['history', 'retentionDays'], asInt],
   ['CARRIER_SYNC_GRACE_MS', ['shutdown', 'graceMs'], asInt],
   ['LOG_LEVEL', ['log', 'level'], asString],
+  ['CARRIER_SYNC_LANG', ['lang'], asString],
   ['CARRIER_SYNC_NOTIFY_EMAIL_FROM', ['notify', 'email', 'from'], asNullableString],
   ['CARRIER_SYNC_NOTIFY_EMAIL_TO', ['notify', 'email', 'to'], asList],
   ['CARRIER_SYNC_NOTIFY_DIGEST_MINUTES', ['notify', 'digestMinutes'], asNumber],

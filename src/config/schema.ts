@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { LANGS } from '../i18n/langs.js';
 
 const ms = z.number().int().nonnegative();
 const positiveInt = z.number().int().positive();
@@ -112,6 +113,7 @@ export const configSchema = z
       .strict(),
     shutdown: z.object({ graceMs: ms }).strict(),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) }).strict(),
+    lang: z.enum(LANGS),
     webhook: z
       .object({
         id: z.string().min(1),

@@ -129,6 +129,15 @@ export const EN = {
   'reason.spool.directory': '{file} is a directory; drop regular files only',
   'reason.spool.fifo': '{file} is a FIFO; drop regular files only',
   'reason.spool.notRegular': '{file} is not a regular file; drop regular files only',
+  // carrier-sync validate (text output).
+  'cli.validate.valid': 'valid   {file}',
+  'cli.validate.invalid': 'INVALID {file}',
+  'cli.validate.note': 'note: {note}',
+  'cli.validate.pdf': 'PDF {version}, {pages, plural, one {# page} other {# pages}}',
+  'cli.validate.validRecords': '{count, plural, one {# valid record} other {# valid records}}',
+  'cli.validate.line': 'line {line}: {code}: {reason}',
+  'cli.validate.unreadable': 'the file cannot be read: {detail}',
+  'cli.validate.unknownType': 'unknown file type: expected .pdf, .xml, .ndjson, .jsonl or .csv',
 } as const;
 
 export type MessageKey = keyof typeof EN;

@@ -129,4 +129,12 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'reason.spool.directory': '{file} é uma pasta; coloque só arquivos comuns',
   'reason.spool.fifo': '{file} é um FIFO; coloque só arquivos comuns',
   'reason.spool.notRegular': '{file} não é um arquivo comum; coloque só arquivos comuns',
+  'cli.validate.valid': 'válido   {file}',
+  'cli.validate.invalid': 'INVÁLIDO {file}',
+  'cli.validate.note': 'observação: {note}',
+  'cli.validate.pdf': 'PDF {version}, {pages, plural, one {# página} other {# páginas}}',
+  'cli.validate.validRecords': '{count, plural, one {# registro válido} other {# registros válidos}}',
+  'cli.validate.line': 'linha {line}: {code}: {reason}',
+  'cli.validate.unreadable': 'o arquivo não pode ser lido: {detail}',
+  'cli.validate.unknownType': 'tipo de arquivo desconhecido: esperado .pdf, .xml, .ndjson, .jsonl ou .csv',
 };

@@ -9,8 +9,9 @@ import { IntlMessageFormat } from 'intl-messageformat';
 import { EN, type MessageKey } from './catalog-en.js';
 import { PT_BR } from './catalog-pt-br.js';
 
-export const LANGS = ['en', 'pt-BR'] as const;
-export type Lang = (typeof LANGS)[number];
+import type { Lang } from './langs.js';
+
+export { LANGS, isLang, type Lang } from './langs.js';
 export type { MessageKey };
 
 export type MessageValue = string | number;
@@ -24,10 +25,6 @@ const compiled = new Map<string, IntlMessageFormat>();
 
 export function isMessageKey(key: string): key is MessageKey {
   return Object.hasOwn(EN, key);
-}
-
-export function isLang(value: string): value is Lang {
-  return (LANGS as readonly string[]).includes(value);
 }
 
 export function catalogOf(lang: Lang): Readonly<Record<MessageKey, string>> {

@@ -168,6 +168,9 @@ export const EN = {
   'notify.refused.action': 'each file has a <file>.error.json next to it under failed/ saying why',
   'notify.test.summary': 'Test message from carrier-sync on {host}: this channel works',
   'notify.openOverview': 'open the overview',
+  // An events file's report.
+  'reason.events.deadLettered': '{count} of {total} events were dead-lettered',
+  'reason.events.invalidLinesSent': '{count} invalid lines; the valid records were sent',
 } as const;
 
 export type MessageKey = keyof typeof EN;

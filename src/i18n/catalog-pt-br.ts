@@ -168,4 +168,6 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'notify.refused.action': 'cada arquivo tem ao lado, em failed/, um <arquivo>.error.json dizendo o motivo',
   'notify.test.summary': 'Mensagem de teste do carrier-sync em {host}: este canal funciona',
   'notify.openOverview': 'abrir o painel',
+  'reason.events.deadLettered': '{count} de {total} eventos de coleta foram para as falhas definitivas (dead letters)',
+  'reason.events.invalidLinesSent': '{count, plural, one {# linha inválida} other {# linhas inválidas}}; os registros válidos foram enviados',
 };

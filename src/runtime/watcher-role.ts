@@ -91,6 +91,7 @@ function sessionDepsOf(ctx: Context, paths: SpoolPaths, log: Logger): SpoolSessi
           inflight: index,
           clock: ctx.clock,
           logger: outcomeLog,
+          lang: config.lang,
         }),
       sweepInterruptedMoves,
       startConsumer: (apply, isHeld) =>

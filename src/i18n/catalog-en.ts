@@ -171,6 +171,11 @@ export const EN = {
   // An events file's report.
   'reason.events.deadLettered': '{count} of {total} events were dead-lettered',
   'reason.events.invalidLinesSent': '{count} invalid lines; the valid records were sent',
+  // carrier-sync dlq list (text output).
+  'cli.dlq.none': 'no dead-lettered items',
+  'cli.dlq.where': 'kind {kind}  delivery {delivery}  file {file}',
+  'cli.dlq.when': 'attempts {attempts}  first {first}  last {last}',
+  'cli.dlq.total': '{count, plural, one {# dead-lettered} other {# dead-lettered}}',
 } as const;
 
 export type MessageKey = keyof typeof EN;

@@ -170,4 +170,8 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'notify.openOverview': 'abrir o painel',
   'reason.events.deadLettered': '{count} de {total} eventos de coleta foram para as falhas definitivas (dead letters)',
   'reason.events.invalidLinesSent': '{count, plural, one {# linha inválida} other {# linhas inválidas}}; os registros válidos foram enviados',
+  'cli.dlq.none': 'nenhum item nas falhas definitivas',
+  'cli.dlq.where': 'tipo {kind}  entrega {delivery}  arquivo {file}',
+  'cli.dlq.when': 'tentativas {attempts}  primeira {first}  última {last}',
+  'cli.dlq.total': '{count, plural, one {# item nas falhas definitivas} other {# itens nas falhas definitivas}}',
 };

@@ -4,6 +4,7 @@
  * local refusals and dead letters. Redis away is a state of its own, answered without touching
  * Redis (a command would wait in ioredis's offline queue): the page must say so, not hang.
  */
+import type { Lang } from '../i18n/translate.js';
 import type { Clock } from '../clock.js';
 import { readActivity, readRefusals, type Refusal } from '../store/activity.js';
 import type { AttemptLog } from '../queue/attempts.js';
@@ -25,6 +26,8 @@ const REDIS_DEADLINE_MS = 3000;
 const DOWN_STATES = new Set(['end', 'close', 'reconnecting', 'connecting', 'wait']);
 
 export interface OverviewSources {
+  /** CARRIER_SYNC_LANG: the pages' language when the browser asks for none we speak. */
+  lang?: Lang;
   redis: RedisConnection;
   keys: Keys;
   queues: QueueSet;
@@ -53,6 +56,8 @@ export interface OverviewState {
   /** The reason, for a pause or an unreachable Redis. */
   detail: string | null;
   since: string | null;
+  /** What the headline counts (working: items waiting, requests this minute), so a page can say it in its language. */
+  counts?: { waiting: number; requests: number };
 }
 
 export interface ActivitySeries {
@@ -163,6 +168,7 @@ function stateOf(sources: OverviewSources, failure: Awaited<ReturnType<AuthGate[
     headline: `Working: ${waiting} item${waiting === 1 ? '' : 's'} to send, ${lastMinute} request${lastMinute === 1 ? '' : 's'} this minute`,
     detail: null,
     since: null,
+    counts: { waiting, requests: lastMinute },
   };
 }
 

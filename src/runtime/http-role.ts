@@ -35,6 +35,7 @@ export async function startHttpRole(ctx: Context, deps: HttpRoleDeps): Promise<O
       authGate: ctx.authGate,
       ratePerMinute: config.delivery.ratePerMinute,
       maxQueued: config.delivery.maxQueued,
+      lang: config.lang,
       spoolId: await spoolIdOf(config.spool),
       inboxCounts: inboxCounter(config.spool),
       ...(deps.hasWatcher ? { spoolDisk } : {}),

@@ -325,13 +325,13 @@ export const EN = {
   'ui.step.duplicate': 'duplicate',
   'ui.step.attempt': 'attempt',
   'ui.step.superseded': 'superseded',
-  'ui.step.already-accepted': 'already accepted',
+  'ui.step.already-accepted': 'already-accepted',
   'ui.step.accepted': 'accepted',
   'ui.step.dead-lettered': 'dead-lettered',
   'ui.step.replayed': 'replayed',
-  'ui.step.webhook-set': 'webhook set',
+  'ui.step.webhook-set': 'webhook-set',
   'ui.step.archived': 'archived',
-  'ui.step.failed': 'to failed/',
+  'ui.step.failed': 'failed',
 } as const;
 
 export type MessageKey = keyof typeof EN;

@@ -76,6 +76,7 @@ table.timeline td.file { overflow:hidden; text-overflow:ellipsis; white-space:no
 tr.step.ok td:nth-child(4) { color:var(--green); } tr.step.bad td:nth-child(4) { color:var(--red); } tr.step.warn td:nth-child(4) { color:var(--amber); } tr.step.muted td:nth-child(4) { color:var(--muted); }
 a.journey { font-size:12px; } table.list col.c-act { width:118px; }
 table.timeline td.reason { overflow-wrap:anywhere; }
+td.when time { white-space:nowrap; }
 button.replay { font:inherit; font-size:12px; border:1px solid var(--blue); color:var(--blue); background:#fff; border-radius:6px; padding:1px 8px; cursor:pointer; }
 button.replay:hover { background:var(--blue); color:#fff; } button.replay:disabled { opacity:.5; cursor:wait; }
 .chip button.replay { border-radius:999px; }
@@ -89,6 +90,7 @@ export const OVERVIEW_JS = `'use strict';
   var refreshMs = Number(document.body.dataset.refreshMs) || 5000;
   // The page's words, in its language (overview-page.ts: scriptWords); {name} placeholders filled here.
   var words = JSON.parse(document.getElementById('ui-words').textContent);
+  var hourMinute = new Intl.DateTimeFormat(document.documentElement.lang || 'en', { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
   function say(text, values) {
     return text.replace(/\{(\w+)\}/g, function (all, name) { return name in values ? String(values[name]) : all; });
   }
@@ -110,7 +112,8 @@ export const OVERVIEW_JS = `'use strict';
       legend: { live: false },
       cursor: { points: { show: false } },
       scales: { x: { time: true, range: function (u, min, max) { return [min - 30, max + 60]; } }, y: { range: function (u, min, max) { return [0, Math.max(limit * 1.1, max * 1.1, 1)]; } }, n: { range: function (u, min, max) { return [0, Math.max(5, Math.ceil(max * 1.2))]; } } },
-      axes: [{}, { size: 44 }, { side: 1, scale: 'n', grid: { show: false }, size: 36 }],
+      // The time axis in the page's language and the browser's time zone (uPlot's own labels are US English).
+      axes: [{ values: function (u, splits) { return splits.map(function (s) { return hourMinute.format(new Date(s * 1000)); }); } }, { size: 44 }, { side: 1, scale: 'n', grid: { show: false }, size: 36 }],
       series: [
         {},
         { label: words.requests, stroke: '#2f6fdb', width: 2, fill: '#2f6fdb22', points: { show: false } },

@@ -92,7 +92,7 @@ export const OVERVIEW_JS = `'use strict';
   var words = JSON.parse(document.getElementById('ui-words').textContent);
   var hourMinute = new Intl.DateTimeFormat(document.documentElement.lang || 'en', { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
   function say(text, values) {
-    return text.replace(/\{(\w+)\}/g, function (all, name) { return name in values ? String(values[name]) : all; });
+    return text.replace(/\\{(\\w+)\\}/g, function (all, name) { return name in values ? String(values[name]) : all; });
   }
   var chart = null;
   var limit = 0;

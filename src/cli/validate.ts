@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
-import { describeFailure } from '../i18n/reason.js';
+import { describeFailure, renderReason } from '../i18n/reason.js';
 import { say, translator, type Lang, type Translate } from '../i18n/translate.js';
 import { print } from './shared.js';
 
@@ -58,12 +58,15 @@ async function verdictOf(file: string, spool: { maxLabelBytes: number; maxCteByt
   if (name.endsWith('.pdf')) {
     const v = await checkLabel(bytes, { maxBytes: spool.maxLabelBytes });
     return v.ok
-      ? { ok: true, notes: [t('cli.validate.pdf', { version: v.value.pdfVersion, pages: v.value.pageCount }), ...v.warnings] }
+      ? {
+          ok: true,
+          notes: [t('cli.validate.pdf', { version: v.value.pdfVersion, pages: v.value.pageCount }), ...v.warningReasons.map((w) => renderReason(lang, w))],
+        }
       : failed(lang, v.error);
   }
   if (name.endsWith('.xml')) {
     const v = checkCte(bytes, { maxBytes: spool.maxCteBytes });
-    return v.ok ? { ok: true, notes: v.warnings } : failed(lang, v.error);
+    return v.ok ? { ok: true, notes: v.warningReasons.map((w) => renderReason(lang, w)) } : failed(lang, v.error);
   }
   const format = eventsFormatOf(name);
   if (format !== null) {

@@ -332,6 +332,21 @@ export const EN = {
   'ui.step.webhook-set': 'webhook-set',
   'ui.step.archived': 'archived',
   'ui.step.failed': 'failed',
+  // Warnings: a file accepted with a remark (validate's notes; logs keep the English).
+  'warning.label.noStartxref': 'no "startxref <offset>" before the final %%EOF; readers must rebuild the cross-reference table',
+  'warning.label.startxrefWrong':
+    'startxref points to byte {offset}, where no cross-reference section starts; readers usually repair this, but re-saving the PDF is safer',
+  'warning.cte.allZeros': 'infCte/{path} is all zeros: it passes the check digits but is no real company',
+  'warning.cte.model': 'infCte/ide/mod is {value}, not 57 (CT-e) or 67 (CT-e OS)',
+  'warning.cte.protocolStatus': "the protocol's cStat is {status}, not an authorization (100 or 150)",
+  'warning.cte.namespace': 'the XML does not use the CT-e namespace {namespace}',
+  'warning.cte.noId': 'infCte has no Id attribute (the access key)',
+  'warning.cte.idShape': 'infCte@Id {value} is not "CTe" followed by a 44-character access key',
+  'warning.cte.keyUf': "the access key's cUF {key} differs from infCte/ide/cUF {field}",
+  'warning.cte.keyModel': "the access key's model {key} differs from infCte/ide/mod {field}",
+  'warning.cte.keyNumber': "the access key's nCT {key} differs from infCte/ide/nCT {field}",
+  'warning.cte.keyCnpj': "the access key's CNPJ {key} differs from infCte/emit/CNPJ {field}",
+  'warning.cte.keyDigit': "the access key's check digit {digit} is wrong",
 } as const;
 
 export type MessageKey = keyof typeof EN;

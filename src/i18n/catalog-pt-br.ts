@@ -329,4 +329,18 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'ui.step.webhook-set': 'webhook configurado',
   'ui.step.archived': 'arquivado',
   'ui.step.failed': 'para failed/',
+  'warning.label.noStartxref': 'falta "startxref <posição>" antes do %%EOF final; os leitores de PDF precisam reconstruir a tabela de referências cruzadas',
+  'warning.label.startxrefWrong':
+    'startxref aponta para o byte {offset}, onde não começa nenhuma seção de referências cruzadas; os leitores costumam corrigir isso, mas salvar o PDF de novo é mais seguro',
+  'warning.cte.allZeros': 'infCte/{path} é só zeros: passa nos dígitos verificadores, mas não é uma empresa real',
+  'warning.cte.model': 'infCte/ide/mod é {value}, não 57 (CT-e) nem 67 (CT-e OS)',
+  'warning.cte.protocolStatus': 'o cStat do protocolo é {status}, não uma autorização de uso (100 ou 150)',
+  'warning.cte.namespace': 'o XML não usa o namespace do CT-e {namespace}',
+  'warning.cte.noId': 'infCte não tem o atributo Id (a chave de acesso)',
+  'warning.cte.idShape': 'infCte@Id {value} não é "CTe" seguido de uma chave de acesso de 44 caracteres',
+  'warning.cte.keyUf': 'o cUF {key} da chave de acesso difere de infCte/ide/cUF {field}',
+  'warning.cte.keyModel': 'o modelo {key} da chave de acesso difere de infCte/ide/mod {field}',
+  'warning.cte.keyNumber': 'o nCT {key} da chave de acesso difere de infCte/ide/nCT {field}',
+  'warning.cte.keyCnpj': 'o CNPJ {key} da chave de acesso difere de infCte/emit/CNPJ {field}',
+  'warning.cte.keyDigit': 'o dígito verificador {digit} da chave de acesso está errado',
 };

@@ -140,20 +140,20 @@ function checkDocument(xml: string, root: string, rootNode: unknown): Verdict<Ct
       problems: reasons.map((r) => renderReason('en', r)),
     });
   }
-  const warnings: string[] = [];
+  const warnings: Reason[] = [];
   for (const [name, value] of [
     ['emit/CNPJ', emitCnpj],
     [`dest/${destDocument.type}`, destDocument.value],
   ]) {
-    if (value !== undefined && isAllZeros(value)) warnings.push(`infCte/${name} is all zeros: it passes the check digits but is no real company`);
+    if (value !== undefined && isAllZeros(value)) warnings.push(reasonOf('warning.cte.allZeros', { path: name ?? '' }));
   }
   const model = mod === '57' || mod === '67' ? mod : null;
-  if (model === null) warnings.push(`infCte/ide/mod is ${JSON.stringify(mod ?? '')}, not 57 (CT-e) or 67 (CT-e OS)`);
+  if (model === null) warnings.push(reasonOf('warning.cte.model', { value: JSON.stringify(mod ?? '') }));
   const protocolStatus = text(childAt(rootNode, 'protCTe/infProt/cStat'));
   if (protocolStatus !== undefined && protocolStatus !== '100' && protocolStatus !== '150') {
-    warnings.push(`the protocol's cStat is ${protocolStatus}, not an authorization (100 or 150)`);
+    warnings.push(reasonOf('warning.cte.protocolStatus', { status: protocolStatus }));
   }
-  if (!xml.includes(CTE_NAMESPACE)) warnings.push(`the XML does not use the CT-e namespace ${CTE_NAMESPACE}`);
+  if (!xml.includes(CTE_NAMESPACE)) warnings.push(reasonOf('warning.cte.namespace', { namespace: CTE_NAMESPACE }));
   const accessKey = checkAccessKey(text(child(infCte, '@_Id')), { cUF, nCT, mod: mod ?? '', emitCnpj }, warnings);
   const version = text(child(infCte, '@_versao')) ?? text(child(document, '@_versao')) ?? '';
   return accept({ xml, root, model, version, cUF, nCT, dhEmi, emitCnpj, vTPrest, destDocument, accessKey }, warnings);
@@ -188,23 +188,23 @@ function cancellation(root: string, rootNode: unknown): Reason | null {
   return null;
 }
 
-function checkAccessKey(id: string | undefined, ide: { cUF: string; nCT: string; mod: string; emitCnpj: string }, warnings: string[]): string | null {
+function checkAccessKey(id: string | undefined, ide: { cUF: string; nCT: string; mod: string; emitCnpj: string }, warnings: Reason[]): string | null {
   if (id === undefined) {
-    warnings.push('infCte has no Id attribute (the access key)');
+    warnings.push(reasonOf('warning.cte.noId'));
     return null;
   }
   const key = ACCESS_KEY.exec(id);
   if (key === null) {
-    warnings.push(`infCte@Id ${JSON.stringify(shorten(id))} is not "CTe" followed by a 44-character access key`);
+    warnings.push(reasonOf('warning.cte.idShape', { value: JSON.stringify(shorten(id)) }));
     return null;
   }
   const [, keyUF, keyCnpj, keyMod, keyNumber, keyDigit] = key;
-  if (keyUF !== ide.cUF) warnings.push(`the access key's cUF ${keyUF ?? ''} differs from infCte/ide/cUF ${ide.cUF}`);
-  if (keyMod !== ide.mod) warnings.push(`the access key's model ${keyMod ?? ''} differs from infCte/ide/mod ${ide.mod}`);
-  if (keyNumber !== ide.nCT.padStart(9, '0')) warnings.push(`the access key's nCT ${keyNumber ?? ''} differs from infCte/ide/nCT ${ide.nCT}`);
-  if (keyCnpj !== ide.emitCnpj) warnings.push(`the access key's CNPJ ${keyCnpj ?? ''} differs from infCte/emit/CNPJ ${ide.emitCnpj}`);
+  if (keyUF !== ide.cUF) warnings.push(reasonOf('warning.cte.keyUf', { key: keyUF ?? '', field: ide.cUF }));
+  if (keyMod !== ide.mod) warnings.push(reasonOf('warning.cte.keyModel', { key: keyMod ?? '', field: ide.mod }));
+  if (keyNumber !== ide.nCT.padStart(9, '0')) warnings.push(reasonOf('warning.cte.keyNumber', { key: keyNumber ?? '', field: ide.nCT }));
+  if (keyCnpj !== ide.emitCnpj) warnings.push(reasonOf('warning.cte.keyCnpj', { key: keyCnpj ?? '', field: ide.emitCnpj }));
   const digits = id.slice(3);
-  if (String(accessKeyDigit(digits.slice(0, 43))) !== keyDigit) warnings.push(`the access key's check digit ${keyDigit ?? ''} is wrong`);
+  if (String(accessKeyDigit(digits.slice(0, 43))) !== keyDigit) warnings.push(reasonOf('warning.cte.keyDigit', { digit: keyDigit ?? '' }));
   return digits;
 }
 

@@ -119,13 +119,13 @@ function hasEncryptInTrailer(text: string): boolean {
 }
 
 /** The API does not look at startxref, and readers repair a wrong one, so this is only a warning. */
-function startxrefWarnings(text: string): string[] {
+function startxrefWarnings(text: string): Reason[] {
   const match = /startxref\s+(\d+)\s*%%EOF\s*$/.exec(text.slice(-1024));
-  if (match === null) return ['no "startxref <offset>" before the final %%EOF; readers must rebuild the cross-reference table'];
+  if (match === null) return [reasonOf('warning.label.noStartxref')];
   const offset = Number(match[1]);
   const target = text.slice(offset, offset + 64);
   if (offset < text.length && (target.startsWith('xref') || /^\d+\s+\d+\s+obj/.test(target))) return [];
-  return [`startxref points to byte ${offset}, where no cross-reference section starts; readers usually repair this, but re-saving the PDF is safer`];
+  return [reasonOf('warning.label.startxrefWrong', { offset: String(offset) })];
 }
 
 function encrypted(): Verdict<LabelSummary> {

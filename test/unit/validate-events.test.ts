@@ -68,6 +68,7 @@ describe('checkEventRecord and checkDeliveryId', () => {
         wire: '2026-03-01T12:00:00.000Z',
       },
       warnings: [],
+      warningReasons: [],
     });
   });
 

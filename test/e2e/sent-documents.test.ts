@@ -10,7 +10,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { deflateRawSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { JourneyStep } from '../../src/queue/journey-read.js';
+import type { JourneyStep } from '../../src/journey/journey-read.js';
 import { createE2eEnv, dropFile, listFiles, type E2eEnv } from '../support/e2e-env.js';
 import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type DaemonProcess } from '../support/process.js';
 import { waitFor } from '../support/wait.js';
@@ -156,9 +156,14 @@ describe('carrier-sync validate says which case a label is', () => {
     const files = [new URL('pdf/browser-printed-20480-nul-after-eof.pdf', REAL).pathname, new URL('pdf/junk-after-eof-comment-lines.pdf', REAL).pathname];
     const result = await runCli(env.args('validate', ...files), { env: env.env, timeoutMs: 15_000 });
     expect(result.code).toBe(1);
-    expect(result.stdout).toMatch(/valid {2}\S*browser-printed-20480-nul-after-eof\.pdf\n.*\n\s+note: sent without 20480 bytes of padding after %%EOF/);
-    expect(result.stdout).toMatch(/INVALID \S*junk-after-eof-comment-lines\.pdf\n\s+LABEL_TRAILING_DATA: 83 bytes follow the last %%EOF and not all are padding/);
-    const cte = await runCli(env.args('validate', new URL('cte/transcoded-cte-v4.00-modal-aereo-iso-8859-1.xml', REAL).pathname), { env: env.env, timeoutMs: 15_000 });
+    expect(result.stdout).toMatch(/valid +\S*browser-printed-20480-nul-after-eof\.pdf\n.*\n\s+note: sent without 20480 bytes of padding after %%EOF/);
+    expect(result.stdout).toMatch(
+      /INVALID \S*junk-after-eof-comment-lines\.pdf\n\s+LABEL_TRAILING_DATA: 83 bytes follow the last %%EOF and not all are padding/,
+    );
+    const cte = await runCli(env.args('validate', new URL('cte/transcoded-cte-v4.00-modal-aereo-iso-8859-1.xml', REAL).pathname), {
+      env: env.env,
+      timeoutMs: 15_000,
+    });
     expect(cte.stdout).toMatch(/note: declared ISO-8859-1: sent as UTF-8, with its declaration saying UTF-8/);
   });
 });

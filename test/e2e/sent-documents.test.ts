@@ -35,7 +35,7 @@ function zipWith(entryName: string): Buffer {
 let env: E2eEnv;
 let daemon: DaemonProcess;
 const ids = { padded: '', latin1: '', utf16be: '', signedUtf16le: '' };
-let padded = Buffer.alloc(0);
+let padded: Buffer = Buffer.alloc(0);
 
 /** Look-alikes dropped into the inboxes, and what their refusal must say. */
 const LABEL_LOOK_ALIKES: Array<{ name: string; bytes: () => Promise<Buffer>; reason: RegExp }> = [

@@ -60,13 +60,20 @@ async function verdictOf(file: string, spool: { maxLabelBytes: number; maxCteByt
     return v.ok
       ? {
           ok: true,
-          notes: [t('cli.validate.pdf', { version: v.value.pdfVersion, pages: v.value.pageCount }), ...v.warningReasons.map((w) => renderReason(lang, w))],
+          notes: [
+            t('cli.validate.pdf', { version: v.value.pdfVersion, pages: v.value.pageCount }),
+            labelEndNote(v.value.paddingBytes, t),
+            ...v.warningReasons.map((w) => renderReason(lang, w)),
+          ],
         }
       : failed(lang, v.error);
   }
   if (name.endsWith('.xml')) {
     const v = checkCte(bytes, { maxBytes: spool.maxCteBytes });
-    return v.ok ? { ok: true, notes: v.warningReasons.map((w) => renderReason(lang, w)) } : failed(lang, v.error);
+    if (!v.ok) return failed(lang, v.error);
+    const declared = v.value.declaredEncoding;
+    const encodingNote = declared === null ? [] : [t('cli.validate.declared', { encoding: declared })];
+    return { ok: true, notes: [...encodingNote, ...v.warningReasons.map((w) => renderReason(lang, w))] };
   }
   const format = eventsFormatOf(name);
   if (format !== null) {
@@ -82,4 +89,9 @@ async function verdictOf(file: string, spool: { maxLabelBytes: number; maxCteByt
   }
   const message = 'unknown file type: expected .pdf, .xml, .ndjson, .jsonl or .csv';
   return { ok: false, code: 'SPOOL_BAD_NAME', message, reason: t('cli.validate.unknownType'), notes: [] };
+}
+
+/** Which end a valid label has: exactly at %%EOF (and a line end), or padding after it that is not sent. */
+function labelEndNote(paddingBytes: number, t: Translate): string {
+  return paddingBytes === 0 ? t('cli.validate.endsAtEof') : t('cli.validate.padding', { bytes: String(paddingBytes) });
 }

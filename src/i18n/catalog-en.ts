@@ -55,7 +55,7 @@ export const EN = {
   'reason.label.noEof':
     'the file has no %%EOF marker: it is truncated or was not finished; the API requires the file to END with %%EOF: export it again completely',
   'reason.label.trailingData':
-    '{bytes} bytes other than line ends, tabs and spaces follow the last %%EOF; the API requires the file to END with %%EOF: remove them (or re-save the PDF)',
+    '{bytes} bytes follow the last %%EOF and not all are padding (the first other byte, {firstByte}, is at offset {offset}); the API requires the file to END with %%EOF: remove them (or re-save the PDF)',
   'reason.label.bytesBeforeHeader':
     '{bytes, plural, one {# byte precedes} other {# bytes precede}} the %PDF- header; the API requires the file to START with %PDF: remove them',
   'reason.label.headerNoVersion': 'the header {header} has no version of the form %PDF-<digit>.<digit>; re-export the PDF',
@@ -347,6 +347,33 @@ export const EN = {
   'warning.cte.keyNumber': "the access key's nCT {key} differs from infCte/ide/nCT {field}",
   'warning.cte.keyCnpj': "the access key's CNPJ {key} differs from infCte/emit/CNPJ {field}",
   'warning.cte.keyDigit': "the access key's check digit {digit} is wrong",
+  // Files that look like something else (validate/look-alike.ts).
+  'reason.label.lookAlike.zpl': 'the file is a ZPL thermal-printer label (^XA … ^XZ), not a PDF: export the label as PDF from the label system',
+  'reason.label.lookAlike.epl': 'the file is an EPL thermal-printer label, not a PDF: export the label as PDF from the label system',
+  'reason.label.lookAlike.png': 'the file is a PNG image, not a PDF: print or export the label to PDF instead of saving a picture of it',
+  'reason.label.lookAlike.jpeg': 'the file is a JPEG image, not a PDF: print or export the label to PDF instead of saving a picture of it',
+  'reason.label.lookAlike.tiff': 'the file is a TIFF image, not a PDF: print or export the label to PDF instead of saving a picture of it',
+  'reason.label.lookAlike.gif': 'the file is a GIF image, not a PDF: print or export the label to PDF instead of saving a picture of it',
+  'reason.label.lookAlike.office-zip': 'the file is an Office document (Word, Excel or PowerPoint), not a PDF: save or export it as PDF',
+  'reason.label.lookAlike.zip': 'the file is a ZIP archive, not a PDF: unpack it and drop the PDF it holds',
+  'reason.label.lookAlike.office-ole2': 'the file is an older Office document (.doc, .xls or .ppt), not a PDF: save or export it as PDF',
+  'reason.label.lookAlike.html': 'the file is an HTML web page, not a PDF: print the page to PDF (or save the label as PDF) instead of saving the page',
+  'reason.cte.lookAlike.nfe':
+    'the root element <{root}> is an NF-e (a goods invoice, modelo 55 or 65), not a CT-e: drop the CT-e issued for the transport, whose root is CTe or cteProc',
+  'reason.cte.lookAlike.nfe-event':
+    'the root element <{root}> is an NF-e event, not a CT-e: drop the CT-e issued for the transport, whose root is CTe or cteProc',
+  'reason.cte.lookAlike.mdfe':
+    'the root element <{root}> is an MDF-e (a cargo manifest, modelo 58), not a CT-e: drop the CT-e issued for the delivery, whose root is CTe or cteProc',
+  'reason.cte.lookAlike.mdfe-event':
+    'the root element <{root}> is an MDF-e event, not a CT-e: drop the CT-e issued for the delivery, whose root is CTe or cteProc',
+  'reason.cte.lookAlike.cte-event':
+    'the root element <{root}> is a CT-e event (e.g. a carta de correção or a cancellation), not a CT-e: drop the CT-e itself, whose root is CTe or cteProc',
+  'reason.cte.lookAlike.other': 'the root element <{root}> is not a CT-e: drop the CT-e XML, whose root is CTe, cteProc, CTeOS or cteOSProc',
+  // Labels sent without the padding after %%EOF (issue 30), CT-e read in another encoding.
+  'history.validPadding': 'checked: valid; sent without {bytes} bytes of padding after %%EOF',
+  'cli.validate.endsAtEof': 'ends with %%EOF',
+  'cli.validate.padding': 'sent without {bytes} bytes of padding after %%EOF (NUL, space, tab, CR, LF or form feed)',
+  'cli.validate.declared': 'declared {encoding}: sent as UTF-8, with its declaration saying UTF-8 (nothing else changed)',
 } as const;
 
 export type MessageKey = keyof typeof EN;

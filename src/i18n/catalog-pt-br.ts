@@ -53,7 +53,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'reason.label.noEof':
     'o arquivo não tem o marcador %%EOF: está cortado ou não terminou de ser gravado; a API exige que o arquivo TERMINE com %%EOF: exporte-o de novo por completo',
   'reason.label.trailingData':
-    'há {bytes} bytes além de quebras de linha, tabulações e espaços depois do último %%EOF; a API exige que o arquivo TERMINE com %%EOF: remova-os (ou salve o PDF de novo)',
+    'há {bytes} bytes depois do último %%EOF e nem todos são preenchimento (o primeiro outro byte, {firstByte}, está na posição {offset}); a API exige que o arquivo TERMINE com %%EOF: remova-os (ou salve o PDF de novo)',
   'reason.label.bytesBeforeHeader':
     '{bytes, plural, one {# byte vem} other {# bytes vêm}} antes do cabeçalho %PDF-; a API exige que o arquivo COMECE com %PDF: remova-os',
   'reason.label.headerNoVersion': 'o cabeçalho {header} não tem versão no formato %PDF-<dígito>.<dígito>; exporte o PDF de novo',
@@ -343,4 +343,29 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'warning.cte.keyNumber': 'o nCT {key} da chave de acesso difere de infCte/ide/nCT {field}',
   'warning.cte.keyCnpj': 'o CNPJ {key} da chave de acesso difere de infCte/emit/CNPJ {field}',
   'warning.cte.keyDigit': 'o dígito verificador {digit} da chave de acesso está errado',
+  'reason.label.lookAlike.zpl': 'o arquivo é uma etiqueta ZPL de impressora térmica (^XA … ^XZ), não um PDF: exporte a etiqueta em PDF no sistema de etiquetas',
+  'reason.label.lookAlike.epl': 'o arquivo é uma etiqueta EPL de impressora térmica, não um PDF: exporte a etiqueta em PDF no sistema de etiquetas',
+  'reason.label.lookAlike.png': 'o arquivo é uma imagem PNG, não um PDF: imprima ou exporte a etiqueta em PDF em vez de salvar uma imagem dela',
+  'reason.label.lookAlike.jpeg': 'o arquivo é uma imagem JPEG, não um PDF: imprima ou exporte a etiqueta em PDF em vez de salvar uma imagem dela',
+  'reason.label.lookAlike.tiff': 'o arquivo é uma imagem TIFF, não um PDF: imprima ou exporte a etiqueta em PDF em vez de salvar uma imagem dela',
+  'reason.label.lookAlike.gif': 'o arquivo é uma imagem GIF, não um PDF: imprima ou exporte a etiqueta em PDF em vez de salvar uma imagem dela',
+  'reason.label.lookAlike.office-zip': 'o arquivo é um documento do Office (Word, Excel ou PowerPoint), não um PDF: salve-o ou exporte-o em PDF',
+  'reason.label.lookAlike.zip': 'o arquivo é um arquivo compactado ZIP, não um PDF: descompacte-o e coloque o PDF que ele contém',
+  'reason.label.lookAlike.office-ole2': 'o arquivo é um documento antigo do Office (.doc, .xls ou .ppt), não um PDF: salve-o ou exporte-o em PDF',
+  'reason.label.lookAlike.html': 'o arquivo é uma página web HTML, não um PDF: imprima a página em PDF (ou salve a etiqueta em PDF) em vez de salvar a página',
+  'reason.cte.lookAlike.nfe':
+    'o elemento raiz <{root}> é uma NF-e (nota fiscal de mercadorias, modelo 55 ou 65), não um CT-e: coloque o CT-e emitido para o transporte, cuja raiz é CTe ou cteProc',
+  'reason.cte.lookAlike.nfe-event':
+    'o elemento raiz <{root}> é um evento de NF-e, não um CT-e: coloque o CT-e emitido para o transporte, cuja raiz é CTe ou cteProc',
+  'reason.cte.lookAlike.mdfe':
+    'o elemento raiz <{root}> é um MDF-e (manifesto de carga, modelo 58), não um CT-e: coloque o CT-e emitido para a entrega, cuja raiz é CTe ou cteProc',
+  'reason.cte.lookAlike.mdfe-event':
+    'o elemento raiz <{root}> é um evento de MDF-e, não um CT-e: coloque o CT-e emitido para a entrega, cuja raiz é CTe ou cteProc',
+  'reason.cte.lookAlike.cte-event':
+    'o elemento raiz <{root}> é um evento de CT-e (por exemplo uma carta de correção ou um cancelamento), não um CT-e: coloque o próprio CT-e, cuja raiz é CTe ou cteProc',
+  'reason.cte.lookAlike.other': 'o elemento raiz <{root}> não é um CT-e: coloque o XML do CT-e, cuja raiz é CTe, cteProc, CTeOS ou cteOSProc',
+  'history.validPadding': 'verificado: válido; enviado sem os {bytes} bytes de preenchimento depois do %%EOF',
+  'cli.validate.endsAtEof': 'termina com %%EOF',
+  'cli.validate.padding': 'enviado sem os {bytes} bytes de preenchimento depois do %%EOF (NUL, espaço, tabulação, CR, LF ou form feed)',
+  'cli.validate.declared': 'declarado {encoding}: enviado como UTF-8, com a declaração dizendo UTF-8 (nada mais muda)',
 };

@@ -16,7 +16,7 @@ export function describeStep(step: JourneyStep, lang: Lang = 'en'): string {
     case 'claimed':
       return t('history.claimed', { host: step.host ?? '?', pid: String(step.pid ?? '?') });
     case 'valid':
-      return t('history.valid');
+      return step.paddingBytes === undefined ? t('history.valid') : t('history.validPadding', { bytes: String(step.paddingBytes) });
     case 'refused':
       return t('history.refused', {
         code: step.code ?? '?',

@@ -2,6 +2,7 @@ import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { SyncError, type ErrorCode } from '../errors.js';
 import { reasonOf, refusal, renderReason, type Reason } from '../i18n/reason.js';
 import { parseEventAt } from './event-at.js';
+import { cteLookAlike, cteLookAlikeReason } from './look-alike.js';
 import { accessKeyDigit, cnpjProblem, cpfProblem, isAllZeros, type ValueProblem } from './tax-id.js';
 import { accept, reject, type Verdict } from './verdict.js';
 import { decodeXml } from './xml-encoding.js';
@@ -23,8 +24,10 @@ import { asNode, child, childAt, hasTextDeep, text, type XmlNode } from './xml-t
  */
 
 export interface CteSummary {
-  /** The decoded text, BOM stripped: what is sent as xml_cte_string. */
+  /** The decoded text, BOM stripped, its declaration saying UTF-8: what is sent as xml_cte_string. */
   xml: string;
+  /** The encoding its declaration named when that was not UTF-8 (the declaration sent says UTF-8); null otherwise. */
+  declaredEncoding: string | null;
   root: string;
   model: '57' | '67' | null;
   version: string;
@@ -77,8 +80,9 @@ export function checkCte(bytes: Uint8Array, options: { maxBytes: number }): Verd
     return fail('CTE_TOO_LARGE', reasonOf('reason.cte.tooLarge', { bytes: String(bytes.length), max: String(options.maxBytes) }));
   }
   if (bytes.length === 0) return fail('CTE_NOT_XML', reasonOf('reason.cte.empty'));
-  const xml = decodeXml(bytes);
-  if (xml instanceof SyncError) return reject(xml);
+  const decoded = decodeXml(bytes);
+  if (decoded instanceof SyncError) return reject(decoded);
+  const xml = decoded.text;
   if (/<!(DOCTYPE|ENTITY)/i.test(xml)) {
     return fail('CTE_DOCTYPE', reasonOf('reason.cte.doctype'));
   }
@@ -98,13 +102,15 @@ export function checkCte(bytes: Uint8Array, options: { maxBytes: number }): Verd
     return fail('CTE_NOT_XML', reasonOf('reason.cte.unreadable', { detail: error instanceof Error ? error.message : String(error) }));
   }
   const root = Object.keys(tree).find((key) => !key.startsWith('?')) ?? '';
-  return checkDocument(xml, root, tree[root]);
+  const verdict = checkDocument(xml, root, tree[root]);
+  return verdict.ok ? accept({ ...verdict.value, declaredEncoding: decoded.declared }, verdict.warningReasons) : verdict;
 }
 
-function checkDocument(xml: string, root: string, rootNode: unknown): Verdict<CteSummary> {
+function checkDocument(xml: string, root: string, rootNode: unknown): Verdict<Omit<CteSummary, 'declaredEncoding'>> {
   const documentName = DOCUMENT_OF.get(root);
   if (documentName === undefined) {
-    return fail('CTE_NOT_CTE', reasonOf(/evento/i.test(root) ? 'reason.cte.rootIsEvent' : 'reason.cte.rootNotCte', { root }));
+    const lookAlike = cteLookAlike(root);
+    return fail('CTE_NOT_CTE', cteLookAlikeReason(lookAlike, root), { lookAlike, root });
   }
   const document = root === documentName ? rootNode : child(rootNode, documentName);
   if (document === undefined) return fail('CTE_NOT_CTE', reasonOf('reason.cte.noDocument', { root, document: documentName }));
@@ -212,6 +218,6 @@ function shorten(value: string): string {
   return value.length > 60 ? `${value.slice(0, 60)}…` : value;
 }
 
-function fail(code: ErrorCode, reason: Reason, params?: Record<string, unknown>): Verdict<CteSummary> {
+function fail<T = CteSummary>(code: ErrorCode, reason: Reason, params?: Record<string, unknown>): Verdict<T> {
   return reject(refusal(code, reason, params === undefined ? {} : { params }));
 }

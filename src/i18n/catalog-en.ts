@@ -71,8 +71,6 @@ export const EN = {
   'reason.cte.encodingUnknown': 'the XML declares encoding "{encoding}", which we do not read; save the CT-e as UTF-8 (or ISO-8859-1)',
   'reason.cte.encodingInvalid':
     'the file is not valid {encoding} (first bad byte on line {line}); save it as UTF-8 or declare its real encoding, e.g. <?xml version="1.0" encoding="ISO-8859-1"?>',
-  'reason.cte.rootIsEvent': 'the root element <{root}> is a CT-e event (e.g. a carta de correção), not a CT-e; expected CTe, cteProc, CTeOS or cteOSProc',
-  'reason.cte.rootNotCte': 'the root element <{root}> is not a CT-e; expected CTe, cteProc, CTeOS or cteOSProc',
   'reason.cte.noDocument': '<{root}> holds no <{document}>; send the processed CT-e as issued',
   'reason.cte.noInfCte': "infCte is missing from <{document}>; the API requires the CT-e's infCte",
   'reason.cte.cancelledProc': 'the {root} carries procCancCTe (a cancellation): a cancelled CT-e cannot document a delivery; send the CT-e that replaced it',

@@ -69,9 +69,6 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'reason.cte.encodingUnknown': 'o XML declara a codificação "{encoding}", que não lemos; salve o CT-e em UTF-8 (ou ISO-8859-1)',
   'reason.cte.encodingInvalid':
     'o arquivo não é {encoding} válido (primeiro byte inválido na linha {line}); salve-o em UTF-8 ou declare a codificação real, por exemplo <?xml version="1.0" encoding="ISO-8859-1"?>',
-  'reason.cte.rootIsEvent':
-    'o elemento raiz <{root}> é um evento de CT-e (por exemplo uma carta de correção), não um CT-e; esperado CTe, cteProc, CTeOS ou cteOSProc',
-  'reason.cte.rootNotCte': 'o elemento raiz <{root}> não é um CT-e; esperado CTe, cteProc, CTeOS ou cteOSProc',
   'reason.cte.noDocument': '<{root}> não contém <{document}>; envie o CT-e processado como foi emitido',
   'reason.cte.noInfCte': 'falta infCte em <{document}>; a API exige o infCte do CT-e',
   'reason.cte.cancelledProc': 'o {root} traz procCancCTe (um cancelamento): um CT-e cancelado não pode documentar uma entrega; envie o CT-e que o substituiu',

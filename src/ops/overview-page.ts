@@ -258,13 +258,24 @@ function renderNotifications(channels: OverviewDetails['notifications'], t: Tran
       const sent =
         c.lastSent === null
           ? `<span class="empty">${t('ui.notify.noneYet')}</span>`
-          : `${timeTag(c.lastSent.at, shortTime(c.lastSent.at))} <code>${escape(c.lastSent.condition)}</code> ${escape(c.lastSent.state)}: ${escape(c.lastSent.summary)}`;
+          : `${timeTag(c.lastSent.at, shortTime(c.lastSent.at))} <code>${escape(c.lastSent.condition)}</code> ${escape(stateWord(c.lastSent.state, t))}: ${escape(c.lastSent.summary)}`;
       const failure = c.lastFailure === null ? '' : `${timeTag(c.lastFailure.at, shortTime(c.lastFailure.at))} ${escape(c.lastFailure.reason)}`;
       return `<tr data-channel="${escape(c.channel)}"><td><b>${escape(c.channel)}</b></td><td><code>${escape(c.target)}</code></td><td class="reason"><div class="clamp">${sent}</div></td><td class="reason"><div class="clamp">${failure}</div></td></tr>`;
     })
     .join('');
   return `<h2 id="notifications">${t('ui.notify.title')} <small>${t('ui.notify.note')}</small></h2>
 <div class="scroll"><table class="list"><thead><tr><th>${t('ui.notify.channel')}</th><th>${t('ui.notify.to')}</th><th>${t('ui.notify.lastSent')}</th><th>${t('ui.notify.lastFailed')}</th></tr></thead><tbody>${rows === '' ? `<tr><td colspan="4" class="empty">${escape(t('ui.notify.empty'))}</td></tr>` : rows}</tbody></table></div>`;
+}
+
+/** A notification's state as its e-mail title says it (FIRING, ALERTA …); an unknown one as it is. */
+function stateWord(state: string, t: Translate): string {
+  return state === 'firing'
+    ? t('notify.state.firing')
+    : state === 'resolved'
+      ? t('notify.state.resolved')
+      : state === 'digest'
+        ? t('notify.state.digest')
+        : state;
 }
 
 function unavailable(t: Translate): string {

@@ -1,0 +1,97 @@
+/**
+ * With replicas, a request leaves only once its attempt record is on one: the gate's `enter` is
+ * followed by `WAIT 1 <timeoutMs>` in the same pipeline (one round trip). A failover can then lose an
+ * attempt record only for a request that never went out, so a promoted replica still knows who owns
+ * every request on the wire (attempt-owner.ts), and a successor waits for that owner instead of
+ * buying the answer again.
+ *
+ * WAIT blocks the connection it is sent on until the replica acknowledges (or the timeout), so the
+ * enter and its WAIT go on a connection of their own, never on the one BullMQ renews its locks on.
+ *
+ * Whether there are replicas: `INFO replication` (`connected_slaves`) of the primary, read at start,
+ * after each reconnect (a failover changes the answer), and every RECHECK_MS; on a Cluster, whether
+ * any replica node is known. No replica: no WAIT, nothing added to the push path.
+ *
+ * When WAIT times out (no replica acknowledged within `timeoutMs`: it lags, or the link is down but
+ * not yet noticed), the request does NOT leave. The gate's slot and lock are given back and the job
+ * asks again a second later. Sending anyway would re-open the very hole this closes (a failover now
+ * would promote a replica that has never heard of the request, and its answer would be bought again);
+ * holding costs only time, and a replica that is really gone is dropped from `connected_slaves` by
+ * the primary after `repl-timeout` (60 s by default), after which requests go without WAIT. One warn
+ * line when acknowledgements stop, one info line when they come again.
+ */
+import type { Logger } from '../log.js';
+import { Cluster } from 'ioredis';
+import type { RedisConnection } from '../store/redis.js';
+
+/** How long a request waits for a replica's acknowledgement; a healthy one answers in a millisecond or two. */
+export const REPLICA_WAIT_MS = 500;
+const RECHECK_MS = 5000;
+
+export interface ReplicaWait {
+  /** How many replicas the primary has, as last read (0: no WAIT). */
+  replicas(): number;
+  readonly timeoutMs: number;
+  /** The connection the enter and its WAIT go on (made on first use). */
+  connection(): RedisConnection;
+  /** A WAIT's reply after a 'go': true when a replica has the attempt record. Logs the start and end of a lag episode. */
+  acknowledged(acks: number): boolean;
+  close(): Promise<void>;
+}
+
+export function watchReplicas(redis: RedisConnection, logger: Logger, timeoutMs = REPLICA_WAIT_MS): ReplicaWait {
+  let count = 0;
+  let own: RedisConnection | null = null;
+  let lagSince: number | null = null;
+  let held = 0;
+  const read = async (): Promise<void> => {
+    try {
+      if (redis instanceof Cluster) {
+        count = redis.nodes('slave').length;
+        return;
+      }
+      const info = await redis.info('replication');
+      count = Number(/^connected_slaves:(\d+)/m.exec(info)?.[1] ?? 0);
+    } catch {
+      // Redis away: keep the last figure; the next read (a reconnect's) sets it.
+    }
+  };
+  const onReady = (): void => void read();
+  redis.on('ready', onReady);
+  const timer = setInterval(onReady, RECHECK_MS);
+  timer.unref();
+  void read();
+  return {
+    replicas: () => count,
+    timeoutMs,
+    connection() {
+      if (own === null) {
+        own = redis.duplicate();
+        // Its errors are the main connection's (same server, same moments): redis-health.ts reports those.
+        own.on('error', () => {});
+      }
+      return own;
+    },
+    acknowledged(acks) {
+      if (acks >= 1) {
+        if (lagSince !== null) {
+          logger.info({ lagMs: Math.round(performance.now() - lagSince), requestsHeld: held }, 'Redis replica acknowledges again: requests leave again');
+          lagSince = null;
+        }
+        return true;
+      }
+      if (lagSince === null) {
+        lagSince = performance.now();
+        held = 0;
+        logger.warn({ timeoutMs, replicas: count }, 'no Redis replica acknowledged a request\'s attempt record: requests wait until one does (one line when it does)');
+      }
+      held += 1;
+      return false;
+    },
+    async close() {
+      clearInterval(timer);
+      redis.off('ready', onReady);
+      own?.disconnect();
+    },
+  };
+}

@@ -55,7 +55,8 @@ interface Held {
   wake: () => void;
 }
 
-export function createKeptAnswers(isUnavailable: (error: unknown) => boolean, logger: Logger): KeptAnswers {
+/** `onLate`: an answer was written after being kept (the deployment's counter for the failover message). */
+export function createKeptAnswers(isUnavailable: (error: unknown) => boolean, logger: Logger, onLate: () => void = () => {}): KeptAnswers {
   const held = new Map<string, Held>();
   let late = 0;
   let isClosed = false;
@@ -75,6 +76,7 @@ export function createKeptAnswers(isUnavailable: (error: unknown) => boolean, lo
       try {
         await write();
         late += 1;
+        onLate();
         logger.debug({ jobId: answer.jobId }, 'kept answer written');
         return;
       } catch (error) {

@@ -1,4 +1,8 @@
-/** The worker role: one BullMQ worker per item kind, sharing one API client and one rate limiter. */
+/**
+ * The worker role: one BullMQ worker per item kind, sharing one API client, one rate limiter, the
+ * answers this process keeps while Redis cannot take them (push/kept-answers.ts), its liveness as
+ * their owner (gate/attempt-owner.ts), and the replica watch (gate/replica-wait.ts).
+ */
 import { Worker } from 'bullmq';
 import { apiClientFor } from './api-client.js';
 import { rateLimiterFor } from '../queue/limiter.js';
@@ -6,6 +10,10 @@ import { createPushGate, pushGateOptions } from '../queue/push-gate.js';
 import { ITEM_KINDS } from '../queue/keys.js';
 import type { ItemJob } from '../queue/payloads.js';
 import { createProcessor } from '../push/processor.js';
+import { createKeptAnswers } from '../push/kept-answers.js';
+import { keepOwnerAlive, ownerTiming, SELF_OWNER } from '../gate/attempt-owner.js';
+import { watchReplicas } from '../gate/replica-wait.js';
+import { isRedisUnavailable } from '../store/redis-health.js';
 import type { ApiTarget } from './api-target.js';
 import type { Context } from './context.js';
 import type { Metrics } from '../ops/metrics.js';
@@ -17,7 +25,20 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
   const client = apiClientFor(config, target, { logger, onResponse: (sample) => metrics.observeRequest(sample) });
   ctx.closers.push('api client', () => client.close());
   const limiter = rateLimiterFor(ctx, target.carrierKey);
-  const gate = createPushGate(ctx.redis, ctx.keys, target.carrierKey, pushGateOptions(config));
+  const kept = createKeptAnswers(isRedisUnavailable, log, () => {
+    ctx.redis.hincrby(ctx.keys.answerCounts, 'late', 1).catch((error: unknown) => log.debug({ err: error }, 'counting a late answer failed'));
+  });
+  ctx.health.onWritable(() => kept.wake());
+  const timing = ownerTiming(config.delivery.lockMs);
+  const liveness = keepOwnerAlive(ctx.redis, ctx.keys, timing, () => kept.held(), log);
+  const replicas = watchReplicas(ctx.redis, log);
+  // Closed after the workers (the stack runs last-in first-out): a kept answer is written or given up first.
+  ctx.closers.push('owner liveness', async () => {
+    kept.close();
+    await replicas.close();
+    await liveness.close();
+  });
+  const gate = createPushGate(ctx.redis, ctx.keys, target.carrierKey, { ...pushGateOptions(config), owner: { self: SELF_OWNER, graceMs: timing.graceMs }, replicas });
   const workers: Worker[] = [];
   for (const kind of ITEM_KINDS) {
     const processor = createProcessor({
@@ -28,6 +49,7 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
       limiter,
       authGate: ctx.authGate,
       attempts: ctx.attempts,
+      kept,
       stats: ctx.stats,
       queues: ctx.queues,
       delivery: config.delivery,
@@ -41,6 +63,9 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
       lockDuration: config.delivery.lockMs,
       stalledInterval: Math.max(1000, Math.floor(config.delivery.lockMs / 2)),
       maxStalledCount: 1000,
+      // After a failed fetch (Redis away, full, failing over) the worker tries again this soon, not
+      // BullMQ's 15 s: work flows again within seconds of Redis taking writes.
+      runRetryDelay: 2000,
       autorun: true,
     });
     worker.on('error', (error) => {

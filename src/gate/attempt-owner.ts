@@ -11,12 +11,13 @@
  *   - still missing after the grace → the owner died with the answer: the request is sent again,
  *     and the journey says so ("answer unknown: owner process died; sent again").
  *
- * Why a live owner is never taken for a dead one, even across a failover. The liveness key has a
- * TTL (`ttlMs`) and is written again every `ttlMs / 3`, and at once whenever the process's
- * connection becomes ready (a reconnect, possibly to a promoted replica that lacks the newest
- * writes); a kept answer's attempt record is asserted again at the same moments. A failover can
- * lose the key (it was not yet on the replica); the owner then writes it again within one reconnect
- * (ioredis retries at most every RECONNECT_MAX_MS) and one heartbeat. The successor's grace,
+ * Why a live owner is never taken for a dead one, even across a failover. The attempt record is on
+ * a replica before the request leaves (replica-wait.ts), so a promoted replica has it. The liveness
+ * key has a TTL (`ttlMs`) and is written again every `ttlMs / 3`, and at once whenever the
+ * process's connection becomes ready (a reconnect, possibly to a promoted replica that lacks the
+ * newest writes). A failover can lose the key (it was not yet on the replica); the owner then
+ * writes it again within one reconnect (ioredis retries at most every RECONNECT_MAX_MS) and one
+ * heartbeat. The successor's grace,
  * counted on Redis' clock from the first time it found the key missing, is longer than both
  * together, so a live owner is seen again before the grace ends. A dead owner costs one TTL plus
  * one grace before its job is sent again. The in-memory timers of the successor play no part: the
@@ -29,7 +30,6 @@ import type { Logger } from '../log.js';
 import type { Keys } from '../store/keys.js';
 import type { RedisConnection } from '../store/redis.js';
 import { RECONNECT_MAX_MS } from '../store/redis.js';
-import { defineScript } from '../store/script.js';
 
 /** The shortest liveness TTL: a shorter one would make every GC pause look like a death. */
 const MIN_TTL_MS = 3000;
@@ -90,44 +90,19 @@ end
 /** How long an attempt record is kept at most: far longer than any outage an answer is kept through. */
 export const ATTEMPT_RECORD_TTL_MS = 7 * 86_400_000;
 
-// KEYS: 1 the job's attempt record. ARGV: 1 this owner, 2 the attempt's slot member, 3 record ttl ms.
-// Writes the record again unless another run took the job over. Returns 1 when written, 0 if not.
-const REASSERT = defineScript(
-  'attemptReassert',
-  `
-local attemptKey = KEYS[1]
-local self, member, ttlMs = ARGV[1], ARGV[2], ARGV[3]
-local current = redis.call('HGET', attemptKey, 'm')
-if current and current ~= member then return 0 end
-redis.call('HSET', attemptKey, 'o', self, 'm', member)
-redis.call('PEXPIRE', attemptKey, ttlMs)
-return 1
-`,
-);
-
 export interface OwnerLiveness {
   close(): Promise<void>;
 }
 
 /**
- * Keeps this process's liveness key and, after each reconnect, the attempt records of the answers it
- * holds (`held`). Failures are quiet: redis-health.ts speaks for Redis being away.
+ * Keeps this process's liveness key: every `heartbeatMs`, and at once whenever the connection is
+ * ready (after a reconnect). Failures are quiet: redis-health.ts speaks for Redis being away.
  */
-export function keepOwnerAlive(
-  redis: RedisConnection,
-  keys: Keys,
-  timing: OwnerTiming,
-  held: () => ReadonlyArray<{ jobId: string; member: string }>,
-  logger: Logger,
-): OwnerLiveness {
+export function keepOwnerAlive(redis: RedisConnection, keys: Keys, timing: OwnerTiming, logger: Logger): OwnerLiveness {
   const key = keys.owner(SELF_OWNER);
   const beat = async (): Promise<void> => {
     try {
       await redis.set(key, String(Date.now()), 'PX', timing.ttlMs);
-      const answers = held();
-      if (answers.length === 0) return;
-      const calls = answers.map((answer) => ({ keys: [keys.attemptOwner(answer.jobId)], args: [SELF_OWNER, answer.member, ATTEMPT_RECORD_TTL_MS] }));
-      await REASSERT.many(redis, calls);
     } catch (error) {
       logger.debug({ err: error }, 'owner liveness not written (Redis away or refusing writes)');
     }

@@ -10,9 +10,9 @@
  *    `settled(jobId)` before it asks the gate;
  *  - a run in another process finds the job's attempt record naming this process as its owner, and
  *    this process alive (gate/attempt-owner.ts): it waits too.
- * After Redis comes back (a reconnect, possibly to a promoted replica that lacks the newest writes)
- * every kept answer's attempt record is asserted again before its write is tried, so a successor
- * never takes a live owner for a dead one.
+ * The attempt record itself outlives a failover: with replicas it is on one before the request
+ * leaves (gate/replica-wait.ts); the owner's liveness key is written again at once after each
+ * reconnect (gate/attempt-owner.ts), so a successor never takes a live owner for a dead one.
  *
  * Retrying is cheap and quiet: one write attempt per kept answer at most every RETRY_MAX_MS, at
  * once when the process sees Redis take writes again (`wake`); the outage or refusal itself is
@@ -39,7 +39,7 @@ export interface KeptAnswers {
   write(answer: KeptAnswer, write: () => Promise<void>): Promise<void>;
   /** Resolves once no answer of `jobId` is kept (at once when none is). */
   settled(jobId: string): Promise<void>;
-  /** The answers kept now (their attempt records are asserted again after a reconnect). */
+  /** The answers being written or kept now. */
   held(): KeptAnswer[];
   /** Redis takes writes again: try every kept answer now. */
   wake(): void;
@@ -88,18 +88,20 @@ export function createKeptAnswers(isUnavailable: (error: unknown) => boolean, lo
 
   return {
     async write(answer, write) {
-      try {
-        await write();
-        return;
-      } catch (error) {
-        if (!isUnavailable(error)) throw error;
-        const entry: Held = { answer, done: Promise.resolve(), wake: () => {} };
-        entry.done = keep(answer, write, error, entry).finally(() => {
-          if (held.get(answer.jobId) === entry) held.delete(answer.jobId);
-        });
-        held.set(answer.jobId, entry);
-        await entry.done;
-      }
+      // Held from the first try: a run of the same job in this process waits for it (settled).
+      const entry: Held = { answer, done: Promise.resolve(), wake: () => {} };
+      entry.done = (async () => {
+        try {
+          await write();
+        } catch (error) {
+          if (!isUnavailable(error)) throw error;
+          await keep(answer, write, error, entry);
+        }
+      })().finally(() => {
+        if (held.get(answer.jobId) === entry) held.delete(answer.jobId);
+      });
+      held.set(answer.jobId, entry);
+      await entry.done;
     },
     async settled(jobId) {
       await held.get(jobId)?.done.catch(() => undefined);

@@ -18,6 +18,9 @@ import type { ApiTarget } from './api-target.js';
 import type { Context } from './context.js';
 import type { Metrics } from '../ops/metrics.js';
 
+/** BullMQ's words for a job whose lock lapsed: a renewal that failed, a finish without the lock. */
+const LOCK_LOST = /^(could not renew lock for job|Missing lock for job)/;
+
 export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: Metrics): Promise<void> {
   const { config, logger } = ctx;
   const log = logger.child({ mod: 'push' });
@@ -30,7 +33,7 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
   });
   ctx.health.onWritable(() => kept.wake());
   const timing = ownerTiming(config.delivery.lockMs);
-  const liveness = keepOwnerAlive(ctx.redis, ctx.keys, timing, () => kept.held(), log);
+  const liveness = keepOwnerAlive(ctx.redis, ctx.keys, timing, log);
   const replicas = watchReplicas(ctx.redis, log);
   // Closed after the workers (the stack runs last-in first-out): a kept answer is written or given up first.
   ctx.closers.push('owner liveness', async () => {
@@ -69,7 +72,11 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
       autorun: true,
     });
     worker.on('error', (error) => {
-      if (!ctx.health.report(error, `worker:${kind}`)) log.error({ kind, err: error }, 'worker error');
+      if (ctx.health.report(error, `worker:${kind}`)) return;
+      // A job lock lost while Redis could not take writes (or just after): another run takes the job
+      // up, and the gate makes it wait for this process's answer (kept-answers.ts). Its echo, not news.
+      if (LOCK_LOST.test(error.message) && ctx.health.isTroubled(2 * config.delivery.lockMs)) log.debug({ kind, err: error }, 'job lock lost during a Redis episode');
+      else log.error({ kind, err: error }, 'worker error');
     });
     workers.push(worker);
   }

@@ -9,7 +9,7 @@ import type { Job } from 'bullmq';
 import type { SyncError } from '../errors.js';
 import type { ItemJob, ItemResult, OutcomeMessage } from '../queue/payloads.js';
 import { outcomeEntryJson, outcomeKeys } from '../queue/outcome-list.js';
-import type { AttemptAnswer, SlotUse } from '../queue/push-gate.js';
+import type { AttemptAnswer, SlotUse } from '../gate/push-gate.js';
 import type { PushDeps } from './deps.js';
 
 export async function finishItem(

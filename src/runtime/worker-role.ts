@@ -5,9 +5,9 @@
  */
 import { Worker } from 'bullmq';
 import { apiClientFor } from './api-client.js';
-import { rateLimiterFor } from '../queue/limiter.js';
-import { createPushGate, pushGateOptions } from '../queue/push-gate.js';
-import { ITEM_KINDS } from '../queue/keys.js';
+import { rateLimiterFor } from '../gate/limiter.js';
+import { createPushGate, pushGateOptions } from '../gate/push-gate.js';
+import { ITEM_KINDS } from '../store/keys.js';
 import type { ItemJob } from '../queue/payloads.js';
 import { createProcessor } from '../push/processor.js';
 import { createKeptAnswers } from '../push/kept-answers.js';

@@ -16,7 +16,7 @@
 import { isRedisUnavailable } from '../store/redis-health.js';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SPOOL_KINDS, type SpoolKind } from '../queue/keys.js';
+import { SPOOL_KINDS, type SpoolKind } from '../store/keys.js';
 import type { SpoolPaths } from './paths.js';
 import { claimPass } from './claim-pass.js';
 import { watchInboxes } from './inbox-events.js';

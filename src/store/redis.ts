@@ -3,7 +3,17 @@ import { Cluster, Redis } from 'ioredis';
 /** A Redis server or a Redis Cluster: every module takes either. */
 export type RedisConnection = Redis | Cluster;
 
-const retryStrategy = (times: number): number => Math.min(times * 200, 5000);
+/** The longest wait between two reconnect attempts (gate/attempt-owner.ts counts on it). */
+export const RECONNECT_MAX_MS = 5000;
+
+const retryStrategy = (times: number): number => Math.min(times * 200, RECONNECT_MAX_MS);
+
+/**
+ * A primary that became a replica answers writes with READONLY, and cuts blocking commands with
+ * UNBLOCKED (a managed service failing over behind one name): reconnect (the name then leads to the
+ * new primary) and send the command again, instead of failing every write until a restart.
+ */
+const reconnectOnError = (error: Error): 2 | false => (/^(READONLY|UNBLOCKED)/.test(error.message) ? 2 : false);
 
 /**
  * One connection as BullMQ wants it (no per-request retry limit: BullMQ's blocking commands must
@@ -12,7 +22,7 @@ const retryStrategy = (times: number): number => Math.min(times * 200, 5000);
  * and multi-key command stays within one slot.
  */
 export function connectRedis(url: string, name: string, isCluster = false): RedisConnection {
-  if (!isCluster) return new Redis(url, { maxRetriesPerRequest: null, connectionName: name, enableReadyCheck: true, retryStrategy });
+  if (!isCluster) return new Redis(url, { maxRetriesPerRequest: null, connectionName: name, enableReadyCheck: true, retryStrategy, reconnectOnError });
   const nodes = url.split(',').map((part) => {
     const parsed = new URL(part.trim());
     return { host: parsed.hostname, port: Number(parsed.port || 6379) };
@@ -24,6 +34,7 @@ export function connectRedis(url: string, name: string, isCluster = false): Redi
     redisOptions: {
       maxRetriesPerRequest: null,
       connectionName: name,
+      reconnectOnError,
       ...(first.username === '' ? {} : { username: decodeURIComponent(first.username) }),
       ...(first.password === '' ? {} : { password: decodeURIComponent(first.password) }),
       ...(first.protocol === 'rediss:' ? { tls: {} } : {}),

@@ -36,11 +36,11 @@ export interface Keys {
   readonly authFailure: string;
   /**
    * Per delivery, the earlier layout of the event_at claims (hash: normalised event_at → the source
-   * that claimed it, or `done:<source>`): read where the compact claims have none (dedup.ts).
+   * that claimed it, or `done:<source>`): read where the compact claims have none (gate/event-claims.ts).
    */
   dedup(deliveryId: string): string;
   /**
-   * The event_at claims of every delivery, in compact records (see dedup.ts): the name stem of the
+   * The event_at claims of every delivery, in compact records (see gate/event-claims.ts): the name stem of the
    * shard that holds `deliveryId`'s claims; the time bucket's number follows it
    * (`event-claims:<shard>:<bucket>`, one string each).
    */
@@ -74,6 +74,14 @@ export interface Keys {
   readonly authEpoch: string;
   /** Errors of every attempt of one job (a list of JSON objects). */
   attempts(jobId: string): string;
+  /** Per job: its attempt on the wire and the process that owns its answer (hash o, m, g; gate/attempt-owner.ts). */
+  attemptOwner(jobId: string): string;
+  /** Per worker process: set while it lives (PX, renewed; gate/attempt-owner.ts). */
+  owner(ownerId: string): string;
+  /** Deployment-wide: kept answers written late, requests sent again after their owner died (hash late, resent). */
+  readonly answerCounts: string;
+  /** A few bytes the Redis health probe writes to learn that writes are taken again (store/redis-health.ts). */
+  readonly healthProbe: string;
   /** An events file in flight: its expected and finished job ids. */
   batch(batchId: string): string;
   batchJobs(batchId: string): string;
@@ -82,7 +90,7 @@ export interface Keys {
   readonly stats: string;
   /** Last applied webhook registration (JSON). */
   readonly webhookApplied: string;
-  /** What happened in one epoch minute, every process adding (hash, expires): see `queue/activity.ts`. */
+  /** What happened in one epoch minute, every process adding (hash, expires): see `store/activity.ts`. */
   activity(epochMinute: number): string;
   /** `activity(minute)` is this stem and the minute (for Lua that computes the minute itself). */
   readonly activityStem: string;
@@ -95,7 +103,7 @@ export interface Keys {
   spoolLease(spoolId: string): string;
   /** The ids of the spools whose lease was ever taken (a set), for `status`. */
   readonly spools: string;
-  /** This deployment's random id (a string, written once with SET NX): see `queue/deployment.ts`. */
+  /** This deployment's random id (a string, written once with SET NX): see `store/deployment.ts`. */
   readonly deploymentId: string;
   /** Notifications (see `notify/`): what one condition (of one subject, e.g. a spool) is in: hash {state, episode, since}. */
   notifyState(condition: string, subject?: string): string;
@@ -114,7 +122,7 @@ export interface Keys {
   readonly notifyLast: string;
   /** The channels the scheduler runs with (hash channel → where it sends, without secrets). */
   readonly notifyChannels: string;
-  /** Per epoch day: every delivery's steps of that day (hash: delivery id → steps; queue/journey.ts). */
+  /** Per epoch day: every delivery's steps of that day (hash: delivery id → steps; journey/journey.ts). */
   journeyDay(epochDay: number): string;
   /** `journeyDay(day)` is this stem and the day (for Lua that computes the day itself). */
   readonly journeyDayStem: string;
@@ -147,6 +155,10 @@ export function createKeys(prefix: string): Keys {
     upgrades: k('upgrades'),
     documentLock: (kind, deliveryId) => k('doc-lock', kind, deliveryId),
     attempts: (jobId) => k('attempts', jobId),
+    attemptOwner: (jobId) => k('attempt-owner', jobId),
+    owner: (ownerId) => k('owner', ownerId),
+    answerCounts: k('answer-counts'),
+    healthProbe: k('health-probe'),
     batch: (batchId) => k('batch', batchId),
     batchJobs: (batchId) => k('batch', batchId, 'jobs'),
     batchDone: (batchId) => k('batch', batchId, 'done'),

@@ -5,8 +5,8 @@
  * `attempt` step — one without an answer says so ("no answer recorded").
  */
 import { absoluteStepLine, deliveryOfName, epochDayOf, fileIndexEntry, KIND_OF_CODE, shaIndexEntry, type JourneyKind, type StoredStep } from './journey.js';
-import type { Keys } from './keys.js';
-import type { RedisConnection } from './redis.js';
+import type { Keys } from '../store/keys.js';
+import type { RedisConnection } from '../store/redis.js';
 
 export interface JourneyStep {
   at: string;
@@ -251,6 +251,8 @@ export function describeStep(step: JourneyStep): string {
       return `not sent: superseded by ${step.supersededBy ?? `a newer ${step.kind}`}`;
     case 'already-accepted':
       return 'not sent again: the API holds these bytes already';
+    case 'resent':
+      return step.message ?? 'answer unknown: owner process died; sent again';
     case 'accepted':
       return 'accepted by the API';
     case 'dead-lettered':

@@ -24,7 +24,7 @@ import { durationText } from './loop.js';
 import { makeNotification, type Origin } from './message.js';
 import type { Sender } from './sender.js';
 
-/** How long after a failover the counts are read for its message. */
+/** How long after a failover the counts are read for its message, unless told (notify-role.ts: six checks, 30 s by default). */
 const FAILOVER_SETTLE_MS = 30_000;
 
 export interface RedisFullWatch {

@@ -51,9 +51,12 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
       closers.push('managed redis-server', () => managed.stop());
       redisUrl = managed.url;
     }
-    const redis = connectRedis(redisUrl, `carrier-sync:${name}`, config.redis.cluster);
+    // A failover seen by ioredis' reconnect-on-error (the command is sent again, never fails to us).
+    let onFailover = (_error: Error): void => {};
+    const redis = connectRedis(redisUrl, `carrier-sync:${name}`, config.redis.cluster, (error) => onFailover(error));
     const keys = createKeys(config.prefix);
     const health = trackRedisHealth(redis, logger.child({ mod: 'redis' }), { probeKey: keys.healthProbe });
+    onFailover = (error) => void health.report(error, 'failover');
     redis.on('error', (error) => {
       if (!health.report(error, 'connection')) logger.warn({ err: error }, 'redis connection error');
     });

@@ -98,7 +98,9 @@ async function startChecks(ctx: Context, limiter: RateLimiter | null, sender: Se
 
 /** Redis full and Redis failovers: told from this process's health, each message once across processes (redis-full.ts). */
 function watchRedisWrites(ctx: Context, sender: Sender, origin: Origin, log: Logger): void {
-  const watch = watchRedisFull(ctx.redis, ctx.keys, ctx.health, sender, origin, () => ctx.clock.now(), log);
+  // A failover's message waits until the answers kept through it are written (a few checks).
+  const failoverSettleMs = Math.max(5000, 6 * ctx.config.notify.checkIntervalMs);
+  const watch = watchRedisFull(ctx.redis, ctx.keys, ctx.health, sender, origin, () => ctx.clock.now(), log, { failoverSettleMs });
   const timer = setInterval(() => void watch.tick(), ctx.config.notify.checkIntervalMs);
   timer.unref();
   ctx.health.onChange(() => void watch.tick());

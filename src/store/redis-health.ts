@@ -6,12 +6,16 @@
  *                   error while the main connection is not ready; ends when it is ready again.
  *   writes-refused  Redis answers but refuses writes: OOM (maxmemory reached under noeviction),
  *                   NOREPLICAS (min-replicas-to-write not met), MISCONF (a failed RDB save with
- *                   stop-writes-on-bgsave-error). Ends when a probe write (a tiny key, SET PX,
- *                   every PROBE_MS) succeeds: nothing else tells that memory was freed or raised.
+ *                   stop-writes-on-bgsave-error). Ends when probe writes (a tiny key, SET PX,
+ *                   every PROBE_MS) succeed QUIET_PROBES times in a row with no refusal seen
+ *                   meanwhile: nothing else tells that memory was freed or raised, and a Redis at its
+ *                   limit flaps (a freed byte lets a write through, which fills it again).
  *   failover        a primary changed under us: READONLY (we still talk to the old primary, now a
  *                   replica), UNBLOCKED … master -> replica (a blocking command cut by the switch),
- *                   "Too many Cluster redirections", CLUSTERDOWN, TRYAGAIN, MASTERDOWN. Ends when a
- *                   probe write succeeds (the connection has found the new primary).
+ *                   "Too many Cluster redirections", CLUSTERDOWN, TRYAGAIN, MASTERDOWN (also seen
+ *                   through ioredis' reconnect-on-error, redis.ts). Ends as a refusal does: the
+ *                   probe writes succeed (the connection has found the new primary). A failover
+ *                   seen after a lost connection turns that outage into a failover.
  * Entering an episode logs one warn with the first error; leaving it logs one info with its
  * duration (`outageMs`, `refusedMs`, `failoverMs`) and how many errors it absorbed. Within an
  * episode, errors of its kind go to debug only. Errors that are not about Redis' availability (a
@@ -88,6 +92,8 @@ export function redisRecoveries(): number {
 
 /** How often a refused or failing-over Redis is asked whether it takes writes again. */
 const PROBE_MS = 1000;
+/** Probe writes in a row, with no refusal seen meanwhile, that end a refusal or a failover. */
+const QUIET_PROBES = 2;
 
 export function isConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
@@ -159,6 +165,8 @@ export function trackRedisHealth(redis: RedisConnection, logger: Logger, options
   let outages = 0;
   let lastFailover: { at: number; durationMs: number } | null = null;
   let lastEndedAt = -Infinity;
+  let lastErrorAt = -Infinity;
+  let quietProbes = 0;
   let probe: NodeJS.Timeout | undefined;
   const writable: Array<() => void> = [];
   const changed: Array<(episode: RedisEpisode | null) => void> = [];
@@ -181,13 +189,25 @@ export function trackRedisHealth(redis: RedisConnection, logger: Logger, options
     for (const listener of changed) listener(null);
     for (const listener of writable) listener();
   };
+  // A Redis at its memory limit flaps: a write that frees memory (a trim, a deletion) lets the next
+  // few through, which fill it again. The episode ends only after QUIET_PROBES probe writes in a
+  // row succeeded with no refusal seen meanwhile, so one episode is one pair of lines.
   const startProbe = (): void => {
     clearInterval(probe);
+    quietProbes = 0;
     probe = setInterval(() => {
       if (redis.status !== 'ready') return;
-      redis.set(probeKey, '1', 'PX', 10_000).then(end, (error: unknown) => {
-        if (troubleOf(error) !== null) absorbed += 1;
-      });
+      const sentAt = now();
+      redis.set(probeKey, '1', 'PX', 10_000).then(
+        () => {
+          quietProbes = lastErrorAt < sentAt ? quietProbes + 1 : 0;
+          if (quietProbes >= QUIET_PROBES) end();
+        },
+        (error: unknown) => {
+          if (troubleOf(error) !== null) absorbed += 1;
+          quietProbes = 0;
+        },
+      );
     }, PROBE_MS);
     probe.unref();
   };
@@ -206,13 +226,20 @@ export function trackRedisHealth(redis: RedisConnection, logger: Logger, options
         logger.debug({ source, err: error }, 'Redis connection error');
         return true;
       }
-      // Within an episode (of any kind: a failover often shows as a lost connection too).
+      // Within an episode (of any kind: a failover often shows as a lost connection first; it then
+      // ends as a failover, when the new primary takes a write, not when a connection is ready).
       if (episode !== null) {
+        if (episode.kind === 'unreachable' && kind === 'failover') {
+          episode.kind = 'failover';
+          startProbe();
+        }
         absorbed += 1;
+        lastErrorAt = now();
         logger.debug({ source, err: error }, 'Redis error within an episode');
         return true;
       }
       episode = { kind, since: now(), code: codeOf(error as Error), message: (error as Error).message };
+      lastErrorAt = now();
       absorbed = 1;
       if (kind === 'unreachable') outages += 1;
       else startProbe();

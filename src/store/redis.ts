@@ -11,9 +11,17 @@ const retryStrategy = (times: number): number => Math.min(times * 200, RECONNECT
 /**
  * A primary that became a replica answers writes with READONLY, and cuts blocking commands with
  * UNBLOCKED (a managed service failing over behind one name): reconnect (the name then leads to the
- * new primary) and send the command again, instead of failing every write until a restart.
+ * new primary) and send the command again, instead of failing every write until a restart. The
+ * command then never fails to its caller, so `onFailover` is how the process learns of it
+ * (store/redis-health.ts: one warning, one info line when writes are taken again).
  */
-const reconnectOnError = (error: Error): 2 | false => (/^(READONLY|UNBLOCKED)/.test(error.message) ? 2 : false);
+function reconnectOnErrorOf(onFailover: ((error: Error) => void) | undefined): (error: Error) => 2 | false {
+  return (error) => {
+    if (!/^(READONLY|UNBLOCKED)/.test(error.message)) return false;
+    onFailover?.(error);
+    return 2;
+  };
+}
 
 /**
  * One connection as BullMQ wants it (no per-request retry limit: BullMQ's blocking commands must
@@ -21,7 +29,8 @@ const reconnectOnError = (error: Error): 2 | false => (/^(READONLY|UNBLOCKED)/.t
  * separated by commas; every key of a deployment shares the prefix's hash tag, so each Lua script
  * and multi-key command stays within one slot.
  */
-export function connectRedis(url: string, name: string, isCluster = false): RedisConnection {
+export function connectRedis(url: string, name: string, isCluster = false, onFailover?: (error: Error) => void): RedisConnection {
+  const reconnectOnError = reconnectOnErrorOf(onFailover);
   if (!isCluster) return new Redis(url, { maxRetriesPerRequest: null, connectionName: name, enableReadyCheck: true, retryStrategy, reconnectOnError });
   const nodes = url.split(',').map((part) => {
     const parsed = new URL(part.trim());

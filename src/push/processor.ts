@@ -34,6 +34,8 @@ const PARK_MS = 5_000;
 const AUTH_RETRY_MS = 1_000;
 /** A request held back because its attempt record did not reach a replica in time: asked again after this. */
 const UNREPLICATED_RETRY_MS = 1_000;
+/** The journey's answer to an attempt that did not leave: no replica acknowledged its record. */
+const UNREPLICATED_ANSWER: AttemptAnswer = { durationMs: 0, message: 'not sent: no Redis replica acknowledged the attempt record in time; asking again' };
 const PROBE_MAX_MS = 300_000;
 
 export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: string) => Promise<string> {
@@ -62,7 +64,9 @@ export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: str
           return stepAside(job, token, AUTH_RETRY_MS);
         case 'unreplicated':
           // The attempt record is not on a replica: the request does not leave (replica-wait.ts).
-          await deps.kept.write({ jobId, member: verdict.slot }, async () => void (await deps.gate.leave(item, jobId, { slot: verdict.slot, respondedAt: performance.now() }, null)));
+          await deps.kept.write({ jobId, member: verdict.slot }, async () => {
+            await deps.gate.leave(item, jobId, { slot: verdict.slot, respondedAt: performance.now() }, null, UNREPLICATED_ANSWER);
+          });
           return stepAside(job, token, UNREPLICATED_RETRY_MS);
         case 'owned':
         case 'busy':

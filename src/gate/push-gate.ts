@@ -348,7 +348,13 @@ class RedisPushGate implements PushGate {
     const base = stepBase(item);
     return {
       script: ENTER_DOCUMENT,
-      keys: [keys.documentRecords(item.deliveryId), keys.documentLock(item.kind, item.deliveryId), ...this.#authKeys, keys.attemptOwner(jobId), keys.answerCounts],
+      keys: [
+        keys.documentRecords(item.deliveryId),
+        keys.documentLock(item.kind, item.deliveryId),
+        ...this.#authKeys,
+        keys.attemptOwner(jobId),
+        keys.answerCounts,
+      ],
       args: [
         jobId,
         compactContentId(item.origin.contentId),

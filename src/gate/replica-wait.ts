@@ -83,7 +83,10 @@ export function watchReplicas(redis: RedisConnection, logger: Logger, timeoutMs 
       if (lagSince === null) {
         lagSince = performance.now();
         held = 0;
-        logger.warn({ timeoutMs, replicas: count }, 'no Redis replica acknowledged a request\'s attempt record: requests wait until one does (one line when it does)');
+        logger.warn(
+          { timeoutMs, replicas: count },
+          "no Redis replica acknowledged a request's attempt record: requests wait until one does (one line when it does)",
+        );
       }
       held += 1;
       return false;

@@ -106,20 +106,23 @@ export function watchRedisFull(
         const before = lastCounts;
         const timer = setTimeout(() => {
           timers.delete(timer);
-          void readCounts(redis, keys).then((after) => {
-            const recorded = Math.max(0, after.late - before.late);
-            const resent = Math.max(0, after.resent - before.resent);
-            sender.send(
-              makeNotification(
-                origin,
-                'redis-failover',
-                'firing',
-                `Redis failed over (${durationText(failover.durationMs)}): ${recorded} answer${recorded === 1 ? '' : 's'} recorded after it, ${resent} request${resent === 1 ? '' : 's'} sent again`,
-                { at: new Date(failover.at).toISOString(), durationMs: failover.durationMs, answersRecordedAfter: recorded, sentAgain: resent },
-                now(),
-              ),
-            );
-          }, (error: unknown) => logger.debug({ err: error }, 'reading the failover counts failed'));
+          void readCounts(redis, keys).then(
+            (after) => {
+              const recorded = Math.max(0, after.late - before.late);
+              const resent = Math.max(0, after.resent - before.resent);
+              sender.send(
+                makeNotification(
+                  origin,
+                  'redis-failover',
+                  'firing',
+                  `Redis failed over (${durationText(failover.durationMs)}): ${recorded} answer${recorded === 1 ? '' : 's'} recorded after it, ${resent} request${resent === 1 ? '' : 's'} sent again`,
+                  { at: new Date(failover.at).toISOString(), durationMs: failover.durationMs, answersRecordedAfter: recorded, sentAgain: resent },
+                  now(),
+                ),
+              );
+            },
+            (error: unknown) => logger.debug({ err: error }, 'reading the failover counts failed'),
+          );
         }, options.failoverSettleMs ?? FAILOVER_SETTLE_MS);
         timer.unref();
         timers.add(timer);

@@ -26,7 +26,9 @@ export async function finishItem(
   // A finish run twice (a stalled job taken up again) writes its message twice: applying an
   // outcome is idempotent.
   const outcome =
-    item.origin.source === 'spool' ? { list: outcomeKeys(deps.keys, item.origin.spoolId).list, entry: outcomeEntryJson(outcomeOf(deps, job, result, history, error)) } : undefined;
+    item.origin.source === 'spool'
+      ? { list: outcomeKeys(deps.keys, item.origin.spoolId).list, entry: outcomeEntryJson(outcomeOf(deps, job, result, history, error)) }
+      : undefined;
   await deps.gate.leave(item, jobId, slot, result, answer, outcome);
   if (result === 'repeat') deps.logger.warn({ kind: item.kind, deliveryId: item.deliveryId, jobId }, 'API reported the event_at as a repeat');
 }

@@ -104,7 +104,9 @@ async function send(
   }
   const respondedAt = performance.now();
   // The API client takes only a 2xx as success, and the contract answers these endpoints with 200.
-  await deps.kept.write({ jobId, member: slot }, () => finishItem(deps, job, result, { slot, respondedAt }, undefined, { status: 200, durationMs: respondedAt - sentAt }));
+  await deps.kept.write({ jobId, member: slot }, () =>
+    finishItem(deps, job, result, { slot, respondedAt }, undefined, { status: 200, durationMs: respondedAt - sentAt }),
+  );
   if (isProbe) await onProbeAnswer(deps, null);
   deps.logger.info(
     { kind: item.kind, deliveryId: item.deliveryId, jobId, attempt: job.attemptsMade + 1, status: 200, durationMs: deps.clock.now() - started, result },

@@ -41,7 +41,11 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
     await replicas.close();
     await liveness.close();
   });
-  const gate = createPushGate(ctx.redis, ctx.keys, target.carrierKey, { ...pushGateOptions(config), owner: { self: SELF_OWNER, graceMs: timing.graceMs }, replicas });
+  const gate = createPushGate(ctx.redis, ctx.keys, target.carrierKey, {
+    ...pushGateOptions(config),
+    owner: { self: SELF_OWNER, graceMs: timing.graceMs },
+    replicas,
+  });
   const workers: Worker[] = [];
   for (const kind of ITEM_KINDS) {
     const processor = createProcessor({
@@ -75,7 +79,8 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
       if (ctx.health.report(error, `worker:${kind}`)) return;
       // A job lock lost while Redis could not take writes (or just after): another run takes the job
       // up, and the gate makes it wait for this process's answer (kept-answers.ts). Its echo, not news.
-      if (LOCK_LOST.test(error.message) && ctx.health.isTroubled(2 * config.delivery.lockMs)) log.debug({ kind, err: error }, 'job lock lost during a Redis episode');
+      if (LOCK_LOST.test(error.message) && ctx.health.isTroubled(2 * config.delivery.lockMs))
+        log.debug({ kind, err: error }, 'job lock lost during a Redis episode');
       else log.error({ kind, err: error }, 'worker error');
     });
     workers.push(worker);

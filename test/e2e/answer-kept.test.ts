@@ -81,28 +81,43 @@ async function spoolIdOf(): Promise<string> {
   return (await admin!.smembers(`${env!.prefix}:spools`))[0] ?? '';
 }
 
-it('Redis refusing writes (maxmemory) while answers are on the wire, longer than the job lock: each answer is kept and written later, none bought twice', { timeout: 120_000 }, async () => {
-  const { a, b } = await setUp(1500);
-  const ids = await dropEvents(6);
-  await waitFor(async () => (await attemptRecords()).length >= 2, { timeoutMs: 30_000, what: 'requests on the wire' });
-  await admin!.config('SET', 'maxmemory', '1');
-  const inFlight = await attemptRecords();
-  // Long enough for the lapsed locks to matter: every job lock of the requests on the wire is gone.
-  await waitFor(async () => (await admin!.keys(`${env!.prefix}:collecting:*:lock`)).length === 0, { timeoutMs: 30_000, what: 'the job locks lapsing' });
-  await waitFor(() => [a, b].every((d) => d.logs().some((line) => line.msg === REFUSED)), { timeoutMs: 15_000, what: 'both processes saying writes are refused' });
-  await admin!.config('SET', 'maxmemory', '0');
-  await settled(ids.length);
-  await waitFor(() => [a, b].every((d) => d.logs().some((line) => line.msg === TAKEN)), { timeoutMs: 15_000, what: 'both processes saying writes are taken again' });
+it(
+  'Redis refusing writes (maxmemory) while answers are on the wire, longer than the job lock: each answer is kept and written later, none bought twice',
+  { timeout: 120_000 },
+  async () => {
+    const { a, b } = await setUp(1500);
+    const ids = await dropEvents(6);
+    await waitFor(async () => (await attemptRecords()).length >= 2, { timeoutMs: 30_000, what: 'requests on the wire' });
+    await admin!.config('SET', 'maxmemory', '1');
+    const inFlight = await attemptRecords();
+    // Long enough for the lapsed locks to matter: every job lock of the requests on the wire is gone.
+    await waitFor(async () => (await admin!.keys(`${env!.prefix}:collecting:*:lock`)).length === 0, { timeoutMs: 30_000, what: 'the job locks lapsing' });
+    await waitFor(() => [a, b].every((d) => d.logs().some((line) => line.msg === REFUSED)), {
+      timeoutMs: 15_000,
+      what: 'both processes saying writes are refused',
+    });
+    await admin!.config('SET', 'maxmemory', '0');
+    await settled(ids.length);
+    await waitFor(() => [a, b].every((d) => d.logs().some((line) => line.msg === TAKEN)), {
+      timeoutMs: 15_000,
+      what: 'both processes saying writes are taken again',
+    });
 
-  expect(inFlight.length).toBeGreaterThanOrEqual(2);
-  expect([...acceptedPerDelivery().values()]).toEqual(ids.map(() => 1));
-  for (const daemon of [a, b]) {
-    expect(daemon.logs().filter((line) => line.msg === REFUSED)).toHaveLength(1);
-    expect(daemon.logs().filter((line) => line.msg === TAKEN)).toHaveLength(1);
-    expect(daemon.logs().filter((line) => (line.level ?? 0) >= 50).map((line) => line.msg)).toEqual([]);
-  }
-  expect(await attemptRecords()).toEqual([]);
-});
+    expect(inFlight.length).toBeGreaterThanOrEqual(2);
+    expect([...acceptedPerDelivery().values()]).toEqual(ids.map(() => 1));
+    for (const daemon of [a, b]) {
+      expect(daemon.logs().filter((line) => line.msg === REFUSED)).toHaveLength(1);
+      expect(daemon.logs().filter((line) => line.msg === TAKEN)).toHaveLength(1);
+      expect(
+        daemon
+          .logs()
+          .filter((line) => (line.level ?? 0) >= 50)
+          .map((line) => line.msg),
+      ).toEqual([]);
+    }
+    expect(await attemptRecords()).toEqual([]);
+  },
+);
 
 it('Redis stopped and started while answers are on the wire: each answer is written once it is back, none bought twice', { timeout: 120_000 }, async () => {
   const { a, b } = await setUp(1500);
@@ -119,18 +134,25 @@ it('Redis stopped and started while answers are on the wire: each answer is writ
   expect(await attemptRecords()).toEqual([]);
 });
 
-it('the owner killed with its answer on the wire: the other process waits out its grace, sends it again, and the journey says so', { timeout: 120_000 }, async () => {
-  const { a, b } = await setUp(3000);
-  const [id] = await dropEvents(1);
-  await waitFor(async () => (await attemptRecords()).length === 1, { timeoutMs: 30_000, what: 'the request on the wire' });
-  const record = await admin!.hgetall((await attemptRecords())[0]!);
-  const owner = [a, b].find((d) => record['o']?.includes(`:${d.child.pid}:`));
-  expect(owner, JSON.stringify(record)).toBeDefined();
-  owner!.kill('SIGKILL');
-  await owner!.exited;
-  const survivor = owner === a ? b : a;
-  await survivor.waitForLog((line) => line.msg === 'item sent' && line['deliveryId'] === id, { timeoutMs: 60_000, what: 'the event sent again by the survivor' });
-  const journey = await runCli(env!.args('history', id!), { env: { ...env!.env, REDIS_URL: redis!.url } });
-  expect(journey.stdout).toContain('answer unknown: owner process died; sent again');
-  expect(journey.stdout.match(/attempt/g)?.length ?? 0, journey.stdout).toBeGreaterThanOrEqual(2);
-});
+it(
+  'the owner killed with its answer on the wire: the other process waits out its grace, sends it again, and the journey says so',
+  { timeout: 120_000 },
+  async () => {
+    const { a, b } = await setUp(3000);
+    const [id] = await dropEvents(1);
+    await waitFor(async () => (await attemptRecords()).length === 1, { timeoutMs: 30_000, what: 'the request on the wire' });
+    const record = await admin!.hgetall((await attemptRecords())[0]!);
+    const owner = [a, b].find((d) => record['o']?.includes(`:${d.child.pid}:`));
+    expect(owner, JSON.stringify(record)).toBeDefined();
+    owner!.kill('SIGKILL');
+    await owner!.exited;
+    const survivor = owner === a ? b : a;
+    await survivor.waitForLog((line) => line.msg === 'item sent' && line['deliveryId'] === id, {
+      timeoutMs: 60_000,
+      what: 'the event sent again by the survivor',
+    });
+    const journey = await runCli(env!.args('history', id!), { env: { ...env!.env, REDIS_URL: redis!.url } });
+    expect(journey.stdout).toContain('answer unknown: owner process died; sent again');
+    expect(journey.stdout.match(/attempt/g)?.length ?? 0, journey.stdout).toBeGreaterThanOrEqual(2);
+  },
+);

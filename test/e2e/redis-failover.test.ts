@@ -80,19 +80,25 @@ it('a failover under load is one warn and one info line per process, work flows 
   });
 
   const perDelivery = new Map<string, number>();
-  for (const r of env.sandbox.requests()) if (r.endpoint === 'collecting' && r.status === 200 && r.deliveryId !== undefined) perDelivery.set(r.deliveryId, (perDelivery.get(r.deliveryId) ?? 0) + 1);
+  for (const r of env.sandbox.requests())
+    if (r.endpoint === 'collecting' && r.status === 200 && r.deliveryId !== undefined) perDelivery.set(r.deliveryId, (perDelivery.get(r.deliveryId) ?? 0) + 1);
   expect([...perDelivery.values()].filter((n) => n > 1)).toEqual([]);
   expect(perDelivery.size).toBe(EVENTS);
   expect(flowingAfterMs).toBeLessThan(10_000);
   for (const daemon of daemons) {
     const logs = daemon.logs();
-    expect(logs.filter((line) => line.msg === WARN), daemon.tail()).toHaveLength(1);
+    expect(
+      logs.filter((line) => line.msg === WARN),
+      daemon.tail(),
+    ).toHaveLength(1);
     const info = logs.filter((line) => line.msg === INFO);
     expect(info).toHaveLength(1);
     expect(Number(info[0]?.['failoverMs'])).toBeGreaterThan(0);
     expect(logs.filter((line) => (line.level ?? 0) >= 50).map((line) => line.msg)).toEqual([]);
   }
-  const messages = receiver.received.map((d) => d.json as { condition: string; summary: string; details: Record<string, unknown> }).filter((m) => m.condition === 'redis-failover');
+  const messages = receiver.received
+    .map((d) => d.json as { condition: string; summary: string; details: Record<string, unknown> })
+    .filter((m) => m.condition === 'redis-failover');
   expect(messages).toHaveLength(1);
   expect(messages[0]?.details).toMatchObject({ sentAgain: 0 });
   expect(typeof messages[0]?.details['answersRecordedAfter']).toBe('number');

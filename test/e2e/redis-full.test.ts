@@ -45,7 +45,10 @@ async function archived(): Promise<number> {
 }
 
 function states(): string[] {
-  return receiver!.received.map((d) => d.json as { condition: string; state: string }).filter((m) => m.condition === 'redis-full').map((m) => m.state);
+  return receiver!.received
+    .map((d) => d.json as { condition: string; state: string })
+    .filter((m) => m.condition === 'redis-full')
+    .map((m) => m.state);
 }
 
 it('a full Redis is told once and waited out: readiness, metric, overview, notification; nothing lost or sent twice', { timeout: 150_000 }, async () => {
@@ -63,7 +66,10 @@ it('a full Redis is told once and waited out: readiness, metric, overview, notif
   await admin.config('SET', 'maxmemory', String(used + 2 * labels[0]![1].length));
   for (const [id, pdf] of labels) await dropFile(join(env.spool, 'labels'), `${id}.pdf`, pdf);
 
-  await waitFor(() => daemons.every((d) => d.logs().some((line) => line.msg === REFUSED)), { timeoutMs: 30_000, what: 'both processes saying writes are refused' });
+  await waitFor(() => daemons.every((d) => d.logs().some((line) => line.msg === REFUSED)), {
+    timeoutMs: 30_000,
+    what: 'both processes saying writes are refused',
+  });
   const opsUrl = opsUrlOf(daemons[0]!);
   const ready = await fetch(`${opsUrl}/readyz`);
   expect(ready.status).toBe(503);

@@ -7,6 +7,9 @@
  * acknowledges again.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { watchReplicas, type ReplicaWait } from '../../src/gate/replica-wait.js';
@@ -17,6 +20,7 @@ import { freePort } from '../support/global-redis.js';
 import { waitFor } from '../support/wait.js';
 
 const servers: ChildProcess[] = [];
+const dirs: string[] = [];
 let primary: Redis;
 let replica: Redis;
 let replicaProcess: ChildProcess;
@@ -27,7 +31,12 @@ const keys = createKeys('rw');
 
 async function startServer(args: string[]): Promise<{ port: number; child: ChildProcess }> {
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args], { stdio: 'ignore' });
+  // Its own folder: a replica's full sync writes an RDB file there.
+  const dir = await mkdtemp(join(tmpdir(), 'cs-replica-'));
+  dirs.push(dir);
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', ...args], {
+    stdio: 'ignore',
+  });
   servers.push(child);
   const probe = new Redis({ port, lazyConnect: true, retryStrategy: () => 50 });
   probe.on('error', () => {});
@@ -78,6 +87,7 @@ afterAll(async () => {
   primary?.disconnect();
   replica?.disconnect();
   for (const child of servers) child.kill('SIGKILL');
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
 });
 
 it('a request leaves only once its attempt record is on the replica; while the replica does not acknowledge, it does not leave', async () => {

@@ -32,7 +32,9 @@ it('an answer Redis refuses is kept and written once it takes writes; a second r
 
 it('an error that is not about Redis being unavailable is not kept: it reaches the caller', async () => {
   const kept = createKeptAnswers(isRedisUnavailable, logger);
-  await expect(kept.write({ jobId: 'j2', member: 'j2:abc' }, () => Promise.reject(new Error('ERR Error running script: bad argument')))).rejects.toThrow(/bad argument/);
+  await expect(kept.write({ jobId: 'j2', member: 'j2:abc' }, () => Promise.reject(new Error('ERR Error running script: bad argument')))).rejects.toThrow(
+    /bad argument/,
+  );
   expect(kept.held()).toEqual([]);
 });
 

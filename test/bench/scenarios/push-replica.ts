@@ -33,8 +33,13 @@ async function connectedReplicas(redis: Redis): Promise<number> {
 /** Attaches the replica (and waits until the primary counts it) or detaches it (until it does not). */
 async function setReplica(primary: Redis, replica: Redis, primaryPort: number, isOn: boolean): Promise<void> {
   await (isOn ? replica.replicaof('127.0.0.1', primaryPort) : replica.replicaof('NO', 'ONE'));
-  await waitFor(async () => (await connectedReplicas(primary)) === (isOn ? 1 : 0), { timeoutMs: 30_000, what: `replica ${isOn ? 'attached' : 'detached'}`, intervalMs: 50 });
-  if (isOn) await waitFor(async () => /master_link_status:up/.test(await replica.info('replication')), { timeoutMs: 30_000, what: 'replica in sync', intervalMs: 50 });
+  await waitFor(async () => (await connectedReplicas(primary)) === (isOn ? 1 : 0), {
+    timeoutMs: 30_000,
+    what: `replica ${isOn ? 'attached' : 'detached'}`,
+    intervalMs: 50,
+  });
+  if (isOn)
+    await waitFor(async () => /master_link_status:up/.test(await replica.info('replication')), { timeoutMs: 30_000, what: 'replica in sync', intervalMs: 50 });
 }
 
 export const pushReplicaScenario: Scenario = {

@@ -13,7 +13,7 @@ import { createLogger } from '../../../src/log.js';
 import { openContext } from '../../../src/runtime/context.js';
 import { startSandbox } from '../../../src/sandbox/server.js';
 import { loadBenchConfig, type DaemonSetup } from '../support/daemon.js';
-import { benchPrefix, cleanupPrefix, startPrivateRedis } from '../support/redis.js';
+import { benchPrefix, cleanupPrefix, commandCalls, startPrivateRedis } from '../support/redis.js';
 import type { Scenario } from '../support/report.js';
 import { round, waitFor } from '../support/wait.js';
 import { spawnedCpuPerItem } from './push.js';
@@ -63,6 +63,7 @@ export const pushReplicaScenario: Scenario = {
       env: { CARRIER_SYNC_RATE_LIMIT_PER_MINUTE: String(UNLIMITED) },
     };
     const runs: Record<'off' | 'on', Array<{ cpuPerItemMs: number; drainMs: number }>> = { off: [], on: [] };
+    const waits: Record<'off' | 'on', number[]> = { off: [], on: [] };
     try {
       const { config } = await loadBenchConfig(setup);
       const ctx = await openContext(config, createLogger({ level: 'silent' }), 'bench-push-replica');
@@ -71,7 +72,10 @@ export const pushReplicaScenario: Scenario = {
           const mode = i % 2 === 0 ? 'off' : 'on';
           await setReplica(primary, replica, primaryPort, mode === 'on');
           env.progress(`push-replica: round ${i + 1} of ${pairs * 2}, replica ${mode}`);
+          const before = await commandCalls(primary);
           runs[mode].push(await spawnedCpuPerItem(ctx, setup, n));
+          // The WAITs the round made: one per request with the replica on, none without (checks the set-up).
+          waits[mode].push(((await commandCalls(primary))['wait'] ?? 0) - (before['wait'] ?? 0));
         }
       } finally {
         await ctx.closers.closeAll();
@@ -104,8 +108,9 @@ export const pushReplicaScenario: Scenario = {
       ],
       notes: [
         'primary and replica: private redis-servers of this scenario on loopback (no AOF); rounds alternate replica off / on; a worker-only daemon process per round',
+        `WAIT calls per round (${n} events each): replica off ${waits.off.join(', ')}; on ${waits.on.join(', ')}`,
       ],
-      details: { n, pairs, runs },
+      details: { n, pairs, runs, waits },
     };
   },
 };

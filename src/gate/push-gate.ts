@@ -37,7 +37,7 @@ import type { CollectingJob, ItemJob, ItemResult, LabelJob, CteJob } from '../qu
 import type { RedisConnection } from '../store/redis.js';
 import { ENTER_DOCUMENT, ENTER_EVENT, LEAVE_DOCUMENT, LEAVE_EVENT } from './push-gate-scripts.js';
 import { ATTEMPT_RECORD_TTL_MS, ownerTiming, SELF_OWNER } from './attempt-owner.js';
-import type { ReplicaWait } from './replica-wait.js';
+import { confirmAnswer, type AnswerState, type ReplicaWait } from './replica-wait.js';
 import type { Script } from '../store/script.js';
 
 export type GateVerdict =
@@ -138,6 +138,10 @@ export interface PushGate {
   leave(item: ItemJob, jobId: string, slot: SlotUse | null, result: ItemResult | null, answer?: AttemptAnswer, outcome?: OutcomeWrite): Promise<string | null>;
   /** Events: true while the job waits to be woken (a `leave` that woke it took it off). */
   isParked(item: ItemJob, jobId: string): Promise<boolean>;
+  /** Whether an answer's write is on this primary and on a replica (replica-wait.ts). */
+  confirm(jobId: string, member: string): Promise<AnswerState>;
+  /** True while the deployment has replicas: an answer counts as written once one holds it. */
+  hasReplicas(): boolean;
 }
 
 /**
@@ -328,6 +332,14 @@ class RedisPushGate implements PushGate {
 
   async isParked(item: ItemJob, jobId: string): Promise<boolean> {
     return (await this.redis.sismember(this.keys.eventParked(item.deliveryId), jobId)) === 1;
+  }
+
+  confirm(jobId: string, member: string): Promise<AnswerState> {
+    return confirmAnswer(this.redis, this.options.replicas, this.keys.attemptOwner(jobId), this.keys.healthProbe, member);
+  }
+
+  hasReplicas(): boolean {
+    return (this.options.replicas?.replicas() ?? 0) > 0;
   }
 
   /** The event's claim record and how long claims are kept (gate/event-claims.ts). */

@@ -98,3 +98,40 @@ export function watchReplicas(redis: RedisConnection, logger: Logger, timeoutMs 
     },
   };
 }
+
+/** What `confirmAnswer` found: whether the attempt record is still this attempt's, and how many replicas hold the primary's writes. */
+export interface AnswerState {
+  /** The record still names this attempt: its answer's write is not on this primary (never applied, or lost in a failover). */
+  isPending: boolean;
+  /** Replicas that acknowledged every write up to now; Infinity without replicas (nothing to wait for). */
+  acks: number;
+}
+
+/**
+ * After an answer's write: is it there, and on a replica? Reads the attempt record (the leave
+ * removes it last), and with replicas writes a few bytes and WAITs, on the WAIT connection: the
+ * replication stream is one ordered log, so a replica that acknowledged this write holds the leave
+ * made before it on any connection. An answer not yet on a replica is kept (push/kept-answers.ts)
+ * and confirmed again; if a failover lost it, the record is back (the promoted replica had it from
+ * the enter's WAIT) and the answer is written again.
+ */
+export async function confirmAnswer(
+  redis: RedisConnection,
+  replicas: ReplicaWait | undefined,
+  attemptKey: string,
+  ackKey: string,
+  member: string,
+): Promise<AnswerState> {
+  if (replicas === undefined || replicas.replicas() === 0) return { isPending: (await redis.hget(attemptKey, 'm')) === member, acks: Infinity };
+  const pipeline = replicas.connection().pipeline();
+  pipeline.hget(attemptKey, 'm').set(ackKey, '1', 'PX', 60_000).wait(1, replicas.timeoutMs);
+  const [[readError, current] = [null, null], [setError] = [null], [waitError, acks] = [null, 0]] = (await pipeline.exec()) ?? [];
+  const error = readError ?? setError ?? waitError;
+  if (error) throw error;
+  return { isPending: current === member, acks: Number(acks) };
+}
+
+/** An answer written but not yet on a replica: kept, and confirmed again (kept-answers.ts treats it as Redis unavailable). */
+export class AnswerUnconfirmedError extends Error {
+  override readonly name = 'AnswerUnconfirmedError';
+}

@@ -4,11 +4,13 @@
  * all processes.
  *
  * redis-full. While Redis refuses writes, a claim cannot be written (SET NX is refused too), so the
- * claim is a deletion, which a full Redis still takes: while writes work, each scheduler keeps a
- * token key; when writes are refused, each one DELs it, and the one whose DEL removed it (reply 1)
- * owns the episode and sends "firing". The owner sends "resolved" once writes are taken again, and
- * the token is written again. An owner that dies in between leaves the episode without a resolved
- * message (the next episode is told as usual).
+ * claim is a deletion, which a full Redis still takes: a token key waits; when writes are refused,
+ * each scheduler DELs it, and the one whose DEL removed it (reply 1) owns the episode and sends
+ * "firing". Only the owner writes the token again, after it sent "resolved" (another process
+ * seeing writes taken a moment earlier must not hand out a second win in the same episode); a
+ * process starting writes it only if it is missing and no episode is under way (SET NX). An owner
+ * that dies in between leaves the episode without a resolved message, and the token missing until
+ * a scheduler starts.
  *
  * redis-failover. After a failover ends (writes taken again by a new primary), the process that saw
  * it claims it (SET NX on the failover's minute) and, a settle time later (answers kept through the
@@ -45,6 +47,7 @@ export function watchRedisFull(
   const token = keys.notifyState('redis-full', 'token');
   let owned: RedisEpisode | null = null;
   let seen: RedisEpisode | null = null;
+  let hasToken = false;
   /** The answer counters as last read while Redis was well: the baseline of a failover's message. */
   let lastCounts = { late: 0, resent: 0 };
   const timers = new Set<NodeJS.Timeout>();
@@ -76,6 +79,11 @@ export function watchRedisFull(
         return;
       }
       seen = null;
+      if (!hasToken) {
+        // At start: a token for the first episode, unless one is under way (another owner holds it).
+        if (health.current() === null) await redis.set(token, '1', 'NX');
+        hasToken = true;
+      }
       if (owned !== null) {
         const lasted = now() - owned.since;
         sender.send(
@@ -89,8 +97,8 @@ export function watchRedisFull(
           ),
         );
         owned = null;
+        await redis.set(token, '1');
       }
-      await redis.set(token, '1');
       if (health.current() === null) lastCounts = await readCounts(redis, keys);
     } catch (error) {
       logger.debug({ err: error }, 'redis-full check failed');

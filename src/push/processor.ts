@@ -22,6 +22,7 @@ import { wakeEvent } from '../gate/event-wake.js';
 import type { ItemJob, ItemResult } from '../queue/payloads.js';
 import type { AttemptAnswer, GateVerdict, SlotUse } from '../gate/push-gate.js';
 import type { PushDeps } from './deps.js';
+import { writeAnswer } from './answer-write.js';
 import { finishItem } from './finish.js';
 import { sendItem } from './send.js';
 
@@ -64,7 +65,7 @@ export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: str
           return stepAside(job, token, AUTH_RETRY_MS);
         case 'unreplicated':
           // The attempt record is not on a replica: the request does not leave (replica-wait.ts).
-          await deps.kept.write({ jobId, member: verdict.slot }, async () => {
+          await writeAnswer(deps, jobId, verdict.slot, async () => {
             await deps.gate.leave(item, jobId, { slot: verdict.slot, respondedAt: performance.now() }, null, UNREPLICATED_ANSWER);
           });
           return stepAside(job, token, UNREPLICATED_RETRY_MS);
@@ -104,7 +105,7 @@ async function send(
   }
   const respondedAt = performance.now();
   // The API client takes only a 2xx as success, and the contract answers these endpoints with 200.
-  await deps.kept.write({ jobId, member: slot }, () =>
+  await writeAnswer(deps, jobId, slot, () =>
     finishItem(deps, job, result, { slot, respondedAt }, undefined, { status: 200, durationMs: respondedAt - sentAt }),
   );
   if (isProbe) await onProbeAnswer(deps, null);
@@ -164,7 +165,7 @@ async function onFailure(
   const context = { kind: item.kind, deliveryId: item.deliveryId, jobId, attempt, status: error.status, code: error.code, apiCode: error.apiCode };
   // The answer (the gate's leave, which releases the attempt record) is written first and kept
   // through an outage; the writes after it may fail: the job is then retried, as it would be anyway.
-  const leave = (): Promise<void> => deps.kept.write({ jobId, member: slot.slot }, async () => void (await deps.gate.leave(item, jobId, slot, null, answer)));
+  const leave = (): Promise<void> => writeAnswer(deps, jobId, slot.slot, async () => void (await deps.gate.leave(item, jobId, slot, null, answer)));
 
   if (error.disposition === 'rate-limited') {
     await leave();
@@ -203,7 +204,7 @@ async function onFailure(
   const isNotFoundSpent = error.code === 'API_NOT_FOUND' && attempt >= deps.delivery.notFoundAttempts;
   const isFinal = error.disposition === 'dead-letter' || error.disposition === 'reject-local' || isNotFoundSpent || attempt >= maxAttempts;
   if (isFinal) {
-    await deps.kept.write({ jobId, member: slot.slot }, async () => {
+    await writeAnswer(deps, jobId, slot.slot, async () => {
       await record();
       await finishItem(deps, job, 'dead-lettered', slot, error, answer);
     });
@@ -212,7 +213,7 @@ async function onFailure(
   }
   if (error.disposition === 'rate-limited') await record();
   else
-    await deps.kept.write({ jobId, member: slot.slot }, async () => {
+    await writeAnswer(deps, jobId, slot.slot, async () => {
       await record();
       await deps.gate.leave(item, jobId, slot, null, answer);
     });

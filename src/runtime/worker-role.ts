@@ -10,6 +10,7 @@ import { createPushGate, pushGateOptions } from '../gate/push-gate.js';
 import { ITEM_KINDS } from '../store/keys.js';
 import type { ItemJob } from '../queue/payloads.js';
 import { createProcessor } from '../push/processor.js';
+import { isAnswerUnavailable } from '../push/answer-write.js';
 import { createKeptAnswers } from '../push/kept-answers.js';
 import { keepOwnerAlive, ownerTiming, SELF_OWNER } from '../gate/attempt-owner.js';
 import { watchReplicas } from '../gate/replica-wait.js';
@@ -28,7 +29,7 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
   const client = apiClientFor(config, target, { logger, onResponse: (sample) => metrics.observeRequest(sample) });
   ctx.closers.push('api client', () => client.close());
   const limiter = rateLimiterFor(ctx, target.carrierKey);
-  const kept = createKeptAnswers(isRedisUnavailable, log, () => {
+  const kept = createKeptAnswers(isAnswerUnavailable(isRedisUnavailable), log, () => {
     ctx.redis.hincrby(ctx.keys.answerCounts, 'late', 1).catch((error: unknown) => log.debug({ err: error }, 'counting a late answer failed'));
   });
   ctx.health.onWritable(() => kept.wake());

@@ -140,7 +140,8 @@ async function claimOne(state: InboxState, kind: SpoolKind, name: string, candid
       candidate.fullFailures = (candidate.fullFailures ?? 0) + 1;
       const retryInMs = Math.min(FULL_RETRY_FIRST_MS * 2 ** Math.min(candidate.fullFailures - 1, 20), FULL_RETRY_MAX_MS);
       candidate.retryAt = deps.clock.now() + retryInMs;
-      deps.logger.debug({ kind, file: name, err: error, retryInMs }, 'claim failed: the spool disk is full or Redis cannot take writes; will try again');
+      const why = isDiskFullError(error) ? 'the spool disk is full' : 'Redis cannot take writes';
+      deps.logger.debug({ kind, file: name, err: error, retryInMs }, `claim failed: ${why}; will try again`);
     } else {
       deps.logger.error({ kind, file: name, err: error }, 'claim failed; will try again');
       candidate.stableSince = deps.clock.now();

@@ -10,14 +10,16 @@
  *
  * Whether there are replicas: `INFO replication` (`connected_slaves`) of the primary, read at start,
  * after each reconnect (a failover changes the answer), and every RECHECK_MS; on a Cluster, whether
- * any replica node is known. No replica: no WAIT, nothing added to the push path.
+ * any replica node is known. No replica: no WAIT, nothing added to the push path. Replicas that
+ * vanish are still waited for during REPLICA_GONE_MS (see `replicas()`).
  *
  * When WAIT times out (no replica acknowledged within `timeoutMs`: it lags, or the link is down but
  * not yet noticed), the request does NOT leave. The gate's slot and lock are given back and the job
  * asks again a second later. Sending anyway would re-open the very hole this closes (a failover now
  * would promote a replica that has never heard of the request, and its answer would be bought again);
  * holding costs only time, and a replica that is really gone is dropped from `connected_slaves` by
- * the primary after `repl-timeout` (60 s by default), after which requests go without WAIT. One warn
+ * the primary after `repl-timeout` (60 s by default) and waited for REPLICA_GONE_MS more, after which
+ * requests go without WAIT. One warn
  * line when acknowledgements stop, one info line when they come again.
  */
 import type { Logger } from '../log.js';
@@ -26,10 +28,17 @@ import type { RedisConnection } from '../store/redis.js';
 
 /** How long a request waits for a replica's acknowledgement; a healthy one answers in a millisecond or two. */
 export const REPLICA_WAIT_MS = 500;
+/** How long after the last replica was seen WAIT is still required: Redis' own repl-timeout. */
+const REPLICA_GONE_MS = 60_000;
 const RECHECK_MS = 5000;
 
 export interface ReplicaWait {
-  /** How many replicas the primary has, as last read (0: no WAIT). */
+  /**
+   * How many replicas to wait for (0: no WAIT): the primary's replicas as last read, and 1 for
+   * REPLICA_GONE_MS after the last one was seen. A primary cut off from its replicas because one of
+   * them was promoted (split brain) still takes writes, and loses them when it is demoted; so the
+   * replicas' sudden absence holds requests and answers for a while instead of dropping the WAIT.
+   */
   replicas(): number;
   readonly timeoutMs: number;
   /** The connection the enter and its WAIT go on (made on first use). */
@@ -41,6 +50,7 @@ export interface ReplicaWait {
 
 export function watchReplicas(redis: RedisConnection, logger: Logger, timeoutMs = REPLICA_WAIT_MS): ReplicaWait {
   let count = 0;
+  let lastSeenAt = -Infinity;
   let own: RedisConnection | null = null;
   let lagSince: number | null = null;
   let held = 0;
@@ -48,10 +58,12 @@ export function watchReplicas(redis: RedisConnection, logger: Logger, timeoutMs 
     try {
       if (redis instanceof Cluster) {
         count = redis.nodes('slave').length;
+        if (count > 0) lastSeenAt = performance.now();
         return;
       }
       const info = await redis.info('replication');
       count = Number(/^connected_slaves:(\d+)/m.exec(info)?.[1] ?? 0);
+      if (count > 0) lastSeenAt = performance.now();
     } catch {
       // Redis away: keep the last figure; the next read (a reconnect's) sets it.
     }
@@ -62,7 +74,7 @@ export function watchReplicas(redis: RedisConnection, logger: Logger, timeoutMs 
   timer.unref();
   void read();
   return {
-    replicas: () => count,
+    replicas: () => (count > 0 || performance.now() - lastSeenAt < REPLICA_GONE_MS ? Math.max(count, 1) : 0),
     timeoutMs,
     connection() {
       if (own === null) {
@@ -122,13 +134,16 @@ export async function confirmAnswer(
   ackKey: string,
   member: string,
 ): Promise<AnswerState> {
-  if (replicas === undefined || replicas.replicas() === 0) return { isPending: (await redis.hget(attemptKey, 'm')) === member, acks: Infinity };
-  const pipeline = replicas.connection().pipeline();
-  pipeline.hget(attemptKey, 'm').set(ackKey, '1', 'PX', 60_000).wait(1, replicas.timeoutMs);
+  // The few bytes are written even without replicas: a demoted primary answers them READONLY, so
+  // an answer is never judged on a replica's stale copy.
+  const hasReplicas = replicas !== undefined && replicas.replicas() > 0;
+  const pipeline = (hasReplicas ? replicas.connection() : redis).pipeline();
+  pipeline.hget(attemptKey, 'm').set(ackKey, '1', 'PX', 60_000);
+  if (hasReplicas) pipeline.wait(1, replicas.timeoutMs);
   const [[readError, current] = [null, null], [setError] = [null], [waitError, acks] = [null, 0]] = (await pipeline.exec()) ?? [];
   const error = readError ?? setError ?? waitError;
   if (error) throw error;
-  return { isPending: current === member, acks: Number(acks) };
+  return { isPending: current === member, acks: hasReplicas ? Number(acks) : Infinity };
 }
 
 /** An answer written but not yet on a replica: kept, and confirmed again (kept-answers.ts treats it as Redis unavailable). */

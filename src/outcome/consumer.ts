@@ -168,7 +168,10 @@ class OutcomeLoop {
       await this.deps.apply(entry.message);
       return null;
     } catch (error) {
-      this.log.error({ jobId: entry.message.jobId, kind: entry.message.kind, failures: entry.failures + 1, err: error }, 'moving a file failed; will retry');
+      const about = { jobId: entry.message.jobId, kind: entry.message.kind, failures: entry.failures + 1, err: error };
+      // Redis away, full or failing over: said once by redis-health.ts; the move is tried again.
+      if (isRedisUnavailable(error)) this.log.debug(about, 'moving a file failed: Redis cannot take writes now; will retry');
+      else this.log.error(about, 'moving a file failed; will retry');
       return (error as Error).message;
     }
   }

@@ -55,6 +55,10 @@ function messageStartsWith(error: unknown, prefixes: readonly string[]): boolean
   if (prefixes.some((prefix) => error.message.startsWith(prefix))) return true;
   // Redis 6 wraps a script's failed command: "ERR Error running script … @user_script:1: -OOM …".
   if (prefixes.some((prefix) => error.message.includes(`: -${prefix}`))) return true;
+  // A MULTI whose commands Redis refused while queueing them (OOM, READONLY): EXECABORT, with the
+  // refusals as ioredis' `previousErrors`.
+  const previous = (error as { previousErrors?: unknown }).previousErrors;
+  if (Array.isArray(previous) && previous.some((each) => messageStartsWith(each, prefixes))) return true;
   return error.cause !== undefined && error.cause !== error && messageStartsWith(error.cause, prefixes);
 }
 

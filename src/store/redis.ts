@@ -11,15 +11,17 @@ const retryStrategy = (times: number): number => Math.min(times * 200, RECONNECT
 /**
  * A primary that became a replica answers writes with READONLY, and cuts blocking commands with
  * UNBLOCKED (a managed service failing over behind one name): reconnect (the name then leads to the
- * new primary) and send the command again, instead of failing every write until a restart. The
- * command then never fails to its caller, so `onFailover` is how the process learns of it
- * (store/redis-health.ts: one warning, one info line when writes are taken again).
+ * new primary) instead of failing every write until a restart. The command itself fails to its
+ * caller, who keeps or retries it (push/kept-answers.ts, BullMQ's own retries): resending it on
+ * the new connection (ioredis' "2") piled every write of a demoted primary onto reconnect after
+ * reconnect (Node's MaxListeners warning every 200 ms in the failover test). `onFailover` tells
+ * store/redis-health.ts (one warning, one info line when writes are taken again).
  */
-function reconnectOnErrorOf(onFailover: ((error: Error) => void) | undefined): (error: Error) => 2 | false {
+function reconnectOnErrorOf(onFailover: ((error: Error) => void) | undefined): (error: Error) => 1 | false {
   return (error) => {
     if (!/^(READONLY|UNBLOCKED)/.test(error.message)) return false;
     onFailover?.(error);
-    return 2;
+    return 1;
   };
 }
 

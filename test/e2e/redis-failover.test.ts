@@ -82,7 +82,21 @@ it('a failover under load is one warn and one info line per process, work flows 
   const perDelivery = new Map<string, number>();
   for (const r of env.sandbox.requests())
     if (r.endpoint === 'collecting' && r.status === 200 && r.deliveryId !== undefined) perDelivery.set(r.deliveryId, (perDelivery.get(r.deliveryId) ?? 0) + 1);
-  expect([...perDelivery.values()].filter((n) => n > 1)).toEqual([]);
+  const doubled = [...perDelivery].filter(([, n]) => n > 1).map(([id]) => id);
+  if (doubled.length > 0 && process.env['CS_DEBUG_FAILOVER'] === '1') {
+    const at = env.sandbox
+      .requests()
+      .filter((r) => doubled.includes(r.deliveryId ?? ''))
+      .map((r) => ({ id: r.deliveryId, at: r.at - promotedAt, status: r.status }));
+    const logs = daemons.flatMap((d, i) =>
+      d
+        .logs()
+        .filter((l) => doubled.some((id) => JSON.stringify(l).includes(id)) || ((l.level ?? 0) >= 40 && !String(l.msg).startsWith('Possible EventEmitter')))
+        .map((l) => ({ p: i, t: (l.time ?? 0) - promotedAt, msg: l.msg, jobId: l['jobId'], result: l['result'], attempt: l['attempt'] })),
+    );
+    process.stderr.write(`DOUBLED ${JSON.stringify(at)}\n${logs.map((l) => JSON.stringify(l)).join('\n')}\n`);
+  }
+  expect(doubled).toEqual([]);
   expect(perDelivery.size).toBe(EVENTS);
   expect(flowingAfterMs).toBeLessThan(10_000);
   for (const daemon of daemons) {

@@ -36,6 +36,20 @@ it.each([
   ],
   ['a Cluster mid-failover', new Error('Too many Cluster redirections. Last error: Error: Connection is closed.'), 'failover'],
   ['a Cluster down', named('ReplyError', 'CLUSTERDOWN The cluster is down'), 'failover'],
+  [
+    'a MULTI refused while full',
+    Object.assign(named('ReplyError', 'EXECABORT Transaction discarded because of previous errors.'), {
+      previousErrors: [named('ReplyError', "OOM command not allowed when used memory > 'maxmemory'.")],
+    }),
+    'refused',
+  ],
+  [
+    'a MULTI on a demoted primary',
+    Object.assign(named('ReplyError', 'EXECABORT Transaction discarded because of previous errors.'), {
+      previousErrors: [named('ReplyError', "READONLY You can't write against a read only replica.")],
+    }),
+    'failover',
+  ],
   ['a script bug', named('ReplyError', 'ERR Error running script: attempt to compare nil with number'), 'neither'],
 ])('%s: %s', (_, error, expected) => {
   expect(isWritesRefusedError(error)).toBe(expected === 'refused');

@@ -1,7 +1,8 @@
 /**
  * push-replica: what the replica wait costs on the push path (issue 28 item 2). With replicas, each
- * request leaves only once its attempt record is on one: the gate's enter is followed by
- * `WAIT 1 <ms>` in the same pipeline, on a connection of its own. Measured on a primary of this
+ * request leaves only once its attempt record is on one (the gate's enter is followed by
+ * `WAIT 1 <ms>` in the same pipeline, on a connection of its own), and its answer counts as written
+ * once a replica has it (a few bytes and WAIT after the leave: push/answer-write.ts). Measured on a primary of this
  * scenario's own, with and without a replica (a second redis-server, REPLICAOF), alternating
  * (off on off on …) because the machine is shared and noisy; each round queues N events and
  * spawns a worker-only daemon, whose CPU (/proc) per request and drain time are taken. Reported:
@@ -94,7 +95,7 @@ export const pushReplicaScenario: Scenario = {
     return {
       figures: [
         {
-          metric: `daemon CPU per API request with a replica (WAIT 1 before each request), median of ${pairs}`,
+          metric: `daemon CPU per API request with a replica (WAIT 1 before each request and after its answer), median of ${pairs}`,
           value: Math.round(cpu.on * 1000),
           unit: `µs = ${round(cpu.on / cpu.off, 2)}× without`,
           reference: `without a replica: ${us(cpu.off)} (runs: ${spread('off')}; with: ${spread('on')})`,

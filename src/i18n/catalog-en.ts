@@ -372,6 +372,16 @@ export const EN = {
   'cli.validate.endsAtEof': 'ends with %%EOF',
   'cli.validate.padding': 'sent without {bytes} bytes of padding after %%EOF (NUL, space, tab, CR, LF or form feed)',
   'cli.validate.declared': 'declared {encoding}: sent as UTF-8, with its declaration saying UTF-8 (nothing else changed)',
+  // Redis full and failovers (issue 28).
+  'notify.redisFull.firing': 'Redis refuses writes ({code}): nothing is taken in or sent until it takes them again; files wait in the inbox',
+  'notify.redisFull.action': 'raise maxmemory (or free memory), or bring the replicas back (min-replicas-to-write)',
+  'notify.redisFull.resolved': 'Redis takes writes again (after {duration})',
+  'notify.redisFailover.firing':
+    'Redis failed over ({duration}): {recorded, plural, one {# answer} other {# answers}} recorded after it, {resent, plural, one {# request} other {# requests}} sent again',
+  'ui.state.redisFull': 'Redis refuses writes (full): files wait in the inbox, nothing is sent until it takes writes again',
+  'ui.state.redisFullDetail': 'redis refuses writes ({code}) since {since}: {message}; files wait in the inbox, answers are kept until it takes writes again',
+  'ui.step.resent': 'resent',
+  'history.resent': 'answer unknown: owner process died; sent again',
 } as const;
 
 export type MessageKey = keyof typeof EN;

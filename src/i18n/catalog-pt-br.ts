@@ -365,4 +365,15 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'cli.validate.endsAtEof': 'termina com %%EOF',
   'cli.validate.padding': 'enviado sem os {bytes} bytes de preenchimento depois do %%EOF (NUL, espaço, tabulação, CR, LF ou form feed)',
   'cli.validate.declared': 'declarado {encoding}: enviado como UTF-8, com a declaração dizendo UTF-8 (nada mais muda)',
+  'notify.redisFull.firing':
+    'O Redis recusa gravações ({code}): nada é recebido nem enviado até ele voltar a aceitá-las; os arquivos aguardam na pasta de entrada',
+  'notify.redisFull.action': 'aumente o maxmemory (ou libere memória), ou traga as réplicas de volta (min-replicas-to-write)',
+  'notify.redisFull.resolved': 'O Redis voltou a aceitar gravações (depois de {duration})',
+  'notify.redisFailover.firing':
+    'Failover do Redis ({duration}): {recorded, plural, one {# resposta registrada} other {# respostas registradas}} depois dele, {resent, plural, one {# requisição reenviada} other {# requisições reenviadas}}',
+  'ui.state.redisFull': 'O Redis recusa gravações (cheio): os arquivos aguardam na pasta de entrada, nada é enviado até ele voltar a aceitá-las',
+  'ui.state.redisFullDetail':
+    'O Redis recusa gravações ({code}) desde {since}: {message}; os arquivos aguardam na pasta de entrada, as respostas ficam guardadas até ele voltar a aceitá-las',
+  'ui.step.resent': 'reenviado',
+  'history.resent': 'resposta desconhecida: o processo responsável morreu; enviado de novo',
 };

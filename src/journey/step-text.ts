@@ -39,6 +39,9 @@ export function describeStep(step: JourneyStep, lang: Lang = 'en'): string {
       return step.supersededBy === undefined ? t('history.supersededNewer', { kind: step.kind }) : t('history.superseded', { by: step.supersededBy });
     case 'already-accepted':
       return t('history.alreadyAccepted');
+    case 'resent':
+      // The stored reason is this message's English text (gate/push-gate.ts RESENT_REASON).
+      return t('history.resent');
     case 'accepted':
       return t('history.accepted');
     case 'dead-lettered':

@@ -139,6 +139,8 @@ function headlineOf(o: Overview, t: Translate): string {
       return t('ui.state.paused');
     case 'disk-full':
       return t('ui.state.diskFull');
+    case 'redis-full':
+      return t('ui.state.redisFull');
     case 'redis-down':
       return t('ui.state.redisDown');
     case 'draining':
@@ -149,6 +151,8 @@ function headlineOf(o: Overview, t: Translate): string {
 }
 
 function detailOf(o: Overview, t: Translate): string {
+  const refusal = o.state.refusal;
+  if (o.state.code === 'redis-full' && refusal !== undefined) return t('ui.state.redisFullDetail', { ...refusal, since: o.state.since ?? '' });
   if (o.state.code !== 'disk-full') return o.state.detail ?? '';
   return t(o.state.since === null ? 'ui.state.diskFullDetail' : 'ui.state.diskFullDetailSince', { since: o.state.since ?? '' });
 }

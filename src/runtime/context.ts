@@ -51,14 +51,18 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
       closers.push('managed redis-server', () => managed.stop());
       redisUrl = managed.url;
     }
-    const redis = connectRedis(redisUrl, `carrier-sync:${name}`, config.redis.cluster);
-    const health = trackRedisHealth(redis, logger.child({ mod: 'redis' }));
+    // A failover seen by ioredis' reconnect-on-error (the command is sent again, never fails to us).
+    let onFailover = (_error: Error): void => {};
+    const redis = connectRedis(redisUrl, `carrier-sync:${name}`, config.redis.cluster, (error) => onFailover(error));
+    const keys = createKeys(config.prefix);
+    const health = trackRedisHealth(redis, logger.child({ mod: 'redis' }), { probeKey: keys.healthProbe });
+    onFailover = (error) => void health.report(error, 'failover');
     redis.on('error', (error) => {
       if (!health.report(error, 'connection')) logger.warn({ err: error }, 'redis connection error');
     });
     closers.push('redis', () => closeRedis(redis));
+    closers.push('redis health', () => health.close());
     await redis.ping();
-    const keys = createKeys(config.prefix);
     const queues = openQueues(redis, config.prefix, config.delivery);
     // A BullMQ queue re-emits its connection's errors; without a listener it prints them with console.error.
     for (const queue of [...Object.values(queues.items), queues.housekeeping]) {

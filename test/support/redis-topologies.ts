@@ -1,6 +1,6 @@
 /**
  * Production-shaped Redis for tests, all from Debian's redis-server on free loopback ports, each
- * stopped by its own pid at the end: Sentinel (a primary, a replica and three sentinels) and
+ * stopped by its own pid at the end: one node alone, Sentinel (a primary, a replica and three sentinels) and
  * Cluster (3 masters, 3 replicas). Optionally with TLS (a private CA, see tls-certs.ts) and an ACL
  * user with a password, the default user then off. Every data node runs with
  * `--enable-debug-command local`, so a test can `DEBUG SLEEP` a replica to make it lag.
@@ -131,6 +131,28 @@ function urlFor(shared: Shared, port: number): string {
   const acl = shared.options.acl;
   const auth = acl === undefined ? '' : `${encodeURIComponent(acl.user)}:${encodeURIComponent(acl.password)}@`;
   return `${shared.certs === undefined ? 'redis' : 'rediss'}://${auth}127.0.0.1:${port}`;
+}
+
+export interface SingleSet {
+  /** REDIS_URL, with the user, password and TLS. */
+  url: string;
+  port: number;
+  certs: TestCerts | undefined;
+  options: TopologyOptions;
+  close(): Promise<void>;
+}
+
+/** One data node alone (TLS and ACL as asked). */
+export async function startSingle(options: TopologyOptions = {}): Promise<SingleSet> {
+  const shared = await openShared(options);
+  try {
+    const port = await freePort();
+    await spawnRedis(shared, dataNodeArgs(shared, port), 'Ready to accept connections');
+    return { url: urlFor(shared, port), port, certs: shared.certs, options, close: () => stopAll(shared) };
+  } catch (error) {
+    await stopAll(shared);
+    throw error;
+  }
 }
 
 export interface SentinelSet {

@@ -18,7 +18,8 @@ import type { TestCerts } from '../support/tls-certs.js';
 import { waitFor } from '../support/wait.js';
 
 const PASSWORD = `acl-${randomUUID()}`;
-const SECURE: TopologyOptions = { tls: true, acl: { user: 'carrier-sync', password: PASSWORD } };
+const SENTINEL_PASSWORD = `sentinel-${randomUUID()}`;
+const SECURE: TopologyOptions = { tls: true, acl: { user: 'carrier-sync', password: PASSWORD }, sentinelPassword: SENTINEL_PASSWORD };
 
 let opened: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
@@ -41,7 +42,10 @@ const topologies: Record<'single' | 'sentinel' | 'cluster', () => Promise<Secure
   sentinel: async () => {
     const set = await startSentinelSet(SECURE);
     opened.push(set);
-    return { env: { REDIS_URL: set.url, CARRIER_SYNC_REDIS_SENTINELS: set.sentinels }, certs: set.certs! };
+    return {
+      env: { REDIS_URL: set.url, CARRIER_SYNC_REDIS_SENTINELS: set.sentinels, CARRIER_SYNC_REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD },
+      certs: set.certs!,
+    };
   },
   cluster: async () => {
     const set = await startClusterSet(SECURE);
@@ -58,16 +62,33 @@ it.each(Object.keys(topologies) as Array<keyof typeof topologies>)(
     const env: E2eEnv = await createE2eEnv({ sandbox: { autoCreateDeliveries: true } });
     opened.push(env);
     const daemonEnv = { ...env.env, ...secured.env, CARRIER_SYNC_PREFIX: `{${env.prefix}}`, NODE_EXTRA_CA_CERTS: secured.certs.caFile };
-    const secrets = [PASSWORD, encodeURIComponent(PASSWORD), 'PRIVATE KEY', 'BEGIN CERTIFICATE', (await readFile(secured.certs.keyFile, 'utf8')).split('\n')[1]!];
+    const secrets = [
+      PASSWORD,
+      encodeURIComponent(PASSWORD),
+      'PRIVATE KEY',
+      'BEGIN CERTIFICATE',
+      (await readFile(secured.certs.keyFile, 'utf8')).split('\n')[1]!,
+    ];
     const clean = (text: string): void => {
       for (const secret of secrets) expect(text.includes(secret), `output holds ${secret.slice(0, 12)}…`).toBe(false);
     };
 
     // Without the CA: refused by TLS, in one line that names the cause and holds no secret.
     const untrusted = await runCli(env.args('status', '--json'), { env: { ...daemonEnv, NODE_EXTRA_CA_CERTS: undefined }, timeoutMs: 30_000 });
-    expect(untrusted.code, untrusted.stderr).not.toBe(0);
-    expect(untrusted.stderr).toMatch(/certificate|self.signed|unable to verify/i);
+    expect(untrusted.code, untrusted.stderr).toBe(2);
+    expect(untrusted.stderr.trim().split('\n'), 'one line').toHaveLength(1);
+    expect(untrusted.stderr).toMatch(/^carrier-sync: Redis at \S+: its TLS certificate is not trusted \(.+\); give its CA in NODE_EXTRA_CA_CERTS/);
     clean(untrusted.stdout + untrusted.stderr);
+
+    if (kind === 'single') {
+      const wrong = await runCli(env.args('status'), {
+        env: { ...daemonEnv, REDIS_URL: secured.env['REDIS_URL']!.replace(PASSWORD, 'not-the-password') },
+        timeoutMs: 30_000,
+      });
+      expect(wrong.code, wrong.stderr).toBe(2);
+      expect(wrong.stderr).toMatch(/^carrier-sync: Redis at rediss:\/\/127\.0\.0\.1:\d+ refused the user or password of REDIS_URL/);
+      expect(wrong.stderr).not.toContain('not-the-password');
+    }
 
     const daemon = spawnDaemon(daemonEnv, { args: env.args('start') });
     await waitUntilStarted(daemon, 30_000);

@@ -20,8 +20,10 @@ const run = promisify(execFile);
 
 export interface TopologyOptions {
   tls?: boolean;
-  /** An ACL user (`~* &* +@all`) with a password; the default user is then off. */
+  /** An ACL user (`~* &* +@all`) with a password on the data nodes; their default user is then off. */
   acl?: { user: string; password: string };
+  /** Sentinel only: the sentinels' own password (`requirepass`). */
+  sentinelPassword?: string;
 }
 
 interface Shared {
@@ -110,6 +112,15 @@ function cliArgs(shared: Shared): string[] {
   ];
 }
 
+/** `redis-cli` arguments to reach a sentinel: TLS, and the sentinels' own password. */
+function sentinelCliArgs(shared: Shared): string[] {
+  const { certs, options } = shared;
+  return [
+    ...(certs === undefined ? [] : ['--tls', '--cacert', certs.caFile]),
+    ...(options.sentinelPassword === undefined ? [] : ['--pass', options.sentinelPassword, '--no-auth-warning']),
+  ];
+}
+
 async function stopAll(shared: Shared): Promise<void> {
   await Promise.all(
     shared.children.map(async (child) => {
@@ -195,7 +206,14 @@ export async function startSentinelSet(options: TopologyOptions = {}): Promise<S
       replicaPort,
       sentinelPorts,
       async currentPrimaryPort() {
-        const { stdout } = await run('redis-cli', ['-p', String(sentinelPorts[0]), ...cliArgs(shared), 'SENTINEL', 'get-master-addr-by-name', 'mymaster']);
+        const { stdout } = await run('redis-cli', [
+          '-p',
+          String(sentinelPorts[0]),
+          ...sentinelCliArgs(shared),
+          'SENTINEL',
+          'get-master-addr-by-name',
+          'mymaster',
+        ]);
         return Number(stdout.trim().split('\n')[1]);
       },
       async kill(port) {
@@ -210,7 +228,7 @@ export async function startSentinelSet(options: TopologyOptions = {}): Promise<S
     // The sentinels know the replica (from the primary's INFO) before a test may fail anything over.
     await waitFor(
       async () => {
-        const { stdout } = await run('redis-cli', ['-p', String(sentinelPorts[0]), ...cliArgs(shared), 'SENTINEL', 'replicas', 'mymaster']);
+        const { stdout } = await run('redis-cli', ['-p', String(sentinelPorts[0]), ...sentinelCliArgs(shared), 'SENTINEL', 'replicas', 'mymaster']);
         return stdout.includes(String(replicaPort)) && /master-link-status\s+ok/.test(stdout);
       },
       { timeoutMs: 20_000, what: 'the sentinels see the replica' },
@@ -243,14 +261,9 @@ function sentinelConf(shared: Shared, port: number, primaryPort: number): string
     'sentinel down-after-milliseconds mymaster 1000',
     'sentinel failover-timeout mymaster 5000',
     'sentinel parallel-syncs mymaster 1',
-    ...(options.acl === undefined
-      ? []
-      : [
-          `sentinel auth-user mymaster ${options.acl.user}`,
-          `sentinel auth-pass mymaster ${options.acl.password}`,
-          `user ${options.acl.user} on >${options.acl.password} ~* &* +@all`,
-          'user default off',
-        ]),
+    ...(options.acl === undefined ? [] : [`sentinel auth-user mymaster ${options.acl.user}`, `sentinel auth-pass mymaster ${options.acl.password}`]),
+    // The sentinels' own password (clients and the other sentinels give it).
+    ...(options.sentinelPassword === undefined ? [] : [`requirepass ${options.sentinelPassword}`, `sentinel sentinel-pass ${options.sentinelPassword}`]),
   ];
   return `${lines.join('\n')}\n`;
 }

@@ -6,6 +6,7 @@
  */
 import type { BacklogRow, CodeCount, DeadLetterRow, Overview, OverviewDetails } from './overview-data.js';
 import type { Refusal } from '../store/activity.js';
+import { describeTopology } from '../store/topology.js';
 
 export const REFRESH_MS = 5000;
 
@@ -81,7 +82,9 @@ function renderState(o: Overview): string {
       : holder === null
         ? `spool <b>${escape(o.spoolId)}</b> held by <b data-figure="spool-holder">n/a</b>`
         : `spool <b>${escape(o.spoolId)}</b> held by <b data-figure="spool-holder">${escape(holder.host)}${holder.pid === null ? '' : ` pid ${holder.pid}`}</b>${holder.since === null ? '' : ` since ${escape(clockTime(holder.since))}`}${holder.version === null ? '' : `, version <span data-figure="spool-holder-version">${escape(holder.version)}</span>`}`;
-  return `<div class="state state-${o.state.code}" data-state="${o.state.code}"><span class="dot"></span><div><div class="headline" data-figure="state">${escape(o.state.headline)}${since}</div>${detail}</div></div><div class="spool">${spool}</div>`;
+  const topology = o.details?.topology ?? null;
+  const redis = topology === null ? '' : `<div class="spool">Redis <b data-figure="redis-topology">${escape(describeTopology(topology))}</b></div>`;
+  return `<div class="state state-${o.state.code}" data-state="${o.state.code}"><span class="dot"></span><div><div class="headline" data-figure="state">${escape(o.state.headline)}${since}</div>${detail}</div></div><div class="spool">${spool}</div>${redis}`;
 }
 
 function renderFigures(o: Overview, d: OverviewDetails): string {

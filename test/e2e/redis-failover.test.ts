@@ -16,7 +16,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { SandboxRequest } from '../../src/sandbox/server.js';
 import { makePdf } from '../support/builders.js';
 import { createE2eEnv, dropFile, listFiles, type E2eEnv } from '../support/e2e-env.js';
-import { killAllDaemons, spawnDaemon, waitUntilStarted, type DaemonProcess, type LogLine } from '../support/process.js';
+import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type DaemonProcess, type LogLine } from '../support/process.js';
 import { adminOf, startClusterSet, startSentinelSet, type ClusterSet, type SentinelSet } from '../support/redis-topologies.js';
 import { waitFor } from '../support/wait.js';
 
@@ -103,9 +103,9 @@ describe.each(SEEDS)('seed %i', (seed) => {
       await Promise.all(ids.map(async (id) => dropFile(join(env.spool, 'labels'), `${id}.pdf`, await makePdf(id))));
       await dropFile(join(env.spool, 'events'), 'load.ndjson', `${events.map((e) => JSON.stringify(e)).join('\n')}\n`);
 
-      // Kill somewhere in the first half of the work, with the replica lagging 1 to 3 s.
+      // Kill somewhere in the first half of the work, with the replica lagging 0.5 to 2 s.
       const answeredBeforeKill = 20 + Math.floor(next() * 60);
-      const lagSec = 1 + Math.floor(next() * 3);
+      const lagSec = Math.round((0.5 + next() * 1.5) * 10) / 10;
       await waitFor(() => env.sandbox.requests().length >= answeredBeforeKill, { timeoutMs: 60_000, what: `${answeredBeforeKill} answers before the kill` });
       const { primary, replica } = await topology.failover.nodes();
       const lagging = topology.failover.admin(replica);
@@ -148,8 +148,23 @@ describe.each(SEEDS)('seed %i', (seed) => {
         const recorded = (env.sandbox.state.deliveries.get(id)?.events ?? []).map((e) => Date.parse(e.event_at));
         expect(recorded, `events of ${id}, in order`).toEqual(events.filter((e) => e.delivery_id === id).map((e) => Date.parse(e.event_at)));
       }
+      // status names the new primary and the failover the processes saw.
+      const status = await runCli(env.args('status', '--json'), { env: daemonEnv, timeoutMs: 30_000 });
+      expect(status.code, status.stderr).toBe(0);
+      const { topology: seen } = JSON.parse(status.stdout) as {
+        topology: { kind: string; primary: string; lastFailover: { at: string; from: string } | null };
+      };
+      expect(seen.kind).toBe(kind);
+      expect(seen.primary).not.toBe(`127.0.0.1:${primary}`);
+      expect(seen.lastFailover?.from).toBe(`127.0.0.1:${primary}`);
+      expect(Date.parse(seen.lastFailover?.at ?? '')).toBeGreaterThanOrEqual(killedAt - 1000);
+
+      expect(resumeMs, 'work flows again within 10 s of the promotion').toBeLessThan(10_000);
       // Told, not shouted: no error line, at most one warn line about Redis per process; both still run.
+      // (Soft: every finding of a run is reported together.)
+      const findings: string[] = [];
       for (const [index, daemon] of daemons.entries()) {
+        expect(daemon.isRunning()).toBe(true);
         const lines = daemon.stderrLines.slice(logStart[index]).flatMap((raw) => {
           try {
             return [JSON.parse(raw) as LogLine];
@@ -157,27 +172,25 @@ describe.each(SEEDS)('seed %i', (seed) => {
             return [{ msg: raw, level: 50 } as LogLine];
           }
         });
-        const shown = lines.map((line) => JSON.stringify(line)).join('\n');
-        expect(
-          lines.filter((line) => (line.level ?? 0) >= 50),
-          shown,
-        ).toEqual([]);
-        expect(
-          lines.filter((line) => line.level === 40 && /redis|failover|primary/i.test(`${line.msg} ${String(line['mod'])}`)).length,
-          shown,
-        ).toBeLessThanOrEqual(1);
-        expect(daemon.isRunning()).toBe(true);
+        const said = (line: LogLine) => `${line.msg} (${String((line['err'] as { message?: string } | undefined)?.message ?? '').slice(0, 80)})`;
+        const errors = lines.filter((line) => (line.level ?? 0) >= 50).map(said);
+        const warns = lines.filter((line) => line.level === 40 && /redis|failover|primary/i.test(`${line.msg} ${String(line['mod'])}`)).map(said);
+        findings.push(`process ${index + 1}: ${errors.length} error lines, ${warns.length} warn lines about Redis`);
+        expect.soft(errors, `process ${index + 1}: error lines`).toEqual([]);
+        expect.soft(warns.length, `process ${index + 1}: warn lines about Redis: ${warns.join(' | ')}`).toBeLessThanOrEqual(1);
       }
-      expect(resumeMs, 'work flows again within 10 s of the promotion').toBeLessThan(10_000);
       // Nothing accepted twice: one accepted label request per delivery, one collecting call per event.
       const twice = [
         ...[...count(requests.filter((r) => r.endpoint === 'label' && accepted(r)).map((r) => `label ${r.deliveryId}`))],
         ...[...count(requests.filter((r) => r.endpoint === 'collecting').map((r) => `event ${r.deliveryId} ${Date.parse(r.eventAt ?? '')}`))],
       ].filter(([, n]) => n > 1);
-      expect(
-        twice.map(([key]) => key),
-        'accepted twice',
-      ).toEqual([]);
+      console.log(`${kind} seed ${seed}: ${findings.join('; ')}; ${twice.length} items accepted twice`);
+      expect
+        .soft(
+          twice.map(([key]) => key),
+          'accepted twice',
+        )
+        .toEqual([]);
     },
   );
 });

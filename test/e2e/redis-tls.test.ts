@@ -2,7 +2,7 @@
  * TLS and an ACL user on all three topologies (issue 28 item 5): redis-server with `--tls-port`
  * only (no plain port), a private CA made with openssl in the test, and a user with a password
  * (the default user off). The daemon trusts the CA only through NODE_EXTRA_CA_CERTS, as a
- * deployment would; it sends, and `status --json` names the topology. Neither the password nor any
+ * deployment would; it sends, and `status` (text and --json) and the /ui overview name the topology. Neither the password nor any
  * key material appears in anything the processes print; without the CA the start fails in one
  * line that does not repeat the password either.
  */
@@ -104,6 +104,14 @@ it.each(Object.keys(topologies) as Array<keyof typeof topologies>)(
     expect(report.topology.primary).toMatch(/^127\.0\.0\.1:\d+$/);
     const text = await runCli(env.args('status'), { env: daemonEnv, timeoutMs: 30_000 });
     expect(text.stdout).toMatch(new RegExp(`^redis: ${kind}, primary 127\\.0\\.0\\.1:\\d+`, 'm'));
+
+    // The overview shows it too (JSON and the page).
+    const opsUrl = String(daemon.logs().find((line) => line.msg === 'carrier-sync started')?.['opsUrl']);
+    const overview = (await (await fetch(`${opsUrl}/ui/overview.json`)).json()) as { details: { topology: { kind: string; primary: string } } };
+    expect(overview.details.topology).toMatchObject({ kind, primary: expect.stringMatching(/^127\.0\.0\.1:\d+$/) });
+    const page = await (await fetch(`${opsUrl}/ui/`)).text();
+    expect(page).toMatch(new RegExp(`data-figure="redis-topology">${kind}, primary 127\\.0\\.0\\.1:\\d+`));
+    clean(JSON.stringify(overview) + page);
 
     daemon.kill('SIGTERM');
     expect((await daemon.exited).code, daemon.tail()).toBe(0);

@@ -259,7 +259,7 @@ function sentinelConf(shared: Shared, port: number, primaryPort: number): string
     `sentinel monitor mymaster 127.0.0.1 ${primaryPort} 2`,
     // Fast enough for a test: down after 1 s, a failover within a few seconds.
     'sentinel down-after-milliseconds mymaster 1000',
-    'sentinel failover-timeout mymaster 5000',
+    'sentinel failover-timeout mymaster 2000',
     'sentinel parallel-syncs mymaster 1',
     ...(options.acl === undefined ? [] : [`sentinel auth-user mymaster ${options.acl.user}`, `sentinel auth-pass mymaster ${options.acl.password}`]),
     // The sentinels' own password (clients and the other sentinels give it).
@@ -291,7 +291,16 @@ export async function startClusterSet(options: TopologyOptions = {}): Promise<Cl
           shared,
           [
             ...dataNodeArgs(shared, port),
-            ...['--cluster-enabled', 'yes', '--cluster-config-file', join(shared.dir, `nodes-${port}.conf`), '--cluster-node-timeout', '1000'],
+            ...[
+              '--cluster-enabled',
+              'yes',
+              '--cluster-config-file',
+              join(shared.dir, `nodes-${port}.conf`),
+              '--cluster-node-timeout',
+              '2000',
+              '--cluster-replica-validity-factor',
+              '0',
+            ],
             ...(shared.certs === undefined ? [] : ['--tls-cluster', 'yes']),
           ],
           'Ready to accept connections',

@@ -158,6 +158,13 @@ export const configSchema = z
         message: 'with CARRIER_SYNC_REDIS_SENTINELS, REDIS_URL names one node (its user, password, db and TLS); the sentinels find the primary',
       });
     }
+    if (!config.redis.cluster && config.redis.sentinels.length === 0 && config.redis.url?.includes(',') === true) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['redis', 'url'],
+        message: 'REDIS_URL lists several nodes: set CARRIER_SYNC_REDIS_CLUSTER=true for a Cluster, or CARRIER_SYNC_REDIS_SENTINELS for Sentinel',
+      });
+    }
     if (config.redis.sentinels.length === 0 && config.redis.sentinelPassword !== null) {
       ctx.addIssue({
         code: 'custom',

@@ -73,6 +73,7 @@ describe('the Redis target', () => {
     [{ CARRIER_SYNC_REDIS_SENTINEL_PASSWORD: 'pw-1' }, /SENTINEL_PASSWORD is set but CARRIER_SYNC_REDIS_SENTINELS is not/],
     [{ CARRIER_SYNC_REDIS_SENTINELS: 'a:1', REDIS_URL: 'redis://u:pw-2@a:1,redis://b:2' }, /REDIS_URL names one node/],
     [{ CARRIER_SYNC_REDIS_SENTINELS: 'redis://a:1,rediss://b:2' }, /mixes redis:\/\/ and rediss:\/\//],
+    [{ REDIS_URL: 'redis://u:pw-3@a:1,redis://b:2' }, /REDIS_URL lists several nodes: set CARRIER_SYNC_REDIS_CLUSTER=true/],
   ])('refuses %o in one line, without a password', (env, message) => {
     let error: unknown;
     try {

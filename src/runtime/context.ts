@@ -119,7 +119,7 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
 
 /**
  * Notes the primary this process reaches (for `status`' last failover): now, at every reconnect,
- * and on a Cluster whenever a node joins its pool (a replica promoted). Best effort: a failure is a
+ * and on a Cluster at every refresh of the slot map (after a node is lost or a MOVED, and every 5 s). Best effort: a failure is a
  * debug line, the next (re)connect notes it again.
  */
 function noteEachPrimary(redis: RedisConnection, target: RedisTarget, keys: Keys, prefix: string, logger: Logger): void {
@@ -127,7 +127,7 @@ function noteEachPrimary(redis: RedisConnection, target: RedisTarget, keys: Keys
     void notePrimary(redis, target, keys.topology, prefix).catch((error: unknown) => logger.debug({ err: error }, 'noting the Redis primary failed'));
   note();
   redis.on('ready', note);
-  if (target.kind === 'cluster') redis.on('+node', note);
+  if (target.kind === 'cluster') redis.on('refresh', note);
 }
 
 /**

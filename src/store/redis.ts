@@ -27,6 +27,7 @@ const reconnectOnError = (error: Error): 2 | false => (error.message.startsWith(
  *   multi-key command stays in one slot. While a slot's master is down and its replica not yet
  *   promoted, a command is retried every 200 ms up to 100 times (20 s: past a failover under the
  *   default cluster-node-timeout of 15 s) rather than failed after ioredis' default 16 × 100 ms.
+ *   The slot map is also refreshed every 5 s, so a promotion is seen without waiting for an error.
  *
  * A string is a single server's URL (tests and tools that hold only a URL).
  */
@@ -64,6 +65,7 @@ export function connectRedis(where: RedisTarget | string, name: string): RedisCo
         retryDelayOnClusterDown: 200,
         retryDelayOnTryAgain: 200,
         maxRedirections: 100,
+        slotsRefreshInterval: 5000,
         redisOptions: common,
       });
   }

@@ -98,14 +98,15 @@ async function readPrimary(redis: RedisConnection, target: RedisTarget, prefix: 
   };
 }
 
-/** The connection to the master serving the prefix's hash slot. */
+/**
+ * The connection to the master serving the prefix's hash slot, from ioredis' own slot map: the node
+ * this process's commands go to (a node's CLUSTER SLOTS may still name a master that is gone).
+ */
 async function slotMaster(redis: RedisConnection, prefix: string) {
   if (!('nodes' in redis)) return redis;
   const slot = Number(await redis.cluster('KEYSLOT', prefix));
-  const slots = await redis.cluster('SLOTS');
-  const owner = slots.find(([from, to]) => slot >= from && slot <= to)?.[2];
-  if (owner === undefined) return null;
-  return redis.nodes('master').find((node) => node.options.port === Number(owner[1]) && node.options.host === owner[0]) ?? null;
+  const owner = redis.slots[slot]?.[0];
+  return redis.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === owner) ?? null;
 }
 
 /** One line for `status`: `sentinel, primary 10.0.0.5:6379; replicas 10.0.0.6:6379 (online, lag 0 s); last failover …`. */

@@ -171,6 +171,14 @@ export async function startClusterSet(options: TopologyOptions = {}): Promise<Cl
       timeoutMs: 30_000,
       what: 'cluster_state:ok on every node',
     });
+    // Every replica through its first full sync: until then a promotion would start from nothing.
+    await waitFor(
+      async () =>
+        (await Promise.all(ports.map((port) => cli(port, 'INFO', 'replication')))).every(
+          (info) => info.includes('role:master') || (info.includes('master_link_status:up') && info.includes('master_sync_in_progress:0')),
+        ),
+      { timeoutMs: 30_000, what: 'every replica in sync' },
+    );
     const killed = new Set<number>();
     const set: ClusterSet = {
       url: ports.map((port) => urlFor(shared, port)).join(','),

@@ -54,11 +54,12 @@ export async function firstContact(redis: RedisConnection, target: RedisTarget):
 function refusalOf(target: RedisTarget, error: Error): SyncError | null {
   const text = `${(error as NodeJS.ErrnoException).code ?? ''} ${error.message}`;
   if (TLS_REFUSAL.test(text)) return untrusted(target, error.message, error);
-  if (AUTH_REFUSAL.test(text))
-    return new SyncError('CONFIG_INVALID', `Redis at ${target.address} refused the user or password of REDIS_URL (${firstLine(error.message)})`, {
-      cause: error,
-    });
-  return null;
+  if (!AUTH_REFUSAL.test(text)) return null;
+  // ioredis reports a sentinel's refusal inside its "All sentinels are unreachable" error.
+  const whose = error.message.startsWith('All sentinels are unreachable')
+    ? 'the sentinels refused CARRIER_SYNC_REDIS_SENTINEL_PASSWORD'
+    : 'refused the user or password of REDIS_URL';
+  return new SyncError('CONFIG_INVALID', `Redis at ${target.address}: ${whose} (${firstLine(error.message)})`, { cause: error });
 }
 
 function untrusted(target: RedisTarget, reason: string, cause?: Error): SyncError {

@@ -86,7 +86,14 @@ it.each(Object.keys(topologies) as Array<keyof typeof topologies>)(
         timeoutMs: 30_000,
       });
       expect(wrong.code, wrong.stderr).toBe(2);
-      expect(wrong.stderr).toMatch(/^carrier-sync: Redis at rediss:\/\/127\.0\.0\.1:\d+ refused the user or password of REDIS_URL/);
+      expect(wrong.stderr).toMatch(/^carrier-sync: Redis at rediss:\/\/127\.0\.0\.1:\d+: refused the user or password of REDIS_URL/);
+      expect(wrong.stderr).not.toContain('not-the-password');
+    }
+
+    if (kind === 'sentinel') {
+      const wrong = await runCli(env.args('status'), { env: { ...daemonEnv, CARRIER_SYNC_REDIS_SENTINEL_PASSWORD: 'not-the-password' }, timeoutMs: 30_000 });
+      expect(wrong.code, wrong.stderr).toBe(2);
+      expect(wrong.stderr).toMatch(/^carrier-sync: Redis at sentinels:\/\/\S+: the sentinels refused CARRIER_SYNC_REDIS_SENTINEL_PASSWORD/);
       expect(wrong.stderr).not.toContain('not-the-password');
     }
 

@@ -57,8 +57,12 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
     }
     const redisTarget = redisTargetOf(config.redis, url);
     await checkTrust(redisTarget);
-    const redis = connectRedis(redisTarget, `carrier-sync:${name}`);
-    const health = trackRedisHealth(redis, logger.child({ mod: 'redis' }));
+    // A failover seen by ioredis' reconnect-on-error (see store/redis.ts).
+    let onFailover = (_error: Error): void => {};
+    const redis = connectRedis(redisTarget, `carrier-sync:${name}`, (error) => onFailover(error));
+    const keys = createKeys(config.prefix);
+    const health = trackRedisHealth(redis, logger.child({ mod: 'redis' }), { probeKey: keys.healthProbe });
+    onFailover = (error) => void health.report(error, 'failover');
     let isContacted = false;
     redis.on('error', (error) => {
       // A refusal at first contact (untrusted certificate, wrong password) is the start's one error line.
@@ -66,9 +70,9 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
       if (!health.report(error, 'connection')) logger.warn({ err: error }, 'redis connection error');
     });
     closers.push('redis', () => closeRedis(redis));
+    closers.push('redis health', () => health.close());
     await firstContact(redis, redisTarget);
     isContacted = true;
-    const keys = createKeys(config.prefix);
     noteEachPrimary(redis, redisTarget, keys, config.prefix, logger);
     const queues = openQueues(redis, config.prefix, config.delivery);
     // A BullMQ queue re-emits its connection's errors; without a listener it prints them with console.error.

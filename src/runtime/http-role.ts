@@ -40,6 +40,7 @@ export async function startHttpRole(ctx: Context, deps: HttpRoleDeps): Promise<O
       inboxCounts: inboxCounter(config.spool),
       topology: () => readTopology(ctx.redis, ctx.redisTarget, ctx.keys.topology, config.prefix),
       ...(deps.hasWatcher ? { spoolDisk } : {}),
+      redisWritesRefused: () => ctx.health.writesRefused(),
     },
     logger: logger.child({ mod: 'ops' }),
   });

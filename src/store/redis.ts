@@ -4,14 +4,27 @@ import { singleTarget, type RedisTarget } from '../config/redis-target.js';
 /** A Redis server (alone or found through Sentinel) or a Redis Cluster: every module takes either. */
 export type RedisConnection = Redis | Cluster;
 
-const retryStrategy = (times: number): number => Math.min(times * 200, 5000);
+/** The longest wait between two reconnect attempts (gate/attempt-owner.ts counts on it). */
+export const RECONNECT_MAX_MS = 5000;
+
+const retryStrategy = (times: number): number => Math.min(times * 200, RECONNECT_MAX_MS);
 
 /**
- * After a failover behind one name (a managed service's endpoint, or a primary demoted while its
- * clients stay connected) the old primary answers writes with READONLY: reconnect, and send the
- * command again (it was refused, so it never ran). ioredis then finds the primary anew.
+ * A primary that became a replica answers writes with READONLY, and cuts blocking commands with
+ * UNBLOCKED (a managed service failing over behind one name): reconnect (the name then leads to the
+ * new primary) instead of failing every write until a restart. The command itself fails to its
+ * caller, who keeps or retries it (push/kept-answers.ts, BullMQ's own retries): resending it on
+ * the new connection (ioredis' "2") piled every write of a demoted primary onto reconnect after
+ * reconnect (Node's MaxListeners warning every 200 ms in the failover test). `onFailover` tells
+ * store/redis-health.ts (one warning, one info line when writes are taken again).
  */
-const reconnectOnError = (error: Error): 2 | false => (error.message.startsWith('READONLY') ? 2 : false);
+function reconnectOnErrorOf(onFailover: ((error: Error) => void) | undefined): (error: Error) => 1 | false {
+  return (error) => {
+    if (!/^(READONLY|UNBLOCKED)/.test(error.message)) return false;
+    onFailover?.(error);
+    return 1;
+  };
+}
 
 /**
  * The one way carrier-sync connects to Redis: queues, workers, our own commands, `status` and the
@@ -29,10 +42,12 @@ const reconnectOnError = (error: Error): 2 | false => (error.message.startsWith(
  *   default cluster-node-timeout of 15 s) rather than failed after ioredis' default 16 × 100 ms.
  *   The slot map is also refreshed every 5 s, so a promotion is seen without waiting for an error.
  *
- * A string is a single server's URL (tests and tools that hold only a URL).
+ * A string is a single server's URL (tests and tools that hold only a URL). `onFailover`: see
+ * reconnectOnErrorOf above.
  */
-export function connectRedis(where: RedisTarget | string, name: string): RedisConnection {
+export function connectRedis(where: RedisTarget | string, name: string, onFailover?: (error: Error) => void): RedisConnection {
   const target = typeof where === 'string' ? singleTarget(where) : where;
+  const reconnectOnError = reconnectOnErrorOf(onFailover);
   const common: RedisOptions = {
     maxRetriesPerRequest: null,
     connectionName: name,

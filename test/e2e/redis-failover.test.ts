@@ -132,7 +132,12 @@ describe.each(SEEDS)('seed %i', (seed) => {
       probe.disconnect();
 
       // Work resumes without a restart: a request the API received after the promotion.
-      const resumed = await waitFor(() => env.sandbox.requests().find((r) => r.at > promotedAt), { timeoutMs: 30_000, what: 'a request after the promotion' });
+      const resumed = await waitFor(() => env.sandbox.requests().find((r) => r.at > promotedAt), {
+        timeoutMs: 30_000,
+        what: 'a request after the promotion',
+      }).catch((error: Error) => {
+        throw new Error(`${error.message}\n--- daemon 1\n${daemons[0]!.tail(15)}\n--- daemon 2\n${daemons[1]!.tail(15)}`);
+      });
       const resumeMs = resumed.at - promotedAt;
       await waitFor(async () => (await listFiles(join(env.spool, 'archive'))).length === DELIVERIES + 1, {
         timeoutMs: 60_000,

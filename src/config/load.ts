@@ -45,6 +45,8 @@ export const ENV_VARIABLES: ReadonlyArray<readonly [string, readonly string[], P
   ['CARRIER_SYNC_REDIS_DIR', ['redis', 'managedDir'], asString],
   ['CARRIER_SYNC_REDIS_PORT', ['redis', 'managedPort'], asInt],
   ['CARRIER_SYNC_REDIS_CLUSTER', ['redis', 'cluster'], asBool],
+  ['CARRIER_SYNC_REDIS_SENTINELS', ['redis', 'sentinels'], asList],
+  ['CARRIER_SYNC_REDIS_SENTINEL_NAME', ['redis', 'sentinelName'], asString],
   ['CARRIER_SYNC_ALLOW_EVICTING_REDIS', ['redis', 'allowEviction'], asBool],
   ['CARRIER_SYNC_PREFIX', ['prefix'], asString],
   ['CARRIER_SYNC_SPOOL_DIR', ['spool', 'dir'], asString],
@@ -76,6 +78,7 @@ export const SECRET_VARIABLES: ReadonlyArray<readonly [string, readonly string[]
   ['CARRIER_SYNC_SELLER_GROUP_KEY', ['api', 'sellerGroupKey']],
   ['CARRIER_SYNC_UI_PASSWORD', ['http', 'uiPassword']],
   ['CARRIER_SYNC_INGEST_TOKEN', ['http', 'ingestToken']],
+  ['CARRIER_SYNC_REDIS_SENTINEL_PASSWORD', ['redis', 'sentinelPassword']],
   ['CARRIER_SYNC_EVENTS_PULL_TOKEN', ['schedules', 'eventsPull', 'token']],
   // Notification channels: their URLs carry tokens or passwords, so they are secrets too.
   ['CARRIER_SYNC_NOTIFY_WEBHOOK_URL', ['notify', 'webhook', 'url']],

@@ -18,6 +18,7 @@ import { appVersion } from '../version.js';
 import { redisRefusedReason, spoolDiskFullReason, type SpoolDiskReadiness } from './readiness.js';
 import { readChannelReports, type ChannelReport } from '../store/notify-record.js';
 import { readSpoolHolder, type SpoolHolder } from './spool-holder.js';
+import type { Topology } from '../store/topology.js';
 
 export const CHART_MINUTES = 60;
 const LATEST_KEPT = 20;
@@ -48,6 +49,8 @@ export interface OverviewSources {
   isDraining(): boolean;
   /** How long journeys are kept (s): a replay from the page is recorded in its items' journeys. */
   historyTtlSec?: number;
+  /** Redis' topology: kind, primary, replicas, last failover (see `store/topology.ts`). */
+  topology?: () => Promise<Topology>;
 }
 
 export type StateCode = 'working' | 'idle' | 'paused' | 'disk-full' | 'redis-full' | 'redis-down' | 'draining';
@@ -106,6 +109,8 @@ export interface CodeCount {
 
 export interface OverviewDetails {
   spoolHolder: SpoolHolder | null;
+  /** Null where the process was not given a way to read it. */
+  topology: Topology | null;
   activity: ActivitySeries;
   backlog: BacklogRow[];
   refusals: { total: number; byCode: CodeCount[]; latest: Refusal[] };
@@ -195,8 +200,9 @@ function redisDown(reason: string): OverviewState {
 
 async function readDetails(sources: OverviewSources, now: number): Promise<OverviewDetails> {
   const { redis, keys } = sources;
-  const [spoolHolder, minutes, refusals, letters, backlog, notifications] = await Promise.all([
+  const [spoolHolder, topology, minutes, refusals, letters, backlog, notifications] = await Promise.all([
     sources.spoolId === null ? null : readSpoolHolder(redis, keys, sources.spoolId),
+    sources.topology?.() ?? null,
     readActivity(redis, keys, now, CHART_MINUTES),
     readRefusals(redis, keys),
     listDeadLetters(sources, { latestPerKind: DEAD_LETTERS_READ }),
@@ -218,6 +224,7 @@ async function readDetails(sources: OverviewSources, now: number): Promise<Overv
   }));
   return {
     spoolHolder,
+    topology,
     activity: {
       at: minutes.map((m) => m.at),
       requests: series('requests'),

@@ -12,6 +12,7 @@ import { describeFailure } from '../i18n/reason.js';
 import { translator, type Lang, type Translate } from '../i18n/translate.js';
 import type { BacklogRow, CodeCount, DeadLetterRow, Overview, OverviewDetails } from './overview-data.js';
 import type { Refusal } from '../store/activity.js';
+import { describeTopology } from '../store/topology.js';
 
 export const REFRESH_MS = 5000;
 
@@ -115,7 +116,10 @@ function renderState(o: Overview, t: Translate): string {
       : holder === null
         ? t('ui.spool.heldBy', { spool: `<b>${escape(o.spoolId)}</b>`, holder: '<b data-figure="spool-holder">n/a</b>' })
         : spoolHolder(o.spoolId, holder, t);
-  return `<div class="state state-${o.state.code}" data-state="${o.state.code}"><span class="dot"></span><div><div class="headline" data-figure="state">${escape(headlineOf(o, t))}${since}</div>${detail}</div></div><div class="spool">${spool}</div>`;
+  // The topology is addresses and roles, the same words in every language (store/topology.ts).
+  const topology = o.details?.topology ?? null;
+  const redis = topology === null ? '' : `<div class="spool">Redis <b data-figure="redis-topology">${escape(describeTopology(topology))}</b></div>`;
+  return `<div class="state state-${o.state.code}" data-state="${o.state.code}"><span class="dot"></span><div><div class="headline" data-figure="state">${escape(headlineOf(o, t))}${since}</div>${detail}</div></div><div class="spool">${spool}</div>${redis}`;
 }
 
 function spoolHolder(spoolId: string, holder: NonNullable<OverviewDetails['spoolHolder']>, t: Translate): string {

@@ -16,6 +16,9 @@ import type { EnqueueDeps } from '../queue/enqueue.js';
 import { createKeys, ITEM_KINDS, type Keys } from '../store/keys.js';
 import { openQueues, type QueueSet } from '../queue/queues.js';
 import { closeRedis, connectRedis } from '../store/redis.js';
+import { checkTrust, firstContact, isRefusal } from '../store/first-contact.js';
+import { notePrimary } from '../store/topology.js';
+import { redisTargetOf, type RedisTarget } from '../config/redis-target.js';
 import { trackRedisHealth, type RedisHealth } from '../store/redis-health.js';
 import { historyTtlSec } from '../journey/journey.js';
 import { createStats, type Stats } from '../store/stats.js';
@@ -27,7 +30,8 @@ export interface Context {
   logger: Logger;
   clock: Clock;
   closers: Closers;
-  redisUrl: string;
+  /** Where Redis is (one server, Sentinel or Cluster); its `address` is safe to show. */
+  redisTarget: RedisTarget;
   redis: RedisConnection;
   /** Where every connection, queue and worker of this process reports its errors: one line per outage. */
   health: RedisHealth;
@@ -44,25 +48,32 @@ export interface Context {
 export async function openContext(config: Readonly<Config>, logger: Logger, name: string): Promise<Context> {
   const closers = createClosers(logger);
   try {
-    let redisUrl = config.redis.url;
-    if (redisUrl === null) {
+    let url = config.redis.url;
+    if (url === null && config.redis.sentinels.length === 0) {
       const managed = await ensureManagedRedis(config.redis.managedDir, config.redis.managedPort, logger);
       // First on the stack, so it runs last: after every connection of this process is closed.
       closers.push('managed redis-server', () => managed.stop());
-      redisUrl = managed.url;
+      url = managed.url;
     }
-    // A failover seen by ioredis' reconnect-on-error (the command is sent again, never fails to us).
+    const redisTarget = redisTargetOf(config.redis, url);
+    await checkTrust(redisTarget);
+    // A failover seen by ioredis' reconnect-on-error (see store/redis.ts).
     let onFailover = (_error: Error): void => {};
-    const redis = connectRedis(redisUrl, `carrier-sync:${name}`, config.redis.cluster, (error) => onFailover(error));
+    const redis = connectRedis(redisTarget, `carrier-sync:${name}`, (error) => onFailover(error));
     const keys = createKeys(config.prefix);
     const health = trackRedisHealth(redis, logger.child({ mod: 'redis' }), { probeKey: keys.healthProbe });
     onFailover = (error) => void health.report(error, 'failover');
+    let isContacted = false;
     redis.on('error', (error) => {
+      // A refusal at first contact (untrusted certificate, wrong password) is the start's one error line.
+      if (!isContacted && isRefusal(error)) return;
       if (!health.report(error, 'connection')) logger.warn({ err: error }, 'redis connection error');
     });
     closers.push('redis', () => closeRedis(redis));
     closers.push('redis health', () => health.close());
-    await redis.ping();
+    await firstContact(redis, redisTarget);
+    isContacted = true;
+    noteEachPrimary(redis, redisTarget, keys, config.prefix, logger);
     const queues = openQueues(redis, config.prefix, config.delivery);
     // A BullMQ queue re-emits its connection's errors; without a listener it prints them with console.error.
     for (const queue of [...Object.values(queues.items), queues.housekeeping]) {
@@ -79,7 +90,7 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
       logger,
       clock,
       closers,
-      redisUrl,
+      redisTarget,
       redis,
       health,
       keys,
@@ -108,6 +119,19 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
     await closers.closeAll();
     throw error;
   }
+}
+
+/**
+ * Notes the primary this process reaches (for `status`' last failover): now, at every reconnect,
+ * and on a Cluster at every refresh of the slot map (after a node is lost or a MOVED, and every 5 s). Best effort: a failure is a
+ * debug line, the next (re)connect notes it again.
+ */
+function noteEachPrimary(redis: RedisConnection, target: RedisTarget, keys: Keys, prefix: string, logger: Logger): void {
+  const note = (): void =>
+    void notePrimary(redis, target, keys.topology, prefix).catch((error: unknown) => logger.debug({ err: error }, 'noting the Redis primary failed'));
+  note();
+  redis.on('ready', note);
+  if (target.kind === 'cluster') redis.on('refresh', note);
 }
 
 /**

@@ -51,6 +51,7 @@ export async function startWatcherRole(ctx: Context): Promise<WatcherRole> {
     logger: log,
     start: (fence) => startSpoolSession(sessionDeps, fence),
     spoolFile: createHolderFile({ root: paths.root, self: deployment, holderFileMs: config.spool.holderFileMs, now: () => ctx.clock.now() }),
+    isRedisTold: () => ctx.health.isTroubled(5000),
   });
   // Here on the shutdown stack, the outcome consumer stops after the item workers (its drain, below),
   // and the lease is given up last.

@@ -19,8 +19,10 @@ import type { ApiTarget } from './api-target.js';
 import type { Context } from './context.js';
 import type { Metrics } from '../ops/metrics.js';
 
-/** BullMQ's words for a job whose lock lapsed: a renewal that failed, a finish without the lock. */
-const LOCK_LOST = /^(could not renew lock for job|Missing lock for job)/;
+/** BullMQ's words for a job whose lock lapsed: a renewal that failed, a finish without the lock (or after another run took the job). */
+/** How long after a Redis episode a lost job lock is still its echo (a kept answer written late). */
+const LOCK_ECHO_MS = 60_000;
+const LOCK_LOST = /^(could not renew lock for job|Missing lock for job|Missing key for job|Lock mismatch for job)/;
 
 export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: Metrics): Promise<void> {
   const { config, logger } = ctx;
@@ -80,7 +82,9 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
       if (ctx.health.report(error, `worker:${kind}`)) return;
       // A job lock lost while Redis could not take writes (or just after): another run takes the job
       // up, and the gate makes it wait for this process's answer (kept-answers.ts). Its echo, not news.
-      if (LOCK_LOST.test(error.message) && ctx.health.isTroubled(2 * config.delivery.lockMs))
+      // A job whose key a failover lost (a lagging replica was promoted) ends the same way, once
+      // its kept answer is written after the episode: the spool still has its file in flight.
+      if (LOCK_LOST.test(error.message) && ctx.health.isTroubled(Math.max(2 * config.delivery.lockMs, LOCK_ECHO_MS)))
         log.debug({ kind, err: error }, 'job lock lost during a Redis episode');
       else log.error({ kind, err: error }, 'worker error');
     });

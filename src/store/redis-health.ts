@@ -24,6 +24,7 @@
  * Whoever must back off while Redis cannot take writes (the claims, the outcome moves, the workers)
  * asks `isWritable()`, and `onWritable` tells them it can again (kept answers are written at once).
  */
+import { Cluster } from 'ioredis';
 import type { Logger } from '../log.js';
 import type { RedisConnection } from './redis.js';
 import { codeOf, troubleOf, type RedisTrouble } from './redis-errors.js';
@@ -147,18 +148,32 @@ export function trackRedisHealth(redis: RedisConnection, logger: Logger, options
     }, PROBE_MS);
     probe.unref();
   };
+  const startEpisode = (kind: RedisTrouble, error: unknown, source: string): true => {
+    episode = { kind, since: now(), code: codeOf(error as Error), message: (error as Error).message };
+    lastErrorAt = now();
+    absorbed = 1;
+    if (kind === 'unreachable') outages += 1;
+    else startProbe();
+    logger.warn({ source, code: episode.code, err: error }, WARN[kind]);
+    for (const listener of changed) listener(episode);
+    return true;
+  };
   const onReady = (): void => {
     if (episode?.kind !== 'unreachable') return;
     end();
   };
   redis.on('ready', onReady);
 
-  return {
+  const health: RedisHealth = {
     report(error, source) {
       const kind = troubleOf(error);
       if (kind === null) return false;
       if (kind === 'unreachable' && episode === null && redis.status === 'ready') {
-        // A worker's own connection catching up after the main one is back.
+        // On a Cluster the main connection stays ready when one node dies: a lost connection then
+        // is a master going away, and its replica's promotion follows (a failover, ended by probe
+        // writes to the deployment's slot). Elsewhere: a worker's own connection catching up after
+        // the main one is back.
+        if (redis instanceof Cluster) return startEpisode('failover', error, source);
         logger.debug({ source, err: error }, 'Redis connection error');
         return true;
       }
@@ -174,14 +189,7 @@ export function trackRedisHealth(redis: RedisConnection, logger: Logger, options
         logger.debug({ source, err: error }, 'Redis error within an episode');
         return true;
       }
-      episode = { kind, since: now(), code: codeOf(error as Error), message: (error as Error).message };
-      lastErrorAt = now();
-      absorbed = 1;
-      if (kind === 'unreachable') outages += 1;
-      else startProbe();
-      logger.warn({ source, code: episode.code, err: error }, WARN[kind]);
-      for (const listener of changed) listener(episode);
-      return true;
+      return startEpisode(kind, error, source);
     },
     isDown: () => episode?.kind === 'unreachable',
     isWritable: () => episode === null,
@@ -202,6 +210,13 @@ export function trackRedisHealth(redis: RedisConnection, logger: Logger, options
     close() {
       clearInterval(probe);
       redis.off('ready', onReady);
+      redis.off('node error', onNodeError);
     },
   };
+  // A Cluster's connections to its nodes report here, not as the Cluster's own errors: a master
+  // killed shows only as its node's lost connection (the Cluster stays ready), so without this the
+  // failover was never an episode and every job lock it cost was an error line.
+  const onNodeError = (error: unknown): void => void health.report(error, 'cluster-node');
+  if (redis instanceof Cluster) redis.on('node error', onNodeError);
+  return health;
 }

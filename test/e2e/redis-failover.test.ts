@@ -187,7 +187,7 @@ describe.each(SEEDS)('seed %i', (seed) => {
         const said = (line: LogLine) => `${line.msg} (${String((line['err'] as { message?: string } | undefined)?.message ?? '').slice(0, 80)})`;
         const errors = lines.filter((line) => (line.level ?? 0) >= 50).map(said);
         const warns = lines.filter((line) => line.level === 40 && /redis|failover|primary/i.test(`${line.msg} ${String(line['mod'])}`)).map(said);
-        findings.push(`process ${index + 1}: ${errors.length} error lines, ${warns.length} warn lines about Redis`);
+        findings.push(`process ${index + 1}: ${errors.length} error lines, ${warns.length} warn lines about Redis (${warns.join(' | ')})`);
         expect.soft(errors, `process ${index + 1}: error lines`).toEqual([]);
         expect.soft(warns.length, `process ${index + 1}: warn lines about Redis: ${warns.join(' | ')}`).toBeLessThanOrEqual(1);
       }

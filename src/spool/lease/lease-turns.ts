@@ -47,7 +47,7 @@ export function createTurnState<S extends HeldSession>(deps: SpoolLeaseDeps<S>):
     self: { id: randomBytes(8).toString('hex'), host: hostname(), pid: process.pid },
     about,
     spoolFile: guardHolderFile({ spoolFile: deps.spoolFile, callMs: renewEveryMs, logger: deps.logger, about }),
-    redis: trackLeaseOutage(deps.logger, about, now),
+    redis: trackLeaseOutage(deps.logger, about, now, deps.isRedisTold),
     term: null,
     standbyHolderId: undefined,
   };

@@ -45,6 +45,8 @@ export interface SpoolLeaseDeps<S extends HeldSession> {
   start(fence: Fence): Promise<S>;
   /** The spool's own record of its holder, which keeps other deployments off it. */
   spoolFile?: HolderFile;
+  /** True while this process's Redis health tells an outage, a refusal or a failover (store/redis-health.ts): the lease stays quiet then. */
+  isRedisTold?: () => boolean;
 }
 
 export interface SpoolLeaseState {

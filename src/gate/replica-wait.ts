@@ -74,12 +74,24 @@ async function primaryView(redis: RedisConnection, slotKey: string): Promise<Pri
   };
 }
 
-export function watchReplicas(redis: RedisConnection, slotKey: string, logger: Logger, timeoutMs = REPLICA_WAIT_MS): ReplicaWait {
+/**
+ * `isRedisTold`: true while this process's Redis health tells an episode (store/redis-health.ts). A
+ * WAIT that times out then is the failover's own doing (the replica being promoted, or the view not
+ * yet refreshed), already said once: a debug line, not a second warning.
+ */
+export function watchReplicas(
+  redis: RedisConnection,
+  slotKey: string,
+  logger: Logger,
+  timeoutMs = REPLICA_WAIT_MS,
+  isRedisTold: () => boolean = () => false,
+): ReplicaWait {
   let count = 0;
   let primary: string | null = null;
   let lastSeenAt = -Infinity;
   let own: RedisConnection | null = null;
   let lagSince: number | null = null;
+  let isLagWarned = false;
   let held = 0;
   const read = async (): Promise<void> => {
     try {
@@ -111,19 +123,24 @@ export function watchReplicas(redis: RedisConnection, slotKey: string, logger: L
     },
     acknowledged(acks) {
       if (acks >= 1) {
-        if (lagSince !== null) {
+        if (lagSince !== null && isLagWarned) {
           logger.info({ lagMs: Math.round(performance.now() - lagSince), requestsHeld: held }, 'Redis replica acknowledges again: requests leave again');
-          lagSince = null;
         }
+        lagSince = null;
         return true;
       }
       if (lagSince === null) {
         lagSince = performance.now();
         held = 0;
-        logger.warn(
-          { timeoutMs, replicas: count },
-          "no Redis replica acknowledged a request's attempt record: requests wait until one does (one line when it does)",
-        );
+        isLagWarned = !isRedisTold();
+        if (isLagWarned)
+          logger.warn(
+            { timeoutMs, replicas: count },
+            "no Redis replica acknowledged a request's attempt record: requests wait until one does (one line when it does)",
+          );
+        else logger.debug({ timeoutMs, replicas: count }, 'no Redis replica acknowledged during a Redis episode');
+        // The view may be a failover behind: read it again now rather than at the next recheck.
+        void read();
       }
       held += 1;
       return false;

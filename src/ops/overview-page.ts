@@ -12,7 +12,7 @@ import { describeFailure } from '../i18n/reason.js';
 import { translator, type Lang, type Translate } from '../i18n/translate.js';
 import type { BacklogRow, CodeCount, DeadLetterRow, Overview, OverviewDetails } from './overview-data.js';
 import type { Refusal } from '../store/activity.js';
-import { describeTopology } from '../store/topology.js';
+import type { Topology } from '../store/topology.js';
 
 export const REFRESH_MS = 5000;
 
@@ -116,9 +116,8 @@ function renderState(o: Overview, t: Translate): string {
       : holder === null
         ? t('ui.spool.heldBy', { spool: `<b>${escape(o.spoolId)}</b>`, holder: '<b data-figure="spool-holder">n/a</b>' })
         : spoolHolder(o.spoolId, holder, t);
-  // The topology is addresses and roles, the same words in every language (store/topology.ts).
   const topology = o.details?.topology ?? null;
-  const redis = topology === null ? '' : `<div class="spool">Redis <b data-figure="redis-topology">${escape(describeTopology(topology))}</b></div>`;
+  const redis = topology === null ? '' : `<div class="spool">Redis <b data-figure="redis-topology">${escape(topologyLine(topology, t))}</b></div>`;
   return `<div class="state state-${o.state.code}" data-state="${o.state.code}"><span class="dot"></span><div><div class="headline" data-figure="state">${escape(headlineOf(o, t))}${since}</div>${detail}</div></div><div class="spool">${spool}</div>${redis}`;
 }
 
@@ -129,6 +128,16 @@ function spoolHolder(spoolId: string, holder: NonNullable<OverviewDetails['spool
   const version =
     holder.version === null ? '' : `, ${t('ui.spool.version', { version: `<span data-figure="spool-holder-version">${escape(holder.version)}</span>` })}`;
   return `${held}${since}${version}`;
+}
+
+/** Redis' topology in the page's language (`status` prints store/topology.ts's English line). */
+function topologyLine(topology: Topology, t: Translate): string {
+  const replicas =
+    topology.replicas.length === 0
+      ? t('ui.redis.noReplicas')
+      : t('ui.redis.replicas', { list: topology.replicas.map((r) => `${r.address} (${r.state}${r.lagSec === null ? '' : `, lag ${r.lagSec} s`})`).join(', ') });
+  const failover = topology.lastFailover === null ? t('ui.redis.noFailover') : t('ui.redis.lastFailover', topology.lastFailover);
+  return t('ui.redis.line', { kind: topology.kind, primary: topology.primary ?? t('ui.redis.unknown'), replicas, failover });
 }
 
 /** The state's headline in the page's language, from its code (the JSON keeps the English one). */

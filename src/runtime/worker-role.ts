@@ -13,7 +13,7 @@ import { createProcessor } from '../push/processor.js';
 import { isAnswerUnavailable } from '../push/answer-write.js';
 import { createKeptAnswers } from '../push/kept-answers.js';
 import { keepOwnerAlive, ownerTiming, SELF_OWNER } from '../gate/attempt-owner.js';
-import { watchReplicas } from '../gate/replica-wait.js';
+import { REPLICA_WAIT_MS, watchReplicas } from '../gate/replica-wait.js';
 import { isRedisUnavailable } from '../store/redis-health.js';
 import type { ApiTarget } from './api-target.js';
 import type { Context } from './context.js';
@@ -37,7 +37,7 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
   ctx.health.onWritable(() => kept.wake());
   const timing = ownerTiming(config.delivery.lockMs);
   const liveness = keepOwnerAlive(ctx.redis, ctx.keys, timing, log);
-  const replicas = watchReplicas(ctx.redis, ctx.keys.deploymentId, log);
+  const replicas = watchReplicas(ctx.redis, ctx.keys.deploymentId, log, REPLICA_WAIT_MS, () => ctx.health.isTroubled(5000));
   // Closed after the workers (the stack runs last-in first-out): a kept answer is written or given up first.
   ctx.closers.push('owner liveness', async () => {
     kept.close();

@@ -16,6 +16,7 @@ import { dedupMemoryScenario } from './scenarios/dedup-memory.js';
 import { eventsDedupScenario } from './scenarios/events-dedup.js';
 import { goodputScenario } from './scenarios/goodput.js';
 import { historyScenario } from './scenarios/history.js';
+import { idleRssScenario } from './scenarios/idle-rss.js';
 import { ingestScenario } from './scenarios/ingest.js';
 import { latencyScenario } from './scenarios/latency.js';
 import { memoryScenario } from './scenarios/memory.js';
@@ -51,6 +52,7 @@ const SCENARIOS: readonly Scenario[] = [
   mixedDropLargeScenario,
   historyScenario,
   chainBacklogScenario,
+  idleRssScenario,
 ];
 
 interface Args {

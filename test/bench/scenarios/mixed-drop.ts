@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { SandboxRequest } from '../../../src/sandbox/request-log.js';
 import { startSandbox } from '../../../src/sandbox/server.js';
-import { cpuSeconds } from '../support/cpu.js';
+import { cpuSeconds, ioCalls } from '../support/cpu.js';
 import { loadBenchConfig, spawnDaemon, type DaemonSetup } from '../support/daemon.js';
 import { buildDrop, type DropFile, type Kind } from '../support/drop-files.js';
 import { dropAll, stageFiles } from '../support/inputs.js';
@@ -115,6 +115,7 @@ async function runDrop(env: Parameters<Scenario['run']>[0], name: string, scale:
     const redisCpuBefore = await redisCpuSeconds(redis);
     const benchCpuBefore = await cpuSeconds(process.pid);
     const cpuBefore = await cpuSeconds(daemon.pid);
+    const ioBefore = await ioCalls(daemon.pid);
     const rss = sampleRss(daemon.pid, 250);
     const started = Date.now();
     await Promise.all(staged.map((s) => dropAll(s.dir, join(spool, s.kind), s.names)));
@@ -129,6 +130,8 @@ async function runDrop(env: Parameters<Scenario['run']>[0], name: string, scale:
     // the poll): listing the spool more often took CPU from the sandbox, which runs in this process.
     await waitFor(settled, { timeoutMs: 300_000 * scale, what: 'every file archived or failed', intervalMs: scale > 1 ? 1000 : 250 });
     const cpuAfter = await cpuSeconds(daemon.pid);
+    const ioAfter = await ioCalls(daemon.pid);
+    const syscallsPerFile = { reads: (ioAfter.reads - ioBefore.reads) / files.length, writes: (ioAfter.writes - ioBefore.writes) / files.length };
     await rss.stop();
     const peakRssMb = rss.peakBytes() / MB;
     const benchCpuUsed = (await cpuSeconds(process.pid)) - benchCpuBefore;
@@ -266,7 +269,7 @@ async function runDrop(env: Parameters<Scenario['run']>[0], name: string, scale:
         {
           metric: 'Redis commands per file (INFO commandstats, incl. inside scripts)',
           value: round(totalCommands / files.length, 1),
-          unit: `(${totalCommands.toLocaleString('en-US')} in all)`,
+          unit: `(${totalCommands.toLocaleString('en-US')} in all; the daemon's read / write system calls a file: ${round(syscallsPerFile.reads, 1)} / ${round(syscallsPerFile.writes, 1)})`,
           reference: commands
             .slice(0, 6)
             .map(([name, calls]) => `${name} ${round(calls / files.length, 1)}`)
@@ -313,10 +316,13 @@ async function runDrop(env: Parameters<Scenario['run']>[0], name: string, scale:
         'daemon peak RSS (MB)': peakRssMb,
         'Redis commands per file': totalCommands / files.length,
         'Redis CPU (s)': redisCpuUsed,
+        'daemon write syscalls per file': syscallsPerFile.writes,
+        'daemon read syscalls per file': syscallsPerFile.reads,
       },
       details: {
         files: files.length,
         peakRssMb,
+        syscallsPerFile,
         dropMs,
         drainMs,
         cpuSeconds: cpuUsed,

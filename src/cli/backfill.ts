@@ -7,7 +7,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { ITEM_KIND_OF, type SpoolKind } from '../queue/keys.js';
+import { ITEM_KIND_OF, type SpoolKind } from '../store/keys.js';
 import { collectingJobOf } from '../queue/payloads.js';
 import { newClaimId } from '../spool/paths.js';
 import { isIgnoredName } from '../validate/spool-name.js';

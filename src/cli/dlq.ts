@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { listDeadLetters, purgeDeadLetters, retryDeadLetters } from '../queue/dead-letter.js';
-import { historyTtlSec } from '../queue/journey.js';
+import { historyTtlSec } from '../journey/journey.js';
 import { UsageError } from './usage-error.js';
 import { parseDuration, print, withContext } from './shared.js';
 

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import type { JourneyStep } from '../queue/journey-read.js';
-import { ITEM_KINDS, type ItemKind } from '../queue/keys.js';
+import type { JourneyStep } from '../journey/journey-read.js';
+import { ITEM_KINDS, type ItemKind } from '../store/keys.js';
 import { UsageError } from './usage-error.js';
 import { withContext } from './shared.js';
 
@@ -31,7 +31,7 @@ export function registerHistory(program: Command): void {
       const lookup = lookupOf(deliveryId, options);
       const kind = kindOf(options.kind);
       const steps = await withContext(command, async (ctx) => {
-        const read = await import('../queue/journey-read.js');
+        const read = await import('../journey/journey-read.js');
         const days = ctx.config.history.retentionDays;
         const window = { retentionDays: days, nowMs: Date.now() };
         switch (lookup.by) {
@@ -50,7 +50,7 @@ export function registerHistory(program: Command): void {
         for (const step of shown) await write(`${JSON.stringify(step)}\n`);
         return;
       }
-      const { describeStep } = await import('../queue/journey-read.js');
+      const { describeStep } = await import('../journey/journey-read.js');
       if (shown.length === 0) {
         await write(`${nothingText(lookup, kind)}\n`);
         return;

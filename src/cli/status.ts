@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import { join, resolve } from 'node:path';
-import { ITEM_KINDS } from '../queue/keys.js';
-import { createLease } from '../queue/lease.js';
-import { readDeploymentId, redisAddressOf } from '../queue/deployment.js';
-import { describeDeployment, HOLDER_FILE, isLive, readHolderFile } from '../spool/holder-file.js';
-import { rateLimiterFor } from '../queue/limiter.js';
+import { ITEM_KINDS } from '../store/keys.js';
+import { createLease } from '../store/lease.js';
+import { readDeploymentId, redisAddressOf } from '../store/deployment.js';
+import { describeDeployment, HOLDER_FILE, isLive, readHolderFile } from '../spool/lease/holder-file.js';
+import { rateLimiterFor } from '../gate/limiter.js';
 import { carrierKeyOf } from '../runtime/api-target.js';
 import type { Context } from '../runtime/context.js';
 import { print, withContext } from './shared.js';

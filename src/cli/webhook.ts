@@ -31,7 +31,7 @@ export function registerWebhook(program: Command): void {
       const config = configOf(command);
       const [{ apiClientFor }, { rateLimiterFor }, { resolveApiTarget }, { applyWebhook }] = await Promise.all([
         import('../runtime/api-client.js'),
-        import('../queue/limiter.js'),
+        import('../gate/limiter.js'),
         import('../runtime/api-target.js'),
         import('../runtime/webhook.js'),
       ]);

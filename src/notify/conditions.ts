@@ -3,7 +3,7 @@
  * `digests.ts`, Redis itself in `redis-watch.ts`). Each check says whether the condition is bad now,
  * how long it must stay bad before it fires, and the words of its firing and resolved messages.
  *
- * - api-key-refused: the 401 gate is closed (`queue/auth-gate.ts`). At once.
+ * - api-key-refused: the 401 gate is closed (`gate/auth-gate.ts`). At once.
  * - backlog-stuck: items waiting (waiting, prioritized, active; not delayed: events dated in the
  *   future wait there on purpose) and none finished (sent, dead-lettered, superseded, duplicate)
  *   for `backlogStuckMinutes`. A 429 pause, a full rate-limit window or a 401 are normal holds: while
@@ -13,13 +13,13 @@
  */
 import { statfs } from 'node:fs/promises';
 import type { NotifyConfig } from '../config/schema.js';
-import type { AuthGate } from '../queue/auth-gate.js';
-import { ITEM_KINDS, type ItemKind, type Keys } from '../queue/keys.js';
-import { createLease } from '../queue/lease.js';
-import type { RateLimiter } from '../queue/limiter.js';
+import type { AuthGate } from '../gate/auth-gate.js';
+import { ITEM_KINDS, type ItemKind, type Keys } from '../store/keys.js';
+import { createLease } from '../store/lease.js';
+import type { RateLimiter } from '../gate/limiter.js';
 import type { QueueSet } from '../queue/queues.js';
-import type { RedisConnection } from '../queue/redis.js';
-import type { Stats } from '../queue/stats.js';
+import type { RedisConnection } from '../store/redis.js';
+import type { Stats } from '../store/stats.js';
 import type { Condition } from './message.js';
 
 export interface Words {

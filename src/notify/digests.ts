@@ -8,13 +8,13 @@
  * scheduler, or this one after a restart, finds nothing left to report.
  */
 import type { Job } from 'bullmq';
-import { readRefusals } from '../queue/activity.js';
+import { readRefusals } from '../store/activity.js';
 import type { AttemptLog } from '../queue/attempts.js';
-import { ITEM_KINDS, type ItemKind, type Keys } from '../queue/keys.js';
+import { ITEM_KINDS, type ItemKind, type Keys } from '../store/keys.js';
 import type { ItemJob } from '../queue/payloads.js';
 import type { QueueSet } from '../queue/queues.js';
-import type { RedisConnection } from '../queue/redis.js';
-import { defineScript } from '../queue/script.js';
+import type { RedisConnection } from '../store/redis.js';
+import { defineScript } from '../store/script.js';
 import type { Words } from './conditions.js';
 
 export interface DigestSources {

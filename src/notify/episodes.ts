@@ -11,9 +11,9 @@
  *   (none|resolved) --bad for ≥ forMs--> firing --good--> resolved
  */
 import { randomBytes } from 'node:crypto';
-import type { Keys } from '../queue/keys.js';
-import type { RedisConnection } from '../queue/redis.js';
-import { defineScript } from '../queue/script.js';
+import type { Keys } from '../store/keys.js';
+import type { RedisConnection } from '../store/redis.js';
+import { defineScript } from '../store/script.js';
 
 // KEYS[1] the condition's state hash. ARGV[1] 'firing' or 'resolved', ARGV[2] a new episode id,
 // ARGV[3] now (ms). Returns {episode, since} when this call made the transition, else nil: firing

@@ -5,7 +5,7 @@
  * again. With several scheduler processes each one reports its own view (the message names its
  * host): a person may get one pair per process. A shorter outage sends nothing.
  */
-import type { RedisConnection } from '../queue/redis.js';
+import type { RedisConnection } from '../store/redis.js';
 
 export interface RedisOutage {
   sinceMs: number;

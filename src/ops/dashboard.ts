@@ -11,7 +11,7 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import fastifyBasicAuth from '@fastify/basic-auth';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance, onRequestHookHandler } from 'fastify';
-import { ITEM_KINDS, type ItemKind } from '../queue/keys.js';
+import { ITEM_KINDS, type ItemKind } from '../store/keys.js';
 import type { Logger } from '../log.js';
 import { registerHistory, type HistoryRouteOptions } from './history.js';
 import { registerOverview } from './overview.js';

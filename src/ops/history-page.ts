@@ -3,7 +3,7 @@
  * server-rendered HTML in the overview's style, one row a step, grouped by delivery. Every string
  * from outside goes through `escape`.
  */
-import { describeStep, type JourneyStep } from '../queue/journey-read.js';
+import { describeStep, type JourneyStep } from '../journey/journey-read.js';
 import { escape, searchForm } from './overview-page.js';
 
 const TONE: Readonly<Record<string, string>> = {

@@ -6,9 +6,9 @@
  *   GET /ui/history/<delivery id>.json             the same steps as JSON ({deliveryId, steps})
  */
 import type { FastifyInstance } from 'fastify';
-import { findByFile, readJourney } from '../queue/journey-read.js';
-import type { Keys } from '../queue/keys.js';
-import type { RedisConnection } from '../queue/redis.js';
+import { findByFile, readJourney } from '../journey/journey-read.js';
+import type { Keys } from '../store/keys.js';
+import type { RedisConnection } from '../store/redis.js';
 import { renderHistoryPage } from './history-page.js';
 
 export interface HistoryRouteOptions {

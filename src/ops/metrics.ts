@@ -5,8 +5,8 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Queue } from 'bullmq';
-import { ITEM_KINDS, type ItemKind } from '../queue/keys.js';
-import type { Stats } from '../queue/stats.js';
+import { ITEM_KINDS, type ItemKind } from '../store/keys.js';
+import type { Stats } from '../store/stats.js';
 import { appVersion } from '../version.js';
 
 export interface RequestSample {
@@ -24,7 +24,7 @@ export interface MetricsSources {
   stats: Stats;
   queues: Readonly<Record<ItemKind, Queue>>;
   isAuthPaused(): Promise<boolean>;
-  /** Files refused locally, by error code, deployment-wide (`queue/activity.ts`). */
+  /** Files refused locally, by error code, deployment-wide (`store/activity.ts`). */
   refusalCounts(): Promise<Record<string, number>>;
   /** Outcome messages per spool (`queue/outcome-list.ts`): files waiting to be moved. */
   outcomeBacklog(): Promise<Array<{ spoolId: string; waiting: number; retrying: number; failed: number }>>;
@@ -34,9 +34,9 @@ export interface MetricsSources {
   isReady: (() => Promise<boolean>) | null;
   ratePerMinute: number;
   maxQueued: number;
-  /** Redis outages this process has seen (`queue/redis-health.ts`); absent: not counted. */
+  /** Redis outages this process has seen (`store/redis-health.ts`); absent: not counted. */
   redisOutages?: () => number;
-  /** Notification attempts by channel and result (`queue/notify-record.ts`), deployment-wide. */
+  /** Notification attempts by channel and result (`store/notify-record.ts`), deployment-wide. */
   notificationCounts?: () => Promise<Array<{ channel: string; result: string; count: number }>>;
 }
 

@@ -5,17 +5,17 @@
  * Redis (a command would wait in ioredis's offline queue): the page must say so, not hang.
  */
 import type { Clock } from '../clock.js';
-import { readActivity, readRefusals, type Refusal } from '../queue/activity.js';
+import { readActivity, readRefusals, type Refusal } from '../store/activity.js';
 import type { AttemptLog } from '../queue/attempts.js';
-import type { AuthGate } from '../queue/auth-gate.js';
+import type { AuthGate } from '../gate/auth-gate.js';
 import { listDeadLetters } from '../queue/dead-letter.js';
-import type { DedupMemory } from '../queue/dedup.js';
-import { ITEM_KINDS, SPOOL_KIND_OF, type ItemKind, type Keys, type SpoolKind } from '../queue/keys.js';
+import type { DedupMemory } from '../gate/event-claims.js';
+import { ITEM_KINDS, SPOOL_KIND_OF, type ItemKind, type Keys, type SpoolKind } from '../store/keys.js';
 import type { QueueSet } from '../queue/queues.js';
-import type { RedisConnection } from '../queue/redis.js';
+import type { RedisConnection } from '../store/redis.js';
 import { appVersion } from '../version.js';
 import { spoolDiskFullReason, type SpoolDiskReadiness } from './readiness.js';
-import { readChannelReports, type ChannelReport } from '../queue/notify-record.js';
+import { readChannelReports, type ChannelReport } from '../store/notify-record.js';
 import { readSpoolHolder, type SpoolHolder } from './spool-holder.js';
 
 export const CHART_MINUTES = 60;

@@ -5,7 +5,7 @@
  * from outside (file names, reasons, API messages) goes through `escape`.
  */
 import type { BacklogRow, CodeCount, DeadLetterRow, Overview, OverviewDetails } from './overview-data.js';
-import type { Refusal } from '../queue/activity.js';
+import type { Refusal } from '../store/activity.js';
 
 export const REFRESH_MS = 5000;
 

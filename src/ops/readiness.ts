@@ -3,10 +3,10 @@
  * answers a PING within a short deadline, and the queues are not paused by a 401 from the API
  * (the auth gate), and the spool's disk takes writes (a watcher whose spool disk is full can
  * refuse or move no file). Each check says why it failed, for the operator reading the 503. A watcher
- * kept off its spool by a live holder of another deployment (spool/holder-file.ts) is not ready either.
+ * kept off its spool by a live holder of another deployment (spool/lease/holder-file.ts) is not ready either.
  */
-import type { RedisConnection } from '../queue/redis.js';
-import type { AuthGate } from '../queue/auth-gate.js';
+import type { RedisConnection } from '../store/redis.js';
+import type { AuthGate } from '../gate/auth-gate.js';
 
 export interface ReadinessState {
   isReady: boolean;

@@ -17,7 +17,7 @@ import type { Registry } from 'prom-client';
 import type { Logger } from '../log.js';
 import { appVersion } from '../version.js';
 import type { EnqueueDeps } from '../queue/enqueue.js';
-import type { ItemKind } from '../queue/keys.js';
+import type { ItemKind } from '../store/keys.js';
 import { registerDashboard } from './dashboard.js';
 import { registerExposureGuard } from './exposure.js';
 import { registerIngest, tooLargeMessage } from './ingest.js';

@@ -3,8 +3,8 @@
  * lease in Redis (`keys.spoolLease(spoolId)`, JSON with at least host, pid and since, and the version it runs). No lease,
  * or one we cannot read, shows as "n/a"; the page never fails for it.
  */
-import type { Keys } from '../queue/keys.js';
-import type { RedisConnection } from '../queue/redis.js';
+import type { Keys } from '../store/keys.js';
+import type { RedisConnection } from '../store/redis.js';
 
 export interface SpoolHolder {
   host: string;

@@ -10,7 +10,7 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Batches, BatchState } from '../queue/batches.js';
 import { deadLetterFactsOfOutcome, deadLetterReport, eventsFileReport, type ErrorReport, type ReportContent } from '../queue/failure-report.js';
-import { SPOOL_KIND_OF, type SpoolKind } from '../queue/keys.js';
+import { SPOOL_KIND_OF, type SpoolKind } from '../store/keys.js';
 import type { OutcomeMessage } from '../queue/payloads.js';
 import { originalName, type SpoolPaths } from '../spool/paths.js';
 import type { Disk } from '../spool/file-calls.js';
@@ -30,7 +30,7 @@ export interface OutcomeDeps {
   inflight: InflightIndex;
   clock: Clock;
   logger: Logger;
-  /** Told where each file ended, for its journey (queue/journey.ts). */
+  /** Told where each file ended, for its journey (journey/journey.ts). */
   journey?: FileEndJournal;
 }
 

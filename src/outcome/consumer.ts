@@ -10,10 +10,10 @@
 import type { ChainableCommander } from 'ioredis';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import type { Keys } from '../queue/keys.js';
+import type { Keys } from '../store/keys.js';
 import { openOutcomeInbox, type OutcomeEntry, type OutcomeInbox } from '../queue/outcome-list.js';
 import type { OutcomeMessage } from '../queue/payloads.js';
-import type { RedisConnection } from '../queue/redis.js';
+import type { RedisConnection } from '../store/redis.js';
 
 /** Messages taken at once; applied BATCH_CONCURRENCY at a time (moves of one name are serialized in files.ts). */
 const BATCH = 64;

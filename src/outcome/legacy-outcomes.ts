@@ -6,11 +6,11 @@
  */
 import { Queue } from 'bullmq';
 import type { Logger } from '../log.js';
-import type { Keys } from '../queue/keys.js';
-import { legacyOutcomeQueueName } from '../queue/keys.js';
+import type { Keys } from '../store/keys.js';
+import { legacyOutcomeQueueName } from '../store/keys.js';
 import { pushOutcome } from '../queue/outcome-list.js';
 import type { OutcomeMessage } from '../queue/payloads.js';
-import type { RedisConnection } from '../queue/redis.js';
+import type { RedisConnection } from '../store/redis.js';
 
 export async function carryOverLegacyOutcomes(redis: RedisConnection, keys: Keys, spoolId: string, logger: Logger): Promise<number> {
   const name = legacyOutcomeQueueName(spoolId);

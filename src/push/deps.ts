@@ -4,13 +4,13 @@ import type { Clock } from '../clock.js';
 import type { DeliveryConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import type { AttemptLog } from '../queue/attempts.js';
-import type { AuthGate } from '../queue/auth-gate.js';
-import type { Keys } from '../queue/keys.js';
-import type { RateLimiter } from '../queue/limiter.js';
-import type { PushGate } from '../queue/push-gate.js';
+import type { AuthGate } from '../gate/auth-gate.js';
+import type { Keys } from '../store/keys.js';
+import type { RateLimiter } from '../gate/limiter.js';
+import type { PushGate } from '../gate/push-gate.js';
 import type { QueueSet } from '../queue/queues.js';
-import type { RedisConnection } from '../queue/redis.js';
-import type { Stats } from '../queue/stats.js';
+import type { RedisConnection } from '../store/redis.js';
+import type { Stats } from '../store/stats.js';
 
 export interface PushDeps {
   client: ApiClient;

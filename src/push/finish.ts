@@ -2,13 +2,13 @@
  * The end of an item: the push gate's `leave` (counters, slot stamp, document and event-order
  * bookkeeping) and — for items that came from a file — an outcome message to the process that
  * holds the spool. Both are written together, so they cost one round trip; a parked event behind
- * this one is woken in the same script (it goes to the front of the wait list: queue/event-wake.ts).
+ * this one is woken in the same script (it goes to the front of the wait list: gate/event-wake.ts).
  */
 import type { Job } from 'bullmq';
 import type { SyncError } from '../errors.js';
 import type { ItemJob, ItemResult, OutcomeMessage } from '../queue/payloads.js';
 import { pushOutcome } from '../queue/outcome-list.js';
-import type { AttemptAnswer, SlotUse } from '../queue/push-gate.js';
+import type { AttemptAnswer, SlotUse } from '../gate/push-gate.js';
 import type { PushDeps } from './deps.js';
 
 export async function finishItem(

@@ -14,10 +14,10 @@
  */
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { isSyncError, SyncError } from '../errors.js';
-import { countActivity } from '../queue/activity.js';
-import { wakeEvent } from '../queue/event-wake.js';
+import { countActivity } from '../store/activity.js';
+import { wakeEvent } from '../gate/event-wake.js';
 import type { ItemJob, ItemResult } from '../queue/payloads.js';
-import type { AttemptAnswer, GateVerdict, SlotUse } from '../queue/push-gate.js';
+import type { AttemptAnswer, GateVerdict, SlotUse } from '../gate/push-gate.js';
 import type { PushDeps } from './deps.js';
 import { finishItem } from './finish.js';
 import { sendItem } from './send.js';

@@ -3,8 +3,8 @@
  * (BullMQ keeps only stack traces). Entries hold our SyncError's JSON, which never carries
  * request headers, so no key can reach a DLQ listing through here.
  */
-import type { RedisConnection } from './redis.js';
-import type { Keys } from './keys.js';
+import type { RedisConnection } from '../store/redis.js';
+import type { Keys } from '../store/keys.js';
 
 export interface AttemptRecord {
   attempt: number;

@@ -4,9 +4,9 @@
  * Both sets are idempotent, so reprocessing a file after a crash, or an outcome delivered twice,
  * changes nothing.
  */
-import { defineScript } from './script.js';
-import type { RedisConnection } from './redis.js';
-import type { Keys } from './keys.js';
+import { defineScript } from '../store/script.js';
+import type { RedisConnection } from '../store/redis.js';
+import type { Keys } from '../store/keys.js';
 import type { DeadLetterFacts } from './failure-report.js';
 
 export interface BatchInfo {

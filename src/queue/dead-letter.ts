@@ -5,14 +5,14 @@
  */
 import type { Job } from 'bullmq';
 import type { AttemptLog, AttemptRecord } from './attempts.js';
-import type { DedupMemory } from './dedup.js';
+import type { DedupMemory } from '../gate/event-claims.js';
 import type { DeadLetterFacts } from './failure-report.js';
-import { appendSteps, prepareJourney, type JourneyEntry } from './journey.js';
-import { documentSteps, eventSteps } from './journey-steps.js';
-import { ITEM_KINDS, type ItemKind, type Keys } from './keys.js';
+import { appendSteps, prepareJourney, type JourneyEntry } from '../journey/journey.js';
+import { documentSteps, eventSteps } from './job-steps.js';
+import { ITEM_KINDS, type ItemKind, type Keys } from '../store/keys.js';
 import type { ItemJob } from './payloads.js';
 import type { QueueSet } from './queues.js';
-import type { RedisConnection } from './redis.js';
+import type { RedisConnection } from '../store/redis.js';
 
 export interface DeadLetter {
   id: string;

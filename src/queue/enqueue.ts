@@ -6,16 +6,16 @@
  *  - collecting: `collecting.<delivery id>.<instant hash>`, after a claim in the event_at memory.
  */
 import { createHash } from 'node:crypto';
-import type { RedisConnection } from './redis.js';
+import type { RedisConnection } from '../store/redis.js';
 import type { Clock } from '../clock.js';
-import type { DedupMemory } from './dedup.js';
-import type { Keys } from './keys.js';
-import { queueDocumentOrders } from './document-record.js';
+import type { DedupMemory } from '../gate/event-claims.js';
+import type { Keys } from '../store/keys.js';
+import { queueDocumentOrders } from '../gate/document-record.js';
 import type { CollectingJob, CteJob, LabelJob } from './payloads.js';
 import type { QueueSet } from './queues.js';
-import { addStat, type Stats } from './stats.js';
-import { appendSteps, prepareJourney, type JourneyEntry } from './journey.js';
-import { documentSteps, eventSteps, type SeenFile } from './journey-steps.js';
+import { addStat, type Stats } from '../store/stats.js';
+import { appendSteps, prepareJourney, type JourneyEntry } from '../journey/journey.js';
+import { documentSteps, eventSteps, type SeenFile } from './job-steps.js';
 
 export interface EnqueueDeps {
   redis: RedisConnection;

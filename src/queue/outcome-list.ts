@@ -16,10 +16,10 @@
  * FAILED_KEPT) and the file stays in `.inflight/`, where the periodic reconcile takes it up again.
  */
 import type { ChainableCommander } from 'ioredis';
-import type { Keys } from './keys.js';
+import type { Keys } from '../store/keys.js';
 import type { OutcomeMessage } from './payloads.js';
-import type { RedisConnection } from './redis.js';
-import { defineScript } from './script.js';
+import type { RedisConnection } from '../store/redis.js';
+import { defineScript } from '../store/script.js';
 
 export const MAX_ATTEMPTS = 30;
 const FAILED_KEPT = 10_000;

@@ -3,14 +3,14 @@
  * messages travel in a plain list: `outcome-list.ts`). Job options live here so every producer adds jobs the same way.
  *
  * Job lifecycle: waiting|delayed → active → completed (removed at once: the re-drop memory is the
- * compact document record of push-gate.ts, and the event_at memory of dedup.ts) | failed
+ * compact document record of push-gate.ts, and the event_at memory of gate/event-claims.ts) | failed
  * (= dead-lettered, kept until `dlq purge`). Retryable errors go back to delayed with exponential backoff and jitter;
  * 429 and 401 move the job to delayed without spending an attempt.
  */
 import { Queue, type JobsOptions } from 'bullmq';
-import type { RedisConnection } from './redis.js';
+import type { RedisConnection } from '../store/redis.js';
 import type { DeliveryConfig } from '../config/schema.js';
-import { HOUSEKEEPING_QUEUE, ITEM_KINDS, type ItemKind } from './keys.js';
+import { HOUSEKEEPING_QUEUE, ITEM_KINDS, type ItemKind } from '../store/keys.js';
 import type { ItemJob } from './payloads.js';
 
 export interface QueueSet {

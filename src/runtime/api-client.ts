@@ -1,7 +1,7 @@
 /**
  * One API client built from the config's timeouts and the resolved target (real API or sandbox).
  * Every request made with the key takes a slot of its shared limiter first (`rateLimiterFor` in
- * queue/limiter.ts).
+ * gate/limiter.ts).
  */
 import { createApiClient, type ApiClient, type ApiClientOptions } from '../api/index.js';
 import type { Config } from '../config/schema.js';

@@ -3,22 +3,22 @@
  * REDIS_URL is unset), the deployment's keys, queues and counters. Each resource's close goes on
  * the shutdown stack as soon as it is open.
  */
-import type { RedisConnection } from '../queue/redis.js';
+import type { RedisConnection } from '../store/redis.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import { SyncError } from '../errors.js';
 import { createAttemptLog, type AttemptLog } from '../queue/attempts.js';
-import { createAuthGate, type AuthGate } from '../queue/auth-gate.js';
+import { createAuthGate, type AuthGate } from '../gate/auth-gate.js';
 import { createBatches, type Batches } from '../queue/batches.js';
-import { createDedupMemory, type DedupMemory } from '../queue/dedup.js';
+import { createDedupMemory, type DedupMemory } from '../gate/event-claims.js';
 import type { EnqueueDeps } from '../queue/enqueue.js';
-import { createKeys, ITEM_KINDS, type Keys } from '../queue/keys.js';
+import { createKeys, ITEM_KINDS, type Keys } from '../store/keys.js';
 import { openQueues, type QueueSet } from '../queue/queues.js';
-import { closeRedis, connectRedis } from '../queue/redis.js';
-import { trackRedisHealth, type RedisHealth } from '../queue/redis-health.js';
-import { historyTtlSec } from '../queue/journey.js';
-import { createStats, type Stats } from '../queue/stats.js';
+import { closeRedis, connectRedis } from '../store/redis.js';
+import { trackRedisHealth, type RedisHealth } from '../store/redis-health.js';
+import { historyTtlSec } from '../journey/journey.js';
+import { createStats, type Stats } from '../store/stats.js';
 import { createClosers, type Closers } from './closers.js';
 import { ensureManagedRedis } from './managed-redis.js';
 

@@ -5,9 +5,9 @@
  */
 import { readdir } from 'node:fs/promises';
 import type { Config } from '../config/schema.js';
-import { SPOOL_KINDS, type SpoolKind } from '../queue/keys.js';
+import { SPOOL_KINDS, type SpoolKind } from '../store/keys.js';
 import { spoolPaths } from '../spool/paths.js';
-import { readSpoolIdFile } from '../spool/spool-id.js';
+import { readSpoolIdFile } from '../spool/lease/spool-id.js';
 import { isIgnoredName } from '../validate/spool-name.js';
 
 export function inboxCounter(spool: Config['spool']): () => Promise<Partial<Record<SpoolKind, number>>> {

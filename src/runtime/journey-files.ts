@@ -6,11 +6,11 @@
  */
 import { basename, relative } from 'node:path';
 import { parseInflightName } from '../spool/paths.js';
-import type { Keys } from '../queue/keys.js';
+import type { Keys } from '../store/keys.js';
 import type { Logger } from '../log.js';
-import { createJourneyWriter, historyTtlSec, type JourneyWriter } from '../queue/journey.js';
-import type { RedisConnection } from '../queue/redis.js';
-import type { RedisHealth } from '../queue/redis-health.js';
+import { createJourneyWriter, historyTtlSec, type JourneyWriter } from '../journey/journey.js';
+import type { RedisConnection } from '../store/redis.js';
+import type { RedisHealth } from '../store/redis-health.js';
 import type { FileEndJournal } from '../outcome/apply.js';
 import { parseSpoolName } from '../validate/spool-name.js';
 

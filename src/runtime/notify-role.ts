@@ -5,8 +5,8 @@
  */
 import { hostname } from 'node:os';
 import type { Config } from '../config/schema.js';
-import type { RateLimiter } from '../queue/limiter.js';
-import { publishChannels, recordSend } from '../queue/notify-record.js';
+import type { RateLimiter } from '../gate/limiter.js';
+import { publishChannels, recordSend } from '../store/notify-record.js';
 import { channelsOf } from '../notify/configured.js';
 import { createEpisodes } from '../notify/episodes.js';
 import { durationText, startNotifyLoop } from '../notify/loop.js';

@@ -5,8 +5,8 @@
  */
 import { Worker, type Job } from 'bullmq';
 import { apiClientFor } from './api-client.js';
-import { rateLimiterFor } from '../queue/limiter.js';
-import { HOUSEKEEPING_QUEUE } from '../queue/keys.js';
+import { rateLimiterFor } from '../gate/limiter.js';
+import { HOUSEKEEPING_QUEUE } from '../store/keys.js';
 import type { ApiTarget } from './api-target.js';
 import type { Context } from './context.js';
 import { runHousekeeping, HOUSEKEEPING_JOBS } from './housekeeping.js';

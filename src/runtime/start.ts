@@ -13,11 +13,11 @@
  */
 import { runDeploymentUpgrades } from './upgrades.js';
 import { readOutcomeBacklog } from '../queue/outcome-list.js';
-import { readSendCounts } from '../queue/notify-record.js';
+import { readSendCounts } from '../store/notify-record.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
-import { readRefusals } from '../queue/activity.js';
-import { ITEM_KINDS } from '../queue/keys.js';
+import { readRefusals } from '../store/activity.js';
+import { ITEM_KINDS } from '../store/keys.js';
 import { createMetrics, type Metrics } from '../ops/metrics.js';
 import { createReadiness, type ReadinessState, type SpoolReadiness } from '../ops/readiness.js';
 import type { OpsServer } from '../ops/server.js';

@@ -9,9 +9,9 @@
  * at least once with a version that has the step (README, "Upgrading").
  */
 import type { Logger } from '../log.js';
-import { carryOverDocumentRecords } from '../queue/document-record.js';
-import type { Keys } from '../queue/keys.js';
-import type { RedisConnection } from '../queue/redis.js';
+import { carryOverDocumentRecords } from '../gate/document-record.js';
+import type { Keys } from '../store/keys.js';
+import type { RedisConnection } from '../store/redis.js';
 import { appVersion } from '../version.js';
 import { carryOverLegacyOutcomes } from '../outcome/legacy-outcomes.js';
 
@@ -62,7 +62,7 @@ export const SPOOL_UPGRADES: ReadonlyArray<UpgradeStep<SpoolScope>> = [
 
 /**
  * Not a step here, since it needs no Redis: a spool without `.spool-id` gets the id it had before
- * the file existed (spool/spool-id.ts, `defaultSpoolId`), written once into the file.
+ * the file existed (spool/lease/spool-id.ts, `defaultSpoolId`), written once into the file.
  */
 
 /** Runs each step not yet recorded, in order, and records it. */

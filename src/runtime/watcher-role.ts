@@ -1,13 +1,13 @@
 /**
  * The watcher role: every process with it on one spool competes for the spool's lease
- * (spool/lease-holder.ts). The holder runs the spool's session (spool/session.ts): it claims inbox
+ * (spool/lease/lease-holder.ts). The holder runs the spool's session (spool/session.ts): it claims inbox
  * files, reconciles `.inflight/` when it takes the lease, and consumes this spool's outcome messages
  * to move files to archive/ or failed/. The others stand by and do nothing on the spool; one of them
  * takes over when the holder stops or dies, through the same start-up path a fresh start takes.
  * This file only wires them together, the outcome side into the session included. */
-import { ITEM_KIND_OF } from '../queue/keys.js';
-import { createLease } from '../queue/lease.js';
-import { redisAddressOf, resolveDeploymentId } from '../queue/deployment.js';
+import { ITEM_KIND_OF } from '../store/keys.js';
+import { createLease } from '../store/lease.js';
+import { redisAddressOf, resolveDeploymentId } from '../store/deployment.js';
 import { backlogOf } from '../queue/queues.js';
 import type { Logger } from '../log.js';
 import { createOutcomes } from '../outcome/apply.js';
@@ -15,10 +15,10 @@ import { sweepInterruptedMoves } from '../outcome/files.js';
 import { spoolPaths, type SpoolPaths } from '../spool/paths.js';
 import { attachSpoolDisk } from '../spool/disk-state.js';
 import { diskOf } from '../spool/file-calls.js';
-import { resolveSpoolId, SPOOL_ID_FILE } from '../spool/spool-id.js';
-import { createHolderFile } from '../spool/holder-file.js';
-import { holdSpoolLease } from '../spool/lease-holder.js';
-import type { SpoolLeaseState } from '../spool/spool-lease.js';
+import { resolveSpoolId, SPOOL_ID_FILE } from '../spool/lease/spool-id.js';
+import { createHolderFile } from '../spool/lease/holder-file.js';
+import { holdSpoolLease } from '../spool/lease/lease-holder.js';
+import type { SpoolLeaseState } from '../spool/lease/spool-lease.js';
 import { startSpoolSession, type SpoolSession, type SpoolSessionDeps } from '../spool/session.js';
 import type { Context } from './context.js';
 import { startOutcomeConsumer } from '../outcome/consumer.js';

@@ -7,10 +7,10 @@
 import type { ApiClient } from '../api/index.js';
 import { isSyncError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { takeSlot, type RateLimiter } from '../queue/limiter.js';
-import { historyTtlSec } from '../queue/journey.js';
+import { takeSlot, type RateLimiter } from '../gate/limiter.js';
+import { historyTtlSec } from '../journey/journey.js';
 import type { Context } from './context.js';
-import { recordWebhookSet } from './webhook-journey.js';
+import { recordWebhookSet } from '../journey/webhook-journey.js';
 
 /** Longest a webhook PATCH waits for a slot of the shared rate limit. */
 const SLOT_WAIT_MS = 30_000;

@@ -1,9 +1,9 @@
 /** The worker role: one BullMQ worker per item kind, sharing one API client and one rate limiter. */
 import { Worker } from 'bullmq';
 import { apiClientFor } from './api-client.js';
-import { rateLimiterFor } from '../queue/limiter.js';
-import { createPushGate, pushGateOptions } from '../queue/push-gate.js';
-import { ITEM_KINDS } from '../queue/keys.js';
+import { rateLimiterFor } from '../gate/limiter.js';
+import { createPushGate, pushGateOptions } from '../gate/push-gate.js';
+import { ITEM_KINDS } from '../store/keys.js';
 import type { ItemJob } from '../queue/payloads.js';
 import { createProcessor } from '../push/processor.js';
 import type { ApiTarget } from './api-target.js';

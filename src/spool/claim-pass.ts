@@ -10,7 +10,7 @@
  */
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SPOOL_KINDS, type SpoolKind } from '../queue/keys.js';
+import { SPOOL_KINDS, type SpoolKind } from '../store/keys.js';
 import { claimFile } from './claim.js';
 import { FULL_RETRY_FIRST_MS, FULL_RETRY_MAX_MS, isDiskFullError, spoolDiskRecoveries } from './disk-state.js';
 import { observe, scanInbox, type Candidate, type InboxState } from './inbox-state.js';

@@ -6,7 +6,7 @@
  */
 import { watch as watchDir, type FSWatcher as DirWatcher } from 'node:fs';
 import { watch, type FSWatcher } from 'chokidar';
-import { SPOOL_KINDS, type SpoolKind } from '../queue/keys.js';
+import { SPOOL_KINDS, type SpoolKind } from '../store/keys.js';
 import { isIgnoredName } from '../validate/spool-name.js';
 import { noteEvent, observe, scanInbox, type InboxState } from './inbox-state.js';
 

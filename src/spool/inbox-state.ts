@@ -12,7 +12,7 @@
  */
 import { opendir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { SpoolKind } from '../queue/keys.js';
+import type { SpoolKind } from '../store/keys.js';
 import { isIgnoredName } from '../validate/spool-name.js';
 import type { ClaimDeps } from './claim.js';
 import { spoolDiskRecoveries } from './disk-state.js';

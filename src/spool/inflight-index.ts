@@ -4,7 +4,7 @@
  * directory listing per outcome, which would cost O(n²) with thousands of files in flight.
  */
 import { readdir } from 'node:fs/promises';
-import { SPOOL_KINDS, type SpoolKind } from '../queue/keys.js';
+import { SPOOL_KINDS, type SpoolKind } from '../store/keys.js';
 import { parseInflightName, type SpoolPaths } from './paths.js';
 
 export interface InflightIndex {

@@ -9,13 +9,13 @@
  * The claim id is `<content id>-<token>`: the content id (a hash prefix) ties the file to its job;
  * the token — the claim's time in microseconds (14 hex digits, strictly increasing within a
  * process) and 4 random hex digits — makes two drops of one name distinct and orders claims
- * (document generations, see queue/push-gate.ts). Claims of older versions have an 8-hex token. Nothing is ever deleted; a name already taken
+ * (document generations, see gate/push-gate.ts). Claims of older versions have an 8-hex token. Nothing is ever deleted; a name already taken
  * in archive/ or failed/ gets a `~2`, `~3`… suffix before its extension.
  */
 import { createHash, randomInt } from 'node:crypto';
 import { hostname } from 'node:os';
 import { basename, extname, join, resolve } from 'node:path';
-import type { SpoolKind } from '../queue/keys.js';
+import type { SpoolKind } from '../store/keys.js';
 
 export interface SpoolPaths {
   root: string;

@@ -12,7 +12,7 @@ import { createAttemptLog } from '../queue/attempts.js';
 import { readDeadLetterFacts } from '../queue/dead-letter.js';
 import { documentJobId } from '../queue/enqueue.js';
 import { deadLetterReport, type DeadLetterFacts } from '../queue/failure-report.js';
-import type { SpoolKind } from '../queue/keys.js';
+import type { SpoolKind } from '../store/keys.js';
 import { resumeInflight, type ClaimDeps } from './claim.js';
 import type { InflightIndex } from './inflight-index.js';
 import { parseInflightName } from './paths.js';

@@ -12,20 +12,20 @@ import { mkdir, readdir } from 'node:fs/promises';
 import type { Clock } from '../clock.js';
 import type { SpoolConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
-import { addRefusal } from '../queue/activity.js';
+import { addRefusal } from '../store/activity.js';
 import type { Batches } from '../queue/batches.js';
 import type { EnqueueDeps } from '../queue/enqueue.js';
 import type { ReportContent } from '../queue/failure-report.js';
-import { ITEM_KIND_OF, SPOOL_KINDS, type Keys, type SpoolKind } from '../queue/keys.js';
+import { ITEM_KIND_OF, SPOOL_KINDS, type Keys, type SpoolKind } from '../store/keys.js';
 import type { OutcomeMessage } from '../queue/payloads.js';
-import type { RedisConnection } from '../queue/redis.js';
-import { addStat } from '../queue/stats.js';
-import type { JourneyWriter } from '../queue/journey.js';
+import type { RedisConnection } from '../store/redis.js';
+import { addStat } from '../store/stats.js';
+import type { JourneyWriter } from '../journey/journey.js';
 import type { ClaimDeps, SpoolSink } from './claim.js';
 import { loadInflightIndex, type InflightIndex } from './inflight-index.js';
 import { parseInflightName, type SpoolPaths } from './paths.js';
 import { reconcileInflight } from './reconcile.js';
-import type { Fence, HeldSession } from './spool-lease.js';
+import type { Fence, HeldSession } from './lease/spool-lease.js';
 import { startSpoolWatcher, type SpoolWatcher } from './watcher.js';
 
 /** Longest the shutdown waits for the outcomes of the last finished items before closing anyway. */
@@ -58,7 +58,7 @@ export interface SpoolSessionDeps {
   /** Upgrades this spool's stored data (runtime/upgrades.ts), before its outcomes are applied. */
   upgrade(): Promise<void>;
   outcomes: OutcomeSide;
-  /** Where refused files' journey steps go (queue/journey.ts). */
+  /** Where refused files' journey steps go (journey/journey.ts). */
   journey?: JourneyWriter;
   clock: Clock;
   logger: Logger;

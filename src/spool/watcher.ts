@@ -15,7 +15,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SPOOL_KINDS, type SpoolKind } from '../queue/keys.js';
+import { SPOOL_KINDS, type SpoolKind } from '../store/keys.js';
 import type { SpoolPaths } from './paths.js';
 import { claimPass } from './claim-pass.js';
 import { watchInboxes } from './inbox-events.js';

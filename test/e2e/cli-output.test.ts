@@ -12,7 +12,7 @@ import { UnrecoverableError, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeliveryConfig } from '../../src/config/schema.js';
 import { openQueues, type QueueSet } from '../../src/queue/queues.js';
-import { closeRedis, connectRedis } from '../../src/queue/redis.js';
+import { closeRedis, connectRedis } from '../../src/store/redis.js';
 import { BIN, type ProcessEnv } from '../support/process.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';

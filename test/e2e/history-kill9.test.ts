@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { JourneyStep } from '../../src/queue/journey-read.js';
+import type { JourneyStep } from '../../src/journey/journey-read.js';
 import { makePdf } from '../support/builders.js';
 import { createE2eEnv, dropFile, listFiles, type E2eEnv } from '../support/e2e-env.js';
 import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type DaemonProcess } from '../support/process.js';

@@ -78,6 +78,10 @@ async function settleAndCheck(env: E2eEnv, daemon: DaemonProcess, ids: string[])
 describe('the inbox window', () => {
   it('files there before the start: each sent and archived once, oldest mtime first, whatever their names', async () => {
     const env = await windowEnv();
+    // Each request answered after 200 ms, so the one queued item is still there when the next claim
+    // pass looks and back-pressure engages however fast the machine is (on a loaded one a pass could
+    // start only after the item was already sent: 1 failure in a fresh-clone check).
+    env.sandbox.setFaults({ latencyMs: 200 });
     const pdf = await makePdf('window');
     const ids = Array.from({ length: FILES }, () => randomUUID());
     // Names in random order; mtimes a second apart in the order of `ids` (oldest first).

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createKeys, keyIdOf } from '../../src/queue/keys.js';
+import { createKeys, keyIdOf } from '../../src/store/keys.js';
 import { makePdf } from '../support/builders.js';
 import { createE2eEnv, dropFile, listFiles, type E2eEnv, type E2eEnvOptions } from '../support/e2e-env.js';
 import { killAllDaemons, spawnDaemon, waitUntilStarted, type DaemonProcess } from '../support/process.js';

@@ -4,9 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { createKeys } from '../../src/queue/keys.js';
-import { rateLimiterFor } from '../../src/queue/limiter.js';
-import { closeRedis, connectRedis } from '../../src/queue/redis.js';
+import { createKeys } from '../../src/store/keys.js';
+import { rateLimiterFor } from '../../src/gate/limiter.js';
+import { closeRedis, connectRedis } from '../../src/store/redis.js';
 import { loadSeed } from '../../src/sandbox/seed.js';
 import { runCli } from '../support/process.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';

@@ -7,7 +7,7 @@ import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
-import { readActivity } from '../../src/queue/activity.js';
+import { readActivity } from '../../src/store/activity.js';
 import { listDeadLetters } from '../../src/queue/dead-letter.js';
 import { openContext } from '../../src/runtime/context.js';
 import { makePdf } from '../support/builders.js';

@@ -1,5 +1,5 @@
 /**
- * The event_at claims (dedup.ts) on a real Redis: new / own / duplicate, a sent event's claim
+ * The event_at claims (gate/event-claims.ts) on a real Redis: new / own / duplicate, a sent event's claim
  * (marked done by the push gate's leave) stops its own source too, a purged dead letter's claim is
  * released, the lookup reads every bucket within the retention and no older one, and the event's
  * bytes count only at a record's start. And the upgrade: claims of the earlier layout
@@ -8,10 +8,10 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLAIM_BUCKET_SEC, claimRecord, createDedupMemory } from '../../src/queue/dedup.js';
-import { createKeys } from '../../src/queue/keys.js';
+import { CLAIM_BUCKET_SEC, claimRecord, createDedupMemory } from '../../src/gate/event-claims.js';
+import { createKeys } from '../../src/store/keys.js';
 import type { CollectingJob } from '../../src/queue/payloads.js';
-import { createPushGate, type PushGate } from '../../src/queue/push-gate.js';
+import { createPushGate, type PushGate } from '../../src/gate/push-gate.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 
 const prefix = uniquePrefix('claims');

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { enqueueEvents } from '../../src/queue/enqueue.js';
-import { createKeys } from '../../src/queue/keys.js';
+import { createKeys } from '../../src/store/keys.js';
 import { collectingJobOf } from '../../src/queue/payloads.js';
 import { openContext } from '../../src/runtime/context.js';
 import { checkEventRecord } from '../../src/validate/event-record.js';

@@ -4,11 +4,11 @@
  * process of this version already wrote is kept when it is newer, and it runs once.
  */
 import { afterAll, expect, it } from 'vitest';
-import { createKeys } from '../../src/queue/keys.js';
-import { documentGeneration, queueDocumentOrders, type DocumentQueueVerdict } from '../../src/queue/document-record.js';
+import { createKeys } from '../../src/store/keys.js';
+import { documentGeneration, queueDocumentOrders, type DocumentQueueVerdict } from '../../src/gate/document-record.js';
 import { createLogger } from '../../src/log.js';
 import { runDeploymentUpgrades } from '../../src/runtime/upgrades.js';
-import { closeRedis, connectRedis } from '../../src/queue/redis.js';
+import { closeRedis, connectRedis } from '../../src/store/redis.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 
 const prefix = uniquePrefix('doc-migrate');

@@ -5,9 +5,9 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKeys } from '../../src/queue/keys.js';
+import { createKeys } from '../../src/store/keys.js';
 import type { CollectingJob } from '../../src/queue/payloads.js';
-import { createPushGate, type PushGate } from '../../src/queue/push-gate.js';
+import { createPushGate, type PushGate } from '../../src/gate/push-gate.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 

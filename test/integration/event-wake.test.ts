@@ -6,10 +6,10 @@
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { wakeEvent } from '../../src/queue/event-wake.js';
-import { createKeys } from '../../src/queue/keys.js';
+import { wakeEvent } from '../../src/gate/event-wake.js';
+import { createKeys } from '../../src/store/keys.js';
 import type { CollectingJob } from '../../src/queue/payloads.js';
-import { createPushGate, type PushGate } from '../../src/queue/push-gate.js';
+import { createPushGate, type PushGate } from '../../src/gate/push-gate.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 

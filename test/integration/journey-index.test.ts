@@ -1,14 +1,14 @@
 /**
- * The journey's file indexes on a real Redis (queue/journey.ts `fileIndexEntry`, `shaIndexEntry`;
+ * The journey's file indexes on a real Redis (journey/journey.ts `fileIndexEntry`, `shaIndexEntry`;
  * journey-read.ts `findByFile`, `findBySha256`): sharded small sorted sets that stay listpacks, and
  * the one-set-a-day layout written before the upgrade still found.
  */
 import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { appendSteps, epochDayOf, fileIndexEntry, prepareJourney, shaIndexEntry, type JourneyEntry } from '../../src/queue/journey.js';
-import { findByFile, findBySha256 } from '../../src/queue/journey-read.js';
-import { createKeys } from '../../src/queue/keys.js';
-import { closeRedis, connectRedis } from '../../src/queue/redis.js';
+import { appendSteps, epochDayOf, fileIndexEntry, prepareJourney, shaIndexEntry, type JourneyEntry } from '../../src/journey/journey.js';
+import { findByFile, findBySha256 } from '../../src/journey/journey-read.js';
+import { createKeys } from '../../src/store/keys.js';
+import { closeRedis, connectRedis } from '../../src/store/redis.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 
 const prefix = uniquePrefix('journey-index');

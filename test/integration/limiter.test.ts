@@ -5,7 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createRateLimiter } from '../../src/queue/limiter.js';
+import { createRateLimiter } from '../../src/gate/limiter.js';
 import { maxInWindow } from '../bench/support/window.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 

@@ -6,8 +6,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createApiClient } from '../../src/api/index.js';
-import { createKeys } from '../../src/queue/keys.js';
-import { rateLimiterFor } from '../../src/queue/limiter.js';
+import { createKeys } from '../../src/store/keys.js';
+import { rateLimiterFor } from '../../src/gate/limiter.js';
 import { applyWebhook } from '../../src/runtime/webhook.js';
 import { startSandbox, type SandboxHandle } from '../../src/sandbox/server.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';

@@ -12,13 +12,13 @@ import { createLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/ops/metrics.js';
 import { createReadiness } from '../../src/ops/readiness.js';
 import { startOpsServer, type OpsServer } from '../../src/ops/server.js';
-import { createAuthGate } from '../../src/queue/auth-gate.js';
-import { createDedupMemory } from '../../src/queue/dedup.js';
+import { createAuthGate } from '../../src/gate/auth-gate.js';
+import { createDedupMemory } from '../../src/gate/event-claims.js';
 import { collectingJobId } from '../../src/queue/enqueue.js';
-import { createKeys, ITEM_KINDS } from '../../src/queue/keys.js';
+import { createKeys, ITEM_KINDS } from '../../src/store/keys.js';
 import { openQueues, type QueueSet } from '../../src/queue/queues.js';
-import { closeRedis, connectRedis } from '../../src/queue/redis.js';
-import { createStats } from '../../src/queue/stats.js';
+import { closeRedis, connectRedis } from '../../src/store/redis.js';
+import { createStats } from '../../src/store/stats.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 
 const DELIVERY = { maxAttempts: 3, backoffMs: 1000, completedRetentionSec: 3600 } as DeliveryConfig;

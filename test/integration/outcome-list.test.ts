@@ -8,13 +8,13 @@ import { Queue } from 'bullmq';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/log.js';
-import { createKeys, legacyOutcomeQueueName } from '../../src/queue/keys.js';
+import { createKeys, legacyOutcomeQueueName } from '../../src/store/keys.js';
 import { MAX_ATTEMPTS, openOutcomeInbox, outcomeKeys, pushOutcome, retryDelayMs } from '../../src/queue/outcome-list.js';
 import type { OutcomeMessage } from '../../src/queue/payloads.js';
-import { closeRedis, connectRedis } from '../../src/queue/redis.js';
+import { closeRedis, connectRedis } from '../../src/store/redis.js';
 import { startOutcomeConsumer, type OutcomeConsumer } from '../../src/outcome/consumer.js';
 import { carryOverLegacyOutcomes } from '../../src/outcome/legacy-outcomes.js';
-import { createJourneyWriter, epochDayOf, FLUSH_MS } from '../../src/queue/journey.js';
+import { createJourneyWriter, epochDayOf, FLUSH_MS } from '../../src/journey/journey.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 

@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/log.js';
-import { findByFile, readJourney } from '../../src/queue/journey-read.js';
+import { findByFile, readJourney } from '../../src/journey/journey-read.js';
 import { openContext } from '../../src/runtime/context.js';
 import { makePdf } from '../support/builders.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';

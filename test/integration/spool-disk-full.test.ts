@@ -17,7 +17,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/log.js';
 import { startDaemon, type DaemonHandle } from '../../src/runtime/start.js';
 import { startSandbox, type SandboxHandle } from '../../src/sandbox/server.js';
-import { resolveSpoolId } from '../../src/spool/spool-id.js';
+import { resolveSpoolId } from '../../src/spool/lease/spool-id.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 

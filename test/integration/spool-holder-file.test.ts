@@ -1,5 +1,5 @@
 /**
- * One spool, one deployment: the keeper with the spool's holder file (spool/holder-file.ts) on a
+ * One spool, one deployment: the keeper with the spool's holder file (spool/lease/holder-file.ts) on a
  * real Redis, two deployments told apart by their prefixes (the e2e test uses two Redis servers).
  * The holder file's clock is injected, so its expiry is driven by the test, not waited for.
  */
@@ -9,13 +9,13 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
-import { createKeys } from '../../src/queue/keys.js';
-import { createLease } from '../../src/queue/lease.js';
-import { resolveDeploymentId } from '../../src/queue/deployment.js';
-import { closeRedis, connectRedis } from '../../src/queue/redis.js';
-import { holdSpoolLease } from '../../src/spool/lease-holder.js';
-import type { Fence, HeldSession, SpoolLease } from '../../src/spool/spool-lease.js';
-import { createHolderFile, HOLDER_FILE, readHolderFile, type HolderFile } from '../../src/spool/holder-file.js';
+import { createKeys } from '../../src/store/keys.js';
+import { createLease } from '../../src/store/lease.js';
+import { resolveDeploymentId } from '../../src/store/deployment.js';
+import { closeRedis, connectRedis } from '../../src/store/redis.js';
+import { holdSpoolLease } from '../../src/spool/lease/lease-holder.js';
+import type { Fence, HeldSession, SpoolLease } from '../../src/spool/lease/spool-lease.js';
+import { createHolderFile, HOLDER_FILE, readHolderFile, type HolderFile } from '../../src/spool/lease/holder-file.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 

@@ -8,11 +8,11 @@ import { createServer, Socket, type Server } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createLogger, type Logger } from '../../src/log.js';
-import { createKeys } from '../../src/queue/keys.js';
-import { createLease, type LeaseHolder } from '../../src/queue/lease.js';
-import { closeRedis, connectRedis, type RedisConnection } from '../../src/queue/redis.js';
-import { holdSpoolLease } from '../../src/spool/lease-holder.js';
-import type { Fence, HeldSession, SpoolLease } from '../../src/spool/spool-lease.js';
+import { createKeys } from '../../src/store/keys.js';
+import { createLease, type LeaseHolder } from '../../src/store/lease.js';
+import { closeRedis, connectRedis, type RedisConnection } from '../../src/store/redis.js';
+import { holdSpoolLease } from '../../src/spool/lease/lease-holder.js';
+import type { Fence, HeldSession, SpoolLease } from '../../src/spool/lease/spool-lease.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 

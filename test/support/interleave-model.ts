@@ -147,7 +147,7 @@ export async function spoolProblems(spool: string, model: Model): Promise<string
   for (const path of all) {
     const parts = path.split('/');
     const name = parts.at(-1) ?? path;
-    // The spool's identity file and its holder's record (src/spool/spool-id.ts, holder-file.ts) belong there.
+    // The spool's identity file and its holder's record (src/spool/lease/spool-id.ts, holder-file.ts) belong there.
     if (path === '.spool-id' || path === '.holder.json') continue;
     if (name.startsWith('.') || /\.(tmp|part|partial)$/i.test(name)) {
       problems.push(`temporary file left behind: ${path}`);

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { inject } from 'vitest';
-import { addRefusal, type Refusal } from '../../src/queue/activity.js';
-import type { Keys } from '../../src/queue/keys.js';
-import type { RedisConnection } from '../../src/queue/redis.js';
+import { addRefusal, type Refusal } from '../../src/store/activity.js';
+import type { Keys } from '../../src/store/keys.js';
+import type { RedisConnection } from '../../src/store/redis.js';
 
 /** The Redis every test uses (see global-redis.ts). */
 export function testRedisUrl(): string {

@@ -1,10 +1,10 @@
 /**
- * The compact document record (src/queue/document-record.ts): its parts keep the
+ * The compact document record (src/gate/document-record.ts): its parts keep the
  * order and identity the push gate decides on, in far fewer bytes.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compactContentId, compactGeneration, documentBucketSec, documentField, documentGeneration } from '../../src/queue/document-record.js';
+import { compactContentId, compactGeneration, documentBucketSec, documentField, documentGeneration } from '../../src/gate/document-record.js';
 
 describe('document record', () => {
   it('a compact generation sorts byte by byte as the generation does', () => {

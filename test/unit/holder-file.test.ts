@@ -7,8 +7,8 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { redisAddressOf } from '../../src/queue/deployment.js';
-import { createHolderFile, HOLDER_FILE, isLive, readHolderFile } from '../../src/spool/holder-file.js';
+import { redisAddressOf } from '../../src/store/deployment.js';
+import { createHolderFile, HOLDER_FILE, isLive, readHolderFile } from '../../src/spool/lease/holder-file.js';
 
 const dirs: string[] = [];
 afterEach(async () => {

@@ -4,9 +4,9 @@
  * record that took its instant; a claim record tells seen, claimed and valid.
  */
 import { describe, expect, it } from 'vitest';
-import { describeStep, publicSteps } from '../../src/queue/journey-read.js';
-import { absoluteStepLine } from '../../src/queue/journey.js';
-import { eventRef, type StoredStep } from '../../src/queue/journey.js';
+import { describeStep, publicSteps } from '../../src/journey/journey-read.js';
+import { absoluteStepLine } from '../../src/journey/journey.js';
+import { eventRef, type StoredStep } from '../../src/journey/journey.js';
 
 const at = Date.UTC(2026, 10, 25, 8, 0, 0);
 const line = (offsetMs: number, step: StoredStep): string => JSON.stringify({ t: at + offsetMs, ...step });

@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { isConnectionError } from '../../src/queue/redis-health.js';
+import { isConnectionError } from '../../src/store/redis-health.js';
 
 const withCode = (message: string, code: string): Error => Object.assign(new Error(message), { code });
 const named = (name: string, message: string): Error => Object.assign(new Error(message), { name });

@@ -10,7 +10,7 @@ import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SyncError } from '../../src/errors.js';
 import { createLogger, silentLogger } from '../../src/log.js';
-import { resolveSpoolId, SPOOL_ID_FILE } from '../../src/spool/spool-id.js';
+import { resolveSpoolId, SPOOL_ID_FILE } from '../../src/spool/lease/spool-id.js';
 
 const dirs: string[] = [];
 afterEach(async () => {

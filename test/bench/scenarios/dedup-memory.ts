@@ -1,7 +1,7 @@
 /**
  * dedup-memory (issue 23, item 1): what Redis keeps per event_at claim, at 100,000 and 1,000,000
  * events (100,000 alone with --quick), in this version's layout (12-byte records in shard
- * strings, dedup.ts) and in the earlier one (a `dedup:<delivery>` hash per delivery, instant →
+ * strings, gate/event-claims.ts) and in the earlier one (a `dedup:<delivery>` hash per delivery, instant →
  * source id, EXPIRE on every new claim: the earlier script, run here as it was), in the same run.
  *
  * Each layout gets the same events: deliveries with 4 events each (UUID delivery ids), instants as
@@ -13,8 +13,8 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { createDedupMemory } from '../../../src/queue/dedup.js';
-import { createKeys, type Keys } from '../../../src/queue/keys.js';
+import { createDedupMemory } from '../../../src/gate/event-claims.js';
+import { createKeys, type Keys } from '../../../src/store/keys.js';
 import { benchPrefix, redisCpuSeconds, redisFacts, startPrivateRedis, usedMemory, type BenchRedis } from '../support/redis.js';
 import type { Figure, Scenario } from '../support/report.js';
 import { round } from '../support/wait.js';
@@ -24,7 +24,7 @@ export const DEDUP_BYTES_PER_EVENT_TARGET = 30;
 const CHUNK = 500;
 const EVENTS_PER_DELIVERY = 4;
 
-// The earlier layout's claim, as dedup.ts had it (KEYS: 1 the delivery's hash; ARGV: 1 instant,
+// The earlier layout's claim, as gate/event-claims.ts had it (KEYS: 1 the delivery's hash; ARGV: 1 instant,
 // 2 source, 3 ttl s): kept here to measure the layout it replaces.
 const EARLIER_CLAIM_LUA = `
 local dedupKey = KEYS[1]

@@ -1,6 +1,6 @@
 /**
  * history: what the journeys cost in Redis and how fast one is read back. Writes journeys in the
- * daemon's layout and record format (queue/journey.ts `appendSteps`; the push gate's Lua writes
+ * daemon's layout and record format (journey/journey.ts `appendSteps`; the push gate's Lua writes
  * the same records with Redis' clock), with realistic names (UUID delivery ids, file names, a host
  * name, sha256), into a private redis-server, in two mixes:
  *  - usual: each delivery has a label, a CT-e (6 records, 7 steps each: seen+claimed+valid in one
@@ -14,9 +14,9 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { appendSteps, epochDayOf, eventRef, prepareJourney, type JourneyEntry, type StoredStep } from '../../../src/queue/journey.js';
-import { findByFile, readJourney } from '../../../src/queue/journey-read.js';
-import { createKeys } from '../../../src/queue/keys.js';
+import { appendSteps, epochDayOf, eventRef, prepareJourney, type JourneyEntry, type StoredStep } from '../../../src/journey/journey.js';
+import { findByFile, readJourney } from '../../../src/journey/journey-read.js';
+import { createKeys } from '../../../src/store/keys.js';
 import { benchPrefix, cleanupPrefix, startPrivateRedis, usedMemory } from '../support/redis.js';
 import type { BenchEnv, Figure, Scenario } from '../support/report.js';
 import { round } from '../support/wait.js';

@@ -11,9 +11,9 @@
 import { randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { SyncError } from '../errors.js';
-import type { Logger } from '../log.js';
-import { defaultSpoolId } from './paths.js';
+import { SyncError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import { defaultSpoolId } from '../paths.js';
 
 export const SPOOL_ID_FILE = '.spool-id';
 const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;

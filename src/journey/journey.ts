@@ -25,9 +25,9 @@
 import type { ChainableCommander } from 'ioredis';
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
-import { fnv1a32, type ItemKind, type Keys } from './keys.js';
-import type { RedisConnection } from './redis.js';
-import { defineScript } from './script.js';
+import { fnv1a32, type ItemKind, type Keys } from '../store/keys.js';
+import type { RedisConnection } from '../store/redis.js';
+import { defineScript } from '../store/script.js';
 
 export const DAY_MS = 86_400_000;
 

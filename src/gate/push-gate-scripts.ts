@@ -4,13 +4,13 @@
  * (`countEnded`), the rate window (limiter.ts), the document record (document-record.ts), the
  * minute's activity (activity.ts) and the journal of the item's journey (journey.ts).
  */
-import { ACTIVITY_LUA } from './activity.js';
-import { CLAIM_RECORD_LUA } from './dedup.js';
+import { ACTIVITY_LUA } from '../store/activity.js';
+import { CLAIM_RECORD_LUA } from './event-claims.js';
 import { DOCUMENT_RECORD_LUA } from './document-record.js';
 import { WAKE_LUA } from './event-wake.js';
-import { JOURNEY_LUA } from './journey.js';
+import { JOURNEY_LUA } from '../journey/journey.js';
 import { RATE_WINDOW_LUA } from './limiter.js';
-import { defineScript } from './script.js';
+import { defineScript } from '../store/script.js';
 
 // `chainHead(orderKey, jobPrefix, missingStem, graceMs)`: the head of a delivery's event chain — its
 // earliest unfinished event (member and score) — or nil. Members whose job finished are dropped.
@@ -130,7 +130,7 @@ return go(lockKey, authProbeKey, authEpochKey, jobId, lockMs, isProbe, member, d
 
 // KEYS: 1 the delivery's chain (sorted set), 2 its parked events (set), 3 its event lock, 4 its
 //       event_at claims of the earlier layout, 5 auth failure, 6 auth probe, 7 limiter window,
-//       8 limiter pause, 9 auth epoch, 10 its event_at claims stem (dedup.ts).
+//       8 limiter pause, 9 auth epoch, 10 its event_at claims stem (gate/event-claims.ts).
 // ARGV: 1 job id, 2 event time ms, 3 instant key, 4 source id, 5 BullMQ job key stem,
 //       6 missing-job marker stem, 7 missing-job grace ms, 8 parked set ttl s, 9 lock (and probe)
 //       ttl ms, 10 window ms, 11 limit, 12 slot member, 13 longest request ms, 14 activity key stem,
@@ -208,7 +208,7 @@ return false
 
 // KEYS: 1 the delivery's chain, 2 its parked events, 3 its event lock, 4 its event_at claims of
 //       the earlier layout, 5 limiter window, 6 stats hash, 7 the job's 429 hold counter, 8 its
-//       event_at claims stem (dedup.ts).
+//       event_at claims stem (gate/event-claims.ts).
 // ARGV: 1 job id, 2 result ('' while the item goes on), 3 slot member ('' when no request was
 //       made), 4 ms since the response arrived, 5 counter, 6 instant key, 7 source id, 8 BullMQ job
 //       key stem, 9 missing-job marker stem, 10 missing-job grace ms, 11 activity key stem,

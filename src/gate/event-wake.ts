@@ -12,9 +12,9 @@
  * the queue's key stem (`<bullPrefix>:collecting:`, the same stem as its job hashes): they share
  * the deployment's hash tag. `test/integration/event-wake.test.ts` checks a worker takes it next.
  */
-import type { Keys } from './keys.js';
-import type { RedisConnection } from './redis.js';
-import { defineScript } from './script.js';
+import type { Keys } from '../store/keys.js';
+import type { RedisConnection } from '../store/redis.js';
+import { defineScript } from '../store/script.js';
 
 // `wakeToFront(queueStem, jobId)`: 1 when the job was in delayed and is now next in the wait list,
 // else 0 (not parked in delayed yet, or no longer: it is taken or waiting already).

@@ -12,10 +12,10 @@
  * hashes cost ~40–70 bytes each; a key per delivery costs ~250 (README, "Key layout of the document record").
  */
 import { createHash } from 'node:crypto';
-import type { ItemKind, Keys } from './keys.js';
-import type { RedisConnection } from './redis.js';
+import type { ItemKind, Keys } from '../store/keys.js';
+import type { RedisConnection } from '../store/redis.js';
 import { CLOCK_LUA } from './limiter.js';
-import { defineScript } from './script.js';
+import { defineScript } from '../store/script.js';
 
 /** Retention buckets of the document records: a lookup reads this many, newest first. */
 const DOCUMENT_BUCKETS = 9;

@@ -1,9 +1,9 @@
 /**
- * The journey steps of the claim and enqueue stages (journey.ts holds the layout): what a claimed
+ * The journey steps of a job's claim, enqueue and replay (journey/journey.ts holds the layout): what a claimed
  * file, a queued document and a received event record. Pure: entries in, written by the caller
  * in a round trip it makes anyway.
  */
-import { eventRef, KIND_CODE, SELF, type JourneyEntry, type StoredStep } from './journey.js';
+import { eventRef, KIND_CODE, SELF, type JourneyEntry, type StoredStep } from '../journey/journey.js';
 import type { CollectingJob, CteJob, LabelJob } from './payloads.js';
 
 /** A file as it was claimed: its whole hash, size and mtime. */

@@ -2,7 +2,7 @@
  * Redis not answering the spool lease's calls: one warning when a failing stretch starts, one line
  * with its length when Redis answers again, nothing in between (the loop retries every turn).
  */
-import type { Logger } from '../log.js';
+import type { Logger } from '../../log.js';
 
 export interface LeaseOutage {
   /** A call to Redis failed or timed out (`what`: the step, as in "taking the spool lease"). */

@@ -7,9 +7,9 @@
  * The spool's file calls get leaseMs/3 at most: a share slower than that only keeps things as they
  * are (a holder keeps holding, a standby does not take the lease) and delays a renewal by as much.
  */
-import type { Logger } from '../log.js';
-import { isDiskFullError } from './disk-state.js';
-import { withDeadline } from './deadline.js';
+import type { Logger } from '../../log.js';
+import { isDiskFullError } from '../disk-state.js';
+import { withDeadline } from '../deadline.js';
 import type { HolderFile, HolderRecord } from './holder-file.js';
 
 export interface HolderFileGuardDeps {

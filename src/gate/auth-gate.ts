@@ -13,8 +13,8 @@
  * to a request sent before the clear does not close the gate again.
  */
 import type { Queue } from 'bullmq';
-import type { RedisConnection } from './redis.js';
-import { defineScript } from './script.js';
+import type { RedisConnection } from '../store/redis.js';
+import { defineScript } from '../store/script.js';
 
 export interface AuthFailure {
   at: string;

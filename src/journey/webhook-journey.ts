@@ -5,9 +5,9 @@
  * this is not the push path.
  */
 import { isSyncError } from '../errors.js';
-import { appendSteps, prepareJourney, SELF, type StoredStep } from '../queue/journey.js';
-import type { Keys } from '../queue/keys.js';
-import type { RedisConnection } from '../queue/redis.js';
+import { appendSteps, prepareJourney, SELF, type StoredStep } from './journey.js';
+import type { Keys } from '../store/keys.js';
+import type { RedisConnection } from '../store/redis.js';
 
 /** What a PATCH carries (webhook.ts' WebhookRecord). */
 interface WebhookRecord {

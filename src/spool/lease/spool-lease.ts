@@ -21,8 +21,8 @@
  * naming both deployments when that holder appears). The holder writes the file after taking the
  * lease (before starting any work: if it cannot, it gives the lease back) and after each renewal.
  */
-import type { Logger } from '../log.js';
-import type { Lease } from '../queue/lease.js';
+import type { Logger } from '../../log.js';
+import type { Lease } from '../../store/lease.js';
 import type { HolderFile, HolderRecord } from './holder-file.js';
 
 /** Whether this process may still move the spool's files: checked before every move. */

@@ -17,9 +17,9 @@
 import { randomBytes } from 'node:crypto';
 import type { ApiConfig, DeliveryConfig } from '../config/schema.js';
 import { SyncError } from '../errors.js';
-import { keyIdOf, type Keys } from './keys.js';
-import type { RedisConnection } from './redis.js';
-import { defineScript } from './script.js';
+import { keyIdOf, type Keys } from '../store/keys.js';
+import type { RedisConnection } from '../store/redis.js';
+import { defineScript } from '../store/script.js';
 
 /**
  * The rate window's Lua, for every script that takes or stamps a slot (the one-off ACQUIRE and

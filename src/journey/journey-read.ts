@@ -5,8 +5,8 @@
  * `attempt` step — one without an answer says so ("no answer recorded").
  */
 import { absoluteStepLine, deliveryOfName, epochDayOf, fileIndexEntry, KIND_OF_CODE, shaIndexEntry, type JourneyKind, type StoredStep } from './journey.js';
-import type { Keys } from './keys.js';
-import type { RedisConnection } from './redis.js';
+import type { Keys } from '../store/keys.js';
+import type { RedisConnection } from '../store/redis.js';
 
 export interface JourneyStep {
   at: string;

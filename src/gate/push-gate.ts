@@ -22,14 +22,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ApiConfig, Config, DeliveryConfig, HistoryConfig } from '../config/schema.js';
-import { ACTIVITY_TTL_SEC } from './activity.js';
-import { claimRecord } from './dedup.js';
+import { ACTIVITY_TTL_SEC } from '../store/activity.js';
+import { claimRecord } from './event-claims.js';
 import { compactContentId, compactGeneration, documentBucketSec, documentField } from './document-record.js';
-import { eventRef, historyTtlSec, journalArgs, KIND_CODE, SELF, stepJson, type StoredStep } from './journey.js';
-import { keyIdOf, type ItemKind, type Keys } from './keys.js';
+import { eventRef, historyTtlSec, journalArgs, KIND_CODE, SELF, stepJson, type StoredStep } from '../journey/journey.js';
+import { keyIdOf, type ItemKind, type Keys } from '../store/keys.js';
 import { maxRequestMsOf, sinceMs } from './limiter.js';
-import type { CollectingJob, ItemJob, ItemResult, LabelJob, CteJob } from './payloads.js';
-import type { RedisConnection } from './redis.js';
+import type { CollectingJob, ItemJob, ItemResult, LabelJob, CteJob } from '../queue/payloads.js';
+import type { RedisConnection } from '../store/redis.js';
 import { ENTER_DOCUMENT, ENTER_EVENT, LEAVE_DOCUMENT, LEAVE_EVENT } from './push-gate-scripts.js';
 
 export type GateVerdict =
@@ -274,7 +274,7 @@ class RedisPushGate implements PushGate {
     return (await this.redis.sismember(this.keys.eventParked(item.deliveryId), jobId)) === 1;
   }
 
-  /** The event's claim record and how long claims are kept (dedup.ts). */
+  /** The event's claim record and how long claims are kept (gate/event-claims.ts). */
   #claimArgs(item: CollectingJob): Array<Buffer | number> {
     return [derivedOf(item).claim!, this.options.claimRetentionSec ?? DEFAULT_CLAIM_RETENTION_SEC];
   }

@@ -23,10 +23,10 @@
  * are read where no record is found, until they expire on their own (README, "Upgrading").
  */
 import { createHash } from 'node:crypto';
-import type { RedisConnection } from './redis.js';
-import type { Keys } from './keys.js';
+import type { RedisConnection } from '../store/redis.js';
+import type { Keys } from '../store/keys.js';
 import { CLOCK_LUA } from './limiter.js';
-import { defineScript } from './script.js';
+import { defineScript } from '../store/script.js';
 
 /** A claims bucket spans 10 days, whatever the retention (so a change of it keeps finding them). */
 export const CLAIM_BUCKET_SEC = 10 * 86_400;

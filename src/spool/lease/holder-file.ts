@@ -13,7 +13,7 @@
  *    that clocks of hosts on one share may disagree by tens of seconds). A record of another
  *    deployment that expired (its holder died long ago) may be taken over.
  *  - Within one deployment the Redis lease decides, as before: the file only keeps deployments apart.
- *  - It holds no secret: the Redis address comes without credentials (queue/deployment.ts).
+ *  - It holds no secret: the Redis address comes without credentials (store/deployment.ts).
  *
  * A holder reads the file again right before each write and does not overwrite another deployment's
  * live record. Two deployments taking over a free spool in the same instant may still both write
@@ -24,8 +24,8 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import type { DeploymentIdentity } from '../queue/deployment.js';
-import { noteSpoolCallFailure, noteSpoolCallSuccess } from './disk-state.js';
+import type { DeploymentIdentity } from '../../store/deployment.js';
+import { noteSpoolCallFailure, noteSpoolCallSuccess } from '../disk-state.js';
 
 export const HOLDER_FILE = '.holder.json';
 

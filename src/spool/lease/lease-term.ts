@@ -3,8 +3,8 @@
  * term has a fence of its own, dead the moment the term ends or its validity runs out, so the work
  * started in one term never moves a file after it, whatever that work is still doing.
  */
-import type { Logger } from '../log.js';
-import { withDeadline } from './deadline.js';
+import type { Logger } from '../../log.js';
+import { withDeadline } from '../deadline.js';
 import type { Fence, HeldSession } from './spool-lease.js';
 
 export interface Term<S> {

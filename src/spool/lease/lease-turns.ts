@@ -9,8 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import type { AcquireResult, LeaseHolder } from '../queue/lease.js';
-import { withDeadline } from './deadline.js';
+import type { AcquireResult, LeaseHolder } from '../../store/lease.js';
+import { withDeadline } from '../deadline.js';
 import { guardHolderFile, type HolderFileGuard } from './holder-file-guard.js';
 import { trackLeaseOutage, type LeaseOutage } from './lease-outage.js';
 import { endTerm, openTerm, startWork, type Term } from './lease-term.js';

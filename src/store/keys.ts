@@ -36,11 +36,11 @@ export interface Keys {
   readonly authFailure: string;
   /**
    * Per delivery, the earlier layout of the event_at claims (hash: normalised event_at → the source
-   * that claimed it, or `done:<source>`): read where the compact claims have none (dedup.ts).
+   * that claimed it, or `done:<source>`): read where the compact claims have none (gate/event-claims.ts).
    */
   dedup(deliveryId: string): string;
   /**
-   * The event_at claims of every delivery, in compact records (see dedup.ts): the name stem of the
+   * The event_at claims of every delivery, in compact records (see gate/event-claims.ts): the name stem of the
    * shard that holds `deliveryId`'s claims; the time bucket's number follows it
    * (`event-claims:<shard>:<bucket>`, one string each).
    */
@@ -82,7 +82,7 @@ export interface Keys {
   readonly stats: string;
   /** Last applied webhook registration (JSON). */
   readonly webhookApplied: string;
-  /** What happened in one epoch minute, every process adding (hash, expires): see `queue/activity.ts`. */
+  /** What happened in one epoch minute, every process adding (hash, expires): see `store/activity.ts`. */
   activity(epochMinute: number): string;
   /** `activity(minute)` is this stem and the minute (for Lua that computes the minute itself). */
   readonly activityStem: string;
@@ -95,7 +95,7 @@ export interface Keys {
   spoolLease(spoolId: string): string;
   /** The ids of the spools whose lease was ever taken (a set), for `status`. */
   readonly spools: string;
-  /** This deployment's random id (a string, written once with SET NX): see `queue/deployment.ts`. */
+  /** This deployment's random id (a string, written once with SET NX): see `store/deployment.ts`. */
   readonly deploymentId: string;
   /** Notifications (see `notify/`): what one condition (of one subject, e.g. a spool) is in: hash {state, episode, since}. */
   notifyState(condition: string, subject?: string): string;
@@ -114,7 +114,7 @@ export interface Keys {
   readonly notifyLast: string;
   /** The channels the scheduler runs with (hash channel → where it sends, without secrets). */
   readonly notifyChannels: string;
-  /** Per epoch day: every delivery's steps of that day (hash: delivery id → steps; queue/journey.ts). */
+  /** Per epoch day: every delivery's steps of that day (hash: delivery id → steps; journey/journey.ts). */
   journeyDay(epochDay: number): string;
   /** `journeyDay(day)` is this stem and the day (for Lua that computes the day itself). */
   readonly journeyDayStem: string;

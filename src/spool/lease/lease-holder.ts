@@ -3,7 +3,7 @@
  * time, a standby's attempt or the holder's renewal, then a wait; and the shutdown, which lets the
  * holder's work drain under a lease still renewed before giving it up.
  */
-import { withDeadline } from './deadline.js';
+import { withDeadline } from '../deadline.js';
 import { createTurnState, giveBack, lose, now, renew, tryAcquire, type TurnState } from './lease-turns.js';
 import type { HeldSession, SpoolLease, SpoolLeaseDeps, SpoolLeaseState } from './spool-lease.js';
 

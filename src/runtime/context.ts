@@ -28,7 +28,10 @@ export interface Context {
   clock: Clock;
   closers: Closers;
   redisUrl: string;
+  /** carrier-sync's own commands (scripts, pipelines, reads), auto-pipelined. */
   redis: RedisConnection;
+  /** BullMQ's queues and workers (a worker duplicates it for its blocking reads); never auto-pipelined. */
+  bullRedis: RedisConnection;
   /** Where every connection, queue and worker of this process reports its errors: one line per outage. */
   health: RedisHealth;
   keys: Keys;
@@ -51,15 +54,23 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
       closers.push('managed redis-server', () => managed.stop());
       redisUrl = managed.url;
     }
-    const redis = connectRedis(redisUrl, `carrier-sync:${name}`, config.redis.cluster);
+    // Two connections: ours auto-pipelines (a busy daemon issues many small commands at once: one
+    // socket write for each turn of the event loop instead of one each), BullMQ's does not (its
+    // own pipelines break on one that does). Nothing orders commands across the two: what must
+    // follow a BullMQ call awaits it.
+    const redis = connectRedis(redisUrl, `carrier-sync:${name}`, config.redis.cluster, { autoPipelining: true });
+    const bullRedis = connectRedis(redisUrl, `carrier-sync:${name}:bullmq`, config.redis.cluster);
     const health = trackRedisHealth(redis, logger.child({ mod: 'redis' }));
-    redis.on('error', (error) => {
-      if (!health.report(error, 'connection')) logger.warn({ err: error }, 'redis connection error');
-    });
+    for (const connection of [redis, bullRedis]) {
+      connection.on('error', (error) => {
+        if (!health.report(error, 'connection')) logger.warn({ err: error }, 'redis connection error');
+      });
+    }
     closers.push('redis', () => closeRedis(redis));
-    await redis.ping();
+    closers.push('redis (bullmq)', () => closeRedis(bullRedis));
+    await Promise.all([redis.ping(), bullRedis.ping()]);
     const keys = createKeys(config.prefix);
-    const queues = openQueues(redis, config.prefix, config.delivery);
+    const queues = openQueues(bullRedis, config.prefix, config.delivery);
     // A BullMQ queue re-emits its connection's errors; without a listener it prints them with console.error.
     for (const queue of [...Object.values(queues.items), queues.housekeeping]) {
       queue.on('error', (error) => {
@@ -77,6 +88,7 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
       closers,
       redisUrl,
       redis,
+      bullRedis,
       health,
       keys,
       queues,

@@ -5,14 +5,25 @@ export type RedisConnection = Redis | Cluster;
 
 const retryStrategy = (times: number): number => Math.min(times * 200, 5000);
 
+export interface ConnectOptions {
+  /**
+   * ioredis' auto-pipelining: the commands issued in one turn of the event loop leave in one socket
+   * write (and one read of their replies) instead of a write each. For carrier-sync's own
+   * connection only: BullMQ's pipelines break on a connection that has it ("results[i] is not
+   * iterable"), so BullMQ gets a connection of its own (runtime/context.ts).
+   */
+  autoPipelining?: boolean;
+}
+
 /**
  * One connection as BullMQ wants it (no per-request retry limit: BullMQ's blocking commands must
  * wait out a Redis restart rather than fail). With `isCluster`, `url` may list several seed nodes
  * separated by commas; every key of a deployment shares the prefix's hash tag, so each Lua script
  * and multi-key command stays within one slot.
  */
-export function connectRedis(url: string, name: string, isCluster = false): RedisConnection {
-  if (!isCluster) return new Redis(url, { maxRetriesPerRequest: null, connectionName: name, enableReadyCheck: true, retryStrategy });
+export function connectRedis(url: string, name: string, isCluster = false, options: ConnectOptions = {}): RedisConnection {
+  const enableAutoPipelining = options.autoPipelining === true;
+  if (!isCluster) return new Redis(url, { maxRetriesPerRequest: null, connectionName: name, enableReadyCheck: true, retryStrategy, enableAutoPipelining });
   const nodes = url.split(',').map((part) => {
     const parsed = new URL(part.trim());
     return { host: parsed.hostname, port: Number(parsed.port || 6379) };
@@ -21,6 +32,7 @@ export function connectRedis(url: string, name: string, isCluster = false): Redi
   return new Cluster(nodes, {
     clusterRetryStrategy: retryStrategy,
     enableReadyCheck: true,
+    enableAutoPipelining,
     redisOptions: {
       maxRetriesPerRequest: null,
       connectionName: name,

@@ -46,8 +46,8 @@ export async function buildOf(ref: string, progress: (message: string) => void):
   let commit: string;
   try {
     commit = await git(['rev-parse', '--verify', '--end-of-options', `${ref}^{commit}`]);
-  } catch {
-    throw new Error(`--compare: ${ref} is not a commit of this repository`);
+  } catch (error) {
+    throw new Error(`--compare: ${ref} is not a commit of this repository`, { cause: error });
   }
   const dir = join(BUILDS_DIR, commit);
   const bin = join(dir, 'dist', 'src', 'main.js');
@@ -67,7 +67,7 @@ export async function buildOf(ref: string, progress: (message: string) => void):
     await run('npm', ['ci', '--no-audit', '--no-fund'], { cwd: dir, maxBuffer: 64 * 1024 * 1024 });
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr ?? '';
-    throw new Error(`--compare: npm ci failed in ${dir}:\n${stderr.slice(-2000)}`);
+    throw new Error(`--compare: npm ci failed in ${dir}:\n${stderr.slice(-2000)}`, { cause: error });
   }
   if (!(await exists(bin))) throw new Error(`--compare: ${ref} built, but ${bin} is missing`);
   await writeFile(join(dir, MARKER), `${new Date().toISOString()}\n`);

@@ -43,12 +43,15 @@ async function verdictOf(file: string, spool: { maxLabelBytes: number; maxCteByt
   if (name.endsWith('.pdf')) {
     const v = await checkLabel(bytes, { maxBytes: spool.maxLabelBytes });
     return v.ok
-      ? { ok: true, notes: [`PDF ${v.value.pdfVersion}, ${v.value.pageCount} page(s)`, ...v.warnings] }
+      ? { ok: true, notes: [`PDF ${v.value.pdfVersion}, ${v.value.pageCount} page(s)`, labelEndNote(v.value.paddingBytes), ...v.warnings] }
       : { ok: false, code: v.error.code, message: v.error.message, notes: [] };
   }
   if (name.endsWith('.xml')) {
     const v = checkCte(bytes, { maxBytes: spool.maxCteBytes });
-    return v.ok ? { ok: true, notes: v.warnings } : { ok: false, code: v.error.code, message: v.error.message, notes: [] };
+    if (!v.ok) return { ok: false, code: v.error.code, message: v.error.message, notes: [] };
+    const declared = v.value.declaredEncoding;
+    const encodingNote = declared === null ? [] : [`declared ${declared}: sent as UTF-8, with its declaration saying UTF-8 (nothing else changed)`];
+    return { ok: true, notes: [...encodingNote, ...v.warnings] };
   }
   const format = eventsFormatOf(name);
   if (format !== null) {
@@ -59,4 +62,9 @@ async function verdictOf(file: string, spool: { maxLabelBytes: number; maxCteByt
       : { ok: false, code: 'EVENT_BAD_RECORD', message: `${result.rejects.length} invalid line(s)`, notes };
   }
   return { ok: false, code: 'SPOOL_BAD_NAME', message: 'unknown file type: expected .pdf, .xml, .ndjson, .jsonl or .csv', notes: [] };
+}
+
+/** Which end a valid label has: exactly at %%EOF (and a line end), or padding after it that is not sent. */
+function labelEndNote(paddingBytes: number): string {
+  return paddingBytes === 0 ? 'ends with %%EOF' : `sent without ${paddingBytes} bytes of padding after %%EOF (NUL, space, tab, CR, LF or form feed)`;
 }

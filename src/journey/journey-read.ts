@@ -39,6 +39,8 @@ export interface JourneyStep {
   supersededBy?: string;
   /** A webhook registration: what was sent (header names only). */
   sent?: string;
+  /** A label's valid step: padding bytes after %%EOF in the file that were not sent (`message` says so). */
+  paddingBytes?: number;
 }
 
 function parse(line: string): StoredStep | null {
@@ -157,7 +159,7 @@ function publicFormOf(deliveryId: string, step: StoredStep, known: Known): Journ
     return [
       seen,
       { ...base, step: 'claimed', ...pick(view, 'file', 'sha256'), host: host ?? '', pid: pid ?? 0 },
-      { ...base, step: 'valid', ...pick(view, 'file', 'sha256') },
+      { ...base, step: 'valid', ...pick(view, 'file', 'sha256'), ...paddingOf(step) },
     ];
   }
   return [view];
@@ -213,6 +215,12 @@ function addAnswer(view: JourneyStep, step: StoredStep, known: Known): void {
   if (answer?.ms !== undefined) view.durationMs = answer.ms;
 }
 
+/** A label sent without the padding after its %%EOF: how much, in words. */
+function paddingOf(step: StoredStep): Pick<JourneyStep, 'paddingBytes' | 'message'> {
+  if (step.p === undefined || step.p <= 0) return {};
+  return { paddingBytes: step.p, message: `sent without ${step.p} bytes of padding after %%EOF` };
+}
+
 function pick(step: JourneyStep, ...names: Array<'file' | 'sha256'>): Partial<JourneyStep> {
   const out: Partial<JourneyStep> = {};
   for (const name of names) if (step[name] !== undefined) out[name] = step[name];
@@ -227,7 +235,7 @@ export function describeStep(step: JourneyStep): string {
     case 'claimed':
       return `claimed by ${step.host ?? '?'} pid ${step.pid ?? '?'}`;
     case 'valid':
-      return 'checked: valid';
+      return step.message === undefined ? 'checked: valid' : `checked: valid; ${step.message}`;
     case 'refused':
       return `refused locally: ${step.code ?? '?'}: ${step.message ?? ''}`;
     case 'queued':

@@ -78,6 +78,8 @@ export interface StoredStep {
   by?: string;
   /** What was sent (a webhook registration, without header values). */
   x?: string;
+  /** A label's padding bytes after %%EOF, not sent (on its seen record; the valid step tells it). */
+  p?: number;
 }
 
 export const KIND_CODE: Readonly<Record<ItemKind, StoredStep['k']>> = { label: 'l', cte: 'c', collecting: 'e' };

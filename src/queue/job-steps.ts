@@ -40,7 +40,15 @@ export const documentSteps = {
     return [
       {
         deliveryId: job.deliveryId,
-        step: { ...documentStep(job, 'seen', true), h: seen.sha256, z: seen.size, m: Math.round(seen.mtimeMs), w: SELF },
+        step: {
+          ...documentStep(job, 'seen', true),
+          h: seen.sha256,
+          z: seen.size,
+          m: Math.round(seen.mtimeMs),
+          w: SELF,
+          // The file as seen holds padding after %%EOF that is not sent: the valid step says so.
+          ...(job.kind === 'label' && job.paddingBytes !== undefined && job.paddingBytes > 0 ? { p: job.paddingBytes } : {}),
+        },
         file: { name: job.origin.fileName, sha256: seen.sha256 },
       },
     ];

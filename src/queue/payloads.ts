@@ -36,7 +36,10 @@ export interface LabelJob {
   externalId: string | null;
   /** Base64 PDF without a data-URI prefix. */
   pdfBase64: string;
+  /** Length of the PDF sent (after a data URI is decoded and padding after %%EOF cut). */
   byteLength: number;
+  /** Padding bytes after %%EOF that the file has and the request does not (absent when none). */
+  paddingBytes?: number;
   origin: FileOrigin;
   receivedAt: string;
   /** Document order: later mtime, then later claim, is newer (see `documentGeneration`). */

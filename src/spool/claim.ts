@@ -160,8 +160,22 @@ export async function prepare(
   if (kind === 'labels') {
     const verdict = await checkLabel(bytes, { maxBytes: deps.spool.maxLabelBytes });
     if (!verdict.ok) return { error: verdict.error };
-    const pdf = bytes.subarray(0, 5).toString('latin1') === 'data:' ? Buffer.from(bytes.toString('latin1').slice(bytes.indexOf(',') + 1), 'base64') : bytes;
-    return { document: { kind: 'label', deliveryId: name.value.deliveryId, externalId: name.value.externalId, pdfBase64: pdf.toString('base64'), byteLength: pdf.length, origin, receivedAt, generation } };
+    // The verdict decides what is sent (decoded, cut after %%EOF); the file itself stays as dropped.
+    const { pdf, paddingBytes } = verdict.value;
+    const sent = Buffer.from(pdf.buffer, pdf.byteOffset, pdf.length);
+    return {
+      document: {
+        kind: 'label',
+        deliveryId: name.value.deliveryId,
+        externalId: name.value.externalId,
+        pdfBase64: sent.toString('base64'),
+        byteLength: sent.length,
+        ...(paddingBytes > 0 ? { paddingBytes } : {}),
+        origin,
+        receivedAt,
+        generation,
+      },
+    };
   }
   const verdict = checkCte(bytes, { maxBytes: deps.spool.maxCteBytes });
   if (!verdict.ok) return { error: verdict.error };

@@ -1,6 +1,7 @@
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { SyncError, type ErrorCode } from '../errors.js';
 import { parseEventAt } from './event-at.js';
+import { cteLookAlike, cteLookAlikeReason } from './look-alike.js';
 import { accessKeyDigit, cnpjProblem, cpfProblem, isAllZeros } from './tax-id.js';
 import { accept, reject, type Verdict } from './verdict.js';
 import { decodeXml } from './xml-encoding.js';
@@ -22,8 +23,10 @@ import { asNode, child, childAt, hasTextDeep, text, type XmlNode } from './xml-t
  */
 
 export interface CteSummary {
-  /** The decoded text, BOM stripped: what is sent as xml_cte_string. */
+  /** The decoded text, BOM stripped, its declaration saying UTF-8: what is sent as xml_cte_string. */
   xml: string;
+  /** The encoding its declaration named when that was not UTF-8 (the declaration sent says UTF-8); null otherwise. */
+  declaredEncoding: string | null;
   root: string;
   model: '57' | '67' | null;
   version: string;
@@ -74,8 +77,9 @@ export function checkCte(bytes: Uint8Array, options: { maxBytes: number }): Verd
     return fail('CTE_TOO_LARGE', `the CT-e is ${bytes.length} bytes, over the limit of ${options.maxBytes}`);
   }
   if (bytes.length === 0) return fail('CTE_NOT_XML', 'the CT-e file is empty; write the XML completely before moving it into the inbox');
-  const xml = decodeXml(bytes);
-  if (xml instanceof SyncError) return reject(xml);
+  const decoded = decodeXml(bytes);
+  if (decoded instanceof SyncError) return reject(decoded);
+  const xml = decoded.text;
   if (/<!(DOCTYPE|ENTITY)/i.test(xml)) {
     return fail('CTE_DOCTYPE', 'the XML holds a <!DOCTYPE> or <!ENTITY> declaration, which a CT-e never has and we never expand; remove it');
   }
@@ -91,14 +95,15 @@ export function checkCte(bytes: Uint8Array, options: { maxBytes: number }): Verd
     return fail('CTE_NOT_XML', `the XML cannot be read (${error instanceof Error ? error.message : String(error)})`);
   }
   const root = Object.keys(tree).find((key) => !key.startsWith('?')) ?? '';
-  return checkDocument(xml, root, tree[root]);
+  const verdict = checkDocument(xml, root, tree[root]);
+  return verdict.ok ? accept({ ...verdict.value, declaredEncoding: decoded.declared }, verdict.warnings) : verdict;
 }
 
-function checkDocument(xml: string, root: string, rootNode: unknown): Verdict<CteSummary> {
+function checkDocument(xml: string, root: string, rootNode: unknown): Verdict<Omit<CteSummary, 'declaredEncoding'>> {
   const documentName = DOCUMENT_OF.get(root);
   if (documentName === undefined) {
-    const what = /evento/i.test(root) ? 'is a CT-e event (e.g. a carta de correção), not a CT-e' : 'is not a CT-e';
-    return fail('CTE_NOT_CTE', `the root element <${root}> ${what}; expected CTe, cteProc, CTeOS or cteOSProc`);
+    const lookAlike = cteLookAlike(root);
+    return fail('CTE_NOT_CTE', cteLookAlikeReason(lookAlike, root), { lookAlike, root });
   }
   const document = root === documentName ? rootNode : child(rootNode, documentName);
   if (document === undefined) return fail('CTE_NOT_CTE', `<${root}> holds no <${documentName}>; send the processed CT-e as issued`);
@@ -207,6 +212,6 @@ function shorten(value: string): string {
   return value.length > 60 ? `${value.slice(0, 60)}…` : value;
 }
 
-function fail(code: ErrorCode, message: string, params?: Record<string, unknown>): Verdict<CteSummary> {
+function fail<T = CteSummary>(code: ErrorCode, message: string, params?: Record<string, unknown>): Verdict<T> {
   return reject(new SyncError(code, message, params === undefined ? {} : { params }));
 }

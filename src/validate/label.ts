@@ -1,12 +1,16 @@
 import { PDFDocument, ParseSpeeds } from 'pdf-lib';
 import { SyncError, type ErrorCode } from '../errors.js';
+import { labelLookAlike, labelLookAlikeReason } from './look-alike.js';
 import { accept, reject, type Verdict } from './verdict.js';
 
 /**
  * Label PDF check, in the order an operator fixes things: size, header, trailer, encryption, structure.
  * The API (4.3) refuses a file that does not START with %PDF and END with %%EOF, so both are checked
- * on the exact bytes: junk before the header or after the last %%EOF is refused even though most
- * readers skip it. Only space, tab, CR and LF may follow %%EOF.
+ * on the exact bytes: junk before the header is refused even though most readers skip it.
+ * After the last %%EOF, padding (what the PDF spec counts as whitespace: NUL, space, tab, CR, LF,
+ * form feed) is fine: browsers' print-to-PDF pads labels with thousands of NULs, and no reader
+ * looks past %%EOF. The verdict carries the bytes to SEND, cut after %%EOF and at most one line
+ * end, so the API gets a file ending in %%EOF; anything else after %%EOF is refused.
  * Decision: an encrypted PDF is refused, even one that opens without a password, because the
  * platform must print the label unattended.
  */
@@ -15,17 +19,18 @@ export interface LabelSummary {
   /** From the header, e.g. '1.7'. */
   pdfVersion: string;
   pageCount: number;
+  /** The PDF's length as found (after a data URI is decoded). */
   byteLength: number;
+  /** What is sent: the PDF, decoded from a data URI, without the padding after %%EOF's line end. */
+  pdf: Uint8Array;
+  /** Padding bytes after %%EOF (and its line end) that are not sent; 0 when the file ends there. */
+  paddingBytes: number;
 }
 
 const DATA_URI_PREFIX = 'data:application/pdf;base64,';
 const HEADER = /^%PDF-(\d\.\d)/;
-/**
- * What may follow %%EOF: space, tab, CR, LF — line ends and padding that tools add. The PDF spec
- * also counts form feed and NUL as whitespace, but the API wants the file to END with %%EOF, so
- * anything else is refused rather than risk an API refusal (a property test found form feed).
- */
-const TRAILING_WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
+/** What may follow %%EOF: the PDF spec's whitespace (NUL, tab, LF, form feed, CR, space). */
+const PADDING = new Set([0x00, 0x09, 0x0a, 0x0c, 0x0d, 0x20]);
 /** /Encrypt as a whole PDF name (not /EncryptMetadata). */
 const ENCRYPT_KEY = /\/Encrypt(?![^\s/<>[\]()%{}])/;
 
@@ -43,14 +48,15 @@ export async function checkLabel(bytes: Uint8Array, options: { maxBytes: number 
   const text = Buffer.from(pdf.buffer, pdf.byteOffset, pdf.length).toString('latin1');
 
   const header = HEADER.exec(text.slice(0, 16));
-  if (header === null) return fail('LABEL_NOT_PDF', headerProblem(text));
-  const trailerProblem = checkTrailer(text);
-  if (trailerProblem !== null) return reject(trailerProblem);
+  if (header === null) return reject(headerProblem(pdf, text));
+  const end = trailerEnd(text);
+  if (end instanceof SyncError) return reject(end);
   if (hasEncryptInTrailer(text)) return encrypted();
 
   let document: PDFDocument;
   try {
-    document = await PDFDocument.load(pdf, {
+    // What is parsed is what is sent.
+    document = await PDFDocument.load(pdf.subarray(0, end), {
       updateMetadata: false,
       ignoreEncryption: true,
       throwOnInvalidObject: true,
@@ -67,7 +73,8 @@ export async function checkLabel(bytes: Uint8Array, options: { maxBytes: number 
     return fail('LABEL_UNREADABLE', `the PDF page tree cannot be read (${shorten(error)}); re-export or re-save the label`);
   }
   if (pageCount < 1) return fail('LABEL_UNREADABLE', 'the PDF has no pages; export the label with at least one page');
-  return accept({ pdfVersion: header[1] ?? '', pageCount, byteLength: pdf.length }, startxrefWarnings(text));
+  const summary = { pdfVersion: header[1] ?? '', pageCount, byteLength: pdf.length, pdf: pdf.subarray(0, end), paddingBytes: pdf.length - end };
+  return accept(summary, startxrefWarnings(text.slice(0, end)));
 }
 
 /** The API takes the base64 with or without this prefix; a file saved with it is decoded first. */
@@ -87,22 +94,34 @@ function decodeDataUri(bytes: Uint8Array, maxBytes: number): Uint8Array | SyncEr
   return new Uint8Array(Buffer.from(body, 'base64'));
 }
 
-function headerProblem(text: string): string {
+function headerProblem(pdf: Uint8Array, text: string): SyncError {
   const at = text.indexOf('%PDF-');
   if (at > 0) {
-    return `${at} byte${at === 1 ? '' : 's'} precede the %PDF- header; the API requires the file to START with %PDF: remove them`;
+    return new SyncError(
+      'LABEL_NOT_PDF',
+      `${at} byte${at === 1 ? '' : 's'} precede the %PDF- header; the API requires the file to START with %PDF: remove them`,
+    );
   }
   if (at === 0) {
     const seen = JSON.stringify(text.slice(0, 8));
-    return `the header ${seen} has no version of the form %PDF-<digit>.<digit>; re-export the PDF`;
+    return new SyncError('LABEL_NOT_PDF', `the header ${seen} has no version of the form %PDF-<digit>.<digit>; re-export the PDF`);
   }
-  return 'this is not a PDF (no %PDF- header); the API requires a PDF file that starts with %PDF';
+  const lookAlike = labelLookAlike(pdf);
+  if (lookAlike !== null) return new SyncError('LABEL_NOT_PDF', labelLookAlikeReason(lookAlike), { params: { lookAlike } });
+  return new SyncError('LABEL_NOT_PDF', 'this is not a PDF (no %PDF- header); the API requires a PDF file that starts with %PDF');
 }
 
-function checkTrailer(text: string): SyncError | null {
+/**
+ * Where the bytes to send end: after the last %%EOF and its line end (CRLF, LF or CR) when only
+ * padding follows; the refusal when the file has no %%EOF or something else follows it.
+ */
+function trailerEnd(text: string): number | SyncError {
   let end = text.length;
-  while (end > 0 && TRAILING_WHITESPACE.has(text.charCodeAt(end - 1))) end -= 1;
-  if (text.slice(0, end).endsWith('%%EOF')) return null;
+  while (end > 0 && PADDING.has(text.charCodeAt(end - 1))) end -= 1;
+  if (text.slice(0, end).endsWith('%%EOF')) {
+    if (text.startsWith('\r\n', end)) return end + 2;
+    return text[end] === '\n' || text[end] === '\r' ? end + 1 : end;
+  }
   const last = text.lastIndexOf('%%EOF');
   if (last < 0) {
     return new SyncError(
@@ -110,11 +129,14 @@ function checkTrailer(text: string): SyncError | null {
       'the file has no %%EOF marker: it is truncated or was not finished; the API requires the file to END with %%EOF: export it again completely',
     );
   }
-  const extra = text.length - (last + 5);
+  const bytesAfterEof = text.length - (last + 5);
+  let at = last + 5;
+  while (PADDING.has(text.charCodeAt(at))) at += 1;
+  const firstByte = `0x${text.charCodeAt(at).toString(16).padStart(2, '0')}`;
   return new SyncError(
     'LABEL_TRAILING_DATA',
-    `${extra} bytes other than line ends, tabs and spaces follow the last %%EOF; the API requires the file to END with %%EOF: remove them (or re-save the PDF)`,
-    { params: { bytesAfterEof: extra } },
+    `${bytesAfterEof} bytes follow the last %%EOF and not all are padding (the first other byte, ${firstByte}, is at offset ${at}); the API requires the file to END with %%EOF: remove them (or re-save the PDF)`,
+    { params: { bytesAfterEof, firstByte, offset: at } },
   );
 }
 

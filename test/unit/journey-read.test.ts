@@ -32,6 +32,19 @@ describe('publicSteps', () => {
     expect(steps.every((s) => s.delivery_id === 'D1' && s.kind === 'label')).toBe(true);
   });
 
+  it("tells a label's valid step that padding after %%EOF was not sent, and only then", () => {
+    const steps = publicSteps('D9', [
+      line(0, { k: 'l', s: 'seen', f: 'D9.pdf', h: SHA_A, z: 34_534, m: at, w: 'h/1', p: 20_480 }),
+      line(1, { k: 'l', s: 'seen', f: 'D9.pdf', h: SHA_B, z: 14_054, m: at, w: 'h/1' }),
+    ]);
+    const [padded, plain] = steps.filter((s) => s.step === 'valid');
+    expect(padded).toMatchObject({ paddingBytes: 20_480, message: 'sent without 20480 bytes of padding after %%EOF', sha256: SHA_A });
+    expect(describeStep(padded!)).toBe('checked: valid; sent without 20480 bytes of padding after %%EOF');
+    expect(plain?.paddingBytes).toBeUndefined();
+    expect(describeStep(plain!)).toBe('checked: valid');
+    expect(steps.filter((s) => s.step === 'seen').every((s) => s.paddingBytes === undefined && s.message === undefined)).toBe(true);
+  });
+
   it('names the newer file that superseded a document, and each version by its own hash', () => {
     const steps = publicSteps('D2', [
       line(0, { k: 'c', s: 'seen', f: 'D2.xml', h: SHA_A, z: 1, m: at, w: 'h/1' }),

@@ -81,6 +81,7 @@ describe('checkCte summary', () => {
     const verdict = check(VALID);
     expect(verdict.ok && { ...verdict.value, xml: verdict.value.xml === VALID }).toEqual({
       xml: true,
+      declaredEncoding: null,
       root: 'cteProc',
       model: '57',
       version: '4.00',

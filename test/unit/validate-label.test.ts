@@ -23,7 +23,7 @@ describe('checkLabel on fixtures', () => {
     { file: 'bad-empty.pdf', code: 'LABEL_EMPTY' },
     { file: 'bad-no-eof.pdf', code: 'LABEL_TRUNCATED', message: /END with %%EOF/ },
     { file: 'bad-junk-before-header.pdf', code: 'LABEL_NOT_PDF', message: /^19 bytes precede the %PDF- header.*START with %PDF/ },
-    { file: 'bad-junk-after-eof.pdf', code: 'LABEL_TRAILING_DATA', message: /19 bytes .* follow the last %%EOF.*END with %%EOF/ },
+    { file: 'bad-junk-after-eof.pdf', code: 'LABEL_TRAILING_DATA', message: /19 bytes follow the last %%EOF and not all are padding.*END with %%EOF/ },
     { file: 'bad-header-no-version.pdf', code: 'LABEL_NOT_PDF', message: /%PDF-<digit>\.<digit>/ },
     { file: 'bad-not-pdf-png-signature.pdf', code: 'LABEL_NOT_PDF', message: /not a PDF/ },
     { file: 'bad-encrypted-trailer.pdf', code: 'LABEL_ENCRYPTED', message: /without a password/ },
@@ -50,7 +50,7 @@ describe('checkLabel on PDFs built in code', () => {
   it('summarises version, page count and size of a pdf-lib document', async () => {
     const pdf = await minimalPdf(3);
     const verdict = await checkLabel(pdf, LIMIT);
-    expect(verdict).toEqual({ ok: true, value: { pdfVersion: '1.7', pageCount: 3, byteLength: pdf.length }, warnings: [] });
+    expect(verdict).toEqual({ ok: true, value: { pdfVersion: '1.7', pageCount: 3, byteLength: pdf.length, pdf, paddingBytes: 0 }, warnings: [] });
   });
 
   it('reads the version from the header, PDF 2.0 included', async () => {
@@ -80,13 +80,48 @@ describe('checkLabel on PDFs built in code', () => {
     expect((await checkLabel(pdf, { maxBytes: pdf.length })).ok).toBe(true);
   });
 
-  it('allows only line ends and padding after %%EOF: CR, LF, tab and space pass; form feed and NUL do not', async () => {
+  it('accepts padding after %%EOF (NUL, space, tab, CR, LF, form feed) and sends the bytes cut after %%EOF and one line end', async () => {
     const pdf = latin1(await minimalPdf());
-    expect((await checkLabel(bytesOf(`${pdf}\r\r\n\t  `), LIMIT)).ok).toBe(true);
-    for (const tail of ['\0\0', '\f', '\n\f\n']) {
-      const verdict = await checkLabel(bytesOf(`${pdf}${tail}`), LIMIT);
-      expect(!verdict.ok && verdict.error.code, JSON.stringify(tail)).toBe('LABEL_TRAILING_DATA');
+    const body = pdf.slice(0, pdf.lastIndexOf('%%EOF') + 5);
+    const cases: Array<{ tail: string; kept: string }> = [
+      { tail: '', kept: '' },
+      { tail: '\n', kept: '\n' },
+      { tail: '\r\n', kept: '\r\n' },
+      { tail: '\r\r\n\t  ', kept: '\r' },
+      { tail: `\n${'\0'.repeat(20_480)}`, kept: '\n' },
+      { tail: '\0\0', kept: '' },
+      { tail: '\f', kept: '' },
+      { tail: '\n\f\n \t\0', kept: '\n' },
+    ];
+    for (const { tail, kept } of cases) {
+      const verdict = await checkLabel(bytesOf(`${body}${tail}`), LIMIT);
+      expect(verdict.ok ? 'accepted' : verdict.error.message, JSON.stringify(tail)).toBe('accepted');
+      if (!verdict.ok) continue;
+      expect(latin1(verdict.value.pdf), JSON.stringify(tail)).toBe(`${body}${kept}`);
+      expect(verdict.value.paddingBytes, JSON.stringify(tail)).toBe(tail.length - kept.length);
+      expect(verdict.value.byteLength).toBe(body.length + tail.length);
+      expect(verdict.warnings, JSON.stringify(tail)).toEqual([]);
     }
+  });
+
+  it('still refuses anything but padding after %%EOF, naming the first other byte and where it is', async () => {
+    const pdf = latin1(await minimalPdf());
+    const body = pdf.slice(0, pdf.lastIndexOf('%%EOF') + 5);
+    for (const tail of ['\n%comment\n', `\n${'\0'.repeat(100)}x`, '\u0001', '\n\0\0<html>']) {
+      const verdict = await checkLabel(bytesOf(`${body}${tail}`), LIMIT);
+      expect(!verdict.ok && verdict.error.code, JSON.stringify(tail)).toBe('LABEL_TRAILING_DATA');
+      if (verdict.ok) continue;
+      const offset = body.length + [...tail].findIndex((c) => !'\0 \t\r\n\f'.includes(c));
+      expect(verdict.error.params).toMatchObject({ bytesAfterEof: tail.length, offset });
+      expect(verdict.error.message).toMatch(/not all are padding/);
+    }
+  });
+
+  it('sends a data-URI label decoded and cut after %%EOF', async () => {
+    const pdf = latin1(await minimalPdf());
+    const padded = Buffer.from(`${pdf}\n${'\0'.repeat(64)}`, 'latin1');
+    const verdict = await checkLabel(bytesOf(`data:application/pdf;base64,${padded.toString('base64')}`), LIMIT);
+    expect(verdict.ok && latin1(verdict.value.pdf)).toBe(`${pdf.slice(0, pdf.lastIndexOf('%%EOF') + 5)}\n`);
   });
 
   it('counts one leading byte in the singular', async () => {

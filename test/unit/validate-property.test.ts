@@ -16,7 +16,8 @@ const latin1 = (bytes: Uint8Array): string => Buffer.from(bytes).toString('latin
 /** What the API requires of a label (4.3): starts with %PDF, ends with %%EOF plus whitespace. */
 function apiWouldTakeLabel(bytes: Uint8Array): boolean {
   const text = latin1(bytes);
-  return /^%PDF-\d\.\d/.test(text) && /%%EOF[ \t\r\n\f]*$/.test(text);
+  // What we send ends at %%EOF and at most one line end (the API wants the file to END with %%EOF).
+  return /^%PDF-\d\.\d/.test(text) && /%%EOF(\r\n|\r|\n)?$/.test(text);
 }
 
 describe('checkLabel properties', () => {
@@ -29,8 +30,15 @@ describe('checkLabel properties', () => {
 
   async function judge(bytes: Uint8Array): Promise<void> {
     const verdict = await checkLabel(bytes, LIMIT);
-    if (verdict.ok) expect(apiWouldTakeLabel(bytes)).toBe(true);
-    else expect(verdict.error).toBeInstanceOf(SyncError);
+    if (!verdict.ok) {
+      expect(verdict.error).toBeInstanceOf(SyncError);
+      return;
+    }
+    // What is sent is the file cut after %%EOF: the API takes it, and only padding was cut.
+    const sent = verdict.value.pdf;
+    expect(apiWouldTakeLabel(sent)).toBe(true);
+    expect(Buffer.from(bytes.subarray(0, sent.length)).equals(Buffer.from(sent))).toBe(true);
+    expect([...bytes.subarray(sent.length)].every((byte) => [0x00, 0x09, 0x0a, 0x0c, 0x0d, 0x20].includes(byte))).toBe(true);
   }
 
   it('never throws on random bytes, with or without a PDF header', async () => {

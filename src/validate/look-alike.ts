@@ -1,0 +1,106 @@
+/**
+ * What a wrong file is, so its refusal can say so and say what to do: a file in the labels inbox
+ * that is no PDF but a thermal-printer label, an image, an archive, an Office document or a web
+ * page; a file in the CT-e inbox whose root is another fiscal document (NF-e, MDF-e) or an event.
+ * Each reason is one whole English sentence, built here and nowhere else, and its refusal carries
+ * the look-alike's id as a parameter (`lookAlike`), so a translation can key on it.
+ */
+
+export type LabelLookAlike = 'zpl' | 'epl' | 'png' | 'jpeg' | 'tiff' | 'gif' | 'office-zip' | 'zip' | 'office-ole2' | 'html';
+
+const LABEL_REASONS: Readonly<Record<LabelLookAlike, string>> = {
+  zpl: 'the file is a ZPL thermal-printer label (^XA … ^XZ), not a PDF: export the label as PDF from the label system',
+  epl: 'the file is an EPL thermal-printer label, not a PDF: export the label as PDF from the label system',
+  png: 'the file is a PNG image, not a PDF: print or export the label to PDF instead of saving a picture of it',
+  jpeg: 'the file is a JPEG image, not a PDF: print or export the label to PDF instead of saving a picture of it',
+  tiff: 'the file is a TIFF image, not a PDF: print or export the label to PDF instead of saving a picture of it',
+  gif: 'the file is a GIF image, not a PDF: print or export the label to PDF instead of saving a picture of it',
+  'office-zip': 'the file is an Office document (Word, Excel or PowerPoint), not a PDF: save or export it as PDF',
+  zip: 'the file is a ZIP archive, not a PDF: unpack it and drop the PDF it holds',
+  'office-ole2': 'the file is an older Office document (.doc, .xls or .ppt), not a PDF: save or export it as PDF',
+  html: 'the file is an HTML web page, not a PDF: print the page to PDF (or save the label as PDF) instead of saving the page',
+};
+
+/** Magic numbers at byte 0. */
+const MAGIC: ReadonlyArray<[LabelLookAlike, number[]]> = [
+  ['png', [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]],
+  ['jpeg', [0xff, 0xd8, 0xff]],
+  ['tiff', [0x49, 0x49, 0x2a, 0x00]],
+  ['tiff', [0x4d, 0x4d, 0x00, 0x2a]],
+  ['gif', [0x47, 0x49, 0x46, 0x38]],
+  ['office-ole2', [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]],
+];
+/** A ZIP's local file header, its end record (an empty archive), or a spanned archive's marker. */
+const ZIP_STARTS = [
+  [0x50, 0x4b, 0x03, 0x04],
+  [0x50, 0x4b, 0x05, 0x06],
+  [0x50, 0x4b, 0x07, 0x08],
+];
+/** Entry names stay uncompressed in a ZIP's headers: an OOXML package names its content types. */
+const OOXML_ENTRY = /\[Content_Types\]\.xml|(?:word|xl|ppt)\/[A-Za-z]/;
+/** How much of a text file is looked at: the start says what it is. */
+const TEXT_HEAD = 4096;
+
+/** What a file that has no %PDF- header looks like, or null when it resembles nothing we know. */
+export function labelLookAlike(bytes: Uint8Array): LabelLookAlike | null {
+  for (const [kind, magic] of MAGIC) if (startsWith(bytes, magic)) return kind;
+  if (ZIP_STARTS.some((magic) => startsWith(bytes, magic))) {
+    return OOXML_ENTRY.test(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('latin1')) ? 'office-zip' : 'zip';
+  }
+  const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.length, TEXT_HEAD))
+    .toString('latin1')
+    .replace(/^\xEF\xBB\xBF/, '');
+  const start = head.trimStart();
+  if (/^(<!doctype\s+html|<html[\s>]|<head[\s>]|<body[\s>])/i.test(start) || /<html[\s>]/i.test(head.slice(0, 1024))) return 'html';
+  // ZPL: a label format opens with ^XA and holds fields (^FO origin, ^FD data) and closes with ^XZ.
+  if (/\^XA/i.test(head) && /\^(XZ|FO|FD)/i.test(head)) return 'zpl';
+  if (isEpl(start)) return 'epl';
+  return null;
+}
+
+/** EPL2: one command a line; a label clears the buffer (N), draws text (A…) or bar codes (B…), prints (P<n>). */
+function isEpl(text: string): boolean {
+  const lines = text.split(/\r?\n/).map((line) => line.trim());
+  const first = lines.find((line) => line !== '') ?? '';
+  if (!/^(N|q\d+|Q\d+,\d+|I8,|O[A-Z]*|S\d|D\d{1,2}|ZT|ZB)$/.test(first)) return false;
+  return lines.some((line) => /^[AB]\d+,\d+,\d/.test(line)) && lines.some((line) => /^P\d+(,\d+)?$/.test(line));
+}
+
+export function labelLookAlikeReason(kind: LabelLookAlike): string {
+  return LABEL_REASONS[kind];
+}
+
+export type CteLookAlike = 'nfe' | 'nfe-event' | 'mdfe' | 'mdfe-event' | 'cte-event' | 'other';
+
+const CTE_REASONS: Readonly<Record<CteLookAlike, (root: string) => string>> = {
+  nfe: (root) =>
+    `the root element <${root}> is an NF-e (a goods invoice, modelo 55 or 65), not a CT-e: drop the CT-e issued for the transport, whose root is CTe or cteProc`,
+  'nfe-event': (root) => `the root element <${root}> is an NF-e event, not a CT-e: drop the CT-e issued for the transport, whose root is CTe or cteProc`,
+  mdfe: (root) =>
+    `the root element <${root}> is an MDF-e (a cargo manifest, modelo 58), not a CT-e: drop the CT-e issued for the delivery, whose root is CTe or cteProc`,
+  'mdfe-event': (root) => `the root element <${root}> is an MDF-e event, not a CT-e: drop the CT-e issued for the delivery, whose root is CTe or cteProc`,
+  'cte-event': (root) =>
+    `the root element <${root}> is a CT-e event (e.g. a carta de correção or a cancellation), not a CT-e: drop the CT-e itself, whose root is CTe or cteProc`,
+  other: (root) => `the root element <${root}> is not a CT-e: drop the CT-e XML, whose root is CTe, cteProc, CTeOS or cteOSProc`,
+};
+
+/** What a CT-e folder file whose root is not a CT-e is, by its root element's name. */
+export function cteLookAlike(root: string): CteLookAlike {
+  const name = root.toLowerCase();
+  if (/evento/.test(name)) {
+    if (name.includes('mdfe')) return 'mdfe-event';
+    if (name.includes('nfe')) return 'nfe-event';
+    return name.includes('cte') ? 'cte-event' : 'other';
+  }
+  if (name === 'nfe' || name === 'nfeproc') return 'nfe';
+  if (name === 'mdfe' || name === 'mdfeproc') return 'mdfe';
+  return 'other';
+}
+
+export function cteLookAlikeReason(kind: CteLookAlike, root: string): string {
+  return CTE_REASONS[kind](root);
+}
+
+function startsWith(bytes: Uint8Array, prefix: number[]): boolean {
+  return bytes.length >= prefix.length && prefix.every((byte, index) => bytes[index] === byte);
+}

@@ -45,8 +45,9 @@ const defined = new Map<string, string>();
 type AutoPipelines = Map<string, Record<string, unknown> & { _shaToScript: Record<string, unknown> }>;
 
 /** Defines the command on `target`, and on the auto-pipelines it gathers this turn (made before it). */
-function definedOn(target: RedisConnection, commandName: string, lua: string): void {
+function definedOn(target: RedisConnection, commandName: string, lua: string, isUrgent: boolean): void {
   target.defineCommand(commandName, { lua });
+  if (isUrgent) target.options.autoPipeliningIgnoredCommands = [...(target.options.autoPipeliningIgnoredCommands ?? []), commandName];
   const own = target as unknown as Record<string, unknown> & { _autoPipelines?: AutoPipelines };
   const script = (target.scriptsSet as Record<string, { sha: string }>)[commandName]!;
   for (const pipeline of own._autoPipelines?.values() ?? []) {
@@ -56,13 +57,23 @@ function definedOn(target: RedisConnection, commandName: string, lua: string): v
   }
 }
 
+export interface ScriptOptions {
+  /**
+   * Sent at once, never held in an auto-pipeline: a call whose reply has a deadline (the spool
+   * lease's renewal) must not wait for the turn's batch, nor for the batch still in flight. Under
+   * a load average of 20 the large drop's holder lost its lease 15 times in one run with its
+   * renewals auto-pipelined (BENCHMARKS.md, issue 29).
+   */
+  isUrgent?: boolean;
+}
+
 /** `name`: a camelCase name unique among our scripts (it becomes `redis[name]`). */
-export function defineScript(name: string, lua: string): Script {
+export function defineScript(name: string, lua: string, options: ScriptOptions = {}): Script {
   const commandName = `carrierSync${name[0]?.toUpperCase() ?? ''}${name.slice(1)}`;
   if (defined.has(commandName) && defined.get(commandName) !== lua) throw new Error(`two scripts named ${name}`);
   defined.set(commandName, lua);
   const commandOf = (target: RedisConnection): Invoke => {
-    if (!(commandName in target.scriptsSet)) definedOn(target, commandName, lua);
+    if (!(commandName in target.scriptsSet)) definedOn(target, commandName, lua, options.isUrgent === true);
     return (target as unknown as Record<string, Invoke>)[commandName]!;
   };
   const run = async (redis: RedisConnection, keys: readonly string[], args: ReadonlyArray<string | number | Buffer>): Promise<unknown> =>

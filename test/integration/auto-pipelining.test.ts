@@ -17,6 +17,8 @@ afterAll(async () => {
 
 // KEYS: 1 a counter. ARGV: 1 a step. Returns the counter after the step.
 const ADD = defineScript('testAutoPipelineAdd', `local key, step = KEYS[1], ARGV[1]\nreturn redis.call('INCRBY', key, step)`);
+// KEYS: 1 a counter. ARGV: none. Returns it after adding 1 (sent at once: never held in a batch).
+const URGENT = defineScript('testAutoPipelineUrgent', `local key = KEYS[1]\nreturn redis.call('INCR', key)`, { isUrgent: true });
 // KEYS: 1 a string. ARGV: none. Returns its length.
 const LENGTH = defineScript('testAutoPipelineLength', `local key = KEYS[1]\nreturn redis.call('STRLEN', key)`);
 
@@ -32,6 +34,25 @@ describe('auto-pipelining on our own connection', () => {
       redis.get(`${prefix}:n`),
     ]);
     expect(replies).toEqual(['OK', 5, 5, 7, '7']);
+  });
+
+  it('sends an urgent script at once, while the commands of its turn wait for their batch', async () => {
+    const writes: number[] = [];
+    const stream = (redis as unknown as { stream: { write: (...args: unknown[]) => boolean } }).stream;
+    const write = stream.write.bind(stream);
+    stream.write = (...args: unknown[]) => {
+      writes.push(1);
+      return write(...args);
+    };
+    try {
+      const calls = [ADD(redis, [`${prefix}:u1`], [1]), URGENT(redis, [`${prefix}:u2`], []), ADD(redis, [`${prefix}:u1`], [1])];
+      const writtenInTheTurn = writes.length;
+      expect(await Promise.all(calls)).toEqual([1, 1, 2]);
+      expect(writtenInTheTurn).toBe(1);
+      expect(writes.length).toBeGreaterThanOrEqual(2);
+    } finally {
+      stream.write = write;
+    }
   });
 
   it('sends the commands of one turn in one write', async () => {

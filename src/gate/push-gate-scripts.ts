@@ -7,6 +7,7 @@
 import { ACTIVITY_LUA } from '../store/activity.js';
 import { CLAIM_RECORD_LUA } from './event-claims.js';
 import { DOCUMENT_RECORD_LUA } from './document-record.js';
+import { OWNER_LUA } from './attempt-owner.js';
 import { WAKE_LUA } from './event-wake.js';
 import { JOURNEY_LUA } from '../journey/journey.js';
 import { RATE_WINDOW_LUA } from './limiter.js';
@@ -88,22 +89,36 @@ local function go(lockKey, authProbeKey, authEpochKey, jobId, lockMs, isProbe, m
 end
 `;
 
-const GATE_LUA = `${RATE_WINDOW_LUA}${ACTIVITY_LUA}${ADMIT_LUA}${ENDED_LUA}${JOURNEY_LUA}${LOCK_LUA}`;
+const GATE_LUA = `${RATE_WINDOW_LUA}${ACTIVITY_LUA}${ADMIT_LUA}${ENDED_LUA}${JOURNEY_LUA}${LOCK_LUA}${OWNER_LUA}`;
+
+// resend(...): the previous attempt's owner died with its answer: the journey says so, the
+// deployment's counter of requests sent again (the failover message) counts it.
+const RESEND_LUA = `
+local function resend(dayStem, deliveryId, journeyTtlSec, resentStep, countsKey)
+  journal(dayStem, deliveryId, journeyTtlSec, resentStep)
+  redis.call('HINCRBY', countsKey, 'resent', 1)
+end
+`;
 
 // KEYS: 1 the delivery's record stem, 2 the document lock, 3 auth failure, 4 auth probe, 5 limiter
-//       window, 6 limiter pause, 7 auth epoch.
+//       window, 6 limiter pause, 7 auth epoch, 8 the job's attempt record, 9 the answer counters.
 // ARGV: 1 job id, 2 compact content id, 3 compact generation, 4 record field, 5 record bucket
 //       period s, 6 record ttl s, 7 lock (and probe) ttl ms, 8 window ms, 9 limit, 10 slot member,
 //       11 longest request ms, 12 activity key stem, 13 activity ttl s, 14 journey day stem,
 //       15 delivery id, 16 journey ttl s, 17 journey step on 'go' (the attempt starts; '' records
 //       nothing), 18 the fields every step of the document names (`"k":…,"h":…`: the superseded
-//       and already-accepted steps are made of them here, only when taken).
+//       and already-accepted steps are made of them here, only when taken), 19 this process (the
+//       attempt's owner), 20 owner liveness key stem, 21 owner grace ms, 22 attempt record ttl ms,
+//       23 journey step when the previous owner died with its answer.
+// A job whose previous attempt's owner is alive waits for that owner's answer (attempt-owner.ts).
 // Returns {'go', isProbe, member, auth epoch} | {'superseded'} | {'already'} | {'busy', ms} |
-//   {'auth'} | {'wait', ms}.
+//   {'owned', ms} | {'auth'} | {'wait', ms}.
 export const ENTER_DOCUMENT = defineScript(
   'gateEnterDocument',
-  `${GATE_LUA}${DOCUMENT_RECORD_LUA}
+  `${GATE_LUA}${RESEND_LUA}${DOCUMENT_RECORD_LUA}
 local stem, lockKey, authFailureKey, authProbeKey, windowKey, pauseKey, authEpochKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local attemptKey, countsKey = KEYS[8], KEYS[9]
+local self, ownerStem, ownerGraceMs, attemptTtlMs, resentStep = ARGV[19], ARGV[20], tonumber(ARGV[21]), ARGV[22], ARGV[23]
 local jobId, contentId, generation, field, period, recordTtlSec = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local lockMs, windowMs, limit, member, maxRequestMs = ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11])
 local activityStem, activityTtlSec = ARGV[12], ARGV[13]
@@ -122,31 +137,39 @@ elseif string.sub(record, 23, 30) == contentId then
 end
 local busy = lockedByOther(lockKey, jobId)
 if busy then return busy end
+local owned, isResend = ownerCheck(attemptKey, ownerStem, self, ownerGraceMs)
+if owned then return owned end
 local refused, isProbe = admit(authFailureKey, authProbeKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
 if refused then return refused end
+if isResend then resend(dayStem, deliveryId, journeyTtlSec, resentStep, countsKey) end
+ownerTake(attemptKey, self, member, attemptTtlMs)
 return go(lockKey, authProbeKey, authEpochKey, jobId, lockMs, isProbe, member, dayStem, deliveryId, journeyTtlSec, goStep)
 `,
 );
 
 // KEYS: 1 the delivery's chain (sorted set), 2 its parked events (set), 3 its event lock, 4 its
 //       event_at claims of the earlier layout, 5 auth failure, 6 auth probe, 7 limiter window,
-//       8 limiter pause, 9 auth epoch, 10 its event_at claims stem (gate/event-claims.ts).
+//       8 limiter pause, 9 auth epoch, 10 its event_at claims stem (gate/event-claims.ts), 11 the job's
+//       attempt record, 12 the answer counters.
 // ARGV: 1 job id, 2 event time ms, 3 instant key, 4 source id, 5 BullMQ job key stem,
 //       6 missing-job marker stem, 7 missing-job grace ms, 8 parked set ttl s, 9 lock (and probe)
 //       ttl ms, 10 window ms, 11 limit, 12 slot member, 13 longest request ms, 14 activity key stem,
 //       15 activity ttl s, 16 journey day stem, 17 delivery id, 18 journey ttl s, 19 journey step
-//       on 'go' (the attempt starts; '' records nothing), 20 claim record, 21 claim retention s.
+//       on 'go' (the attempt starts; '' records nothing), 20 claim record, 21 claim retention s,
+//       22 this process (the attempt's owner), 23 owner liveness key stem, 24 owner grace ms,
+//       25 attempt record ttl ms, 26 journey step when the previous owner died with its answer.
 // Only the head of the chain goes, and only while no other event of the delivery holds the event
 // lock (its request on the wire, or its job finished by BullMQ while the request still runs). The
 // lock is the job's, as the document lock is: a run taken over after BullMQ judged the first one
 // stalled (a killed process) goes on at once rather than waiting out the lock. An event not in its
 // chain was finished by another run of its job (a stalled job taken over: 'already' when its claim
 // is done) or replayed from the dead letters (registered again here).
+// A job whose previous attempt's owner is alive waits for that owner's answer (attempt-owner.ts).
 // Returns {'go', isProbe, member, auth epoch} | {'already'} | {'park', headDueMs} | {'busy', ms} |
-//   {'auth'} | {'wait', ms}.
+//   {'owned', ms} | {'auth'} | {'wait', ms}.
 export const ENTER_EVENT = defineScript(
   'gateEnterEvent',
-  `${GATE_LUA}${CHAIN_LUA}${CLAIM_RECORD_LUA}
+  `${GATE_LUA}${RESEND_LUA}${CHAIN_LUA}${CLAIM_RECORD_LUA}
 local orderKey, parkedKey, lockKey, dedupKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local authFailureKey, authProbeKey, windowKey, pauseKey, authEpochKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local jobId, eventMs, instant, source = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -155,6 +178,8 @@ local lockMs, windowMs, limit, member, maxRequestMs = ARGV[9], tonumber(ARGV[10]
 local activityStem, activityTtlSec = ARGV[14], ARGV[15]
 local dayStem, deliveryId, journeyTtlSec, goStep = ARGV[16], ARGV[17], ARGV[18], ARGV[19]
 local claimStem, claimRecord, claimTtlSec = KEYS[10], ARGV[20], ARGV[21]
+local attemptKey, countsKey = KEYS[11], KEYS[12]
+local self, ownerStem, ownerGraceMs, attemptTtlMs, resentStep = ARGV[22], ARGV[23], tonumber(ARGV[24]), ARGV[25], ARGV[26]
 
 if not redis.call('ZSCORE', orderKey, jobId) then
   if claimIsDone(claimStem, claimRecord, claimTtlSec, dedupKey, instant, source) then return {'already'} end
@@ -168,57 +193,73 @@ if head ~= jobId then
 end
 local busy = lockedByOther(lockKey, jobId)
 if busy then return busy end
+local owned, isResend = ownerCheck(attemptKey, ownerStem, self, ownerGraceMs)
+if owned then return owned end
 local refused, isProbe = admit(authFailureKey, authProbeKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
 if refused then return refused end
 redis.call('SREM', parkedKey, jobId)
+if isResend then resend(dayStem, deliveryId, journeyTtlSec, resentStep, countsKey) end
+ownerTake(attemptKey, self, member, attemptTtlMs)
 return go(lockKey, authProbeKey, authEpochKey, jobId, lockMs, isProbe, member, dayStem, deliveryId, journeyTtlSec, goStep)
 `,
 );
 
 // KEYS: 1 the delivery's record stem, 2 the document lock, 3 limiter window, 4 stats hash, 5 the
-//       job's 429 hold counter.
+//       job's 429 hold counter, 6 the job's attempt record, 7 the spool's outcome list ('' for
+//       none: an item not from a file).
 // ARGV: 1 job id, 2 compact content id, 3 result ('' while the item goes on), 4 slot member ('' when
 //       no request was made), 5 ms since the response arrived, 6 counter, 7 kind, 8 record field,
 //       9 record bucket period s, 10 record ttl s, 11 activity key stem, 12 activity ttl s,
 //       13 journey day stem, 14 delivery id, 15 journey ttl s, 16 journey step of the answer,
-//       17 journey step of the outcome ('' records nothing).
+//       17 journey step of the outcome ('' records nothing), 18 the outcome message ('' for none).
 // Stamps the slot and releases the lock (if this job holds it). An item that ended is counted, and
-// an accepted one becomes the content the API holds. Returns false.
+// an accepted one becomes the content the API holds; its outcome message goes to the spool's list
+// in the same call: the answer is one write. The attempt record goes last (attempt-owner.ts). A
+// leave whose attempt another run took over (this owner was judged dead) writes nothing.
+// Returns false.
 export const LEAVE_DOCUMENT = defineScript(
   'gateLeaveDocument',
   `${GATE_LUA}${DOCUMENT_RECORD_LUA}
-local stem, lockKey, windowKey, statsKey, heldKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local stem, lockKey, windowKey, statsKey, heldKey, attemptKey, outcomeKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local outcome = ARGV[18]
 local jobId, contentId, result, member, sinceResponseMs, counter, kind = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local field, period, recordTtlSec, activityStem, activityTtlSec = ARGV[8], tonumber(ARGV[9]), ARGV[10], ARGV[11], ARGV[12]
 local dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep = ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17]
 
+if member ~= '' and not ownerIsMine(attemptKey, member) then return false end
 stampSlot(windowKey, member, sinceResponseMs)
 if redis.call('GET', lockKey) == jobId then redis.call('DEL', lockKey) end
 journal(dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep)
-if result == '' then return false end
-countEnded(statsKey, counter, kind, heldKey, activityStem, activityTtlSec)
-if result == 'accepted' then
-  local record, found, current = docGet(stem, field, period)
-  local queued = record and string.sub(record, 1, 22) or (string.rep('\\0', 14) .. contentId)
-  docPut(stem, field, queued .. contentId, found, current, period, recordTtlSec)
+if result ~= '' then
+  countEnded(statsKey, counter, kind, heldKey, activityStem, activityTtlSec)
+  if result == 'accepted' then
+    local record, found, current = docGet(stem, field, period)
+    local queued = record and string.sub(record, 1, 22) or (string.rep('\\0', 14) .. contentId)
+    docPut(stem, field, queued .. contentId, found, current, period, recordTtlSec)
+  end
+  if outcome ~= '' then redis.call('RPUSH', outcomeKey, outcome) end
 end
+if member ~= '' then redis.call('DEL', attemptKey) end
 return false
 `,
 );
 
 // KEYS: 1 the delivery's chain, 2 its parked events, 3 its event lock, 4 its event_at claims of
 //       the earlier layout, 5 limiter window, 6 stats hash, 7 the job's 429 hold counter, 8 its
-//       event_at claims stem (gate/event-claims.ts).
+//       event_at claims stem (gate/event-claims.ts), 9 the job's attempt record, 10 the spool's outcome list
+//       ('' for none).
 // ARGV: 1 job id, 2 result ('' while the item goes on), 3 slot member ('' when no request was
 //       made), 4 ms since the response arrived, 5 counter, 6 instant key, 7 source id, 8 BullMQ job
 //       key stem, 9 missing-job marker stem, 10 missing-job grace ms, 11 activity key stem,
 //       12 activity ttl s, 13 journey day stem, 14 delivery id, 15 journey ttl s, 16 journey step
 //       of the answer, 17 journey step of the outcome ('' records nothing), 18 claim record,
-//       19 claim retention s.
+//       19 claim retention s, 20 the outcome message ('' for none).
 // Stamps the slot and releases the event lock (if this job holds it). An event that ended is
 // counted and leaves its chain; one not dead-lettered marks its event_at claim done (the same source
 // taken in again — a re-pull, a file re-read after a crash — is then a duplicate, not a second send).
 // The parked event it wakes (the chain's new head) goes to the front of the wait list (event-wake.ts).
+// The outcome message goes to the spool's list in the same call (the answer is one write); the
+// attempt record goes last. A leave whose attempt another run took over writes nothing.
 // Returns the id of that event, or false.
 export const LEAVE_EVENT = defineScript(
   'gateLeaveEvent',
@@ -228,19 +269,25 @@ local jobId, result, member, sinceResponseMs, counter, instant, source = ARGV[1]
 local jobStem, missingStem, graceMs, activityStem, activityTtlSec = ARGV[8], ARGV[9], tonumber(ARGV[10]), ARGV[11], ARGV[12]
 local dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep = ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17]
 local claimStem, claimRecord, claimTtlSec = KEYS[8], ARGV[18], ARGV[19]
+local attemptKey, outcomeKey, outcome = KEYS[9], KEYS[10], ARGV[20]
 
+if member ~= '' and not ownerIsMine(attemptKey, member) then return false end
 stampSlot(windowKey, member, sinceResponseMs)
 if redis.call('GET', lockKey) == jobId then redis.call('DEL', lockKey) end
 journal(dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep)
-if result == '' then return false end
-countEnded(statsKey, counter, 'collecting', heldKey, activityStem, activityTtlSec)
-if result ~= 'dead-lettered' then claimMarkDone(claimStem, claimRecord, claimTtlSec, dedupKey, instant, source) end
-redis.call('ZREM', orderKey, jobId)
-local head = chainHead(orderKey, jobStem, missingStem, graceMs)
-if head ~= nil and redis.call('SREM', parkedKey, head) == 1 then
-  wakeToFront(jobStem, head)
-  return head
+local woken = false
+if result ~= '' then
+  countEnded(statsKey, counter, 'collecting', heldKey, activityStem, activityTtlSec)
+  if result ~= 'dead-lettered' then claimMarkDone(claimStem, claimRecord, claimTtlSec, dedupKey, instant, source) end
+  if outcome ~= '' then redis.call('RPUSH', outcomeKey, outcome) end
+  redis.call('ZREM', orderKey, jobId)
+  local head = chainHead(orderKey, jobStem, missingStem, graceMs)
+  if head ~= nil and redis.call('SREM', parkedKey, head) == 1 then
+    wakeToFront(jobStem, head)
+    woken = head
+  end
 end
-return false
+if member ~= '' then redis.call('DEL', attemptKey) end
+return woken
 `,
 );

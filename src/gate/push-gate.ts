@@ -15,6 +15,11 @@
  *  3. the shared rate limit — a 429 pause, then a slot of the sliding window (limiter.ts owns both).
  * Only when all three pass does it take the slot, the lock and the probe together.
  *
+ * Before the three, a job whose previous attempt's owner process is alive waits for that owner's
+ * answer ('owned'; attempt-owner.ts); a request that goes writes the job's attempt record naming
+ * this process. With replicas, the enter is followed by WAIT in the same round trip, and a request
+ * whose attempt record reached no replica does not leave ('unreplicated'; replica-wait.ts).
+ *
  * `leave` stamps the slot with the time the response arrived, releases the lock, and, for an item
  * that ended, counts it (stats and the minute's activity), records the content the API now holds
  * (documents) or advances the delivery's chain and wakes the parked event next in it, putting it at
@@ -31,6 +36,9 @@ import { maxRequestMsOf, sinceMs } from './limiter.js';
 import type { CollectingJob, ItemJob, ItemResult, LabelJob, CteJob } from '../queue/payloads.js';
 import type { RedisConnection } from '../store/redis.js';
 import { ENTER_DOCUMENT, ENTER_EVENT, LEAVE_DOCUMENT, LEAVE_EVENT } from './push-gate-scripts.js';
+import { ATTEMPT_RECORD_TTL_MS, ownerTiming, SELF_OWNER } from './attempt-owner.js';
+import { confirmAnswer, type AnswerState, type ReplicaWait } from './replica-wait.js';
+import type { Script } from '../store/script.js';
 
 export type GateVerdict =
   | { action: 'go'; isProbe: boolean; slot: string; authEpoch: number }
@@ -44,7 +52,11 @@ export type GateVerdict =
   /** The API refuses the key and another item is the probe. */
   | { action: 'auth' }
   /** A 429 pause or a full window: a slot frees in `ms`. */
-  | { action: 'wait'; ms: number };
+  | { action: 'wait'; ms: number }
+  /** The previous attempt's owner process is alive (or not yet known dead): its answer comes; ask again within `ms`. */
+  | { action: 'owned'; ms: number }
+  /** The attempt record reached no replica within the WAIT: the request must not leave; give `slot` back. */
+  | { action: 'unreplicated'; slot: string };
 
 export interface PushGateOptions {
   ratePerMinute: number;
@@ -62,6 +74,10 @@ export interface PushGateOptions {
   historyTtlSec?: number;
   /** How long an event_at claim is kept (`dedup.retentionDays`, in s); 90 days when not given. */
   claimRetentionSec?: number;
+  /** This process as an attempt's owner, and the grace before an owner whose liveness key is gone counts as dead. */
+  owner?: { self: string; graceMs: number };
+  /** The replica watch: with replicas, a request leaves only once its attempt record is on one. */
+  replicas?: ReplicaWait;
 }
 
 /** The push gate's settings from the config: the same window as the limiter's `rateLimiterFor`. */
@@ -90,6 +106,15 @@ export interface SlotUse {
   respondedAt: number;
 }
 
+/** An outcome message for the spool's list, appended by `leave` in the same script (outcome-list.ts). */
+export interface OutcomeWrite {
+  list: string;
+  entry: string;
+}
+
+/** The journey's step when a job is sent again because its previous attempt's owner died with the answer. */
+export const RESENT_REASON = 'answer unknown: owner process died; sent again';
+
 /** What a request got back, for the journey: the answer (status, codes, message) or the failure without one. */
 export interface AttemptAnswer {
   durationMs: number;
@@ -110,9 +135,13 @@ export interface PushGate {
    * back, recorded in the journey with the outcome. Returns the parked event it woke (now first in
    * the wait list), or null.
    */
-  leave(item: ItemJob, jobId: string, slot: SlotUse | null, result: ItemResult | null, answer?: AttemptAnswer): Promise<string | null>;
+  leave(item: ItemJob, jobId: string, slot: SlotUse | null, result: ItemResult | null, answer?: AttemptAnswer, outcome?: OutcomeWrite): Promise<string | null>;
   /** Events: true while the job waits to be woken (a `leave` that woke it took it off). */
   isParked(item: ItemJob, jobId: string): Promise<boolean>;
+  /** Whether an answer's write is on this primary and on a replica (replica-wait.ts). */
+  confirm(jobId: string, member: string): Promise<AnswerState>;
+  /** True while the deployment has replicas: an answer counts as written once one holds it. */
+  hasReplicas(): boolean;
 }
 
 /**
@@ -223,6 +252,8 @@ function verdictOf([verdict, a, b, c]: RawVerdict): GateVerdict {
       return { action: 'busy', ms: Number(a) };
     case 'auth':
       return { action: 'auth' };
+    case 'owned':
+      return { action: 'owned', ms: Number(a) };
     default:
       return { action: 'wait', ms: Number(a) };
   }
@@ -257,21 +288,58 @@ class RedisPushGate implements PushGate {
 
   async enter(item: ItemJob, jobId: string, attempt?: number): Promise<GateVerdict> {
     const member = `${jobId}:${randomHex8()}`;
-    return verdictOf(
-      item.kind === 'collecting' ? await this.#enterEvent(item, jobId, member, attempt) : await this.#enterDocument(item, jobId, member, attempt),
-    );
+    const call = item.kind === 'collecting' ? this.#enterEventCall(item, jobId, member, attempt) : this.#enterDocumentCall(item, jobId, member, attempt);
+    const replicas = this.options.replicas;
+    if (replicas === undefined || replicas.replicas() === 0) return verdictOf((await call.script(this.redis, call.keys, call.args)) as RawVerdict);
+    // The enter and its WAIT in one round trip, on the connection WAIT may block (replica-wait.ts).
+    const connection = replicas.connection();
+    call.script.define(connection);
+    const pipeline = connection.pipeline();
+    call.script.queue(pipeline, call.keys, call.args);
+    pipeline.wait(1, replicas.timeoutMs);
+    const [[enterError, raw] = [null, null], [waitError, acks] = [null, 0]] = (await pipeline.exec()) ?? [];
+    if (enterError) throw enterError;
+    const verdict = verdictOf(raw as RawVerdict);
+    if (verdict.action !== 'go') return verdict;
+    if (waitError) throw waitError;
+    return replicas.acknowledged(Number(acks)) ? verdict : { action: 'unreplicated', slot: verdict.slot };
   }
 
-  async leave(item: ItemJob, jobId: string, slot: SlotUse | null, result: ItemResult | null, answer?: AttemptAnswer): Promise<string | null> {
+  async leave(
+    item: ItemJob,
+    jobId: string,
+    slot: SlotUse | null,
+    result: ItemResult | null,
+    answer?: AttemptAnswer,
+    outcome?: OutcomeWrite,
+  ): Promise<string | null> {
     const ending = [result ?? '', slot?.slot ?? '', sinceMs(slot?.respondedAt), result === null ? '' : COUNTER_OF[result]];
     const journey = [...journalArgs(this.keys, item.deliveryId, this.#journeyTtlSec), ...leaveSteps(item, slot, result, answer)];
-    if (item.kind === 'collecting') return this.#leaveEvent(item, jobId, ending, journey);
-    await this.#leaveDocument(item, jobId, ending, journey);
+    // KEYS: the attempt record and the outcome list ('' is never written: no message goes with it).
+    const answerKeys = [this.keys.attemptOwner(jobId), outcome?.list ?? this.keys.attemptOwner(jobId)];
+    const message = outcome?.entry ?? '';
+    if (item.kind === 'collecting') return this.#leaveEvent(item, jobId, ending, journey, answerKeys, message);
+    await this.#leaveDocument(item, jobId, ending, journey, answerKeys, message);
     return null;
+  }
+
+  /** The arguments every enter ends with: this owner, the liveness stem, the grace, the record's ttl, the resent step. */
+  #ownerArgs(item: ItemJob): Array<string | number> {
+    const owner = this.options.owner ?? { self: SELF_OWNER, graceMs: ownerTiming(this.options.lockMs).graceMs };
+    const resent = stepJson({ ...stepBase(item), s: 'resent', r: RESENT_REASON });
+    return [owner.self, this.keys.owner(''), owner.graceMs, ATTEMPT_RECORD_TTL_MS, resent];
   }
 
   async isParked(item: ItemJob, jobId: string): Promise<boolean> {
     return (await this.redis.sismember(this.keys.eventParked(item.deliveryId), jobId)) === 1;
+  }
+
+  confirm(jobId: string, member: string): Promise<AnswerState> {
+    return confirmAnswer(this.redis, this.options.replicas, this.keys.attemptOwner(jobId), this.keys.healthProbe, member);
+  }
+
+  hasReplicas(): boolean {
+    return (this.options.replicas?.replicas() ?? 0) > 0;
   }
 
   /** The event's claim record and how long claims are kept (gate/event-claims.ts). */
@@ -287,13 +355,19 @@ class RedisPushGate implements PushGate {
     return stepJson({ ...base, s: 'attempt', a: attemptIdOf(member), ...(attempt === undefined ? {} : { n: attempt }), w: SELF });
   }
 
-  async #enterDocument(item: LabelJob | CteJob, jobId: string, member: string, attempt: number | undefined): Promise<RawVerdict> {
+  #enterDocumentCall(item: LabelJob | CteJob, jobId: string, member: string, attempt: number | undefined): EnterCall {
     const { keys } = this;
     const base = stepBase(item);
-    return (await ENTER_DOCUMENT(
-      this.redis,
-      [keys.documentRecords(item.deliveryId), keys.documentLock(item.kind, item.deliveryId), ...this.#authKeys],
-      [
+    return {
+      script: ENTER_DOCUMENT,
+      keys: [
+        keys.documentRecords(item.deliveryId),
+        keys.documentLock(item.kind, item.deliveryId),
+        ...this.#authKeys,
+        keys.attemptOwner(jobId),
+        keys.answerCounts,
+      ],
+      args: [
         jobId,
         compactContentId(item.origin.contentId),
         compactGeneration(item.generation ?? ''),
@@ -306,23 +380,26 @@ class RedisPushGate implements PushGate {
         this.#goStep(base, member, attempt),
         // The superseded and already-accepted steps' fields, without braces: the script makes the step it takes.
         JSON.stringify(base).slice(1, -1),
+        ...this.#ownerArgs(item),
       ],
-    )) as RawVerdict;
+    };
   }
 
-  async #enterEvent(item: CollectingJob, jobId: string, member: string, attempt: number | undefined): Promise<RawVerdict> {
+  #enterEventCall(item: CollectingJob, jobId: string, member: string, attempt: number | undefined): EnterCall {
     const { keys } = this;
-    return (await ENTER_EVENT(
-      this.redis,
-      [
+    return {
+      script: ENTER_EVENT,
+      keys: [
         keys.eventOrder(item.deliveryId),
         keys.eventParked(item.deliveryId),
         keys.eventLock(item.deliveryId),
         keys.dedup(item.deliveryId),
         ...this.#authKeys,
         keys.eventClaims(item.deliveryId),
+        keys.attemptOwner(jobId),
+        keys.answerCounts,
       ],
-      [
+      args: [
         jobId,
         item.epochMs,
         item.instantKey,
@@ -336,11 +413,19 @@ class RedisPushGate implements PushGate {
         ...journalArgs(keys, item.deliveryId, this.#journeyTtlSec),
         this.#goStep(stepBase(item), member, attempt),
         ...this.#claimArgs(item),
+        ...this.#ownerArgs(item),
       ],
-    )) as RawVerdict;
+    };
   }
 
-  async #leaveDocument(item: LabelJob | CteJob, jobId: string, ending: Array<string | number>, journey: Array<string | number>): Promise<void> {
+  async #leaveDocument(
+    item: LabelJob | CteJob,
+    jobId: string,
+    ending: Array<string | number>,
+    journey: Array<string | number>,
+    answerKeys: string[],
+    message: string,
+  ): Promise<void> {
     const { keys } = this;
     await LEAVE_DOCUMENT(
       this.redis,
@@ -350,6 +435,7 @@ class RedisPushGate implements PushGate {
         keys.limiter(this.keyId),
         keys.stats,
         keys.attempts(`${jobId}:held`),
+        ...answerKeys,
       ],
       [
         jobId,
@@ -361,11 +447,19 @@ class RedisPushGate implements PushGate {
         this.options.retentionSec,
         ...this.#activityArgs,
         ...journey,
+        message,
       ],
     );
   }
 
-  async #leaveEvent(item: CollectingJob, jobId: string, ending: Array<string | number>, journey: Array<string | number>): Promise<string | null> {
+  async #leaveEvent(
+    item: CollectingJob,
+    jobId: string,
+    ending: Array<string | number>,
+    journey: Array<string | number>,
+    answerKeys: string[],
+    message: string,
+  ): Promise<string | null> {
     const { keys } = this;
     const woken = await LEAVE_EVENT(
       this.redis,
@@ -378,6 +472,7 @@ class RedisPushGate implements PushGate {
         keys.stats,
         keys.attempts(`${jobId}:held`),
         keys.eventClaims(item.deliveryId),
+        ...answerKeys,
       ],
       [
         jobId,
@@ -390,10 +485,18 @@ class RedisPushGate implements PushGate {
         ...this.#activityArgs,
         ...journey,
         ...this.#claimArgs(item),
+        message,
       ],
     );
     return typeof woken === 'string' ? woken : null;
   }
+}
+
+/** An enter's script call: run at once, or queued before its WAIT in one pipeline. */
+interface EnterCall {
+  script: Script;
+  keys: string[];
+  args: Array<string | number | Buffer>;
 }
 
 /** Where BullMQ keeps a job of `kind` (the chain walk reads the job's hash). */

@@ -259,6 +259,8 @@ export function describeStep(step: JourneyStep): string {
       return `not sent: superseded by ${step.supersededBy ?? `a newer ${step.kind}`}`;
     case 'already-accepted':
       return 'not sent again: the API holds these bytes already';
+    case 'resent':
+      return step.message ?? 'answer unknown: owner process died; sent again';
     case 'accepted':
       return 'accepted by the API';
     case 'dead-lettered':

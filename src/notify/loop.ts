@@ -19,6 +19,8 @@ export interface NotifyLoopDeps {
   origin: Origin;
   digest: DigestOptions;
   checkIntervalMs: number;
+  /** False while Redis refuses writes or fails over: the checks wait (redis-full.ts speaks for it). */
+  isWritable?: () => boolean;
   now: () => number;
   logger: Logger;
 }
@@ -58,7 +60,7 @@ export function startNotifyLoop(deps: NotifyLoopDeps): NotifyLoop {
   };
 
   const pass = async (): Promise<void> => {
-    if (sources.redis.status !== 'ready') return;
+    if (sources.redis.status !== 'ready' || deps.isWritable?.() === false) return;
     const nowMs = deps.now();
     await guarded('api-key-refused', async () => apply(await checkApiKey(sources), nowMs));
     await guarded('backlog-stuck', async () => {

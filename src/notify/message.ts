@@ -14,6 +14,8 @@ export const CONDITIONS = [
   'refused-files',
   'backlog-stuck',
   'redis-unreachable',
+  'redis-full',
+  'redis-failover',
   'spool-unwatched',
   'spool-disk-low',
   'test',

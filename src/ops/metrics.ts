@@ -36,6 +36,8 @@ export interface MetricsSources {
   maxQueued: number;
   /** Redis outages this process has seen (`store/redis-health.ts`); absent: not counted. */
   redisOutages?: () => number;
+  /** Whether Redis refuses this process's writes now (OOM, NOREPLICAS, MISCONF: `store/redis-health.ts`). */
+  redisWritesRefused?: () => boolean;
   /** Notification attempts by channel and result (`store/notify-record.ts`), deployment-wide. */
   notificationCounts?: () => Promise<Array<{ channel: string; result: string; count: number }>>;
 }
@@ -111,6 +113,15 @@ function processMetrics(registry: Registry, read: ReadSources): void {
       if (sources?.redisOutages === undefined) return;
       this.reset();
       this.inc(sources.redisOutages());
+    },
+  });
+  new Gauge({
+    name: 'carrier_sync_redis_writes_refused',
+    help: '1 while Redis refuses writes (maxmemory reached under noeviction, min-replicas-to-write not met): claims, retries and moves wait.',
+    registers: [registry],
+    collect() {
+      const refused = read()?.redisWritesRefused;
+      if (refused !== undefined) this.set(refused() ? 1 : 0);
     },
   });
 }

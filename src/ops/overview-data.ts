@@ -14,7 +14,7 @@ import { ITEM_KINDS, SPOOL_KIND_OF, type ItemKind, type Keys, type SpoolKind } f
 import type { QueueSet } from '../queue/queues.js';
 import type { RedisConnection } from '../store/redis.js';
 import { appVersion } from '../version.js';
-import { spoolDiskFullReason, type SpoolDiskReadiness } from './readiness.js';
+import { redisRefusedReason, spoolDiskFullReason, type SpoolDiskReadiness } from './readiness.js';
 import { readChannelReports, type ChannelReport } from '../store/notify-record.js';
 import { readSpoolHolder, type SpoolHolder } from './spool-holder.js';
 
@@ -40,12 +40,14 @@ export interface OverviewSources {
   inboxCounts(): Promise<Partial<Record<SpoolKind, number>>>;
   /** This process's spool disk (watcher role); absent elsewhere. */
   spoolDisk?: () => SpoolDiskReadiness;
+  /** Redis refuses writes (store/redis-health.ts): the banner. */
+  redisWritesRefused?: () => { code: string; since: number; message: string } | null;
   isDraining(): boolean;
   /** How long journeys are kept (s): a replay from the page is recorded in its items' journeys. */
   historyTtlSec?: number;
 }
 
-export type StateCode = 'working' | 'idle' | 'paused' | 'disk-full' | 'redis-down' | 'draining';
+export type StateCode = 'working' | 'idle' | 'paused' | 'disk-full' | 'redis-full' | 'redis-down' | 'draining';
 
 export interface OverviewState {
   code: StateCode;
@@ -145,6 +147,15 @@ function stateOf(sources: OverviewSources, failure: Awaited<ReturnType<AuthGate[
     return { code: 'draining', headline: 'Draining: this process is stopping and finishing its in-flight work', detail: null, since: null };
   if (failure !== null) {
     return { code: 'paused', headline: 'Paused: the API refused our key (401)', detail: `${failure.endpoint}: ${failure.message}`, since: failure.at };
+  }
+  const refused = sources.redisWritesRefused?.() ?? null;
+  if (refused !== null) {
+    return {
+      code: 'redis-full',
+      headline: 'Redis refuses writes (full): files wait in the inbox, nothing is sent until it takes writes again',
+      detail: redisRefusedReason(refused),
+      since: new Date(refused.since).toISOString(),
+    };
   }
   const disk = sources.spoolDisk?.();
   if (disk?.isFull === true) {

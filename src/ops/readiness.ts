@@ -2,7 +2,7 @@
  * What `/readyz` answers. Ready means this process can take work: it is not shutting down, Redis
  * answers a PING within a short deadline, and the queues are not paused by a 401 from the API
  * (the auth gate), and the spool's disk takes writes (a watcher whose spool disk is full can
- * refuse or move no file). Each check says why it failed, for the operator reading the 503. A watcher
+ * refuse or move no file), and Redis takes writes (not full: store/redis-health.ts). Each check says why it failed, for the operator reading the 503. A watcher
  * kept off its spool by a live holder of another deployment (spool/lease/holder-file.ts) is not ready either.
  */
 import type { RedisConnection } from '../store/redis.js';
@@ -34,6 +34,8 @@ export interface ReadinessDeps {
   spool?: () => Promise<SpoolReadiness | null>;
   /** The spool's disk as this process's writes found it; absent without the watcher role. */
   spoolDisk?: () => SpoolDiskReadiness;
+  /** Redis refuses writes (OOM, NOREPLICAS, MISCONF): the reply's code and since when; null when it takes them. */
+  redisWritesRefused?: () => { code: string; since: number; message: string } | null;
   /** How long a Redis command may take before Redis counts as not answering. */
   timeoutMs?: number;
 }
@@ -47,6 +49,13 @@ export interface SpoolDiskReadiness {
 
 /** The start of `/readyz`'s reason while the spool's disk is full (the overview and alerts match on it). */
 export const SPOOL_DISK_FULL = 'spool disk full';
+
+/** The start of `/readyz`'s reason while Redis refuses writes. */
+export const REDIS_WRITES_REFUSED = 'redis refuses writes';
+
+export function redisRefusedReason(refused: { code: string; since: number; message: string }): string {
+  return `${REDIS_WRITES_REFUSED} (${refused.code}) since ${new Date(refused.since).toISOString()}: ${refused.message.split('. script:')[0]}; files wait in the inbox, answers are kept until it takes writes again`;
+}
 
 export function spoolDiskFullReason(disk: SpoolDiskReadiness): string {
   const since = disk.fullSince === null ? '' : ` since ${new Date(disk.fullSince).toISOString()}`;
@@ -77,6 +86,8 @@ export function createReadiness(deps: ReadinessDeps): () => Promise<ReadinessSta
     } catch (error) {
       return unready(`redis is not answering: ${error instanceof Error ? error.message : String(error)}`);
     }
+    const refused = deps.redisWritesRefused?.() ?? null;
+    if (refused !== null) return { ...unready(redisRefusedReason(refused)), ...(spool === null ? {} : { spool }) };
     const foreign = spool?.foreignHolder ?? null;
     if (spool !== null && foreign !== null) return { ...unready(`spool held by another deployment (prefix "${foreign.prefix}" on ${foreign.redis})`), spool };
     const disk = deps.spoolDisk?.();

@@ -7,6 +7,7 @@
  * settled) → when the pass found nothing, idle (wake `drain` callers, wait for the next message) →
  * again, until `stop`. A Redis error pauses the loop and is logged once per failing stretch.
  */
+import { isRedisUnavailable } from '../store/redis-health.js';
 import type { ChainableCommander } from 'ioredis';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
@@ -99,7 +100,9 @@ class OutcomeLoop {
         await this.turn();
       } catch (error) {
         if (this.isStopped) break;
-        if (!this.isFailing) this.log.error({ err: error }, 'reading outcome messages failed; trying again');
+        // Redis away, full or failing over: redis-health.ts says so once for the process.
+        if (isRedisUnavailable(error)) this.log.debug({ err: error }, 'reading outcome messages failed: Redis cannot take writes now; trying again');
+        else if (!this.isFailing) this.log.error({ err: error }, 'reading outcome messages failed; trying again');
         this.isFailing = true;
         await pause(ERROR_PAUSE_MS);
       }
@@ -165,7 +168,10 @@ class OutcomeLoop {
       await this.deps.apply(entry.message);
       return null;
     } catch (error) {
-      this.log.error({ jobId: entry.message.jobId, kind: entry.message.kind, failures: entry.failures + 1, err: error }, 'moving a file failed; will retry');
+      const about = { jobId: entry.message.jobId, kind: entry.message.kind, failures: entry.failures + 1, err: error };
+      // Redis away, full or failing over: said once by redis-health.ts; the move is tried again.
+      if (isRedisUnavailable(error)) this.log.debug(about, 'moving a file failed: Redis cannot take writes now; will retry');
+      else this.log.error(about, 'moving a file failed; will retry');
       return (error as Error).message;
     }
   }

@@ -3,6 +3,7 @@ import type { ApiClient } from '../api/index.js';
 import type { Clock } from '../clock.js';
 import type { DeliveryConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
+import type { KeptAnswers } from './kept-answers.js';
 import type { AttemptLog } from '../queue/attempts.js';
 import type { AuthGate } from '../gate/auth-gate.js';
 import type { Keys } from '../store/keys.js';
@@ -20,6 +21,8 @@ export interface PushDeps {
   limiter: RateLimiter;
   authGate: AuthGate;
   attempts: AttemptLog;
+  /** Answers Redis could not take yet, written when it can (kept-answers.ts). */
+  kept: KeptAnswers;
   stats: Stats;
   queues: QueueSet;
   delivery: DeliveryConfig;

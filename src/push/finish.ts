@@ -1,13 +1,14 @@
 /**
  * The end of an item: the push gate's `leave` (counters, slot stamp, document and event-order
- * bookkeeping) and — for items that came from a file — an outcome message to the process that
- * holds the spool. Both are written together, so they cost one round trip; a parked event behind
- * this one is woken in the same script (it goes to the front of the wait list: gate/event-wake.ts).
+ * bookkeeping, the attempt record released) and — for items that came from a file — the outcome
+ * message to the process that holds the spool, appended by the same script: the answer is one
+ * write, all or nothing, one round trip. A parked event behind this one is woken in the same
+ * script (it goes to the front of the wait list: gate/event-wake.ts).
  */
 import type { Job } from 'bullmq';
 import type { SyncError } from '../errors.js';
 import type { ItemJob, ItemResult, OutcomeMessage } from '../queue/payloads.js';
-import { pushOutcome } from '../queue/outcome-list.js';
+import { outcomeEntryJson, outcomeKeys } from '../queue/outcome-list.js';
 import type { AttemptAnswer, SlotUse } from '../gate/push-gate.js';
 import type { PushDeps } from './deps.js';
 
@@ -24,8 +25,11 @@ export async function finishItem(
   const history = result === 'dead-lettered' ? await deps.attempts.read(jobId) : [];
   // A finish run twice (a stalled job taken up again) writes its message twice: applying an
   // outcome is idempotent.
-  const outcome = item.origin.source === 'spool' ? pushOutcome(deps.redis, deps.keys, item.origin.spoolId, outcomeOf(deps, job, result, history, error)) : null;
-  await Promise.all([deps.gate.leave(item, jobId, slot, result, answer), outcome]);
+  const outcome =
+    item.origin.source === 'spool'
+      ? { list: outcomeKeys(deps.keys, item.origin.spoolId).list, entry: outcomeEntryJson(outcomeOf(deps, job, result, history, error)) }
+      : undefined;
+  await deps.gate.leave(item, jobId, slot, result, answer, outcome);
   if (result === 'repeat') deps.logger.warn({ kind: item.kind, deliveryId: item.deliveryId, jobId }, 'API reported the event_at as a repeat');
 }
 

@@ -9,8 +9,11 @@
  *   dead-letter  → UnrecoverableError: the job stays in the failed set (the DLQ)
  *
  * Redis work per item: one round trip before the request (the push gate: order, 401 gate, rate
- * limit) and one after it (leave: slot stamp, counters, order bookkeeping; the outcome message of
- * a file's item goes out in the same write), besides BullMQ's own fetch and completion.
+ * limit, the attempt record; with replicas, WAIT for it in the same round trip) and one after it
+ * (leave: slot stamp, counters, order bookkeeping and the outcome message of a file's item, one
+ * script), besides BullMQ's own fetch and completion. Every write after a request goes through
+ * kept-answers.ts: an answer Redis cannot take now is kept and written when it can, never dropped
+ * and never bought again.
  */
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { isSyncError, SyncError } from '../errors.js';
@@ -19,6 +22,7 @@ import { wakeEvent } from '../gate/event-wake.js';
 import type { ItemJob, ItemResult } from '../queue/payloads.js';
 import type { AttemptAnswer, GateVerdict, SlotUse } from '../gate/push-gate.js';
 import type { PushDeps } from './deps.js';
+import { writeAnswer } from './answer-write.js';
 import { finishItem } from './finish.js';
 import { sendItem } from './send.js';
 
@@ -29,6 +33,10 @@ const MAX_NAP_MS = 1_000;
 /** A parked event wakes when the event before it finishes; this is only the safety net. */
 const PARK_MS = 5_000;
 const AUTH_RETRY_MS = 1_000;
+/** A request held back because its attempt record did not reach a replica in time: asked again after this. */
+const UNREPLICATED_RETRY_MS = 1_000;
+/** The journey's answer to an attempt that did not leave: no replica acknowledged its record. */
+const UNREPLICATED_ANSWER: AttemptAnswer = { durationMs: 0, message: 'not sent: no Redis replica acknowledged the attempt record in time; asking again' };
 const PROBE_MAX_MS = 300_000;
 
 export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: string) => Promise<string> {
@@ -37,6 +45,8 @@ export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: str
     const jobId = String(job.id);
     const started = deps.clock.now();
     const deadline = started + MAX_SLOT_WAIT_MS;
+    // This process may hold this job's answer still (Redis refused it; BullMQ handed the job back).
+    await deps.kept.settled(jobId);
 
     for (;;) {
       const verdict = await deps.gate.enter(item, jobId, job.attemptsMade + 1);
@@ -53,10 +63,17 @@ export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: str
           return park(deps, job, token, Math.max(PARK_MS, verdict.headDueMs - Date.now()));
         case 'auth':
           return stepAside(job, token, AUTH_RETRY_MS);
+        case 'unreplicated':
+          // The attempt record is not on a replica: the request does not leave (replica-wait.ts).
+          await writeAnswer(deps, jobId, verdict.slot, async () => {
+            await deps.gate.leave(item, jobId, { slot: verdict.slot, respondedAt: performance.now() }, null, UNREPLICATED_ANSWER);
+          });
+          return stepAside(job, token, UNREPLICATED_RETRY_MS);
+        case 'owned':
         case 'busy':
         case 'wait': {
           const napMs = Math.min(verdict.ms, MAX_NAP_MS);
-          if (deps.clock.now() + napMs > deadline) return stepAside(job, token, verdict.action === 'busy' ? napMs : verdict.ms);
+          if (deps.clock.now() + napMs > deadline) return stepAside(job, token, verdict.action === 'wait' ? verdict.ms : napMs);
           await new Promise((resolve) => setTimeout(resolve, napMs));
           continue;
         }
@@ -88,7 +105,9 @@ async function send(
   }
   const respondedAt = performance.now();
   // The API client takes only a 2xx as success, and the contract answers these endpoints with 200.
-  await finishItem(deps, job, result, { slot, respondedAt }, undefined, { status: 200, durationMs: respondedAt - sentAt });
+  await writeAnswer(deps, jobId, slot, () =>
+    finishItem(deps, job, result, { slot, respondedAt }, undefined, { status: 200, durationMs: respondedAt - sentAt }),
+  );
   if (isProbe) await onProbeAnswer(deps, null);
   deps.logger.info(
     { kind: item.kind, deliveryId: item.deliveryId, jobId, attempt: job.attemptsMade + 1, status: 200, durationMs: deps.clock.now() - started, result },
@@ -144,9 +163,12 @@ async function onFailure(
   const jobId = String(job.id);
   const attempt = job.attemptsMade + 1;
   const context = { kind: item.kind, deliveryId: item.deliveryId, jobId, attempt, status: error.status, code: error.code, apiCode: error.apiCode };
+  // The answer (the gate's leave, which releases the attempt record) is written first and kept
+  // through an outage; the writes after it may fail: the job is then retried, as it would be anyway.
+  const leave = (): Promise<void> => writeAnswer(deps, jobId, slot.slot, async () => void (await deps.gate.leave(item, jobId, slot, null, answer)));
 
   if (error.disposition === 'rate-limited') {
-    await deps.gate.leave(item, jobId, slot, null, answer);
+    await leave();
     const holdMs = error.retryAfterMs ?? deps.delivery.backoffMs * 2 ** Math.min(job.attemptsMade, 10);
     await deps.limiter.pause(holdMs);
     await deps.stats.add('rate_limited', item.kind);
@@ -160,32 +182,41 @@ async function onFailure(
   }
 
   if (error.disposition === 'pause') {
-    await deps.gate.leave(item, jobId, slot, null, answer);
+    await leave();
     const isFirst = await deps.authGate.trip({ at: new Date(deps.clock.now()).toISOString(), endpoint: item.kind, message: error.message }, authEpoch);
     if (isFirst) deps.logger.error(context, 'API refused the key (401): queues paused until `carrier-sync resume` or a probe succeeds');
     return stepAside(job, token, AUTH_RETRY_MS);
   }
 
-  await deps.attempts.record(jobId, {
-    attempt,
-    at: new Date(deps.clock.now()).toISOString(),
-    code: error.code,
-    message: error.message,
-    ...(error.status === undefined ? {} : { status: error.status }),
-    ...(error.apiCode === undefined ? {} : { apiCode: error.apiCode }),
-    ...(error.apiMessage === undefined ? {} : { apiMessage: error.apiMessage }),
-    ...(error.params === undefined ? {} : { params: error.params }),
-  });
+  const record = (): Promise<void> =>
+    deps.attempts.record(jobId, {
+      attempt,
+      at: new Date(deps.clock.now()).toISOString(),
+      code: error.code,
+      message: error.message,
+      ...(error.status === undefined ? {} : { status: error.status }),
+      ...(error.apiCode === undefined ? {} : { apiCode: error.apiCode }),
+      ...(error.apiMessage === undefined ? {} : { apiMessage: error.apiMessage }),
+      ...(error.params === undefined ? {} : { params: error.params }),
+    });
 
   const maxAttempts = job.opts.attempts ?? deps.delivery.maxAttempts;
   const isNotFoundSpent = error.code === 'API_NOT_FOUND' && attempt >= deps.delivery.notFoundAttempts;
   const isFinal = error.disposition === 'dead-letter' || error.disposition === 'reject-local' || isNotFoundSpent || attempt >= maxAttempts;
   if (isFinal) {
-    await finishItem(deps, job, 'dead-lettered', slot, error, answer);
+    await writeAnswer(deps, jobId, slot.slot, async () => {
+      await record();
+      await finishItem(deps, job, 'dead-lettered', slot, error, answer);
+    });
     deps.logger.error({ ...context, message: error.apiMessage ?? error.message }, 'item dead-lettered');
     throw new UnrecoverableError(`${error.code}: ${error.message}`);
   }
-  if (error.disposition !== 'rate-limited') await deps.gate.leave(item, jobId, slot, null, answer);
+  if (error.disposition === 'rate-limited') await record();
+  else
+    await writeAnswer(deps, jobId, slot.slot, async () => {
+      await record();
+      await deps.gate.leave(item, jobId, slot, null, answer);
+    });
   deps.logger.warn({ ...context, message: error.message }, 'item failed; will retry');
   throw error;
 }

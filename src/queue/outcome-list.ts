@@ -1,7 +1,7 @@
 /**
  * The outcome messages of one spool: how each item that came from a file ended, on its way back to
  * the process that holds the spool (which moves the file). A plain Redis list rather than a BullMQ
- * queue: a message is written once (RPUSH, in the same round trip as the item's finish) and read in
+ * queue: a message is written once (RPUSH, by the gate's leave script with the answer) and read in
  * batches by the one holder of the spool, who removes a batch (LTRIM) only after applying it. A
  * holder that dies mid-batch leaves the batch at the head of the list for the next holder; applying
  * an outcome is idempotent, so applying one twice moves nothing twice.
@@ -39,9 +39,14 @@ export function outcomeKeys(keys: Keys, spoolId: string): { list: string; retry:
   return { list, retry: `${list}:retry`, failed: `${list}:failed` };
 }
 
-/** Producer side (any worker process): appends one message. */
+/** A new message as stored. The push path appends it in the gate's leave script (the answer is one write). */
+export function outcomeEntryJson(message: OutcomeMessage): string {
+  return JSON.stringify({ message, failures: 0 } satisfies OutcomeEntry);
+}
+
+/** Appends one message (a carried-over legacy outcome; tests). */
 export async function pushOutcome(redis: RedisConnection, keys: Keys, spoolId: string, message: OutcomeMessage): Promise<void> {
-  await redis.rpush(outcomeKeys(keys, spoolId).list, JSON.stringify({ message, failures: 0 } satisfies OutcomeEntry));
+  await redis.rpush(outcomeKeys(keys, spoolId).list, outcomeEntryJson(message));
 }
 
 export function retryDelayMs(failures: number): number {

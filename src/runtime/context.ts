@@ -58,9 +58,15 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
     // socket write for each turn of the event loop instead of one each), BullMQ's does not (its
     // own pipelines break on one that does). Nothing orders commands across the two: what must
     // follow a BullMQ call awaits it.
-    const redis = connectRedis(redisUrl, `carrier-sync:${name}`, config.redis.cluster, { autoPipelining: true });
-    const bullRedis = connectRedis(redisUrl, `carrier-sync:${name}:bullmq`, config.redis.cluster);
-    const health = trackRedisHealth(redis, logger.child({ mod: 'redis' }));
+    // A failover seen by ioredis' reconnect-on-error (the command is sent again, never fails to us).
+    let onFailover = (_error: Error): void => {};
+    const connect = (connectionName: string, autoPipelining: boolean): RedisConnection =>
+      connectRedis(redisUrl, connectionName, config.redis.cluster, { autoPipelining, onFailover: (error) => onFailover(error) });
+    const redis = connect(`carrier-sync:${name}`, true);
+    const bullRedis = connect(`carrier-sync:${name}:bullmq`, false);
+    const keys = createKeys(config.prefix);
+    const health = trackRedisHealth(redis, logger.child({ mod: 'redis' }), { probeKey: keys.healthProbe });
+    onFailover = (error) => void health.report(error, 'failover');
     for (const connection of [redis, bullRedis]) {
       connection.on('error', (error) => {
         if (!health.report(error, 'connection')) logger.warn({ err: error }, 'redis connection error');
@@ -68,8 +74,8 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
     }
     closers.push('redis', () => closeRedis(redis));
     closers.push('redis (bullmq)', () => closeRedis(bullRedis));
+    closers.push('redis health', () => health.close());
     await Promise.all([redis.ping(), bullRedis.ping()]);
-    const keys = createKeys(config.prefix);
     const queues = openQueues(bullRedis, config.prefix, config.delivery);
     // A BullMQ queue re-emits its connection's errors; without a listener it prints them with console.error.
     for (const queue of [...Object.values(queues.items), queues.housekeeping]) {

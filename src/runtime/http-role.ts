@@ -38,6 +38,7 @@ export async function startHttpRole(ctx: Context, deps: HttpRoleDeps): Promise<O
       spoolId: await spoolIdOf(config.spool),
       inboxCounts: inboxCounter(config.spool),
       ...(deps.hasWatcher ? { spoolDisk } : {}),
+      redisWritesRefused: () => ctx.health.writesRefused(),
     },
     logger: logger.child({ mod: 'ops' }),
   });

@@ -11,6 +11,7 @@ import { channelsOf } from '../notify/configured.js';
 import { createEpisodes } from '../notify/episodes.js';
 import { durationText, startNotifyLoop } from '../notify/loop.js';
 import { makeNotification, type Origin } from '../notify/message.js';
+import { watchRedisFull } from '../notify/redis-full.js';
 import { watchRedis } from '../notify/redis-watch.js';
 import { createSender, type RetryPolicy, type Sender } from '../notify/sender.js';
 import type { Context } from './context.js';
@@ -38,6 +39,7 @@ export async function startNotifications(ctx: Context, limiter: RateLimiter | nu
   const origin = originOf();
   const sender = startSender(ctx, channels, log);
   await startChecks(ctx, limiter, sender, origin, log);
+  watchRedisWrites(ctx, sender, origin, log);
   if (ctx.config.notify.redisUnreachableSec !== null) watchRedisOutages(ctx, ctx.config.notify.redisUnreachableSec, sender, origin);
 }
 
@@ -84,6 +86,7 @@ async function startChecks(ctx: Context, limiter: RateLimiter | null, sender: Se
       overviewUrl: notify.overviewUrl ?? (config.http.port === 0 ? null : `http://${origin.host}:${config.http.port}/ui`),
     },
     checkIntervalMs: notify.checkIntervalMs,
+    isWritable: () => ctx.health.isWritable(),
     now: () => ctx.clock.now(),
     logger: log,
   });
@@ -91,6 +94,21 @@ async function startChecks(ctx: Context, limiter: RateLimiter | null, sender: Se
   // The first pass marks where the digests begin (what was refused or dead-lettered before
   // notifications existed is not news) and sends what is due.
   await loop.tick();
+}
+
+/** Redis full and Redis failovers: told from this process's health, each message once across processes (redis-full.ts). */
+function watchRedisWrites(ctx: Context, sender: Sender, origin: Origin, log: Logger): void {
+  // A failover's message waits until the answers kept through it are written (a few checks).
+  const failoverSettleMs = Math.max(5000, 6 * ctx.config.notify.checkIntervalMs);
+  const watch = watchRedisFull(ctx.redis, ctx.keys, ctx.health, sender, origin, () => ctx.clock.now(), log, { failoverSettleMs });
+  const timer = setInterval(() => void watch.tick(), ctx.config.notify.checkIntervalMs);
+  timer.unref();
+  ctx.health.onChange(() => void watch.tick());
+  ctx.closers.push('redis writes watch', () => {
+    clearInterval(timer);
+    watch.close();
+    return Promise.resolve();
+  });
 }
 
 /** Redis unreachable cannot be claimed in Redis: this process tells its own outage, and its end. */

@@ -108,6 +108,7 @@ function watchHealth(state: DaemonState, ctx: Context): { metrics: Metrics; read
     isDraining: () => state.isDraining,
     spool: () => state.spoolLease?.() ?? Promise.resolve(null),
     ...(roles.includes('watcher') ? { spoolDisk } : {}),
+    redisWritesRefused: () => ctx.health.writesRefused(),
   });
   metrics.attach({
     stats: ctx.stats,
@@ -120,6 +121,7 @@ function watchHealth(state: DaemonState, ctx: Context): { metrics: Metrics; read
     maxQueued: config.delivery.maxQueued,
     ...(roles.includes('watcher') ? { spoolDisk } : {}),
     redisOutages: () => ctx.health.outages(),
+    redisWritesRefused: () => ctx.health.writesRefused() !== null,
     notificationCounts: () => readSendCounts(ctx.redis, ctx.keys),
   });
   return { metrics, readiness };

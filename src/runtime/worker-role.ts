@@ -1,4 +1,8 @@
-/** The worker role: one BullMQ worker per item kind, sharing one API client and one rate limiter. */
+/**
+ * The worker role: one BullMQ worker per item kind, sharing one API client, one rate limiter, the
+ * answers this process keeps while Redis cannot take them (push/kept-answers.ts), its liveness as
+ * their owner (gate/attempt-owner.ts), and the replica watch (gate/replica-wait.ts).
+ */
 import { Worker } from 'bullmq';
 import { apiClientFor } from './api-client.js';
 import { rateLimiterFor } from '../gate/limiter.js';
@@ -6,9 +10,17 @@ import { createPushGate, pushGateOptions } from '../gate/push-gate.js';
 import { ITEM_KINDS } from '../store/keys.js';
 import type { ItemJob } from '../queue/payloads.js';
 import { createProcessor } from '../push/processor.js';
+import { isAnswerUnavailable } from '../push/answer-write.js';
+import { createKeptAnswers } from '../push/kept-answers.js';
+import { keepOwnerAlive, ownerTiming, SELF_OWNER } from '../gate/attempt-owner.js';
+import { watchReplicas } from '../gate/replica-wait.js';
+import { isRedisUnavailable } from '../store/redis-health.js';
 import type { ApiTarget } from './api-target.js';
 import type { Context } from './context.js';
 import type { Metrics } from '../ops/metrics.js';
+
+/** BullMQ's words for a job whose lock lapsed: a renewal that failed, a finish without the lock. */
+const LOCK_LOST = /^(could not renew lock for job|Missing lock for job)/;
 
 export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: Metrics): Promise<void> {
   const { config, logger } = ctx;
@@ -17,7 +29,24 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
   const client = apiClientFor(config, target, { logger, onResponse: (sample) => metrics.observeRequest(sample) });
   ctx.closers.push('api client', () => client.close());
   const limiter = rateLimiterFor(ctx, target.carrierKey);
-  const gate = createPushGate(ctx.redis, ctx.keys, target.carrierKey, pushGateOptions(config));
+  const kept = createKeptAnswers(isAnswerUnavailable(isRedisUnavailable), log, () => {
+    ctx.redis.hincrby(ctx.keys.answerCounts, 'late', 1).catch((error: unknown) => log.debug({ err: error }, 'counting a late answer failed'));
+  });
+  ctx.health.onWritable(() => kept.wake());
+  const timing = ownerTiming(config.delivery.lockMs);
+  const liveness = keepOwnerAlive(ctx.redis, ctx.keys, timing, log);
+  const replicas = watchReplicas(ctx.redis, log);
+  // Closed after the workers (the stack runs last-in first-out): a kept answer is written or given up first.
+  ctx.closers.push('owner liveness', async () => {
+    kept.close();
+    await replicas.close();
+    await liveness.close();
+  });
+  const gate = createPushGate(ctx.redis, ctx.keys, target.carrierKey, {
+    ...pushGateOptions(config),
+    owner: { self: SELF_OWNER, graceMs: timing.graceMs },
+    replicas,
+  });
   const workers: Worker[] = [];
   for (const kind of ITEM_KINDS) {
     const processor = createProcessor({
@@ -28,6 +57,7 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
       limiter,
       authGate: ctx.authGate,
       attempts: ctx.attempts,
+      kept,
       stats: ctx.stats,
       queues: ctx.queues,
       delivery: config.delivery,
@@ -41,10 +71,18 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
       lockDuration: config.delivery.lockMs,
       stalledInterval: Math.max(1000, Math.floor(config.delivery.lockMs / 2)),
       maxStalledCount: 1000,
+      // After a failed fetch (Redis away, full, failing over) the worker tries again this soon, not
+      // BullMQ's 15 s: work flows again within seconds of Redis taking writes.
+      runRetryDelay: 2000,
       autorun: true,
     });
     worker.on('error', (error) => {
-      if (!ctx.health.report(error, `worker:${kind}`)) log.error({ kind, err: error }, 'worker error');
+      if (ctx.health.report(error, `worker:${kind}`)) return;
+      // A job lock lost while Redis could not take writes (or just after): another run takes the job
+      // up, and the gate makes it wait for this process's answer (kept-answers.ts). Its echo, not news.
+      if (LOCK_LOST.test(error.message) && ctx.health.isTroubled(2 * config.delivery.lockMs))
+        log.debug({ kind, err: error }, 'job lock lost during a Redis episode');
+      else log.error({ kind, err: error }, 'worker error');
     });
     workers.push(worker);
   }

@@ -8,6 +8,7 @@
  * a time (and within CLAIM_BYTES_AT_ONCE), each starting as soon as one ends (no batch waits for
  * its slowest claim).
  */
+import { isRedisUnavailable, redisRecoveries } from '../store/redis-health.js';
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SPOOL_KINDS, type SpoolKind } from '../store/keys.js';
@@ -70,9 +71,11 @@ async function roomIn(state: InboxState, kind: SpoolKind): Promise<number> {
 }
 
 /** The disk has room again: what was backing off from it goes now, not at the end of its backoff. */
+/** The spool's disk has room again, or Redis takes writes again: files backing off are claimed at once. */
 function endBackoffsAfterRecovery(state: InboxState): void {
-  if (spoolDiskRecoveries() === state.recoveriesSeen) return;
-  state.recoveriesSeen = spoolDiskRecoveries();
+  const recoveries = spoolDiskRecoveries() + redisRecoveries();
+  if (recoveries === state.recoveriesSeen) return;
+  state.recoveriesSeen = recoveries;
   for (const each of SPOOL_KINDS) for (const candidate of state.candidates[each].values()) Object.assign(candidate, { retryAt: undefined, fullFailures: undefined });
 }
 
@@ -132,12 +135,13 @@ async function claimOne(state: InboxState, kind: SpoolKind, name: string, candid
       else observe(state, kind, name, stat.size, stat.mtimeMs);
     }
   } catch (error) {
-    if (isDiskFullError(error)) {
-      // Said once by the disk state (a warning); retried with a doubling backoff, not every writeStableMs.
+    if (isDiskFullError(error) || isRedisUnavailable(error)) {
+      // Said once by the disk state or redis-health.ts (a warning); retried with a doubling backoff, not every writeStableMs.
       candidate.fullFailures = (candidate.fullFailures ?? 0) + 1;
       const retryInMs = Math.min(FULL_RETRY_FIRST_MS * 2 ** Math.min(candidate.fullFailures - 1, 20), FULL_RETRY_MAX_MS);
       candidate.retryAt = deps.clock.now() + retryInMs;
-      deps.logger.debug({ kind, file: name, err: error, retryInMs }, 'claim failed: the spool disk is full; will try again');
+      const why = isDiskFullError(error) ? 'the spool disk is full' : 'Redis cannot take writes';
+      deps.logger.debug({ kind, file: name, err: error, retryInMs }, `claim failed: ${why}; will try again`);
     } else {
       deps.logger.error({ kind, file: name, err: error }, 'claim failed; will try again');
       candidate.stableSince = deps.clock.now();

@@ -13,6 +13,7 @@
  * The parts: what is known of each inbox (inbox-state.ts), hearing about its files (inbox-events.ts),
  * one claim pass over it (claim-pass.ts); this file starts them and runs the passes.
  */
+import { isRedisUnavailable } from '../store/redis-health.js';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SPOOL_KINDS, type SpoolKind } from '../store/keys.js';
@@ -78,7 +79,8 @@ function startPasses(state: InboxState): Passes {
   // While Redis is away every pass fails the same way: say so once, and again when it is back.
   let failingSince: number | null = null;
   const onPassError = (kind: SpoolKind, error: unknown): void => {
-    if (failingSince === null) deps.logger.error({ kind, err: error }, 'inbox pass failed; files stay in the inbox until it works again');
+    if (isRedisUnavailable(error)) deps.logger.debug({ kind, err: error }, 'inbox pass failed: Redis cannot take writes now');
+    else if (failingSince === null) deps.logger.error({ kind, err: error }, 'inbox pass failed; files stay in the inbox until it works again');
     failingSince ??= deps.clock.now();
   };
   const loop = async (): Promise<void> => {

@@ -74,6 +74,14 @@ export interface Keys {
   readonly authEpoch: string;
   /** Errors of every attempt of one job (a list of JSON objects). */
   attempts(jobId: string): string;
+  /** Per job: its attempt on the wire and the process that owns its answer (hash o, m, g; gate/attempt-owner.ts). */
+  attemptOwner(jobId: string): string;
+  /** Per worker process: set while it lives (PX, renewed; gate/attempt-owner.ts). */
+  owner(ownerId: string): string;
+  /** Deployment-wide: kept answers written late, requests sent again after their owner died (hash late, resent). */
+  readonly answerCounts: string;
+  /** A few bytes the Redis health probe writes to learn that writes are taken again (store/redis-health.ts). */
+  readonly healthProbe: string;
   /** An events file in flight: its expected and finished job ids. */
   batch(batchId: string): string;
   batchJobs(batchId: string): string;
@@ -147,6 +155,10 @@ export function createKeys(prefix: string): Keys {
     upgrades: k('upgrades'),
     documentLock: (kind, deliveryId) => k('doc-lock', kind, deliveryId),
     attempts: (jobId) => k('attempts', jobId),
+    attemptOwner: (jobId) => k('attempt-owner', jobId),
+    owner: (ownerId) => k('owner', ownerId),
+    answerCounts: k('answer-counts'),
+    healthProbe: k('health-probe'),
     batch: (batchId) => k('batch', batchId),
     batchJobs: (batchId) => k('batch', batchId, 'jobs'),
     batchDone: (batchId) => k('batch', batchId, 'done'),

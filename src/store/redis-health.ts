@@ -1,76 +1,207 @@
 /**
- * One log line per Redis outage, per process, not one per connection and reconnect attempt.
+ * One log line when Redis stops taking work and one when it takes it again, per process, not one
+ * per connection, reconnect attempt, claim or retry. Three kinds of trouble, each its own episode:
  *
- * Every connection, queue and worker of a process reports its errors here. States:
- *   up ──(a lost-connection error while the main connection is not ready)──▶ down
- *   down ──(the main connection is ready again)──▶ up
- * Entering `down` logs one warn with the first error; leaving it logs one info with `outageMs` and
- * how many connection errors it absorbed. While down (and for the stray errors of a worker's own
- * connection catching up after the main one is back) connection errors go to debug only. Errors
- * that are not about the connection (a script error, a bad reply) are the caller's to log.
+ *   unreachable     the connection is gone (an outage, a restart). Starts on a lost-connection
+ *                   error while the main connection is not ready; ends when it is ready again.
+ *   writes-refused  Redis answers but refuses writes: OOM (maxmemory reached under noeviction),
+ *                   NOREPLICAS (min-replicas-to-write not met), MISCONF (a failed RDB save with
+ *                   stop-writes-on-bgsave-error). Ends when probe writes (a tiny key, SET PX,
+ *                   every PROBE_MS) succeed QUIET_PROBES times in a row with no refusal seen
+ *                   meanwhile: nothing else tells that memory was freed or raised, and a Redis at its
+ *                   limit flaps (a freed byte lets a write through, which fills it again).
+ *   failover        a primary changed under us: READONLY (we still talk to the old primary, now a
+ *                   replica), UNBLOCKED … master -> replica (a blocking command cut by the switch),
+ *                   "Too many Cluster redirections", CLUSTERDOWN, TRYAGAIN, MASTERDOWN (also seen
+ *                   through ioredis' reconnect-on-error, redis.ts). Ends as a refusal does: the
+ *                   probe writes succeed (the connection has found the new primary). A failover
+ *                   seen after a lost connection turns that outage into a failover.
+ * Entering an episode logs one warn with the first error; leaving it logs one info with its
+ * duration (`outageMs`, `refusedMs`, `failoverMs`) and how many errors it absorbed. Within an
+ * episode, errors of its kind go to debug only. Errors that are not about Redis' availability (a
+ * script's bug, a bad reply) are the caller's to log.
+ *
+ * Whoever must back off while Redis cannot take writes (the claims, the outcome moves, the workers)
+ * asks `isWritable()`, and `onWritable` tells them it can again (kept answers are written at once).
  */
 import type { Logger } from '../log.js';
 import type { RedisConnection } from './redis.js';
+import { codeOf, troubleOf, type RedisTrouble } from './redis-errors.js';
+
+export { isConnectionError, isFailoverError, isRedisUnavailable, isWritesRefusedError, type RedisTrouble } from './redis-errors.js';
+
+export interface RedisEpisode {
+  kind: RedisTrouble;
+  /** ms since the epoch. */
+  since: number;
+  /** The first error's reply code (OOM, NOREPLICAS, READONLY, …) or the socket code. */
+  code: string;
+  message: string;
+}
 
 export interface RedisHealth {
-  /** True when `error` is a lost connection, covered here; false: not about the connection, log it yourself. */
+  /** True when `error` is about Redis' availability, covered here; false: not, log it yourself. */
   report(error: unknown, source: string): boolean;
   isDown(): boolean;
+  /** False while Redis is unreachable, refuses writes, or fails over. */
+  isWritable(): boolean;
+  /** Redis refuses writes (OOM, NOREPLICAS, MISCONF): the episode, or null. */
+  writesRefused(): RedisEpisode | null;
+  /** The episode under way, whatever its kind, or null. */
+  current(): RedisEpisode | null;
+  /** True during an episode, and for `withinMs` after one ended (a job lock lost then is its echo). */
+  isTroubled(withinMs: number): boolean;
+  /** The last failover that ended: when, and how long it took. */
+  lastFailover(): { at: number; durationMs: number } | null;
   /** Outages this process has seen since it started (the `carrier_sync_redis_outages_total` counter). */
   outages(): number;
+  /** Called whenever an episode ends (Redis takes writes again). */
+  onWritable(listener: () => void): void;
+  /** Called when an episode starts or ends (for gauges and banners). */
+  onChange(listener: (episode: RedisEpisode | null) => void): void;
+  /** Called when a failover ends: when (ms since the epoch) and how long it took. */
+  onFailoverEnded(listener: (failover: { at: number; durationMs: number }) => void): void;
+  close(): void;
 }
 
-/** Socket-level codes of a connection that is gone or cannot be made. */
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
-/**
- * ioredis and BullMQ raise these without a code (plain Errors or their own classes), so the name
- * or the fixed message is all there is to go on.
- */
-const CONNECTION_NAMES = new Set(['AbortError', 'MaxRetriesPerRequestError', 'ConnectionClosedError', 'ClusterAllFailedError']);
-// LOADING: a Redis just restarted answers this until it has read its AOF back: not there yet.
-const CONNECTION_MESSAGES = [
-  'Connection is closed',
-  "Stream isn't writeable",
-  'Command aborted due to connection close',
-  'None of startup nodes is available',
-  'LOADING',
-];
+/** Episodes ended in this process (any tracker): the claims' backoffs end with them (spool/claim-pass.ts). */
+let recoveries = 0;
 
-export function isConnectionError(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  const code = (error as NodeJS.ErrnoException).code;
-  if (code !== undefined && CONNECTION_CODES.has(code)) return true;
-  if (CONNECTION_NAMES.has(error.name) || CONNECTION_NAMES.has(error.constructor.name)) return true;
-  if (CONNECTION_MESSAGES.some((text) => error.message.startsWith(text))) return true;
-  // A connect timeout, or an error a library wrapped: the socket's error is its cause.
-  return error.cause !== undefined && error.cause !== error && isConnectionError(error.cause);
+export function redisRecoveries(): number {
+  return recoveries;
 }
 
-export function trackRedisHealth(redis: RedisConnection, logger: Logger, now: () => number = () => performance.now()): RedisHealth {
-  let downSince: number | null = null;
+/** How often a refused or failing-over Redis is asked whether it takes writes again. */
+const PROBE_MS = 1000;
+/** Probe writes in a row, with no refusal seen meanwhile, that end a refusal or a failover. */
+const QUIET_PROBES = 2;
+
+const WARN: Readonly<Record<RedisTrouble, string>> = {
+  unreachable: 'Redis unreachable: waiting for it to come back (one line when it does)',
+  'writes-refused': 'Redis refuses writes: claims, retries and moves wait until it takes them again (one line when it does)',
+  failover: 'Redis failover: the primary changed; waiting for the new one to take writes (one line when it does)',
+};
+const INFO: Readonly<Record<RedisTrouble, [string, string]>> = {
+  unreachable: ['Redis reachable again', 'outageMs'],
+  'writes-refused': ['Redis takes writes again', 'refusedMs'],
+  failover: ['Redis failover over: the new primary takes writes', 'failoverMs'],
+};
+
+export interface HealthOptions {
+  /** A key of the deployment's the write probe may set (a few bytes, with a TTL). */
+  probeKey?: string;
+  now?: () => number;
+}
+
+export function trackRedisHealth(redis: RedisConnection, logger: Logger, options: HealthOptions = {}): RedisHealth {
+  const now = options.now ?? (() => Date.now());
+  const probeKey = options.probeKey ?? 'carrier-sync:health-probe';
+  let episode: RedisEpisode | null = null;
   let absorbed = 0;
   let outages = 0;
-  redis.on('ready', () => {
-    if (downSince === null) return;
-    logger.info({ outageMs: Math.round(now() - downSince), connectionErrors: absorbed }, 'Redis reachable again');
-    downSince = null;
-  });
+  let lastFailover: { at: number; durationMs: number } | null = null;
+  let lastEndedAt = -Infinity;
+  let lastErrorAt = -Infinity;
+  let quietProbes = 0;
+  let probe: NodeJS.Timeout | undefined;
+  const writable: Array<() => void> = [];
+  const changed: Array<(episode: RedisEpisode | null) => void> = [];
+  const failovers: Array<(failover: { at: number; durationMs: number }) => void> = [];
+
+  const end = (): void => {
+    if (episode === null) return;
+    const [message, field] = INFO[episode.kind];
+    const durationMs = Math.round(now() - episode.since);
+    logger.info({ [field]: durationMs, errors: absorbed }, message);
+    const wasFailover = episode.kind === 'failover';
+    recoveries += 1;
+    lastEndedAt = now();
+    episode = null;
+    if (wasFailover) {
+      lastFailover = { at: now(), durationMs };
+      for (const listener of failovers) listener(lastFailover);
+    }
+    clearInterval(probe);
+    for (const listener of changed) listener(null);
+    for (const listener of writable) listener();
+  };
+  // A Redis at its memory limit flaps: a write that frees memory (a trim, a deletion) lets the next
+  // few through, which fill it again. The episode ends only after QUIET_PROBES probe writes in a
+  // row succeeded with no refusal seen meanwhile, so one episode is one pair of lines.
+  const startProbe = (): void => {
+    clearInterval(probe);
+    quietProbes = 0;
+    probe = setInterval(() => {
+      if (redis.status !== 'ready') return;
+      const sentAt = now();
+      redis.set(probeKey, '1', 'PX', 10_000).then(
+        () => {
+          quietProbes = lastErrorAt < sentAt ? quietProbes + 1 : 0;
+          if (quietProbes >= QUIET_PROBES) end();
+        },
+        (error: unknown) => {
+          if (troubleOf(error) !== null) absorbed += 1;
+          quietProbes = 0;
+        },
+      );
+    }, PROBE_MS);
+    probe.unref();
+  };
+  const onReady = (): void => {
+    if (episode?.kind !== 'unreachable') return;
+    end();
+  };
+  redis.on('ready', onReady);
+
   return {
     report(error, source) {
-      if (!isConnectionError(error)) return false;
-      if (downSince !== null || redis.status === 'ready') {
-        // Within an outage, or a worker's own connection catching up after the main one is back.
-        if (downSince !== null) absorbed += 1;
+      const kind = troubleOf(error);
+      if (kind === null) return false;
+      if (kind === 'unreachable' && episode === null && redis.status === 'ready') {
+        // A worker's own connection catching up after the main one is back.
         logger.debug({ source, err: error }, 'Redis connection error');
         return true;
       }
-      downSince = now();
+      // Within an episode (of any kind: a failover often shows as a lost connection first; it then
+      // ends as a failover, when the new primary takes a write, not when a connection is ready).
+      if (episode !== null) {
+        if (episode.kind === 'unreachable' && kind === 'failover') {
+          episode.kind = 'failover';
+          startProbe();
+        }
+        absorbed += 1;
+        lastErrorAt = now();
+        logger.debug({ source, err: error }, 'Redis error within an episode');
+        return true;
+      }
+      episode = { kind, since: now(), code: codeOf(error as Error), message: (error as Error).message };
+      lastErrorAt = now();
       absorbed = 1;
-      outages += 1;
-      logger.warn({ source, err: error }, 'Redis unreachable: waiting for it to come back (one line when it does)');
+      if (kind === 'unreachable') outages += 1;
+      else startProbe();
+      logger.warn({ source, code: episode.code, err: error }, WARN[kind]);
+      for (const listener of changed) listener(episode);
       return true;
     },
-    isDown: () => downSince !== null,
+    isDown: () => episode?.kind === 'unreachable',
+    isWritable: () => episode === null,
+    writesRefused: () => (episode?.kind === 'writes-refused' ? episode : null),
+    current: () => episode,
+    isTroubled: (withinMs) => episode !== null || now() - lastEndedAt <= withinMs,
+    lastFailover: () => lastFailover,
     outages: () => outages,
+    onWritable(listener) {
+      writable.push(listener);
+    },
+    onChange(listener) {
+      changed.push(listener);
+    },
+    onFailoverEnded(listener) {
+      failovers.push(listener);
+    },
+    close() {
+      clearInterval(probe);
+      redis.off('ready', onReady);
+    },
   };
 }

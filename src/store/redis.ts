@@ -3,7 +3,27 @@ import { Cluster, Redis } from 'ioredis';
 /** A Redis server or a Redis Cluster: every module takes either. */
 export type RedisConnection = Redis | Cluster;
 
-const retryStrategy = (times: number): number => Math.min(times * 200, 5000);
+/** The longest wait between two reconnect attempts (gate/attempt-owner.ts counts on it). */
+export const RECONNECT_MAX_MS = 5000;
+
+const retryStrategy = (times: number): number => Math.min(times * 200, RECONNECT_MAX_MS);
+
+/**
+ * A primary that became a replica answers writes with READONLY, and cuts blocking commands with
+ * UNBLOCKED (a managed service failing over behind one name): reconnect (the name then leads to the
+ * new primary) instead of failing every write until a restart. The command itself fails to its
+ * caller, who keeps or retries it (push/kept-answers.ts, BullMQ's own retries): resending it on
+ * the new connection (ioredis' "2") piled every write of a demoted primary onto reconnect after
+ * reconnect (Node's MaxListeners warning every 200 ms in the failover test). `onFailover` tells
+ * store/redis-health.ts (one warning, one info line when writes are taken again).
+ */
+function reconnectOnErrorOf(onFailover: ((error: Error) => void) | undefined): (error: Error) => 1 | false {
+  return (error) => {
+    if (!/^(READONLY|UNBLOCKED)/.test(error.message)) return false;
+    onFailover?.(error);
+    return 1;
+  };
+}
 
 export interface ConnectOptions {
   /**
@@ -13,6 +33,8 @@ export interface ConnectOptions {
    * iterable"), so BullMQ gets a connection of its own (runtime/context.ts).
    */
   autoPipelining?: boolean;
+  /** A READONLY or UNBLOCKED answer: the primary moved (see `reconnectOnErrorOf`). */
+  onFailover?: (error: Error) => void;
 }
 
 /**
@@ -23,7 +45,9 @@ export interface ConnectOptions {
  */
 export function connectRedis(url: string, name: string, isCluster = false, options: ConnectOptions = {}): RedisConnection {
   const enableAutoPipelining = options.autoPipelining === true;
-  if (!isCluster) return new Redis(url, { maxRetriesPerRequest: null, connectionName: name, enableReadyCheck: true, retryStrategy, enableAutoPipelining });
+  const reconnectOnError = reconnectOnErrorOf(options.onFailover);
+  if (!isCluster)
+    return new Redis(url, { maxRetriesPerRequest: null, connectionName: name, enableReadyCheck: true, retryStrategy, reconnectOnError, enableAutoPipelining });
   const nodes = url.split(',').map((part) => {
     const parsed = new URL(part.trim());
     return { host: parsed.hostname, port: Number(parsed.port || 6379) };
@@ -36,6 +60,7 @@ export function connectRedis(url: string, name: string, isCluster = false, optio
     redisOptions: {
       maxRetriesPerRequest: null,
       connectionName: name,
+      reconnectOnError,
       ...(first.username === '' ? {} : { username: decodeURIComponent(first.username) }),
       ...(first.password === '' ? {} : { password: decodeURIComponent(first.password) }),
       ...(first.protocol === 'rediss:' ? { tls: {} } : {}),

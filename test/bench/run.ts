@@ -23,6 +23,7 @@ import { memoryScenario } from './scenarios/memory.js';
 import { mixedScenario } from './scenarios/mixed-1000.js';
 import { mixedDropLargeScenario, mixedDropScenario } from './scenarios/mixed-drop.js';
 import { pushScenario } from './scenarios/push.js';
+import { pushReplicaScenario } from './scenarios/push-replica.js';
 import { validatorsScenario } from './scenarios/validators.js';
 import { runCompare } from './support/compare.js';
 import { openBenchRedis, redisFacts } from './support/redis.js';
@@ -42,6 +43,7 @@ const SCENARIOS: readonly Scenario[] = [
   validatorsScenario,
   ingestScenario,
   pushScenario,
+  pushReplicaScenario,
   goodputScenario,
   latencyScenario,
   memoryScenario,

@@ -2,6 +2,7 @@
  * Redis not answering the spool lease's calls: one warning when a failing stretch starts, one line
  * with its length when Redis answers again, nothing in between (the loop retries every turn).
  */
+import { isFailoverError, isWritesRefusedError } from '../../store/redis-health.js';
 import type { Logger } from '../../log.js';
 
 export interface LeaseOutage {
@@ -15,7 +16,8 @@ export function trackLeaseOutage(logger: Logger, about: Record<string, unknown>,
   let failingSince: number | null = null;
   return {
     failed(what, error) {
-      if (failingSince === null) logger.warn({ ...about, err: error }, `${what} failed (Redis unreachable?); retrying`);
+      // A full Redis or a failover is said once for the process by redis-health.ts.
+      if (failingSince === null && !isWritesRefusedError(error) && !isFailoverError(error)) logger.warn({ ...about, err: error }, `${what} failed (Redis unreachable?); retrying`);
       failingSince ??= now();
     },
     answered() {

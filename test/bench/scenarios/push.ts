@@ -103,7 +103,7 @@ export async function undiciLoop(url: string, key: string, n: number, concurrenc
  * The push path's CPU alone: `n` more events queued, a daemon with the worker role spawned as a
  * process of its own, its CPU (/proc) from the first request to the last event sent, per event.
  */
-async function spawnedCpuPerItem(
+export async function spawnedCpuPerItem(
   ctx: Awaited<ReturnType<typeof openContext>>,
   setup: DaemonSetup,
   n: number,

@@ -6,6 +6,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 
@@ -24,9 +27,13 @@ export async function openBenchRedis(options: { maxmemoryMb?: number } = {}): Pr
 
 export async function startPrivateRedis(maxmemoryMb: number): Promise<BenchRedis> {
   const port = await freePort();
+  // A folder of its own: nothing is saved, but a replica's full sync writes an RDB file (push-replica).
+  const dir = await mkdtemp(join(tmpdir(), 'cs-bench-redis-'));
   const args = [
     '--port',
     String(port),
+    '--dir',
+    dir,
     '--bind',
     '127.0.0.1',
     '--save',
@@ -47,7 +54,7 @@ export async function startPrivateRedis(maxmemoryMb: number): Promise<BenchRedis
     stop() {
       stopping ??= new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
+        child.once('exit', () => void rm(dir, { recursive: true, force: true }).finally(resolve));
         child.kill('SIGTERM');
       });
       return stopping;

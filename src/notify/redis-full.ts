@@ -1,0 +1,155 @@
+/**
+ * Redis full (`redis-full`) and a Redis failover (`redis-failover`), told by the scheduler
+ * processes from what their own connection saw (store/redis-health.ts), each message once across
+ * all processes.
+ *
+ * redis-full. While Redis refuses writes, a claim cannot be written (SET NX is refused too), so the
+ * claim is a deletion, which a full Redis still takes: a token key waits; when writes are refused,
+ * each scheduler DELs it, and the one whose DEL removed it (reply 1) owns the episode and sends
+ * "firing". Only the owner writes the token again, after it sent "resolved" (another process
+ * seeing writes taken a moment earlier must not hand out a second win in the same episode); a
+ * process starting writes it only if it is missing and no episode is under way (SET NX). An owner
+ * that dies in between leaves the episode without a resolved message, and the token missing until
+ * a scheduler starts.
+ *
+ * redis-failover. After a failover ends (writes taken again by a new primary), the process that saw
+ * it claims it (SET NX on the failover's minute) and, a settle time later (answers kept through the
+ * failover are written by then, and jobs whose owner died are sent again), sends one message: how
+ * many answers were recorded after the failover and how many requests were sent again: the
+ * deployment's counters (`Keys.answerCounts`) then, less what they were at the last check before it.
+ */
+import type { Logger } from '../log.js';
+import type { Keys } from '../store/keys.js';
+import type { RedisConnection } from '../store/redis.js';
+import type { RedisEpisode, RedisHealth } from '../store/redis-health.js';
+import { durationText } from './loop.js';
+import { makeNotification, type Origin } from './message.js';
+import type { Sender } from './sender.js';
+
+/** How long after a failover the counts are read for its message, unless told (notify-role.ts: six checks, 30 s by default). */
+const FAILOVER_SETTLE_MS = 30_000;
+
+export interface RedisFullWatch {
+  tick(): Promise<void>;
+  close(): void;
+}
+
+export function watchRedisFull(
+  redis: RedisConnection,
+  keys: Keys,
+  health: RedisHealth,
+  sender: Sender,
+  origin: Origin,
+  now: () => number,
+  logger: Logger,
+  options: { failoverSettleMs?: number } = {},
+): RedisFullWatch {
+  const token = keys.notifyState('redis-full', 'token');
+  let owned: RedisEpisode | null = null;
+  let seen: RedisEpisode | null = null;
+  let hasToken = false;
+  /** The answer counters as last read while Redis was well: the baseline of a failover's message. */
+  let lastCounts = { late: 0, resent: 0 };
+  const timers = new Set<NodeJS.Timeout>();
+
+  const tick = async (): Promise<void> => {
+    if (redis.status !== 'ready') return;
+    const refused = health.writesRefused();
+    try {
+      if (refused !== null) {
+        if (seen === refused) return;
+        seen = refused;
+        if ((await redis.del(token)) === 1) {
+          owned = refused;
+          sender.send(
+            makeNotification(
+              origin,
+              'redis-full',
+              'firing',
+              `Redis refuses writes (${refused.code}): nothing is taken in or sent until it takes them again; files wait in the inbox`,
+              {
+                since: new Date(refused.since).toISOString(),
+                reason: refused.message.split('. script:')[0],
+                action: 'raise maxmemory (or free memory), or bring the replicas back (min-replicas-to-write)',
+              },
+              now(),
+            ),
+          );
+        }
+        return;
+      }
+      seen = null;
+      if (!hasToken) {
+        // At start: a token for the first episode, unless one is under way (another owner holds it).
+        if (health.current() === null) await redis.set(token, '1', 'NX');
+        hasToken = true;
+      }
+      if (owned !== null) {
+        const lasted = now() - owned.since;
+        sender.send(
+          makeNotification(
+            origin,
+            'redis-full',
+            'resolved',
+            `Redis takes writes again (after ${durationText(lasted)})`,
+            { since: new Date(owned.since).toISOString(), lastedSec: Math.round(lasted / 1000) },
+            now(),
+          ),
+        );
+        owned = null;
+        await redis.set(token, '1');
+      }
+      if (health.current() === null) lastCounts = await readCounts(redis, keys);
+    } catch (error) {
+      logger.debug({ err: error }, 'redis-full check failed');
+    }
+  };
+
+  health.onFailoverEnded((failover) => {
+    void (async () => {
+      try {
+        const minute = Math.floor(failover.at / 60_000);
+        const claimed = await redis.set(keys.notifyState('redis-failover', String(minute)), String(process.pid), 'PX', 3_600_000, 'NX');
+        if (claimed !== 'OK') return;
+        const before = lastCounts;
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          void readCounts(redis, keys).then(
+            (after) => {
+              const recorded = Math.max(0, after.late - before.late);
+              const resent = Math.max(0, after.resent - before.resent);
+              sender.send(
+                makeNotification(
+                  origin,
+                  'redis-failover',
+                  'firing',
+                  `Redis failed over (${durationText(failover.durationMs)}): ${recorded} answer${recorded === 1 ? '' : 's'} recorded after it, ${resent} request${resent === 1 ? '' : 's'} sent again`,
+                  { at: new Date(failover.at).toISOString(), durationMs: failover.durationMs, answersRecordedAfter: recorded, sentAgain: resent },
+                  now(),
+                ),
+              );
+            },
+            (error: unknown) => logger.debug({ err: error }, 'reading the failover counts failed'),
+          );
+        }, options.failoverSettleMs ?? FAILOVER_SETTLE_MS);
+        timer.unref();
+        timers.add(timer);
+      } catch (error) {
+        logger.debug({ err: error }, 'claiming the failover message failed');
+      }
+    })();
+  });
+
+  return {
+    tick,
+    close() {
+      for (const timer of timers) clearTimeout(timer);
+    },
+  };
+}
+
+/** The deployment's answer counters: kept answers written late, requests sent again after their owner died. */
+export async function readCounts(redis: RedisConnection, keys: Keys): Promise<{ late: number; resent: number }> {
+  const [late, resent] = await redis.hmget(keys.answerCounts, 'late', 'resent');
+  return { late: Number(late ?? 0), resent: Number(resent ?? 0) };
+}

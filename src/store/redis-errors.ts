@@ -1,0 +1,76 @@
+/**
+ * What a Redis error means for the process: the connection is gone (unreachable), Redis answers but
+ * refuses writes (full), or a primary changed under us (a failover). redis-health.ts turns these
+ * into one warn and one info line per episode; the push path keeps an answer through any of them
+ * (push/kept-answers.ts); the claims and moves back off quietly.
+ */
+export type RedisTrouble = 'unreachable' | 'writes-refused' | 'failover';
+
+/** Socket-level codes of a connection that is gone or cannot be made. */
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
+/**
+ * ioredis and BullMQ raise these without a code (plain Errors or their own classes), so the name
+ * or the fixed message is all there is to go on.
+ */
+const CONNECTION_NAMES = new Set(['AbortError', 'MaxRetriesPerRequestError', 'ConnectionClosedError', 'ClusterAllFailedError']);
+// LOADING: a Redis just restarted answers this until it has read its AOF back: not there yet.
+const CONNECTION_MESSAGES = [
+  'Connection is closed',
+  "Stream isn't writeable",
+  'Command aborted due to connection close',
+  'None of startup nodes is available',
+  'LOADING',
+];
+/** Reply prefixes of a Redis that answers but refuses writes. */
+const REFUSED_PREFIXES = ['OOM', 'NOREPLICAS', 'MISCONF'];
+/** Replies and messages of a primary changing under us. */
+const FAILOVER_PREFIXES = ['READONLY', 'UNBLOCKED', 'Too many Cluster redirections', 'CLUSTERDOWN', 'TRYAGAIN', 'MASTERDOWN', 'Failed to refresh slots cache'];
+
+export function isConnectionError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code !== undefined && CONNECTION_CODES.has(code)) return true;
+  if (CONNECTION_NAMES.has(error.name) || CONNECTION_NAMES.has(error.constructor.name)) return true;
+  if (CONNECTION_MESSAGES.some((text) => error.message.startsWith(text))) return true;
+  // A connect timeout, or an error a library wrapped: the socket's error is its cause.
+  return error.cause !== undefined && error.cause !== error && isConnectionError(error.cause);
+}
+
+/** OOM, NOREPLICAS, MISCONF: Redis answers but takes no write. Also inside a script's error ("… script: …"). */
+export function isWritesRefusedError(error: unknown): boolean {
+  return messageStartsWith(error, REFUSED_PREFIXES);
+}
+
+export function isFailoverError(error: unknown): boolean {
+  return messageStartsWith(error, FAILOVER_PREFIXES);
+}
+
+/** Redis cannot take a write now: unreachable, refusing writes, or failing over. */
+export function isRedisUnavailable(error: unknown): boolean {
+  return isConnectionError(error) || isWritesRefusedError(error) || isFailoverError(error);
+}
+
+function messageStartsWith(error: unknown, prefixes: readonly string[]): boolean {
+  if (!(error instanceof Error)) return false;
+  if (prefixes.some((prefix) => error.message.startsWith(prefix))) return true;
+  // Redis 6 wraps a script's failed command: "ERR Error running script … @user_script:1: -OOM …".
+  if (prefixes.some((prefix) => error.message.includes(`: -${prefix}`))) return true;
+  // A MULTI whose commands Redis refused while queueing them (OOM, READONLY): EXECABORT, with the
+  // refusals as ioredis' `previousErrors`.
+  const previous = (error as { previousErrors?: unknown }).previousErrors;
+  if (Array.isArray(previous) && previous.some((each) => messageStartsWith(each, prefixes))) return true;
+  return error.cause !== undefined && error.cause !== error && messageStartsWith(error.cause, prefixes);
+}
+
+export function troubleOf(error: unknown): RedisTrouble | null {
+  if (isConnectionError(error)) return 'unreachable';
+  if (isWritesRefusedError(error)) return 'writes-refused';
+  if (isFailoverError(error)) return 'failover';
+  return null;
+}
+
+export function codeOf(error: Error): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (typeof code === 'string') return code;
+  return /^[A-Z]+/.exec(error.message)?.[0] ?? error.name;
+}

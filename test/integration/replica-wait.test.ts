@@ -1,0 +1,115 @@
+/**
+ * With a replica, a request leaves only once its attempt record is on it (issue 28 item 2): the
+ * gate's enter is followed by WAIT 1 in the same round trip. A primary and a replica of this test's
+ * own (redis-server processes it starts, so it may stop the replica with SIGSTOP): while the replica
+ * acknowledges, the verdict is 'go' and the record is on the replica; while it does not, the verdict
+ * is 'unreplicated' (the request must not leave) and one warning says so, and one info line when it
+ * acknowledges again.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { watchReplicas, type ReplicaWait } from '../../src/gate/replica-wait.js';
+import { createPushGate, type PushGate } from '../../src/gate/push-gate.js';
+import type { CollectingJob } from '../../src/queue/payloads.js';
+import { createKeys } from '../../src/store/keys.js';
+import { freePort } from '../support/global-redis.js';
+import { waitFor } from '../support/wait.js';
+
+const servers: ChildProcess[] = [];
+const dirs: string[] = [];
+let primary: Redis;
+let replica: Redis;
+let replicaProcess: ChildProcess;
+let replicas: ReplicaWait;
+let gate: PushGate;
+const lines: Array<{ level: string; msg: string }> = [];
+const keys = createKeys('rw');
+
+async function startServer(args: string[]): Promise<{ port: number; child: ChildProcess }> {
+  const port = await freePort();
+  // Its own folder: a replica's full sync writes an RDB file there.
+  const dir = await mkdtemp(join(tmpdir(), 'cs-replica-'));
+  dirs.push(dir);
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', ...args], {
+    stdio: 'ignore',
+  });
+  servers.push(child);
+  const probe = new Redis({ port, lazyConnect: true, retryStrategy: () => 50 });
+  probe.on('error', () => {});
+  await waitFor(async () => (await probe.ping().catch(() => '')) === 'PONG', { timeoutMs: 10_000, what: 'redis-server up' });
+  probe.disconnect();
+  return { port, child };
+}
+
+const logger = {
+  info: (_: object, msg: string) => lines.push({ level: 'info', msg }),
+  warn: (_: object, msg: string) => lines.push({ level: 'warn', msg }),
+  debug: () => {},
+} as unknown as Parameters<typeof watchReplicas>[1];
+
+let deliveries = 0;
+function event(): { job: CollectingJob; jobId: string } {
+  const deliveryId = `rw-${(deliveries += 1)}`;
+  const epochMs = Date.UTC(2026, 0, 1, 12, 0);
+  const job: CollectingJob = {
+    kind: 'collecting',
+    deliveryId,
+    eventAt: new Date(epochMs).toISOString(),
+    wire: new Date(epochMs).toISOString(),
+    instantKey: String(epochMs),
+    epochMs,
+    sourceId: `test:${deliveryId}`,
+    origin: { source: 'cli' },
+    receivedAt: new Date().toISOString(),
+  };
+  return { job, jobId: `collecting.${deliveryId}.0` };
+}
+
+beforeAll(async () => {
+  const p = await startServer([]);
+  const r = await startServer(['--replicaof', '127.0.0.1', String(p.port)]);
+  replicaProcess = r.child;
+  primary = new Redis({ port: p.port, maxRetriesPerRequest: null });
+  replica = new Redis({ port: r.port, maxRetriesPerRequest: null });
+  await waitFor(async () => /master_link_status:up/.test(await replica.info('replication')), { timeoutMs: 20_000, what: 'the replica in sync' });
+  replicas = watchReplicas(primary, logger, 300);
+  await waitFor(() => replicas.replicas() === 1, { timeoutMs: 10_000, what: 'the replica counted' });
+  gate = createPushGate(primary, keys, 'carrier-key', { ratePerMinute: 100_000, maxRequestMs: 5000, lockMs: 10_000, retentionSec: 3600, replicas });
+});
+
+afterAll(async () => {
+  if (replicaProcess.exitCode === null) replicaProcess.kill('SIGCONT');
+  await replicas?.close();
+  primary?.disconnect();
+  replica?.disconnect();
+  for (const child of servers) child.kill('SIGKILL');
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+it('a request leaves only once its attempt record is on the replica; while the replica does not acknowledge, it does not leave', async () => {
+  const first = event();
+  const verdict = await gate.enter(first.job, first.jobId, 1);
+  expect(verdict.action).toBe('go');
+  // On the replica already: WAIT returned only once it acknowledged.
+  expect(await replica.hget(keys.attemptOwner(first.jobId), 'o')).toMatch(new RegExp(`:${process.pid}:`));
+
+  replicaProcess.kill('SIGSTOP');
+  const held = event();
+  const started = performance.now();
+  const refused = await gate.enter(held.job, held.jobId, 1);
+  expect(refused.action).toBe('unreplicated');
+  expect(performance.now() - started).toBeGreaterThanOrEqual(250);
+  expect(lines.filter((line) => line.level === 'warn')).toHaveLength(1);
+
+  replicaProcess.kill('SIGCONT');
+  // The held request's slot is given back as its leave, then it asks again.
+  if (refused.action === 'unreplicated') await gate.leave(held.job, held.jobId, { slot: refused.slot, respondedAt: performance.now() }, null);
+  const again = await gate.enter(held.job, held.jobId, 1);
+  expect(again.action).toBe('go');
+  expect(await replica.hget(keys.attemptOwner(held.jobId), 'o')).toMatch(new RegExp(`:${process.pid}:`));
+  expect(lines.map((line) => line.level)).toEqual(['warn', 'info']);
+});

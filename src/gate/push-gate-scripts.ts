@@ -214,8 +214,10 @@ return go(lockKey, authProbeKey, authEpochKey, jobId, lockMs, isProbe, member, d
 //       17 journey step of the outcome ('' records nothing), 18 the outcome message ('' for none).
 // Stamps the slot and releases the lock (if this job holds it). An item that ended is counted, and
 // an accepted one becomes the content the API holds; its outcome message goes to the spool's list
-// in the same call: the answer is one write. The attempt record goes last (attempt-owner.ts). A
-// leave whose attempt another run took over (this owner was judged dead) writes nothing.
+// in the same call: the answer is one write. The attempt record goes last (attempt-owner.ts), and
+// with any ending (an item that ended has no attempt on the wire: a run that found it already
+// accepted clears a record an earlier run left). A leave whose attempt another run took over (this
+// owner was judged dead) writes nothing.
 // Returns false.
 export const LEAVE_DOCUMENT = defineScript(
   'gateLeaveDocument',
@@ -239,7 +241,7 @@ if result ~= '' then
   end
   if outcome ~= '' then redis.call('RPUSH', outcomeKey, outcome) end
 end
-if member ~= '' then redis.call('DEL', attemptKey) end
+if member ~= '' or result ~= '' then redis.call('DEL', attemptKey) end
 return false
 `,
 );
@@ -259,7 +261,8 @@ return false
 // taken in again — a re-pull, a file re-read after a crash — is then a duplicate, not a second send).
 // The parked event it wakes (the chain's new head) goes to the front of the wait list (event-wake.ts).
 // The outcome message goes to the spool's list in the same call (the answer is one write); the
-// attempt record goes last. A leave whose attempt another run took over writes nothing.
+// attempt record goes last, and with any ending (as for documents). A leave whose attempt another
+// run took over writes nothing.
 // Returns the id of that event, or false.
 export const LEAVE_EVENT = defineScript(
   'gateLeaveEvent',
@@ -287,7 +290,7 @@ if result ~= '' then
     woken = head
   end
 end
-if member ~= '' then redis.call('DEL', attemptKey) end
+if member ~= '' or result ~= '' then redis.call('DEL', attemptKey) end
 return woken
 `,
 );

@@ -131,6 +131,12 @@ it('Redis stopped and started while answers are on the wire: each answer is writ
   await redis!.start();
   await settled(ids.length);
   expect([...acceptedPerDelivery().values()]).toEqual(ids.map(() => 1));
+  if (process.env['CS_DEBUG_KEPT'] === '1') {
+    for (const key of await attemptRecords()) process.stderr.write(`RECORD ${key} ${JSON.stringify(await admin!.hgetall(key))}\n`);
+    for (const [i, d] of [a, b].entries())
+      for (const l of d.logs().filter((l) => (l.level ?? 0) >= 40 || l.msg === 'item sent'))
+        process.stderr.write(`LOG ${i} ${JSON.stringify({ msg: l.msg, jobId: l['jobId'], result: l['result'] })}\n`);
+  }
   expect(await attemptRecords()).toEqual([]);
 });
 

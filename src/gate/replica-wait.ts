@@ -9,9 +9,15 @@
  * enter and its WAIT go on a connection of their own, never on the one BullMQ renews its locks on.
  *
  * Whether there are replicas: `INFO replication` (`connected_slaves`) of the primary, read at start,
- * after each reconnect (a failover changes the answer), and every RECHECK_MS; on a Cluster, whether
- * any replica node is known. No replica: no WAIT, nothing added to the push path. Replicas that
- * vanish are still waited for during REPLICA_GONE_MS (see `replicas()`).
+ * after each reconnect (a failover changes the answer), and every RECHECK_MS; on a Cluster, the
+ * replicas of the master that serves the deployment's slot (every key shares the prefix's hash
+ * tag, so WAIT on that master is the one that counts; another master's replicas say nothing). No
+ * replica: no WAIT, nothing added to the push path. Replicas that vanish are still waited for
+ * during REPLICA_GONE_MS (see `replicas()`), but only on the primary that had them: a promoted
+ * replica (a new `master_replid`, or a new master for the slot) starts with no such memory. It
+ * never had replicas of its own, so there is nothing to wait for, and holding every request for a
+ * minute after each failover of a one-replica deployment (the usual managed-service shape) would
+ * break "work flows again within 10 s".
  *
  * When WAIT times out (no replica acknowledged within `timeoutMs`: it lags, or the link is down but
  * not yet noticed), the request does NOT leave. The gate's slot and lock are given back and the job
@@ -48,21 +54,40 @@ export interface ReplicaWait {
   close(): Promise<void>;
 }
 
-export function watchReplicas(redis: RedisConnection, logger: Logger, timeoutMs = REPLICA_WAIT_MS): ReplicaWait {
+/** The primary serving the deployment now (its identity) and how many replicas it has. */
+interface PrimaryView {
+  primary: string;
+  replicas: number;
+}
+
+/** `slotKey`: any key of the deployment (on a Cluster, it names the slot whose master counts). */
+async function primaryView(redis: RedisConnection, slotKey: string): Promise<PrimaryView> {
+  if (redis instanceof Cluster) {
+    const slot = Number(await redis.cluster('KEYSLOT', slotKey));
+    const [master = '', ...replicas] = redis.slots[slot] ?? [];
+    return { primary: master, replicas: replicas.length };
+  }
+  const info = await redis.info('replication');
+  return {
+    primary: /^master_replid:(\w+)/m.exec(info)?.[1] ?? '',
+    replicas: Number(/^connected_slaves:(\d+)/m.exec(info)?.[1] ?? 0),
+  };
+}
+
+export function watchReplicas(redis: RedisConnection, slotKey: string, logger: Logger, timeoutMs = REPLICA_WAIT_MS): ReplicaWait {
   let count = 0;
+  let primary: string | null = null;
   let lastSeenAt = -Infinity;
   let own: RedisConnection | null = null;
   let lagSince: number | null = null;
   let held = 0;
   const read = async (): Promise<void> => {
     try {
-      if (redis instanceof Cluster) {
-        count = redis.nodes('slave').length;
-        if (count > 0) lastSeenAt = performance.now();
-        return;
-      }
-      const info = await redis.info('replication');
-      count = Number(/^connected_slaves:(\d+)/m.exec(info)?.[1] ?? 0);
+      const view = await primaryView(redis, slotKey);
+      // A new primary has no vanished replicas to wait for: forget the last one's.
+      if (primary !== null && view.primary !== primary) lastSeenAt = -Infinity;
+      primary = view.primary;
+      count = view.replicas;
       if (count > 0) lastSeenAt = performance.now();
     } catch {
       // Redis away: keep the last figure; the next read (a reconnect's) sets it.

@@ -35,7 +35,7 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
   ctx.health.onWritable(() => kept.wake());
   const timing = ownerTiming(config.delivery.lockMs);
   const liveness = keepOwnerAlive(ctx.redis, ctx.keys, timing, log);
-  const replicas = watchReplicas(ctx.redis, log);
+  const replicas = watchReplicas(ctx.redis, ctx.keys.deploymentId, log);
   // Closed after the workers (the stack runs last-in first-out): a kept answer is written or given up first.
   ctx.closers.push('owner liveness', async () => {
     kept.close();

@@ -49,7 +49,7 @@ const logger = {
   info: (_: object, msg: string) => lines.push({ level: 'info', msg }),
   warn: (_: object, msg: string) => lines.push({ level: 'warn', msg }),
   debug: () => {},
-} as unknown as Parameters<typeof watchReplicas>[1];
+} as unknown as Parameters<typeof watchReplicas>[2];
 
 let deliveries = 0;
 function event(): { job: CollectingJob; jobId: string } {
@@ -76,7 +76,7 @@ beforeAll(async () => {
   primary = new Redis({ port: p.port, maxRetriesPerRequest: null });
   replica = new Redis({ port: r.port, maxRetriesPerRequest: null });
   await waitFor(async () => /master_link_status:up/.test(await replica.info('replication')), { timeoutMs: 20_000, what: 'the replica in sync' });
-  replicas = watchReplicas(primary, logger, 300);
+  replicas = watchReplicas(primary, keys.deploymentId, logger, 300);
   await waitFor(() => replicas.replicas() === 1, { timeoutMs: 10_000, what: 'the replica counted' });
   gate = createPushGate(primary, keys, 'carrier-key', { ratePerMinute: 100_000, maxRequestMs: 5000, lockMs: 10_000, retentionSec: 3600, replicas });
 });
@@ -112,4 +112,20 @@ it('a request leaves only once its attempt record is on the replica; while the r
   expect(again.action).toBe('go');
   expect(await replica.hget(keys.attemptOwner(held.jobId), 'o')).toMatch(new RegExp(`:${process.pid}:`));
   expect(lines.map((line) => line.level)).toEqual(['warn', 'info']);
+});
+
+it('a promoted primary does not wait for the replicas of the one it replaced: no minute-long hold after each failover', async () => {
+  // Its own watcher, on the address the test promotes away from, as a process's connection sees a failover.
+  const watcher = watchReplicas(primary, keys.deploymentId, logger, 300);
+  try {
+    await waitFor(() => watcher.replicas() === 1, { timeoutMs: 10_000, what: 'the replica counted' });
+    // The replica is promoted (a new replication id) and the old primary follows it: the address the
+    // watcher reads now serves a primary that never had a replica. Without the primary's identity the
+    // watcher would keep asking for one replica for REPLICA_GONE_MS (60 s) and hold every request.
+    await replica.replicaof('NO', 'ONE');
+    await primary.replicaof('127.0.0.1', String(replica.options.port));
+    await waitFor(() => watcher.replicas() === 0, { timeoutMs: 15_000, what: 'the new primary without replicas to wait for' });
+  } finally {
+    await watcher.close();
+  }
 });

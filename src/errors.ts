@@ -86,7 +86,15 @@ export interface SyncErrorOptions {
   retryAfterMs?: number;
   /** Raw response body (truncated) when the API answered something we could not read. */
   body?: string;
+  /** The reason as a message key and its values (i18n/reason.ts), so a reader can show it in its own language. */
+  reason?: StoredReason;
   cause?: unknown;
+}
+
+/** A reason's message key and values, kept beside the English message. */
+export interface StoredReason {
+  readonly key: string;
+  readonly values: Readonly<Record<string, unknown>>;
 }
 
 export class SyncError extends Error {
@@ -99,6 +107,7 @@ export class SyncError extends Error {
   readonly params?: Record<string, unknown>;
   readonly retryAfterMs?: number;
   readonly body?: string;
+  readonly reason?: StoredReason;
 
   constructor(code: ErrorCode, message: string, options: SyncErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -112,6 +121,7 @@ export class SyncError extends Error {
     if (options.params !== undefined) this.params = options.params;
     if (options.retryAfterMs !== undefined) this.retryAfterMs = options.retryAfterMs;
     if (options.body !== undefined) this.body = options.body;
+    if (options.reason !== undefined) this.reason = options.reason;
   }
 
   /** A plain object for logs, `.error.json` files and DLQ entries. Never holds request headers. */
@@ -127,6 +137,7 @@ export class SyncError extends Error {
       params: this.params,
       retryAfterMs: this.retryAfterMs,
       body: this.body,
+      reason: this.reason,
     };
   }
 }

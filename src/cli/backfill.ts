@@ -4,6 +4,7 @@
  * the command waits for room), invalid ones are listed. Files are not moved: the folder is not a
  * spool inbox. A progress bar is drawn on a TTY.
  */
+import { describeFailure } from '../i18n/reason.js';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Command } from 'commander';
@@ -57,7 +58,7 @@ export function registerBackfill(program: Command): void {
           const prepared = await prepare(deps, kind, name, bytes, claimId, fileStat.mtimeMs, 'backfill');
           if ('error' in prepared) {
             totals.invalid += 1;
-            invalid.push(`${name}: ${prepared.error.code}: ${prepared.error.message}`);
+            invalid.push(`${name}: ${prepared.error.code}: ${describeFailure(ctx.config.lang, prepared.error)}`);
           } else if ('document' in prepared) {
             await enqueueDocument(ctx.enqueueDeps, prepared.document);
             totals.queued += 1;
@@ -68,7 +69,7 @@ export function registerBackfill(program: Command): void {
             const result = await enqueueEvents(ctx.enqueueDeps, jobs);
             totals.queued += result.jobIds.length;
             totals.duplicates += result.duplicates.length;
-            for (const reject of prepared.events.rejects) invalid.push(`${name}:${reject.line}: ${reject.code}: ${reject.message}`);
+            for (const reject of prepared.events.rejects) invalid.push(`${name}:${reject.line}: ${reject.code}: ${describeFailure(ctx.config.lang, reject)}`);
             totals.invalid += prepared.events.rejects.length;
           }
           bar?.increment(1, { queued: totals.queued, invalid: totals.invalid });

@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import { listDeadLetters, purgeDeadLetters, retryDeadLetters } from '../queue/dead-letter.js';
 import { historyTtlSec } from '../journey/journey.js';
+import { describeFailure } from '../i18n/reason.js';
+import { translator } from '../i18n/translate.js';
 import { UsageError } from './usage-error.js';
 import { parseDuration, print, withContext } from './shared.js';
 
@@ -11,21 +13,26 @@ export function registerDlq(program: Command): void {
     .description('dead-lettered items with kind, delivery id, error code, message, attempts, first/last failure time')
     .option('--json', 'print JSON (with every attempt)')
     .action(async (options: { json?: boolean }, command: Command) => {
-      const letters = await withContext(command, (ctx) => listDeadLetters(ctx));
+      const { letters, lang } = await withContext(command, async (ctx) => ({ letters: await listDeadLetters(ctx), lang: ctx.config.lang }));
       if (options.json === true) {
         print(JSON.stringify(letters, null, 2));
         return;
       }
+      const t = translator(lang);
       if (letters.length === 0) {
-        print('no dead-lettered items');
+        print(t('cli.dlq.none'));
         return;
       }
       for (const l of letters) {
+        // The code, the API's code and status are on the line already: the reason is the meaning and the message.
+        const reason = describeFailure(lang, { code: l.errorCode, message: l.message });
+        const where = t('cli.dlq.where', { kind: l.kind, delivery: l.deliveryId, file: l.fileName ?? '-' });
+        const when = t('cli.dlq.when', { attempts: String(l.attempts), first: l.firstFailureAt ?? '-', last: l.lastFailureAt ?? '-' });
         print(
-          `${l.id}\n  kind ${l.kind}  delivery ${l.deliveryId}  file ${l.fileName ?? '-'}\n  ${l.errorCode}${l.apiCode === null ? '' : ` / ${l.apiCode}`}${l.status === null ? '' : ` (HTTP ${l.status})`}: ${l.message}\n  attempts ${l.attempts}  first ${l.firstFailureAt ?? '-'}  last ${l.lastFailureAt ?? '-'}`,
+          `${l.id}\n  ${where}\n  ${l.errorCode}${l.apiCode === null ? '' : ` / ${l.apiCode}`}${l.status === null ? '' : ` (HTTP ${l.status})`}: ${reason}\n  ${when}`,
         );
       }
-      print(`\n${letters.length} dead-lettered`);
+      print(`\n${t('cli.dlq.total', { count: letters.length })}`);
     });
   dlq
     .command('retry')

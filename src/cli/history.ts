@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { JourneyStep } from '../journey/journey-read.js';
 import { ITEM_KINDS, type ItemKind } from '../store/keys.js';
+import { translator, type Lang, type Translate } from '../i18n/translate.js';
 import { UsageError } from './usage-error.js';
 import { withContext } from './shared.js';
 
@@ -30,7 +31,9 @@ export function registerHistory(program: Command): void {
     .action(async (deliveryId: string | undefined, options: HistoryOptions, command: Command) => {
       const lookup = lookupOf(deliveryId, options);
       const kind = kindOf(options.kind);
+      let lang: Lang = 'en';
       const steps = await withContext(command, async (ctx) => {
+        lang = ctx.config.lang;
         const read = await import('../journey/journey-read.js');
         const days = ctx.config.history.retentionDays;
         const window = { retentionDays: days, nowMs: Date.now() };
@@ -50,12 +53,13 @@ export function registerHistory(program: Command): void {
         for (const step of shown) await write(`${JSON.stringify(step)}\n`);
         return;
       }
-      const { describeStep } = await import('../journey/journey-read.js');
+      const { describeStep } = await import('../journey/step-text.js');
+      const t = translator(lang);
       if (shown.length === 0) {
-        await write(`${nothingText(lookup, kind)}\n`);
+        await write(`${nothingText(lookup, kind, t)}\n`);
         return;
       }
-      await write(timeline(shown, describeStep));
+      await write(timeline(shown, (step) => describeStep(step, lang), t));
     });
 }
 
@@ -87,29 +91,30 @@ function kindOf(kind: string | undefined): ItemKind | null {
   return kind as ItemKind;
 }
 
-function nothingText(lookup: Lookup, kind: ItemKind | null): string {
-  const what = kind === null ? '' : ` ${kind}`;
+function nothingText(lookup: Lookup, kind: ItemKind | null, t: Translate): string {
   switch (lookup.by) {
     case 'delivery':
-      return `nothing recorded for delivery ${lookup.deliveryId}${what === '' ? '' : ` (kind${what})`}`;
+      return kind === null
+        ? t('history.nothingDelivery', { delivery: lookup.deliveryId })
+        : t('history.nothingDeliveryKind', { delivery: lookup.deliveryId, kind });
     case 'file':
-      return `nothing recorded for a file named ${lookup.name}`;
+      return t('history.nothingFile', { file: lookup.name });
     case 'sha256':
-      return `nothing recorded for a file with sha256 ${lookup.prefix}…`;
+      return t('history.nothingSha', { sha256: lookup.prefix });
     case 'range':
-      return `nothing recorded between ${new Date(lookup.sinceMs).toISOString()} and ${new Date(lookup.untilMs).toISOString()}`;
+      return t('history.nothingRange', { since: new Date(lookup.sinceMs).toISOString(), until: new Date(lookup.untilMs).toISOString() });
   }
 }
 
 /** Steps grouped by delivery, then by item (kind and file or event_at), each a line. */
-function timeline(steps: readonly JourneyStep[], describe: (step: JourneyStep) => string): string {
+function timeline(steps: readonly JourneyStep[], describe: (step: JourneyStep) => string, t: Translate): string {
   const byDelivery = new Map<string, JourneyStep[]>();
   for (const step of steps) byDelivery.set(step.delivery_id, [...(byDelivery.get(step.delivery_id) ?? []), step]);
   const lines: string[] = [];
   for (const [deliveryId, own] of byDelivery) {
-    lines.push(`delivery ${deliveryId}`);
+    lines.push(t('history.delivery', { delivery: deliveryId }));
     for (const step of own) {
-      const item = step.kind === 'collecting' ? `collecting ${step.event_at ?? ''}` : `${step.kind} ${step.file ?? ''}`;
+      const item = step.kind === 'collecting' ? t('history.collecting', { eventAt: step.event_at ?? '' }) : `${step.kind} ${step.file ?? ''}`;
       lines.push(`  ${step.at}  ${item.padEnd(28)}  ${describe(step)}`);
     }
     lines.push('');

@@ -30,7 +30,9 @@ export function registerNotify(program: Command): void {
       // Imported here: nodemailer and the runtime load only when the command runs.
       const { channelsOf } = await import('../notify/configured.js');
       const { originOf } = await import('../runtime/notify-role.js');
-      const all = channelsOf(config.notify);
+      const { translator } = await import('../i18n/translate.js');
+      const t = translator(config.lang);
+      const all = channelsOf(config.notify, t);
       const channels = wanted === undefined ? all : all.filter((c) => c.name === wanted);
       if (channels.length === 0) {
         throw new UsageError(
@@ -44,7 +46,7 @@ export function registerNotify(program: Command): void {
         origin,
         'test',
         'firing',
-        `Test message from carrier-sync on ${origin.host}: this channel works`,
+        t('notify.test.summary', { host: origin.host }),
         { sentBy: 'carrier-sync notify test' },
         Date.now(),
       );

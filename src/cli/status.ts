@@ -2,10 +2,11 @@ import type { Command } from 'commander';
 import { join, resolve } from 'node:path';
 import { ITEM_KINDS } from '../store/keys.js';
 import { createLease } from '../store/lease.js';
-import { readDeploymentId, redisAddressOf } from '../store/deployment.js';
+import { readDeploymentId } from '../store/deployment.js';
 import { describeDeployment, HOLDER_FILE, isLive, readHolderFile } from '../spool/lease/holder-file.js';
 import { rateLimiterFor } from '../gate/limiter.js';
 import { carrierKeyOf } from '../runtime/api-target.js';
+import { describeTopology, readTopology } from '../store/topology.js';
 import type { Context } from '../runtime/context.js';
 import { print, withContext } from './shared.js';
 
@@ -13,7 +14,9 @@ import { print, withContext } from './shared.js';
 export function registerStatus(program: Command): void {
   program
     .command('status')
-    .description('per queue: waiting, delayed, active, completed, failed, dead-lettered; paused state; rate limiter; who holds each spool; schedulers')
+    .description(
+      'per queue: waiting, delayed, active, completed, failed, dead-lettered; paused state; rate limiter; Redis (topology, primary, replicas, last failover); who holds each spool; schedulers',
+    )
     .option('--json', 'print JSON')
     .action(async (options: { json?: boolean }, command: Command) => {
       const report = await withContext(command, readStatus);
@@ -30,7 +33,8 @@ async function readStatus(ctx: Context) {
   const limiter = carrierKey === null ? null : rateLimiterFor(ctx, carrierKey);
   return {
     prefix: ctx.config.prefix,
-    redis: redisAddressOf(ctx.redisUrl),
+    redis: ctx.redisTarget.address,
+    topology: await readTopology(ctx.redis, ctx.redisTarget, ctx.keys.topology, ctx.config.prefix),
     queues: await readQueues(ctx),
     authFailure: await ctx.authGate.failure(),
     rateLimiter: {
@@ -114,6 +118,7 @@ function printStatus(report: StatusReport): void {
   print(
     `\nrate limiter: ${rl.inWindow ?? '?'} of ${rl.ratePerMinute} per minute in the window${rl.pausedForMs ? `, paused ${rl.pausedForMs} ms by a 429` : ''}`,
   );
+  print(`\nredis: ${describeTopology(report.topology)}`);
   for (const spool of report.spools) {
     const { holder } = spool;
     print(

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { LANGS } from '../i18n/langs.js';
 
 const ms = z.number().int().nonnegative();
 const positiveInt = z.number().int().positive();
@@ -60,6 +61,9 @@ export const configSchema = z
         managedDir: z.string().min(1),
         managedPort: z.number().int().min(0).max(65535),
         cluster: z.boolean(),
+        sentinels: z.array(z.string().regex(/^(rediss?:\/\/)?[^\s,/:@]+:\d{1,5}$/, 'each sentinel is host:port')),
+        sentinelName: z.string().min(1),
+        sentinelPassword: z.string().min(1).nullable(),
         allowEviction: z.boolean(),
       })
       .strict(),
@@ -112,6 +116,7 @@ export const configSchema = z
       .strict(),
     shutdown: z.object({ graceMs: ms }).strict(),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) }).strict(),
+    lang: z.enum(LANGS),
     webhook: z
       .object({
         id: z.string().min(1),
@@ -140,6 +145,34 @@ export const configSchema = z
   .superRefine((config, ctx) => {
     if (config.redis.cluster && config.redis.url === null) {
       ctx.addIssue({ code: 'custom', path: ['redis', 'url'], message: 'REDIS_URL (the cluster seed nodes) is required when redis.cluster is on' });
+    }
+    if (config.redis.cluster && config.redis.sentinels.length > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['redis', 'sentinels'],
+        message: 'CARRIER_SYNC_REDIS_SENTINELS and CARRIER_SYNC_REDIS_CLUSTER exclude each other: a Cluster fails over by itself, without sentinels',
+      });
+    }
+    if (config.redis.sentinels.length > 0 && config.redis.url !== null && config.redis.url.includes(',')) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['redis', 'url'],
+        message: 'with CARRIER_SYNC_REDIS_SENTINELS, REDIS_URL names one node (its user, password, db and TLS); the sentinels find the primary',
+      });
+    }
+    if (!config.redis.cluster && config.redis.sentinels.length === 0 && config.redis.url?.includes(',') === true) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['redis', 'url'],
+        message: 'REDIS_URL lists several nodes: set CARRIER_SYNC_REDIS_CLUSTER=true for a Cluster, or CARRIER_SYNC_REDIS_SENTINELS for Sentinel',
+      });
+    }
+    if (config.redis.sentinels.length === 0 && config.redis.sentinelPassword !== null) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['redis', 'sentinelPassword'],
+        message: 'CARRIER_SYNC_REDIS_SENTINEL_PASSWORD is set but CARRIER_SYNC_REDIS_SENTINELS is not',
+      });
     }
     if (config.redis.cluster && !/^\{[^{}]+\}$/.test(config.prefix)) {
       ctx.addIssue({
@@ -178,3 +211,4 @@ export type SpoolConfig = Config['spool'];
 export type DeliveryConfig = Config['delivery'];
 export type NotifyConfig = Config['notify'];
 export type HistoryConfig = Config['history'];
+export type RedisConfig = Config['redis'];

@@ -5,6 +5,7 @@
  * `attempt` step — one without an answer says so ("no answer recorded").
  */
 import { absoluteStepLine, deliveryOfName, epochDayOf, fileIndexEntry, KIND_OF_CODE, shaIndexEntry, type JourneyKind, type StoredStep } from './journey.js';
+import type { StoredReason } from '../errors.js';
 import type { Keys } from '../store/keys.js';
 import type { RedisConnection } from '../store/redis.js';
 
@@ -26,6 +27,8 @@ export interface JourneyStep {
   code?: string;
   apiCode?: string;
   message?: string;
+  /** A refusal's reason key and values (i18n/reason.ts): the message in another language. */
+  reason?: StoredReason;
   durationMs?: number;
   /** 'none': the attempt started and no answer was recorded (the process died mid-request, or it is still on the wire). */
   answer?: 'none';
@@ -212,6 +215,7 @@ function addAnswer(view: JourneyStep, step: StoredStep, known: Known): void {
   if (facts.c !== undefined) view.code = facts.c;
   if (facts.ac !== undefined) view.apiCode = facts.ac;
   if (facts.r !== undefined) view.message = facts.r;
+  if (facts.rk !== undefined) view.reason = facts.rk;
   if (answer?.ms !== undefined) view.durationMs = answer.ms;
 }
 
@@ -225,61 +229,6 @@ function pick(step: JourneyStep, ...names: Array<'file' | 'sha256'>): Partial<Jo
   const out: Partial<JourneyStep> = {};
   for (const name of names) if (step[name] !== undefined) out[name] = step[name];
   return out;
-}
-
-/** A step as one line of a timeline a person reads. */
-export function describeStep(step: JourneyStep): string {
-  switch (step.step) {
-    case 'seen':
-      return `seen: ${step.size ?? '?'} bytes, sha256 ${step.sha256 ?? '?'}, modified ${step.mtime ?? '?'}`;
-    case 'claimed':
-      return `claimed by ${step.host ?? '?'} pid ${step.pid ?? '?'}`;
-    case 'valid':
-      return step.message === undefined ? 'checked: valid' : `checked: valid; ${step.message}`;
-    case 'refused':
-      return `refused locally: ${step.code ?? '?'}: ${step.message ?? ''}`;
-    case 'queued':
-      return `queued (generation ${step.generation ?? '-'})`;
-    case 'received':
-      return `received from ${step.source === 'file' ? `${step.file ?? '?'} line ${step.line ?? '?'}` : (step.source ?? '?')}`;
-    case 'held':
-      return `held until due at ${step.dueAt ?? '?'}`;
-    case 'duplicate':
-      return step.duplicateOf !== undefined ? `duplicate of ${step.duplicateOf}: not sent` : `duplicate: ${step.message ?? 'event_at already taken'}`;
-    case 'attempt': {
-      const who = step.host === undefined ? '' : ` by ${step.host} pid ${step.pid ?? '?'}`;
-      const head = `attempt ${step.attempt ?? ''}${who}`.replace('  ', ' ');
-      if (step.answer === 'none') return `${head}: no answer recorded`;
-      const status = step.status === undefined ? 'no response' : `HTTP ${step.status}`;
-      const codes = [step.code, step.apiCode].filter((c) => c !== undefined).join(' / ');
-      const message = step.message === undefined ? '' : ` ${step.message}`;
-      return `${head}: ${status}${codes === '' ? '' : ` ${codes}`}${message}${step.durationMs === undefined ? '' : ` (${step.durationMs} ms)`}`;
-    }
-    case 'superseded':
-      return `not sent: superseded by ${step.supersededBy ?? `a newer ${step.kind}`}`;
-    case 'already-accepted':
-      return 'not sent again: the API holds these bytes already';
-    case 'resent':
-      return step.message ?? 'answer unknown: owner process died; sent again';
-    case 'accepted':
-      return 'accepted by the API';
-    case 'dead-lettered':
-      return `dead-lettered: ${[step.code, step.apiCode].filter((c) => c !== undefined).join(' / ')} ${step.message ?? ''}`.trim();
-    case 'replayed':
-      return `replayed ${step.by === 'ui' ? 'from the overview' : step.by === 'cli' ? 'with dlq retry' : 'by dropping the file again'}`;
-    case 'webhook-set': {
-      const answer =
-        step.code === undefined
-          ? `HTTP ${step.status ?? '?'}`
-          : `${step.status === undefined ? '' : `HTTP ${step.status} `}${[step.code, step.apiCode].filter((c) => c !== undefined).join(' / ')} ${step.message ?? ''}`;
-      return `webhook set (${step.by ?? '?'}): ${step.sent ?? ''} → ${answer.trim()}`;
-    }
-    case 'archived':
-    case 'failed':
-      return `file moved to ${step.path ?? '?'}`;
-    default:
-      return step.step;
-  }
 }
 
 /** The days a lookup reads: today and the retention before it. */

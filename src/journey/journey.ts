@@ -22,6 +22,7 @@
  * attempt without an answer reads as "no answer recorded"). Nothing secret is kept: files are
  * named by name and hash, never their bytes; API keys never reach a step.
  */
+import type { StoredReason } from '../errors.js';
 import type { ChainableCommander } from 'ioredis';
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -55,6 +56,8 @@ export interface StoredStep {
   /** Our error code and its message / reason. */
   c?: string;
   r?: string;
+  /** A refusal's reason key and values, so the history shows it in the reader's language. */
+  rk?: StoredReason;
   /** Attempt number and the attempt's id (joins an attempt's start to its answer). */
   n?: number;
   a?: string;

@@ -13,6 +13,7 @@
  */
 import { statfs } from 'node:fs/promises';
 import type { NotifyConfig } from '../config/schema.js';
+import type { Translate } from '../i18n/translate.js';
 import type { AuthGate } from '../gate/auth-gate.js';
 import { ITEM_KINDS, type ItemKind, type Keys } from '../store/keys.js';
 import { createLease } from '../store/lease.js';
@@ -49,6 +50,8 @@ export interface ConditionSources {
   /** The spool folder as this process sees it, or null (the disk check is then skipped). */
   spoolDir: string | null;
   notify: NotifyConfig;
+  /** Words in CARRIER_SYNC_LANG. */
+  t: Translate;
 }
 
 export async function checkApiKey(sources: ConditionSources): Promise<Observation> {
@@ -60,10 +63,10 @@ export async function checkApiKey(sources: ConditionSources): Promise<Observatio
     isBad: failure !== null,
     forMs: 0,
     firing: {
-      summary: 'The API refuses our key (401): sending is paused until it accepts it again',
-      details: { ...details, action: 'check CARRIER_SYNC_CARRIER_KEY; a probe retries with backoff, or run `carrier-sync resume` after fixing it' },
+      summary: sources.t('notify.apiKey.firing'),
+      details: { ...details, action: sources.t('notify.apiKey.action') },
     },
-    resolved: { summary: 'The API accepts our key again: sending resumed', details: {} },
+    resolved: { summary: sources.t('notify.apiKey.resolved'), details: {} },
   };
 }
 
@@ -102,14 +105,14 @@ export async function checkBacklog(sources: ConditionSources, nowMs: number): Pr
     isBad: total > 0 && stuckMs >= minutes * 60_000,
     forMs: 0,
     firing: {
-      summary: `${total} item${total === 1 ? '' : 's'} waiting and none sent for ${Math.round(stuckMs / 60_000)} minutes`,
+      summary: sources.t('notify.backlog.firing', { total, minutes: Math.round(stuckMs / 60_000) }),
       details: {
         waiting,
         lastProgressAt: new Date(progressAtMs).toISOString(),
-        action: 'check that worker processes run (carrier-sync status) and their logs',
+        action: sources.t('notify.backlog.action'),
       },
     },
-    resolved: { summary: total === 0 ? 'Backlog cleared: nothing waiting' : 'Items are being sent again', details: { waiting } },
+    resolved: { summary: sources.t(total === 0 ? 'notify.backlog.cleared' : 'notify.backlog.moving'), details: { waiting } },
   };
 }
 
@@ -127,11 +130,11 @@ export async function checkSpools(sources: ConditionSources): Promise<Observatio
         isBad: holder === null,
         forMs: seconds * 1000,
         firing: {
-          summary: `No process watches spool ${spoolId}: files dropped there are not picked up`,
-          details: { spoolId, action: 'start a process with the watcher role on this spool' },
+          summary: sources.t('notify.spool.firing', { spool: spoolId }),
+          details: { spoolId, action: sources.t('notify.spool.action') },
         },
         resolved: {
-          summary: `Spool ${spoolId} is watched again`,
+          summary: sources.t('notify.spool.resolved', { spool: spoolId }),
           details: holder === null ? { spoolId } : { spoolId, host: holder.host, pid: holder.pid },
         },
       };
@@ -163,10 +166,10 @@ export async function checkDisk(sources: ConditionSources): Promise<Observation 
     isBad: freeBytes < bounds.minFreeBytes || freePercent < bounds.minFreePercent,
     forMs: 0,
     firing: {
-      summary: `The spool's disk is nearly full: ${formatBytes(freeBytes)} free (${details.freePercent}%); files cannot be archived when it is full`,
-      details: { ...details, action: 'free space on the spool filesystem (archive/ can be moved elsewhere)' },
+      summary: sources.t('notify.disk.firing', { free: formatBytes(freeBytes), percent: details.freePercent }),
+      details: { ...details, action: sources.t('notify.disk.action') },
     },
-    resolved: { summary: `The spool's disk has room again: ${formatBytes(freeBytes)} free (${details.freePercent}%)`, details },
+    resolved: { summary: sources.t('notify.disk.resolved', { free: formatBytes(freeBytes), percent: details.freePercent }), details },
   };
 }
 

@@ -13,6 +13,7 @@ import type { AttemptLog } from '../queue/attempts.js';
 import { ITEM_KINDS, type ItemKind, type Keys } from '../store/keys.js';
 import type { ItemJob } from '../queue/payloads.js';
 import type { QueueSet } from '../queue/queues.js';
+import type { Translate } from '../i18n/translate.js';
 import type { RedisConnection } from '../store/redis.js';
 import { defineScript } from '../store/script.js';
 import type { Words } from './conditions.js';
@@ -22,6 +23,8 @@ export interface DigestSources {
   keys: Keys;
   queues: QueueSet;
   attempts: AttemptLog;
+  /** Words in CARRIER_SYNC_LANG. */
+  t: Translate;
 }
 
 export interface DigestOptions {
@@ -88,14 +91,14 @@ export async function takeDeadLetterDigest(sources: DigestSources, options: Dige
   }
   const sorted = [...groups.values()].sort((a, b) => b.count - a.count || a.kind.localeCompare(b.kind) || a.code.localeCompare(b.code));
   return {
-    summary: `${total} item${total === 1 ? '' : 's'} dead-lettered since ${new Date(Number(cursor)).toISOString()}: the API refused them or their retries ran out`,
+    summary: sources.t('notify.deadLetters.summary', { total, since: new Date(Number(cursor)).toISOString() }),
     details: {
       total,
       from: new Date(Number(cursor)).toISOString(),
       to: new Date(nowMs).toISOString(),
       groups: sorted,
       ...(options.overviewUrl === null ? {} : { overview: options.overviewUrl }),
-      action: '`carrier-sync dlq list` shows them; `carrier-sync dlq retry` sends them again once fixed',
+      action: sources.t('notify.deadLetters.action'),
     },
   };
 }
@@ -155,7 +158,7 @@ const KIND_OF_CODE: ReadonlyArray<readonly [string, string]> = [
 
 /** Files refused locally since the last digest, once the first of them waited `periodMs`; null otherwise. */
 export async function takeRefusalDigest(
-  sources: Pick<DigestSources, 'redis' | 'keys'>,
+  sources: Pick<DigestSources, 'redis' | 'keys' | 't'>,
   options: DigestOptions & { lookBackMs: number },
   nowMs: number,
 ): Promise<Words | null> {
@@ -177,14 +180,14 @@ export async function takeRefusalDigest(
   }
   groups.sort((a, b) => b.count - a.count || a.code.localeCompare(b.code));
   return {
-    summary: `${total} file${total === 1 ? '' : 's'} refused locally (invalid, never sent) and moved to failed/`,
+    summary: sources.t('notify.refused.summary', { total }),
     details: {
       total,
       from: new Date(sinceMs - options.lookBackMs).toISOString(),
       to: new Date(nowMs).toISOString(),
       groups,
       ...(options.overviewUrl === null ? {} : { overview: options.overviewUrl }),
-      action: 'each file has a <file>.error.json next to it under failed/ saying why',
+      action: sources.t('notify.refused.action'),
     },
   };
 }

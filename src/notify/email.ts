@@ -7,6 +7,7 @@
  */
 import type { Transporter } from 'nodemailer';
 import type { NotifyConfig } from '../config/schema.js';
+import type { Translate } from '../i18n/translate.js';
 import type { Channel } from './channel.js';
 import { plainTextOf, titleOf, type Notification } from './message.js';
 
@@ -42,11 +43,11 @@ export interface EmailContent {
   text: string;
 }
 
-export function emailContentOf(n: Notification): EmailContent {
-  return { subject: `carrier-sync ${titleOf(n)}`, text: plainTextOf(n) };
+export function emailContentOf(n: Notification, t: Translate): EmailContent {
+  return { subject: `carrier-sync ${titleOf(n, t)}`, text: plainTextOf(n, t) };
 }
 
-export function createEmailChannel(options: { email: Omit<NotifyConfig['email'], 'smtpUrl'>; smtpUrl: string; timeoutMs: number }): Channel {
+export function createEmailChannel(options: { email: Omit<NotifyConfig['email'], 'smtpUrl'>; smtpUrl: string; timeoutMs: number; t: Translate }): Channel {
   const target = parseSmtpUrl(options.smtpUrl);
   const transportOptions = {
     host: target.host,
@@ -67,7 +68,7 @@ export function createEmailChannel(options: { email: Omit<NotifyConfig['email'],
     name: 'email',
     target: `${target.isTls ? 'smtps' : 'smtp'}://${target.host}:${target.port}`,
     async send(n) {
-      const content = emailContentOf(n);
+      const content = emailContentOf(n, options.t);
       try {
         const info = await (await transportOf()).sendMail({ from: options.email.from ?? undefined, to: [...options.email.to], ...content });
         return String(info.response ?? 'accepted');

@@ -5,6 +5,7 @@
  * fails is logged once per failure streak and tried again at the next tick. While Redis is away
  * the loop waits (redis-watch.ts speaks for that).
  */
+import type { Translate } from '../i18n/translate.js';
 import type { Logger } from '../log.js';
 import { checkApiKey, checkBacklog, checkDisk, checkSpools, type ConditionSources, type Observation, type Words } from './conditions.js';
 import { takeDeadLetterDigest, takeRefusalDigest, type DigestOptions, type DigestSources } from './digests.js';
@@ -45,7 +46,7 @@ export function startNotifyLoop(deps: NotifyLoopDeps): NotifyLoop {
   const apply = async (observation: Observation, nowMs: number): Promise<void> => {
     const transition = await deps.episodes.observe(observation.condition, observation.subject, observation.isBad, observation.forMs, nowMs);
     if (transition === null) return;
-    send(observation.condition, transition.state, wordsOf(observation, transition, nowMs), nowMs);
+    send(observation.condition, transition.state, wordsOf(observation, transition, nowMs, sources.t), nowMs);
   };
 
   /** Runs one check; a failure is logged when a streak starts, not at every tick. */
@@ -107,11 +108,11 @@ export function startNotifyLoop(deps: NotifyLoopDeps): NotifyLoop {
 }
 
 /** The message words of a transition: a resolved message says how long the episode lasted. */
-function wordsOf(observation: Observation, transition: Transition, nowMs: number): Words {
+function wordsOf(observation: Observation, transition: Transition, nowMs: number, t: Translate): Words {
   const base = { episode: transition.episode, since: new Date(transition.sinceMs).toISOString() };
   if (transition.state === 'firing') return { summary: observation.firing.summary, details: { ...observation.firing.details, ...base } };
   return {
-    summary: `${observation.resolved.summary} (after ${durationText(nowMs - transition.sinceMs)})`,
+    summary: t('notify.resolvedAfter', { summary: observation.resolved.summary, duration: durationText(nowMs - transition.sinceMs) }),
     details: { ...observation.resolved.details, ...base, lastedSec: Math.round((nowMs - transition.sinceMs) / 1000) },
   };
 }

@@ -7,6 +7,7 @@
  * the two equal).
  */
 import { z } from 'zod';
+import type { Translate } from '../i18n/translate.js';
 
 export const CONDITIONS = [
   'api-key-refused',
@@ -71,11 +72,11 @@ export function webhookBodyOf(n: Notification): string {
   return JSON.stringify({ condition: n.condition, state: n.state, summary: n.summary, details: n.details, at: n.at, host: n.host, version: n.version });
 }
 
-const STATE_WORD: Readonly<Record<NotifyState, string>> = { firing: 'FIRING', resolved: 'RESOLVED', digest: 'DIGEST' };
+const STATE_WORD = { firing: 'notify.state.firing', resolved: 'notify.state.resolved', digest: 'notify.state.digest' } as const;
 
-/** A short title: `[FIRING] api-key-refused: <summary>`; the e-mail subject and the Slack fallback text. */
-export function titleOf(n: Notification): string {
-  return `[${STATE_WORD[n.state]}] ${n.condition}: ${n.summary}`;
+/** A short title: `[FIRING] api-key-refused: <summary>` (`[ALERTA] …` in pt-BR); the e-mail subject and the Slack fallback text. */
+export function titleOf(n: Notification, t: Translate): string {
+  return t('notify.title', { state: t(STATE_WORD[n.state]), condition: n.condition, summary: n.summary });
 }
 
 /** The details as `key: value` lines; a list of groups (a digest's) as one indented line each. */
@@ -103,6 +104,11 @@ function groupLine(group: Record<string, unknown>): string {
 }
 
 /** The whole message as plain text (the e-mail body). */
-export function plainTextOf(n: Notification): string {
-  return [titleOf(n), '', ...detailLines(n.details), '', `at ${n.at} · host ${n.host} · carrier-sync ${n.version}`, ''].join('\n');
+export function plainTextOf(n: Notification, t: Translate): string {
+  return [titleOf(n, t), '', ...detailLines(n.details), '', footerOf(n, t), ''].join('\n');
+}
+
+/** `at <time> · host <host> · carrier-sync <version>`. */
+export function footerOf(n: Notification, t: Translate): string {
+  return t('notify.footer', { at: n.at, host: n.host, version: n.version });
 }

@@ -18,6 +18,7 @@
  * many answers were recorded after the failover and how many requests were sent again: the
  * deployment's counters (`Keys.answerCounts`) then, less what they were at the last check before it.
  */
+import { translator, type Translate } from '../i18n/translate.js';
 import type { Logger } from '../log.js';
 import type { Keys } from '../store/keys.js';
 import type { RedisConnection } from '../store/redis.js';
@@ -42,8 +43,9 @@ export function watchRedisFull(
   origin: Origin,
   now: () => number,
   logger: Logger,
-  options: { failoverSettleMs?: number } = {},
+  options: { failoverSettleMs?: number; t?: Translate } = {},
 ): RedisFullWatch {
+  const t = options.t ?? translator('en');
   const token = keys.notifyState('redis-full', 'token');
   let owned: RedisEpisode | null = null;
   let seen: RedisEpisode | null = null;
@@ -66,11 +68,11 @@ export function watchRedisFull(
               origin,
               'redis-full',
               'firing',
-              `Redis refuses writes (${refused.code}): nothing is taken in or sent until it takes them again; files wait in the inbox`,
+              t('notify.redisFull.firing', { code: refused.code }),
               {
                 since: new Date(refused.since).toISOString(),
                 reason: refused.message.split('. script:')[0],
-                action: 'raise maxmemory (or free memory), or bring the replicas back (min-replicas-to-write)',
+                action: t('notify.redisFull.action'),
               },
               now(),
             ),
@@ -91,7 +93,7 @@ export function watchRedisFull(
             origin,
             'redis-full',
             'resolved',
-            `Redis takes writes again (after ${durationText(lasted)})`,
+            t('notify.redisFull.resolved', { duration: durationText(lasted) }),
             { since: new Date(owned.since).toISOString(), lastedSec: Math.round(lasted / 1000) },
             now(),
           ),
@@ -123,7 +125,7 @@ export function watchRedisFull(
                   origin,
                   'redis-failover',
                   'firing',
-                  `Redis failed over (${durationText(failover.durationMs)}): ${recorded} answer${recorded === 1 ? '' : 's'} recorded after it, ${resent} request${resent === 1 ? '' : 's'} sent again`,
+                  t('notify.redisFailover.firing', { duration: durationText(failover.durationMs), recorded, resent }),
                   { at: new Date(failover.at).toISOString(), durationMs: failover.durationMs, answersRecordedAfter: recorded, sentAgain: resent },
                   now(),
                 ),

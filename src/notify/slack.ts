@@ -6,6 +6,7 @@
  * Slack's mrkdwn wants `&`, `<` and `>` escaped; a link is `<url|label>`.
  */
 import { originOf, postJson, type Channel } from './channel.js';
+import type { Translate } from '../i18n/translate.js';
 import { detailLines, titleOf, type Notification } from './message.js';
 
 const HEADER_MAX_CHARS = 150;
@@ -27,27 +28,27 @@ export function escapeMrkdwn(text: string): string {
 
 const cut = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
 
-export function slackPayloadOf(n: Notification): SlackPayload {
+export function slackPayloadOf(n: Notification, t: Translate): SlackPayload {
   const lines = detailLines(n.details).map((line) => {
     const link = /^(overview): (https?:\/\/\S+)$/.exec(line);
-    return link === null ? escapeMrkdwn(line) : `<${link[2]!}|open the overview>`;
+    return link === null ? escapeMrkdwn(line) : `<${link[2]!}|${escapeMrkdwn(t('notify.openOverview'))}>`;
   });
-  const title = titleOf(n);
+  const title = titleOf(n, t);
   return {
     text: `${ICON[n.state]} ${escapeMrkdwn(title)}`,
     blocks: [
       { type: 'header', text: { type: 'plain_text', text: cut(title, HEADER_MAX_CHARS), emoji: true } },
-      { type: 'section', text: { type: 'mrkdwn', text: cut(lines.length === 0 ? '_no details_' : lines.join('\n'), SECTION_MAX_CHARS) } },
+      { type: 'section', text: { type: 'mrkdwn', text: cut(lines.length === 0 ? `_${t('notify.noDetails')}_` : lines.join('\n'), SECTION_MAX_CHARS) } },
       { type: 'context', elements: [{ type: 'mrkdwn', text: escapeMrkdwn(`${n.host} · carrier-sync ${n.version} · ${n.at}`) }] },
     ],
   };
 }
 
-export function createSlackChannel(options: { url: string; timeoutMs: number }): Channel {
+export function createSlackChannel(options: { url: string; timeoutMs: number; t: Translate }): Channel {
   return {
     name: 'slack',
     target: originOf(options.url),
-    send: (n, signal) => postJson(options.url, JSON.stringify(slackPayloadOf(n)), {}, options.timeoutMs, signal),
+    send: (n, signal) => postJson(options.url, JSON.stringify(slackPayloadOf(n, options.t)), {}, options.timeoutMs, signal),
     async close() {},
   };
 }

@@ -70,5 +70,5 @@ export async function registerDashboard(app: FastifyInstance, options: Dashboard
 
 function historyRouteOptions(basePath: string, sources: OverviewSources): HistoryRouteOptions {
   const retentionDays = sources.historyTtlSec === undefined ? 30 : Math.round(sources.historyTtlSec / 86_400);
-  return { basePath, redis: sources.redis, keys: sources.keys, retentionDays, now: () => sources.clock.now() };
+  return { basePath, redis: sources.redis, keys: sources.keys, retentionDays, now: () => sources.clock.now(), lang: sources.lang ?? 'en' };
 }

@@ -1,10 +1,13 @@
 /**
  * The journey timeline page (`/ui/history/<delivery id>`, and the results of a file-name search):
  * server-rendered HTML in the overview's style, one row a step, grouped by delivery. Every string
- * from outside goes through `escape`.
+ * from outside goes through `escape`. Words in the page's language; times in the browser's time
+ * zone (the script of the overview turns each `<time>` into local time; UTC on hover).
  */
-import { describeStep, type JourneyStep } from '../journey/journey-read.js';
-import { escape, searchForm } from './overview-page.js';
+import { isMessageKey, translator, type Lang, type Translate } from '../i18n/translate.js';
+import type { JourneyStep } from '../journey/journey-read.js';
+import { describeStep } from '../journey/step-text.js';
+import { escape, kindName, searchForm, timeTag } from './overview-page.js';
 
 const TONE: Readonly<Record<string, string>> = {
   accepted: 'ok',
@@ -26,7 +29,7 @@ function toneOf(step: JourneyStep): string {
 
 export interface HistoryView {
   /** What was looked up: a delivery id, or a file name searched. */
-  title: string;
+  lookup: { by: 'delivery' | 'file'; name: string };
   query: string;
   steps: readonly JourneyStep[];
   retentionDays: number;
@@ -34,7 +37,15 @@ export interface HistoryView {
   jsonHref: string | null;
 }
 
-export function renderHistoryPage(view: HistoryView, base: string): string {
+/** A step's name as a person reads it (`data-step` keeps the one scripts and tests match on). */
+function stepName(step: string, t: Translate): string {
+  const key = `ui.step.${step}`;
+  return isMessageKey(key) ? t(key) : step;
+}
+
+export function renderHistoryPage(view: HistoryView, base: string, lang: Lang = 'en'): string {
+  const t = translator(lang);
+  const title = t(view.lookup.by === 'delivery' ? 'ui.history.delivery' : 'ui.history.file', { [view.lookup.by]: view.lookup.name });
   const byDelivery = new Map<string, JourneyStep[]>();
   for (const step of view.steps) byDelivery.set(step.delivery_id, [...(byDelivery.get(step.delivery_id) ?? []), step]);
   const groups = [...byDelivery]
@@ -42,33 +53,37 @@ export function renderHistoryPage(view: HistoryView, base: string): string {
       const rows = steps
         .map((s) => {
           const item = s.kind === 'collecting' ? `event_at ${s.event_at ?? '?'}` : (s.file ?? '');
-          return `<tr class="step ${toneOf(s)}" data-step="${escape(s.step)}"><td class="when" title="${escape(s.at)}">${escape(s.at.replace('T', ' ').slice(0, 23))}</td><td>${escape(s.kind)}</td><td class="file" title="${escape(item)}">${escape(item)}</td><td><b>${escape(s.step)}</b></td><td class="reason">${escape(describeStep(s))}</td></tr>`;
+          const when = timeTag(s.at, s.at.replace('T', ' ').slice(0, 23));
+          return `<tr class="step ${toneOf(s)}" data-step="${escape(s.step)}"><td class="when">${when}</td><td>${escape(kindName(s.kind, t))}</td><td class="file" title="${escape(item)}">${escape(item)}</td><td><b>${escape(stepName(s.step, t))}</b></td><td class="reason">${escape(describeStep(s, lang))}</td></tr>`;
         })
         .join('');
-      return `<section class="card journey" data-delivery="${escape(deliveryId)}"><h2><a href="${base}/history/${encodeURIComponent(deliveryId)}">delivery ${escape(deliveryId)}</a> <small>${steps.length} steps</small></h2>
-<table class="timeline"><colgroup><col class="c-at"><col class="c-kind"><col class="c-item"><col class="c-step"><col></colgroup><thead><tr><th>UTC</th><th>kind</th><th>file / event</th><th>step</th><th>what happened</th></tr></thead><tbody>${rows}</tbody></table></section>`;
+      const heading = escape(t('ui.history.delivery', { delivery: deliveryId }));
+      const head = [t('ui.col.time'), t('ui.col.kind'), t('ui.history.item'), t('ui.history.step'), t('ui.history.what')].map((h) => `<th>${h}</th>`).join('');
+      return `<section class="card journey" data-delivery="${escape(deliveryId)}"><h2><a href="${base}/history/${encodeURIComponent(deliveryId)}">${heading}</a> <small>${t('ui.history.steps', { count: steps.length })}</small></h2>
+<table class="timeline"><colgroup><col class="c-at"><col class="c-kind"><col class="c-item"><col class="c-step"><col></colgroup><thead><tr>${head}</tr></thead><tbody>${rows}</tbody></table></section>`;
     })
     .join('\n');
-  const empty = `<section class="card"><p class="empty">nothing recorded for ${escape(view.query)} in the last ${view.retentionDays} days</p></section>`;
+  const empty = `<section class="card"><p class="empty">${escape(t('ui.history.empty', { query: view.query, days: view.retentionDays }))}</p></section>`;
   const json = view.jsonHref === null ? '' : ` · <a href="${view.jsonHref}" data-link="journey-json">JSON</a>`;
   return `<!doctype html>
-<html lang="en">
+<html lang="${lang}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>carrier-sync · ${escape(view.title)}</title>
+<title>carrier-sync · ${escape(title)}</title>
 <link rel="stylesheet" href="${base}/assets/overview.css">
 </head>
 <body data-base="${base}">
 <header class="top">
   <span class="brand">carrier-sync</span>
-  <nav><a href="${base}">Overview</a><a class="current" href="${base}/history?q=${encodeURIComponent(view.query)}">History</a><a href="${base}/queues">Queues (bull-board)</a></nav>
-  ${searchForm(base, view.query)}
+  <nav><a href="${base}">${t('ui.nav.overview')}</a><a class="current" href="${base}/history?q=${encodeURIComponent(view.query)}">${t('ui.nav.history')}</a><a href="${base}/queues">${t('ui.nav.queues')}</a></nav>
+  ${searchForm(base, view.query, t)}
 </header>
 <main>
-  <h1 class="page-title">${escape(view.title)} <small>journey, oldest first; each step kept ${view.retentionDays} days after its UTC day${json}</small></h1>
+  <h1 class="page-title">${escape(title)} <small>${t('ui.history.title', { days: view.retentionDays })}${json}</small></h1>
   ${view.steps.length === 0 ? empty : groups}
 </main>
+<script src="${base}/assets/local-time.js"></script>
 </body>
 </html>
 `;

@@ -5,7 +5,8 @@
  *   GET /ui/history/<delivery id>                  the timeline page
  *   GET /ui/history/<delivery id>.json             the same steps as JSON ({deliveryId, steps})
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { langOfAcceptLanguage, type Lang } from '../i18n/translate.js';
 import { findByFile, readJourney } from '../journey/journey-read.js';
 import type { Keys } from '../store/keys.js';
 import type { RedisConnection } from '../store/redis.js';
@@ -17,6 +18,8 @@ export interface HistoryRouteOptions {
   keys: Keys;
   retentionDays: number;
   now(): number;
+  /** CARRIER_SYNC_LANG, when the browser's Accept-Language names no language we speak. */
+  lang: Lang;
 }
 
 /** A query that names a file rather than a delivery: it ends in one of the spool's extensions. */
@@ -26,12 +29,14 @@ export function registerHistory(scope: FastifyInstance, options: HistoryRouteOpt
   const { basePath: base, redis, keys, retentionDays } = options;
   const html = (body: string) => ({ type: 'text/html; charset=utf-8', body });
 
+  const langOf = (request: FastifyRequest): Lang => langOfAcceptLanguage(request.headers['accept-language'], options.lang);
+
   scope.get<{ Querystring: { q?: string } }>('/history', async (request, reply) => {
     const query = (request.query.q ?? '').trim();
     if (query === '') return reply.redirect(base);
     if (!FILE_NAME.test(query)) return reply.redirect(`${base}/history/${encodeURIComponent(query)}`);
     const steps = await findByFile(redis, keys, [query], retentionDays, options.now());
-    const page = html(renderHistoryPage({ title: `file ${query}`, query, steps, retentionDays, jsonHref: null }, base));
+    const page = html(renderHistoryPage({ lookup: { by: 'file', name: query }, query, steps, retentionDays, jsonHref: null }, base, langOf(request)));
     return reply.type(page.type).header('cache-control', 'no-store').send(page.body);
   });
 
@@ -42,7 +47,9 @@ export function registerHistory(scope: FastifyInstance, options: HistoryRouteOpt
     reply.header('cache-control', 'no-store');
     if (isJson) return { deliveryId, retentionDays, steps };
     const jsonHref = `${base}/history/${encodeURIComponent(deliveryId)}.json`;
-    const page = html(renderHistoryPage({ title: `delivery ${deliveryId}`, query: deliveryId, steps, retentionDays, jsonHref }, base));
+    const page = html(
+      renderHistoryPage({ lookup: { by: 'delivery', name: deliveryId }, query: deliveryId, steps, retentionDays, jsonHref }, base, langOf(request)),
+    );
     return reply.type(page.type).send(page.body);
   });
 }

@@ -76,6 +76,7 @@ table.timeline td.file { overflow:hidden; text-overflow:ellipsis; white-space:no
 tr.step.ok td:nth-child(4) { color:var(--green); } tr.step.bad td:nth-child(4) { color:var(--red); } tr.step.warn td:nth-child(4) { color:var(--amber); } tr.step.muted td:nth-child(4) { color:var(--muted); }
 a.journey { font-size:12px; } table.list col.c-act { width:118px; }
 table.timeline td.reason { overflow-wrap:anywhere; }
+td.when time { white-space:nowrap; }
 button.replay { font:inherit; font-size:12px; border:1px solid var(--blue); color:var(--blue); background:#fff; border-radius:6px; padding:1px 8px; cursor:pointer; }
 button.replay:hover { background:var(--blue); color:#fff; } button.replay:disabled { opacity:.5; cursor:wait; }
 .chip button.replay { border-radius:999px; }
@@ -87,6 +88,12 @@ export const OVERVIEW_JS = `'use strict';
 (function () {
   var base = document.body.dataset.base;
   var refreshMs = Number(document.body.dataset.refreshMs) || 5000;
+  // The page's words, in its language (overview-page.ts: scriptWords); {name} placeholders filled here.
+  var words = JSON.parse(document.getElementById('ui-words').textContent);
+  var hourMinute = new Intl.DateTimeFormat(document.documentElement.lang || 'en', { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+  function say(text, values) {
+    return text.replace(/\\{(\\w+)\\}/g, function (all, name) { return name in values ? String(values[name]) : all; });
+  }
   var chart = null;
   var limit = 0;
 
@@ -105,13 +112,14 @@ export const OVERVIEW_JS = `'use strict';
       legend: { live: false },
       cursor: { points: { show: false } },
       scales: { x: { time: true, range: function (u, min, max) { return [min - 30, max + 60]; } }, y: { range: function (u, min, max) { return [0, Math.max(limit * 1.1, max * 1.1, 1)]; } }, n: { range: function (u, min, max) { return [0, Math.max(5, Math.ceil(max * 1.2))]; } } },
-      axes: [{}, { size: 44 }, { side: 1, scale: 'n', grid: { show: false }, size: 36 }],
+      // The time axis in the page's language and the browser's time zone (uPlot's own labels are US English).
+      axes: [{ values: function (u, splits) { return splits.map(function (s) { return hourMinute.format(new Date(s * 1000)); }); } }, { size: 44 }, { side: 1, scale: 'n', grid: { show: false }, size: 36 }],
       series: [
         {},
-        { label: 'requests', stroke: '#2f6fdb', width: 2, fill: '#2f6fdb22', points: { show: false } },
-        { label: 'limit', stroke: '#d64545', width: 1.5, dash: [6, 4], points: { show: false } },
-        { label: '429s (right)', scale: 'n', stroke: '#b97f00', fill: '#e0a800', paths: uPlot.paths.bars({ size: [0.4, 6], align: -1 }), points: { show: false } },
-        { label: 'dead letters (right)', scale: 'n', stroke: '#7b4bd6', fill: '#7b4bd6', paths: uPlot.paths.bars({ size: [0.4, 6], align: 1 }), points: { show: false } }
+        { label: words.requests, stroke: '#2f6fdb', width: 2, fill: '#2f6fdb22', points: { show: false } },
+        { label: words.limit, stroke: '#d64545', width: 1.5, dash: [6, 4], points: { show: false } },
+        { label: words.rateLimited, scale: 'n', stroke: '#b97f00', fill: '#e0a800', paths: uPlot.paths.bars({ size: [0.4, 6], align: -1 }), points: { show: false } },
+        { label: words.deadLetters, scale: 'n', stroke: '#7b4bd6', fill: '#7b4bd6', paths: uPlot.paths.bars({ size: [0.4, 6], align: 1 }), points: { show: false } }
       ]
     }, data, box);
     window.addEventListener('resize', function () { chart.setSize({ width: box.clientWidth, height: 205 }); });
@@ -133,16 +141,17 @@ export const OVERVIEW_JS = `'use strict';
         var el = document.querySelector('[data-part="' + name + '"]');
         if (el) el.innerHTML = body.parts[name];
       });
+      if (window.carrierSyncLocalTimes) window.carrierSyncLocalTimes(document);
       draw(body.overview);
       stale.hidden = true;
     } catch (error) {
       // Stopping (fastify answers 503 while closing) or gone: say so where the state is, keep the last numbers.
-      stale.textContent = 'refresh failed: ' + error.message; stale.hidden = false;
+      stale.textContent = say(words.refreshFailed, { error: error.message }); stale.hidden = false;
       var state = document.querySelector('[data-part="state"]');
       var updated = document.querySelector('[data-part="updated"] time');
       state.innerHTML = '<div class="state state-unreachable" data-state="unreachable"><span class="dot"></span><div><div class="headline" data-figure="state"></div><div class="detail"></div></div></div>';
-      state.querySelector('.headline').textContent = 'Not answering: this process is stopping or unreachable';
-      state.querySelector('.detail').textContent = error.message + '; the numbers below are from ' + (updated ? updated.textContent : 'earlier');
+      state.querySelector('.headline').textContent = words.notAnswering;
+      state.querySelector('.detail').textContent = say(words.numbersFrom, { error: error.message, time: updated ? updated.textContent : words.earlier });
     }
   }
 
@@ -150,7 +159,7 @@ export const OVERVIEW_JS = `'use strict';
     var button = event.target.closest('button[data-replay-id], button[data-replay-code]');
     if (!button) return;
     var id = button.dataset.replayId, code = button.dataset.replayCode;
-    if (code && !window.confirm('Replay every dead letter with code ' + code + '?')) return;
+    if (code && !window.confirm(say(words.replayCode, { code: code }))) return;
     button.disabled = true;
     try {
       var response = await fetch(base + '/dead-letters/replay', {
@@ -159,9 +168,9 @@ export const OVERVIEW_JS = `'use strict';
         body: JSON.stringify(id ? { id: id } : { code: code })
       });
       var out = await response.json().catch(function () { return {}; });
-      toast(response.ok ? 'Replayed ' + out.retried.length + ' dead letter' + (out.retried.length === 1 ? '' : 's') : 'Replay refused: ' + (out.message || response.status));
+      toast(response.ok ? say(out.retried.length === 1 ? words.replayedOne : words.replayedMany, { count: out.retried.length }) : say(words.replayRefused, { error: out.message || response.status }));
     } catch (error) {
-      toast('Replay failed: ' + error.message);
+      toast(say(words.replayFailed, { error: error.message }));
     }
     await refresh();
   });

@@ -4,6 +4,7 @@
  * local refusals and dead letters. Redis away is a state of its own, answered without touching
  * Redis (a command would wait in ioredis's offline queue): the page must say so, not hang.
  */
+import type { Lang } from '../i18n/translate.js';
 import type { Clock } from '../clock.js';
 import { readActivity, readRefusals, type Refusal } from '../store/activity.js';
 import type { AttemptLog } from '../queue/attempts.js';
@@ -17,6 +18,7 @@ import { appVersion } from '../version.js';
 import { redisRefusedReason, spoolDiskFullReason, type SpoolDiskReadiness } from './readiness.js';
 import { readChannelReports, type ChannelReport } from '../store/notify-record.js';
 import { readSpoolHolder, type SpoolHolder } from './spool-holder.js';
+import type { Topology } from '../store/topology.js';
 
 export const CHART_MINUTES = 60;
 const LATEST_KEPT = 20;
@@ -25,6 +27,8 @@ const REDIS_DEADLINE_MS = 3000;
 const DOWN_STATES = new Set(['end', 'close', 'reconnecting', 'connecting', 'wait']);
 
 export interface OverviewSources {
+  /** CARRIER_SYNC_LANG: the pages' language when the browser asks for none we speak. */
+  lang?: Lang;
   redis: RedisConnection;
   keys: Keys;
   queues: QueueSet;
@@ -45,6 +49,8 @@ export interface OverviewSources {
   isDraining(): boolean;
   /** How long journeys are kept (s): a replay from the page is recorded in its items' journeys. */
   historyTtlSec?: number;
+  /** Redis' topology: kind, primary, replicas, last failover (see `store/topology.ts`). */
+  topology?: () => Promise<Topology>;
 }
 
 export type StateCode = 'working' | 'idle' | 'paused' | 'disk-full' | 'redis-full' | 'redis-down' | 'draining';
@@ -55,6 +61,10 @@ export interface OverviewState {
   /** The reason, for a pause or an unreachable Redis. */
   detail: string | null;
   since: string | null;
+  /** What the headline counts (working: items waiting, requests this minute), so a page can say it in its language. */
+  counts?: { waiting: number; requests: number };
+  /** Redis' refusal (redis-full): its code and message, for the detail in the page's language. */
+  refusal?: { code: string; message: string };
 }
 
 export interface ActivitySeries {
@@ -99,6 +109,8 @@ export interface CodeCount {
 
 export interface OverviewDetails {
   spoolHolder: SpoolHolder | null;
+  /** Null where the process was not given a way to read it. */
+  topology: Topology | null;
   activity: ActivitySeries;
   backlog: BacklogRow[];
   refusals: { total: number; byCode: CodeCount[]; latest: Refusal[] };
@@ -155,6 +167,7 @@ function stateOf(sources: OverviewSources, failure: Awaited<ReturnType<AuthGate[
       headline: 'Redis refuses writes (full): files wait in the inbox, nothing is sent until it takes writes again',
       detail: redisRefusedReason(refused),
       since: new Date(refused.since).toISOString(),
+      refusal: { code: refused.code, message: refused.message.split('. script:')[0] ?? '' },
     };
   }
   const disk = sources.spoolDisk?.();
@@ -174,6 +187,7 @@ function stateOf(sources: OverviewSources, failure: Awaited<ReturnType<AuthGate[
     headline: `Working: ${waiting} item${waiting === 1 ? '' : 's'} to send, ${lastMinute} request${lastMinute === 1 ? '' : 's'} this minute`,
     detail: null,
     since: null,
+    counts: { waiting, requests: lastMinute },
   };
 }
 
@@ -186,8 +200,9 @@ function redisDown(reason: string): OverviewState {
 
 async function readDetails(sources: OverviewSources, now: number): Promise<OverviewDetails> {
   const { redis, keys } = sources;
-  const [spoolHolder, minutes, refusals, letters, backlog, notifications] = await Promise.all([
+  const [spoolHolder, topology, minutes, refusals, letters, backlog, notifications] = await Promise.all([
     sources.spoolId === null ? null : readSpoolHolder(redis, keys, sources.spoolId),
+    sources.topology?.() ?? null,
     readActivity(redis, keys, now, CHART_MINUTES),
     readRefusals(redis, keys),
     listDeadLetters(sources, { latestPerKind: DEAD_LETTERS_READ }),
@@ -209,6 +224,7 @@ async function readDetails(sources: OverviewSources, now: number): Promise<Overv
   }));
   return {
     spoolHolder,
+    topology,
     activity: {
       at: minutes.map((m) => m.at),
       requests: series('requests'),

@@ -3,46 +3,76 @@
  * load renders them all, and the page's script fetches fresh parts every few seconds and swaps
  * them in, so what a person sees is always what the server rendered. Every string that comes
  * from outside (file names, reasons, API messages) goes through `escape`.
+ *
+ * Words are in the page's language (the browser's Accept-Language first, then CARRIER_SYNC_LANG);
+ * times are written in UTC inside `<time datetime>` and the page's script shows them in the
+ * browser's time zone, with the UTC time on hover. Reasons are rendered from their kept key.
  */
+import { describeFailure } from '../i18n/reason.js';
+import { translator, type Lang, type Translate } from '../i18n/translate.js';
 import type { BacklogRow, CodeCount, DeadLetterRow, Overview, OverviewDetails } from './overview-data.js';
 import type { Refusal } from '../store/activity.js';
+import { describeTopology } from '../store/topology.js';
 
 export const REFRESH_MS = 5000;
 
 export type PartName = 'state' | 'figures' | 'backlog' | 'refusals' | 'dead-letters' | 'notifications' | 'updated';
 
-export function renderParts(overview: Overview, base: string): Record<PartName, string> {
+export function renderParts(overview: Overview, base: string, lang: Lang = 'en'): Record<PartName, string> {
   const d = overview.details;
+  const t = translator(lang);
   return {
-    state: renderState(overview),
-    figures: d === null ? unavailable() : renderFigures(overview, d),
-    backlog: d === null ? unavailable() : renderBacklog(d.backlog, overview.maxQueued, base),
-    refusals: d === null ? unavailable() : renderRefusals(d.refusals, base),
-    'dead-letters': d === null ? unavailable() : renderDeadLetters(d.deadLetters, base),
-    notifications: d === null ? unavailable() : renderNotifications(d.notifications),
-    updated: `updated <time datetime="${escape(overview.at)}">${escape(clockTime(overview.at))}</time>`,
+    state: renderState(overview, t),
+    figures: d === null ? unavailable(t) : renderFigures(overview, d, t),
+    backlog: d === null ? unavailable(t) : renderBacklog(d.backlog, overview.maxQueued, base, t),
+    refusals: d === null ? unavailable(t) : renderRefusals(d.refusals, base, lang),
+    'dead-letters': d === null ? unavailable(t) : renderDeadLetters(d.deadLetters, base, lang),
+    notifications: d === null ? unavailable(t) : renderNotifications(d.notifications, t),
+    updated: t('ui.updated', { time: timeTag(overview.at, clockTime(overview.at)) }),
   };
 }
 
-export function renderPage(overview: Overview, base: string): string {
-  const parts = renderParts(overview, base);
+/** The words the page's script needs (toasts, the chart's legend, the replay question), in the page's language; `{name}` is filled in by the script. */
+function scriptWords(t: Translate): Record<string, string> {
+  const error = '{error}';
+  return {
+    requests: t('ui.chart.requests'),
+    limit: t('ui.chart.limit'),
+    rateLimited: t('ui.chart.rateLimited'),
+    deadLetters: t('ui.chart.deadLetters'),
+    refreshFailed: t('ui.script.refreshFailed', { error }),
+    notAnswering: t('ui.script.notAnswering'),
+    numbersFrom: t('ui.script.numbersFrom', { error, time: '{time}' }),
+    earlier: t('ui.script.earlier'),
+    replayCode: t('ui.script.replayCode', { code: '{code}' }),
+    replayedOne: t('ui.script.replayedOne', { count: '{count}' }),
+    replayedMany: t('ui.script.replayedMany', { count: '{count}' }),
+    replayRefused: t('ui.script.replayRefused', { error }),
+    replayFailed: t('ui.script.replayFailed', { error }),
+  };
+}
+
+export function renderPage(overview: Overview, base: string, lang: Lang = 'en'): string {
+  const t = translator(lang);
+  const parts = renderParts(overview, base, lang);
   const part = (name: PartName, tag = 'div', cls = ''): string => `<${tag} data-part="${name}"${cls === '' ? '' : ` class="${cls}"`}>${parts[name]}</${tag}>`;
   // The first data travels in the page (JSON in a non-executed script tag, `<` escaped) so the chart draws without a second request.
   const data = JSON.stringify(overview).replace(/</g, '\\u003c');
+  const words = JSON.stringify(scriptWords(t)).replace(/</g, '\\u003c');
   return `<!doctype html>
-<html lang="en">
+<html lang="${lang}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>carrier-sync · overview</title>
+<title>carrier-sync · ${escape(t('ui.title.overview'))}</title>
 <link rel="stylesheet" href="${base}/assets/uPlot.min.css">
 <link rel="stylesheet" href="${base}/assets/overview.css">
 </head>
 <body data-base="${base}" data-refresh-ms="${REFRESH_MS}">
 <header class="top">
   <span class="brand">carrier-sync</span>
-  <nav><a class="current" href="${base}">Overview</a><a href="${base}/queues" data-link="queues">Queues (bull-board)</a><a href="${base}/overview.json">JSON</a></nav>
-  ${searchForm(base)}
+  <nav><a class="current" href="${base}">${t('ui.nav.overview')}</a><a href="${base}/queues" data-link="queues">${t('ui.nav.queues')}</a><a href="${base}/overview.json">JSON</a></nav>
+  ${searchForm(base, '', t)}
   <span class="updated">${part('updated', 'span')}<span class="stale" id="stale" hidden></span></span>
 </header>
 <main>
@@ -50,8 +80,8 @@ export function renderPage(overview: Overview, base: string): string {
   ${part('figures', 'section', 'figures')}
   <div class="row middle-row">
     <section class="card chart-card">
-      <h2>API requests per minute, last hour <small>limit ${overview.ratePerMinute}/min (dashed); 429s and dead letters on the right axis</small></h2>
-      <div id="chart" role="img" aria-label="requests per minute against the limit"></div>
+      <h2>${t('ui.chart.title')} <small>${t('ui.chart.note', { limit: overview.ratePerMinute })}</small></h2>
+      <div id="chart" role="img" aria-label="${escape(t('ui.chart.aria'))}"></div>
     </section>
     ${part('backlog', 'section', 'card')}
   </div>
@@ -61,9 +91,11 @@ export function renderPage(overview: Overview, base: string): string {
   </div>
   ${part('notifications', 'section', 'card')}
 </main>
-<footer class="foot">carrier-sync <b data-figure="version">${escape(overview.version)}</b> on Node.js ${escape(overview.node)} (this process)</footer>
+<footer class="foot">${t('ui.footer', { version: `<b data-figure="version">${escape(overview.version)}</b>`, node: escape(overview.node) })}</footer>
 <div id="toast" role="status" hidden></div>
 <script type="application/json" id="overview-data">${data}</script>
+<script type="application/json" id="ui-words">${words}</script>
+<script src="${base}/assets/local-time.js"></script>
 <script src="${base}/assets/uPlot.iife.min.js"></script>
 <script src="${base}/assets/overview.js"></script>
 </body>
@@ -71,20 +103,65 @@ export function renderPage(overview: Overview, base: string): string {
 `;
 }
 
-function renderState(o: Overview): string {
-  const since = o.state.since === null ? '' : ` <span class="since">since ${escape(clockTime(o.state.since))} (${escape(ago(o.state.since, o.at))})</span>`;
-  const detail = o.state.detail === null ? '' : `<div class="detail">${escape(o.state.detail)}</div>`;
+function renderState(o: Overview, t: Translate): string {
+  const since =
+    o.state.since === null
+      ? ''
+      : ` <span class="since">${t('ui.state.since', { time: timeTag(o.state.since, clockTime(o.state.since)), ago: escape(ago(o.state.since, o.at, t)) })}</span>`;
+  const detail = o.state.detail === null ? '' : `<div class="detail">${escape(detailOf(o, t))}</div>`;
   const holder = o.details?.spoolHolder ?? null;
   const spool =
     o.spoolId === null
-      ? 'no spool configured'
+      ? t('ui.spool.none')
       : holder === null
-        ? `spool <b>${escape(o.spoolId)}</b> held by <b data-figure="spool-holder">n/a</b>`
-        : `spool <b>${escape(o.spoolId)}</b> held by <b data-figure="spool-holder">${escape(holder.host)}${holder.pid === null ? '' : ` pid ${holder.pid}`}</b>${holder.since === null ? '' : ` since ${escape(clockTime(holder.since))}`}${holder.version === null ? '' : `, version <span data-figure="spool-holder-version">${escape(holder.version)}</span>`}`;
-  return `<div class="state state-${o.state.code}" data-state="${o.state.code}"><span class="dot"></span><div><div class="headline" data-figure="state">${escape(o.state.headline)}${since}</div>${detail}</div></div><div class="spool">${spool}</div>`;
+        ? t('ui.spool.heldBy', { spool: `<b>${escape(o.spoolId)}</b>`, holder: '<b data-figure="spool-holder">n/a</b>' })
+        : spoolHolder(o.spoolId, holder, t);
+  // The topology is addresses and roles, the same words in every language (store/topology.ts).
+  const topology = o.details?.topology ?? null;
+  const redis = topology === null ? '' : `<div class="spool">Redis <b data-figure="redis-topology">${escape(describeTopology(topology))}</b></div>`;
+  return `<div class="state state-${o.state.code}" data-state="${o.state.code}"><span class="dot"></span><div><div class="headline" data-figure="state">${escape(headlineOf(o, t))}${since}</div>${detail}</div></div><div class="spool">${spool}</div>${redis}`;
 }
 
-function renderFigures(o: Overview, d: OverviewDetails): string {
+function spoolHolder(spoolId: string, holder: NonNullable<OverviewDetails['spoolHolder']>, t: Translate): string {
+  const who = `<b data-figure="spool-holder">${escape(holder.host)}${holder.pid === null ? '' : ` pid ${holder.pid}`}</b>`;
+  const held = t('ui.spool.heldBy', { spool: `<b>${escape(spoolId)}</b>`, holder: who });
+  const since = holder.since === null ? '' : ` ${t('ui.spool.since', { time: timeTag(holder.since, clockTime(holder.since)) })}`;
+  const version =
+    holder.version === null ? '' : `, ${t('ui.spool.version', { version: `<span data-figure="spool-holder-version">${escape(holder.version)}</span>` })}`;
+  return `${held}${since}${version}`;
+}
+
+/** The state's headline in the page's language, from its code (the JSON keeps the English one). */
+function headlineOf(o: Overview, t: Translate): string {
+  const counts = o.state.counts ?? { waiting: 0, requests: 0 };
+  switch (o.state.code) {
+    case 'working':
+      return t('ui.state.working', counts);
+    case 'idle':
+      return t('ui.state.idle');
+    case 'paused':
+      return t('ui.state.paused');
+    case 'disk-full':
+      return t('ui.state.diskFull');
+    case 'redis-full':
+      return t('ui.state.redisFull');
+    case 'redis-down':
+      return t('ui.state.redisDown');
+    case 'draining':
+      return t('ui.state.draining');
+    default:
+      return o.state.headline;
+  }
+}
+
+function detailOf(o: Overview, t: Translate): string {
+  const refusal = o.state.refusal;
+  if (o.state.code === 'redis-full' && refusal !== undefined) return t('ui.state.redisFullDetail', { ...refusal, since: o.state.since ?? '' });
+  if (o.state.code !== 'disk-full') return o.state.detail ?? '';
+  return t(o.state.since === null ? 'ui.state.diskFullDetail' : 'ui.state.diskFullDetailSince', { since: o.state.since ?? '' });
+}
+
+function renderFigures(o: Overview, d: OverviewDetails, t: Translate): string {
   const total = (values: number[]): number => values.reduce((sum, n) => sum + n, 0);
   const lastMinute = d.activity.requests.at(-1) ?? 0;
   const load = o.ratePerMinute === 0 ? 0 : lastMinute / o.ratePerMinute;
@@ -96,103 +173,131 @@ function renderFigures(o: Overview, d: OverviewDetails): string {
   return [
     tile(
       'requests-minute',
-      'Requests this minute',
+      t('ui.tile.requestsMinute'),
       String(lastMinute),
-      `of ${o.ratePerMinute} allowed (${Math.round(load * 100)}%)`,
+      t('ui.tile.requestsMinuteNote', { limit: o.ratePerMinute, percent: Math.round(load * 100) }),
       '#chart',
       load >= 0.95 ? 'warn' : '',
     ),
-    tile('sent-hour', 'Sent, last hour', String(total(d.activity.sent)), `${total(d.activity.requests)} requests`, '#chart'),
+    tile('sent-hour', t('ui.tile.sentHour'), String(total(d.activity.sent)), t('ui.tile.sentHourNote', { count: total(d.activity.requests) }), '#chart'),
     tile(
       'rate-limited-hour',
-      '429s, last hour',
+      t('ui.tile.rateLimitedHour'),
       String(total(d.activity.rateLimited)),
-      'answers “too many requests”',
+      t('ui.tile.rateLimitedHourNote'),
       '#chart',
       total(d.activity.rateLimited) > 0 ? 'warn' : '',
     ),
-    tile('backlog', 'Backlog', String(backlog), 'queued, sending, delayed', '#backlog'),
-    tile('refused-total', 'Refused locally', String(d.refusals.total), 'never sent: files in failed/', '#refusals', d.refusals.total > 0 ? 'bad' : ''),
+    tile('backlog', t('ui.tile.backlog'), String(backlog), t('ui.tile.backlogNote'), '#backlog'),
+    tile('refused-total', t('ui.tile.refused'), String(d.refusals.total), t('ui.tile.refusedNote'), '#refusals', d.refusals.total > 0 ? 'bad' : ''),
     tile(
       'dead-letters-total',
-      'Dead letters',
+      t('ui.tile.deadLetters'),
       String(d.deadLetters.total),
-      'refused by the API: replayable',
+      t('ui.tile.deadLettersNote'),
       '#dead-letters',
       d.deadLetters.total > 0 ? 'bad' : '',
     ),
   ].join('');
 }
 
-function renderBacklog(rows: BacklogRow[], maxQueued: number, base: string): string {
+function renderBacklog(rows: BacklogRow[], maxQueued: number, base: string, t: Translate): string {
   const link = (row: BacklogRow, status: string, value: number, figure: string): string =>
     `<a href="${base}/queues/queue/${encodeURIComponent(row.queue)}?status=${status}" data-figure="${figure}-${row.kind}">${value}</a>`;
   const body = rows
     .map((row) => {
       const near = row.queued + row.delayed + row.active >= maxQueued * 0.9;
-      return `<tr${near ? ' class="warn"' : ''}><th scope="row">${row.kind}</th><td class="num" data-figure="inbox-${row.kind}" title="files in ${row.spoolKind}/ not yet taken">${row.inbox ?? 'n/a'}</td><td class="num">${link(row, 'waiting', row.queued, 'queued')}</td><td class="num">${link(row, 'active', row.active, 'active')}</td><td class="num">${link(row, 'delayed', row.delayed, 'delayed')}</td><td class="num">${link(row, 'failed', row.deadLetters, 'failed')}</td></tr>`;
+      return `<tr${near ? ' class="warn"' : ''}><th scope="row">${escape(kindName(row.kind, t))}</th><td class="num" data-figure="inbox-${row.kind}" title="${escape(t('ui.backlog.inboxOf', { folder: `${row.spoolKind}/` }))}">${row.inbox ?? 'n/a'}</td><td class="num">${link(row, 'waiting', row.queued, 'queued')}</td><td class="num">${link(row, 'active', row.active, 'active')}</td><td class="num">${link(row, 'delayed', row.delayed, 'delayed')}</td><td class="num">${link(row, 'failed', row.deadLetters, 'failed')}</td></tr>`;
     })
     .join('');
-  return `<h2 id="backlog">Backlog per kind <small>cap ${maxQueued} per kind</small></h2>
-<table class="backlog"><thead><tr><th>kind</th><th class="num" title="files waiting in the spool inbox, not yet taken">inbox</th><th class="num" title="jobs waiting for a slot of the API's limit">queued</th><th class="num" title="being sent now">sending</th><th class="num" title="future collecting events and retries waiting their time">delayed</th><th class="num" title="the queue's Failed tab">dead</th></tr></thead><tbody>${body}</tbody></table>
-<p class="hint">Numbers link to the queue's tab in bull-board. Delayed: future events and retries.</p>`;
+  const th = (key: Parameters<Translate>[0], titleKey: Parameters<Translate>[0]): string => `<th class="num" title="${escape(t(titleKey))}">${t(key)}</th>`;
+  return `<h2 id="backlog">${t('ui.backlog.title')} <small>${t('ui.backlog.cap', { max: maxQueued })}</small></h2>
+<table class="backlog"><thead><tr><th>${t('ui.col.kind')}</th>${th('ui.backlog.inbox', 'ui.backlog.inboxHint')}${th('ui.backlog.queued', 'ui.backlog.queuedHint')}${th('ui.backlog.sending', 'ui.backlog.sendingHint')}${th('ui.backlog.delayed', 'ui.backlog.delayedHint')}${th('ui.backlog.dead', 'ui.backlog.deadHint')}</tr></thead><tbody>${body}</tbody></table>
+<p class="hint">${t('ui.backlog.hint')}</p>`;
 }
 
-function renderRefusals(r: { total: number; byCode: CodeCount[]; latest: Refusal[] }, base: string): string {
+function renderRefusals(r: { total: number; byCode: CodeCount[]; latest: Refusal[] }, base: string, lang: Lang): string {
+  const t = translator(lang);
   const chips =
     r.byCode.length === 0
-      ? '<span class="empty">none</span>'
+      ? `<span class="empty">${t('ui.none')}</span>`
       : r.byCode.map((c) => `<span class="chip" data-refused-code="${escape(c.code)}">${escape(c.code)} <b data-count>${c.count}</b></span>`).join('');
   const rows = r.latest
-    .map(
-      (x) =>
-        `<tr><td class="when" title="${escape(x.at)}">${escape(shortTime(x.at))}</td><td class="file" title="failed/${escape(x.kind)}/${escape(x.file)}"><a href="${base}/history?q=${encodeURIComponent(x.file)}" data-link="journey">${escape(x.file)}</a></td><td><code>${escape(x.code)}</code></td><td class="reason"><div class="clamp" title="${escape(x.reason)}">${escape(x.reason)}</div></td></tr>`,
-    )
+    .map((x) => {
+      const reason = describeFailure(lang, { code: x.code, message: x.reason, reason: x.reasonSource });
+      return `<tr><td class="when">${timeTag(x.at, shortTime(x.at))}</td><td class="file" title="failed/${escape(x.kind)}/${escape(x.file)}"><a href="${base}/history?q=${encodeURIComponent(x.file)}" data-link="journey">${escape(x.file)}</a></td><td><code>${escape(x.code)}</code></td><td class="reason"><div class="clamp" title="${escape(reason)}">${escape(reason)}</div></td></tr>`;
+    })
     .join('');
-  return `<h2 id="refusals">Refused locally <small>never became a job; each file sits in failed/&lt;kind&gt;/ with its .error.json</small></h2>
+  return `<h2 id="refusals">${t('ui.refusals.title')} <small>${escape(t('ui.refusals.note'))}</small></h2>
 <div class="chips">${chips}</div>
-<div class="scroll"><table class="list"><colgroup><col class="c-when"><col class="c-file"><col class="c-code"><col></colgroup><thead><tr><th>UTC</th><th>file</th><th>code</th><th>reason</th></tr></thead><tbody>${rows === '' ? '<tr><td colspan="4" class="empty">no file refused</td></tr>' : rows}</tbody></table></div>`;
+<div class="scroll"><table class="list"><colgroup><col class="c-when"><col class="c-file"><col class="c-code"><col></colgroup><thead><tr><th>${t('ui.col.time')}</th><th>${t('ui.col.file')}</th><th>${t('ui.col.code')}</th><th>${t('ui.col.reason')}</th></tr></thead><tbody>${rows === '' ? `<tr><td colspan="4" class="empty">${t('ui.refusals.empty')}</td></tr>` : rows}</tbody></table></div>`;
 }
 
-function renderDeadLetters(dl: { total: number; byCode: CodeCount[]; codesOf: number; latest: DeadLetterRow[] }, base: string): string {
+function renderDeadLetters(dl: { total: number; byCode: CodeCount[]; codesOf: number; latest: DeadLetterRow[] }, base: string, lang: Lang): string {
+  const t = translator(lang);
   const chips =
     dl.byCode.length === 0
-      ? '<span class="empty">none</span>'
+      ? `<span class="empty">${t('ui.none')}</span>`
       : dl.byCode
           .map(
             (c) =>
-              `<span class="chip" data-dead-code="${escape(c.code)}">${escape(c.code)} <b data-count>${c.count}</b><button type="button" class="replay" data-replay-code="${escape(c.code)}" title="replay every dead letter with this code">replay all</button></span>`,
+              `<span class="chip" data-dead-code="${escape(c.code)}">${escape(c.code)} <b data-count>${c.count}</b><button type="button" class="replay" data-replay-code="${escape(c.code)}" title="${escape(t('ui.dead.replayAllHint'))}">${t('ui.dead.replayAll')}</button></span>`,
           )
           .join('');
   const rows = dl.latest
     .map(
       (x) =>
-        `<tr data-dead-letter="${escape(x.id)}"><td class="when" title="${escape(x.lastFailureAt ?? '')}">${escape(shortTime(x.lastFailureAt))}</td><td class="file"><a href="${base}/queues/queue/${encodeURIComponent(x.queue)}/${encodeURIComponent(x.id)}" title="${escape(x.id)}">${escape(x.fileName ?? x.deliveryId)}</a></td><td><code>${escape(x.code)}</code>${x.status === null ? '' : ` <small>HTTP ${x.status}</small>`}</td><td class="reason"><div class="clamp" title="${escape(x.message)}">${escape(x.message)}</div></td><td><button type="button" class="replay" data-replay-id="${escape(x.id)}">replay</button> <a class="journey" href="${base}/history/${encodeURIComponent(x.deliveryId)}" data-link="journey" title="this delivery's journey">journey</a></td></tr>`,
+        `<tr data-dead-letter="${escape(x.id)}"><td class="when">${x.lastFailureAt === null ? '-' : timeTag(x.lastFailureAt, shortTime(x.lastFailureAt))}</td><td class="file"><a href="${base}/queues/queue/${encodeURIComponent(x.queue)}/${encodeURIComponent(x.id)}" title="${escape(x.id)}">${escape(x.fileName ?? x.deliveryId)}</a></td><td><code>${escape(x.code)}</code>${x.status === null ? '' : ` <small>HTTP ${x.status}</small>`}</td><td class="reason"><div class="clamp" title="${escape(deadReason(x, lang))}">${escape(deadReason(x, lang))}</div></td><td><button type="button" class="replay" data-replay-id="${escape(x.id)}">${t('ui.dead.replay')}</button> <a class="journey" href="${base}/history/${encodeURIComponent(x.deliveryId)}" data-link="journey" title="${escape(t('ui.dead.journeyHint'))}">${t('ui.dead.journey')}</a></td></tr>`,
     )
     .join('');
-  return `<h2 id="dead-letters">Dead letters <small>refused by the API or out of retries; the Failed tab of each queue</small></h2>
-<div class="chips">${chips}${dl.codesOf < dl.total ? `<small class="empty">codes of the latest ${dl.codesOf} of ${dl.total}</small>` : ''}</div>
-<div class="scroll"><table class="list"><colgroup><col class="c-when"><col class="c-file"><col class="c-code"><col><col class="c-act"></colgroup><thead><tr><th>UTC</th><th>file / delivery</th><th>code</th><th>message</th><th></th></tr></thead><tbody>${rows === '' ? '<tr><td colspan="5" class="empty">no dead letter</td></tr>' : rows}</tbody></table></div>`;
+  return `<h2 id="dead-letters">${t('ui.dead.title')} <small>${t('ui.dead.note')}</small></h2>
+<div class="chips">${chips}${dl.codesOf < dl.total ? `<small class="empty">${t('ui.dead.codesOf', { shown: dl.codesOf, total: dl.total })}</small>` : ''}</div>
+<div class="scroll"><table class="list"><colgroup><col class="c-when"><col class="c-file"><col class="c-code"><col><col class="c-act"></colgroup><thead><tr><th>${t('ui.col.time')}</th><th>${t('ui.col.fileOrDelivery')}</th><th>${t('ui.col.code')}</th><th>${t('ui.col.reason')}</th><th></th></tr></thead><tbody>${rows === '' ? `<tr><td colspan="5" class="empty">${t('ui.dead.empty')}</td></tr>` : rows}</tbody></table></div>`;
 }
 
-function renderNotifications(channels: OverviewDetails['notifications']): string {
+/** A dead letter's reason: in English the message as before; otherwise the code's meaning with the API's message. */
+function deadReason(x: DeadLetterRow, lang: Lang): string {
+  return describeFailure(lang, { code: x.code, message: x.message });
+}
+
+function renderNotifications(channels: OverviewDetails['notifications'], t: Translate): string {
   const rows = channels
     .map((c) => {
       const sent =
         c.lastSent === null
-          ? '<span class="empty">none yet</span>'
-          : `<span title="${escape(c.lastSent.at)}">${escape(shortTime(c.lastSent.at))}</span> <code>${escape(c.lastSent.condition)}</code> ${escape(c.lastSent.state)}: ${escape(c.lastSent.summary)}`;
-      const failure =
-        c.lastFailure === null ? '' : `<span title="${escape(c.lastFailure.at)}">${escape(shortTime(c.lastFailure.at))}</span> ${escape(c.lastFailure.reason)}`;
+          ? `<span class="empty">${t('ui.notify.noneYet')}</span>`
+          : `${timeTag(c.lastSent.at, shortTime(c.lastSent.at))} <code>${escape(c.lastSent.condition)}</code> ${escape(stateWord(c.lastSent.state, t))}: ${escape(c.lastSent.summary)}`;
+      const failure = c.lastFailure === null ? '' : `${timeTag(c.lastFailure.at, shortTime(c.lastFailure.at))} ${escape(c.lastFailure.reason)}`;
       return `<tr data-channel="${escape(c.channel)}"><td><b>${escape(c.channel)}</b></td><td><code>${escape(c.target)}</code></td><td class="reason"><div class="clamp">${sent}</div></td><td class="reason"><div class="clamp">${failure}</div></td></tr>`;
     })
     .join('');
-  return `<h2 id="notifications">Notifications <small>channels the scheduler sends through (carrier-sync notify test tries them)</small></h2>
-<div class="scroll"><table class="list"><thead><tr><th>channel</th><th>to</th><th>last message sent (UTC)</th><th>last failed attempt</th></tr></thead><tbody>${rows === '' ? '<tr><td colspan="4" class="empty">no channel configured (see README, "Notifications")</td></tr>' : rows}</tbody></table></div>`;
+  return `<h2 id="notifications">${t('ui.notify.title')} <small>${t('ui.notify.note')}</small></h2>
+<div class="scroll"><table class="list"><thead><tr><th>${t('ui.notify.channel')}</th><th>${t('ui.notify.to')}</th><th>${t('ui.notify.lastSent')}</th><th>${t('ui.notify.lastFailed')}</th></tr></thead><tbody>${rows === '' ? `<tr><td colspan="4" class="empty">${escape(t('ui.notify.empty'))}</td></tr>` : rows}</tbody></table></div>`;
 }
 
-function unavailable(): string {
-  return '<p class="empty">not available while Redis is not answering</p>';
+/** A notification's state as its e-mail title says it (FIRING, ALERTA …); an unknown one as it is. */
+function stateWord(state: string, t: Translate): string {
+  return state === 'firing'
+    ? t('notify.state.firing')
+    : state === 'resolved'
+      ? t('notify.state.resolved')
+      : state === 'digest'
+        ? t('notify.state.digest')
+        : state;
+}
+
+function unavailable(t: Translate): string {
+  return `<p class="empty">${t('ui.unavailable')}</p>`;
+}
+
+/** A time as the page shows it: UTC text inside `<time datetime>`, which the page's script turns into the browser's local time (UTC on hover). */
+export function timeTag(iso: string, utcText: string): string {
+  return `<time datetime="${escape(iso)}" title="${escape(iso)}">${escape(utcText)}</time>`;
+}
+
+/** A kind of item as a person calls it. */
+export function kindName(kind: string, t: Translate): string {
+  return kind === 'label' ? t('ui.kind.label') : kind === 'cte' ? t('ui.kind.cte') : kind === 'collecting' ? t('ui.kind.collecting') : kind;
 }
 
 /** `HH:MM:SS UTC`; the date too when it is not today. */
@@ -212,16 +317,17 @@ function shortTime(iso: string | null): string {
   return Number.isNaN(at.getTime()) ? iso : at.toISOString().slice(11, 19);
 }
 
-function ago(iso: string, nowIso: string): string {
+function ago(iso: string, nowIso: string, t: Translate): string {
   const seconds = Math.max(0, Math.round((Date.parse(nowIso) - Date.parse(iso)) / 1000));
-  if (seconds < 90) return `${seconds} s ago`;
-  if (seconds < 90 * 60) return `${Math.round(seconds / 60)} min ago`;
-  return `${(seconds / 3600).toFixed(1)} h ago`;
+  if (seconds < 90) return t('ui.ago.seconds', { n: seconds });
+  if (seconds < 90 * 60) return t('ui.ago.minutes', { n: Math.round(seconds / 60) });
+  return t('ui.ago.hours', { n: Math.round(seconds / 360) / 10 });
 }
 
 /** The search box the overview and the timeline pages share. */
-export function searchForm(base: string, value = ''): string {
-  return `<form class="search" action="${base}/history" method="get" role="search"><input type="search" name="q" value="${escape(value)}" placeholder="delivery id or file name" aria-label="delivery id or file name" required><button type="submit">Find</button></form>`;
+export function searchForm(base: string, value: string, t: Translate): string {
+  const hint = escape(t('ui.search.hint'));
+  return `<form class="search" action="${base}/history" method="get" role="search"><input type="search" name="q" value="${escape(value)}" placeholder="${hint}" aria-label="${hint}" required><button type="submit">${t('ui.search.find')}</button></form>`;
 }
 
 export function escape(text: string): string {

@@ -16,6 +16,8 @@ import { dirname, join } from 'node:path';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from '../log.js';
 import { retryDeadLetters } from '../queue/dead-letter.js';
+import { langOfAcceptLanguage, type Lang } from '../i18n/translate.js';
+import { LOCAL_TIME_JS } from './local-time.js';
 import { OVERVIEW_CSS, OVERVIEW_JS, REPLAY_HEADER } from './overview-assets.js';
 import { deadLetterIdsWithCode, readOverview, type OverviewSources } from './overview-data.js';
 import { renderPage, renderParts } from './overview-page.js';
@@ -36,16 +38,23 @@ export function registerOverview(scope: FastifyInstance, options: OverviewOption
     'uPlot.min.css': { type: 'text/css; charset=utf-8', body: readFileSync(join(UPLOT_DIR, 'uPlot.min.css')) },
     'overview.css': { type: 'text/css; charset=utf-8', body: OVERVIEW_CSS },
     'overview.js': { type: 'text/javascript; charset=utf-8', body: OVERVIEW_JS },
+    'local-time.js': { type: 'text/javascript; charset=utf-8', body: LOCAL_TIME_JS },
   };
 
-  scope.get('/', async (_request, reply) => {
+  // The browser's Accept-Language first, then CARRIER_SYNC_LANG; the JSON stays as it is.
+  const langOf = (request: FastifyRequest): Lang => langOfAcceptLanguage(request.headers['accept-language'], sources.lang ?? 'en');
+  scope.get('/', async (request, reply) => {
     const overview = await readOverview(sources);
-    return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(renderPage(overview, base));
+    return reply
+      .type('text/html; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .header('vary', 'accept-language')
+      .send(renderPage(overview, base, langOf(request)));
   });
   scope.get('/overview.json', async (_request, reply) => reply.header('cache-control', 'no-store').send(await readOverview(sources)));
-  scope.get('/overview/parts', async (_request, reply) => {
+  scope.get('/overview/parts', async (request, reply) => {
     const overview = await readOverview(sources);
-    return reply.header('cache-control', 'no-store').send({ parts: renderParts(overview, base), overview });
+    return reply.header('cache-control', 'no-store').send({ parts: renderParts(overview, base, langOf(request)), overview });
   });
   scope.get<{ Params: { name: string } }>('/assets/:name', async (request, reply) => {
     const asset = assets[request.params.name];

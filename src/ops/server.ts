@@ -40,7 +40,10 @@ export interface OpsServerOptions {
   enqueueDeps: EnqueueDeps;
   readiness: () => Promise<ReadinessState>;
   /** What the `/ui` overview needs beyond the enqueue deps. */
-  overview: Pick<OverviewSources, 'authGate' | 'ratePerMinute' | 'maxQueued' | 'spoolId' | 'inboxCounts' | 'spoolDisk' | 'redisWritesRefused'>;
+  overview: Pick<
+    OverviewSources,
+    'authGate' | 'ratePerMinute' | 'maxQueued' | 'spoolId' | 'inboxCounts' | 'spoolDisk' | 'redisWritesRefused' | 'lang' | 'topology'
+  >;
   logger: Logger;
 }
 

@@ -4,6 +4,9 @@
  * for files that never became jobs. Every step is idempotent, so an outcome delivered twice, or
  * replayed after a crash, moves nothing twice.
  */
+import type { SyncError } from '../errors.js';
+import { reasonOf, refusal } from '../i18n/reason.js';
+import type { Lang } from '../i18n/translate.js';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock } from '../clock.js';
@@ -32,6 +35,8 @@ export interface OutcomeDeps {
   logger: Logger;
   /** Told where each file ended, for its journey (journey/journey.ts). */
   journey?: FileEndJournal;
+  /** The language of `reason` in the reports written (CARRIER_SYNC_LANG); English when unset. */
+  lang?: Lang;
 }
 
 export interface FileEndJournal {
@@ -66,7 +71,13 @@ async function archive(deps: OutcomeDeps, kind: SpoolKind, path: string, fileNam
 }
 
 async function reject(deps: OutcomeDeps, kind: SpoolKind, path: string, fileName: string, report: ReportContent): Promise<void> {
-  const target = await failInto(path, deps.paths.failed(kind), fileName, { kind, at: now(deps).toISOString(), content: report }, deps.disk);
+  const target = await failInto(
+    path,
+    deps.paths.failed(kind),
+    fileName,
+    { kind, at: now(deps).toISOString(), content: report, lang: deps.lang ?? 'en' },
+    deps.disk,
+  );
   if (target !== null) deps.logger.warn({ kind, file: fileName, to: target, code: report.code, reason: report.message }, 'file refused');
   if (target !== null) deps.journey?.ended(kind, fileName, 'failed', path, target);
 }
@@ -142,23 +153,28 @@ async function finishBatch(deps: OutcomeDeps, batchId: string): Promise<void> {
 async function moveEventsFile(deps: OutcomeDeps, state: BatchState, path: string): Promise<void> {
   const { info } = state;
   if (state.deadLettered.length > 0) {
-    const content = batchReport(state, 'API_REJECTED', `${state.deadLettered.length} of ${state.total} events were dead-lettered`);
+    const reason = reasonOf('reason.events.deadLettered', { count: String(state.deadLettered.length), total: String(state.total) });
+    const content = batchReport(state, refusal('API_REJECTED', reason));
     await reject(deps, 'events', path, info.fileName, content);
   } else if (info.rejects.length > 0) {
-    const content = batchReport(state, 'EVENT_BAD_RECORD', `${info.rejects.length} invalid lines; the valid records were sent`);
-    const target = await failInto(path, deps.paths.failed('events'), info.fileName, { kind: 'events', at: now(deps).toISOString(), content }, deps.disk);
+    const content = batchReport(state, refusal('EVENT_BAD_RECORD', reasonOf('reason.events.invalidLinesSent', { count: info.rejects.length })));
+    const report = { kind: 'events', at: now(deps).toISOString(), content, lang: deps.lang ?? 'en' };
+    const target = await failInto(path, deps.paths.failed('events'), info.fileName, report, deps.disk);
     // The lines report stays in failed/; the file itself was accepted and belongs in archive/.
     if (target !== null) await archive(deps, 'events', target, info.fileName);
   } else await archive(deps, 'events', path, info.fileName);
 }
 
-function batchReport(state: BatchState, code: string, message: string): ReportContent {
-  return eventsFileReport(code, message, {
-    invalidLines: state.info.rejects,
-    deadLettered: state.deadLettered.map((dead) => ({ line: dead.line, ...deadLetterReport(dead) })),
-    duplicates: state.info.duplicates,
-    accepted: state.total - state.deadLettered.length,
-  });
+function batchReport(state: BatchState, error: SyncError): ReportContent {
+  return eventsFileReport(
+    { code: error.code, message: error.message, reason: error.reason ?? reasonOf('code.UNKNOWN') },
+    {
+      invalidLines: state.info.rejects,
+      deadLettered: state.deadLettered.map((dead) => ({ line: dead.line, ...deadLetterReport(dead) })),
+      duplicates: state.info.duplicates,
+      accepted: state.total - state.deadLettered.length,
+    },
+  );
 }
 
 async function readReport(path: string): Promise<ErrorReport | null | undefined> {

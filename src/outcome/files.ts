@@ -7,6 +7,7 @@
  */
 import { copyFile, readdir, readFile, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import type { Lang } from '../i18n/translate.js';
 import { errorReport, type ErrorReport, type ReportContent } from '../queue/failure-report.js';
 import { fileCallsOf, type Disk, type FileCalls } from '../spool/file-calls.js';
 import { candidateName, originalName, parseInflightName } from '../spool/paths.js';
@@ -82,7 +83,7 @@ export function failInto(
   source: string,
   dir: string,
   fileName: string,
-  report: { kind: string; at: string; content: ReportContent },
+  report: { kind: string; at: string; content: ReportContent; lang?: Lang },
   disk: Disk = 'share',
 ): Promise<string | null> {
   return oneAtATime(dir, fileName, () => failNow(source, dir, fileName, report, fileCallsOf(disk)));
@@ -92,7 +93,7 @@ async function failNow(
   source: string,
   dir: string,
   fileName: string,
-  report: { kind: string; at: string; content: ReportContent },
+  report: { kind: string; at: string; content: ReportContent; lang?: Lang },
   fs: FileCalls,
 ): Promise<string | null> {
   if ((await fs.lstat(source)) === null) return null;
@@ -101,7 +102,7 @@ async function failNow(
   for (let n = 1; ; n += 1) {
     const target = join(dir, candidateName(fileName, n));
     if ((await fs.lstat(target)) !== null || (await fs.lstat(`${target}${REPORT}`)) !== null) continue;
-    const body = errorReport({ file: candidateName(fileName, n), kind: report.kind, at: report.at, claim }, report.content);
+    const body = errorReport({ file: candidateName(fileName, n), kind: report.kind, at: report.at, claim }, report.content, report.lang);
     await writeErrorReport(`${target}${REPORT}`, body, fs).catch(async (error: NodeJS.ErrnoException) => {
       if (error.code !== 'ENOENT') throw error;
       madeDirs.delete(dir);

@@ -4,6 +4,7 @@
  * Both sets are idempotent, so reprocessing a file after a crash, or an outcome delivered twice,
  * changes nothing.
  */
+import type { InvalidLine } from './failure-report.js';
 import { defineScript } from '../store/script.js';
 import type { RedisConnection } from '../store/redis.js';
 import type { Keys } from '../store/keys.js';
@@ -15,7 +16,7 @@ export interface BatchInfo {
   inflightName: string;
   fileName: string;
   /** Invalid lines and duplicates, reported in `.error.json` / the log when the batch closes. */
-  rejects: Array<{ line: number; code: string; message: string }>;
+  rejects: InvalidLine[];
   duplicates: number;
 }
 

@@ -21,7 +21,10 @@ export interface DeadLetter {
   fileName: string | null;
   errorCode: string;
   apiCode: string | null;
+  /** The API's message when it gave one, else ours (English). */
   message: string;
+  /** The API's own message, when it gave one (null: `message` is ours). */
+  apiMessage: string | null;
   status: number | null;
   attempts: number;
   firstFailureAt: string | null;
@@ -62,6 +65,7 @@ async function describe(deps: DeadLetterDeps, kind: ItemKind, job: Job<ItemJob>)
     errorCode: last?.code ?? 'UNKNOWN',
     apiCode: last?.apiCode ?? null,
     message: last?.apiMessage ?? last?.message ?? job.failedReason,
+    apiMessage: last?.apiMessage ?? null,
     status: last?.status ?? null,
     attempts: job.attemptsMade,
     firstFailureAt: history[0]?.at ?? null,

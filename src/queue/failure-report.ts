@@ -9,7 +9,14 @@
  *
  * It lives in queue/ because both spool/ (claims, reconcile) and outcome/ build reports, and the
  * facts of a dead letter come from here (the outcome message, or the failed job and its attempt log).
+ *
+ * `message` is English, as it always was (scripts and logs read it); `reason` is the same for a
+ * person, in CARRIER_SYNC_LANG, rendered when the report is written from the reason's key (kept in
+ * `reasonSource`, never written) or, for what the API said, from the code, status and its answer.
  */
+import type { StoredReason } from '../errors.js';
+import { describeFailure } from '../i18n/reason.js';
+import { say, type Lang } from '../i18n/translate.js';
 import type { OutcomeMessage } from './payloads.js';
 
 /** Why an item failed: our code and message, and what the API said, when it said anything. */
@@ -29,10 +36,23 @@ export interface ReportBody {
   deliveryId: string | null;
   /** What an operator can do about it, when we know. */
   hint: string | null;
+  /** The reason's key and values, when the refusal has one: rendered as `reason`, not written itself. */
+  reasonSource?: StoredReason | undefined;
+}
+
+/** A body as written: `reason` beside `message`, in the report's language. */
+export type WrittenBody = Omit<ReportBody, 'reasonSource'> & { reason: string };
+
+/** An invalid line of an events file, as the validator reported it (with its reason's key). */
+export interface InvalidLine {
+  line: number;
+  code: string;
+  message: string;
+  reason?: StoredReason | undefined;
 }
 
 export interface EventsFileDetails {
-  invalidLines: Array<{ line: number; code: string; message: string }>;
+  invalidLines: InvalidLine[];
   deadLettered: Array<{ line: number } & ReportBody>;
   duplicates: number;
   /** Valid records the API took (sent, or already known to it). */
@@ -49,7 +69,14 @@ export interface ReportPlace {
   claim: string | null;
 }
 
-export type ErrorReport = ReportPlace & ReportContent;
+export type ErrorReport = ReportPlace &
+  WrittenBody &
+  Partial<{
+    invalidLines: Array<{ line: number; code: string; message: string; reason: string }>;
+    deadLettered: Array<{ line: number } & WrittenBody>;
+    duplicates: number;
+    accepted: number;
+  }>;
 
 /** The keys of every report, in the order they are written. */
 export const REPORT_KEYS = [
@@ -58,6 +85,7 @@ export const REPORT_KEYS = [
   'at',
   'code',
   'message',
+  'reason',
   'status',
   'apiCode',
   'apiMessage',
@@ -73,25 +101,33 @@ export const REPORT_KEYS = [
 /** The extra keys of an events file's report. */
 export const EVENTS_REPORT_KEYS = ['invalidLines', 'deadLettered', 'duplicates', 'accepted'] as const;
 
-/** The report as written: every key present, in one order. The only place a report is assembled. */
-export function errorReport(place: ReportPlace, content: ReportContent): ErrorReport {
+/** The report as written: every key present, in one order, `reason` and `hint` in `lang`. The only place a report is assembled. */
+export function errorReport(place: ReportPlace, content: ReportContent, lang: Lang = 'en'): ErrorReport {
   const report: ErrorReport = {
     file: place.file,
     kind: place.kind,
     at: place.at,
-    ...bodyOf(content),
+    ...bodyOf(content, lang),
     claim: place.claim,
   };
   if ('invalidLines' in content) {
     const { invalidLines, deadLettered, duplicates, accepted } = content;
-    return { ...report, invalidLines, deadLettered: deadLettered.map((entry) => ({ line: entry.line, ...bodyOf(entry) })), duplicates, accepted };
+    return {
+      ...report,
+      invalidLines: invalidLines.map(({ line, code, message, reason }) => ({ line, code, message, reason: describeFailure(lang, { code, message, reason }) })),
+      deadLettered: deadLettered.map((entry) => ({ line: entry.line, ...bodyOf(entry, lang) })),
+      duplicates,
+      accepted,
+    };
   }
   return report;
 }
 
-function bodyOf(body: ReportBody): ReportBody {
+function bodyOf(body: ReportBody, lang: Lang): WrittenBody {
   const { code, message, status, apiCode, apiMessage, params, attempts, firstFailureAt, lastFailureAt, jobId, deliveryId, hint } = body;
-  return { code, message, status, apiCode, apiMessage, params, attempts, firstFailureAt, lastFailureAt, jobId, deliveryId, hint };
+  const reason = describeFailure(lang, { code, message, reason: body.reasonSource, status, apiCode, apiMessage });
+  const shownHint = hint === NOT_FOUND_HINT ? say(lang, 'reason.notFoundHint') : hint;
+  return { code, message, reason, status, apiCode, apiMessage, params, attempts, firstFailureAt, lastFailureAt, jobId, deliveryId, hint: shownHint };
 }
 
 const NOTHING_FROM_THE_API = {
@@ -107,13 +143,13 @@ const NOTHING_FROM_THE_API = {
 } as const;
 
 /** A file refused before anything was sent: a validator's verdict, a bad name, a size limit. */
-export function refusalReport(error: { code: string; message: string }, deliveryId: string | null = null): ReportBody {
-  return { code: error.code, message: error.message, ...NOTHING_FROM_THE_API, deliveryId };
+export function refusalReport(error: { code: string; message: string; reason?: StoredReason | undefined }, deliveryId: string | null = null): ReportBody {
+  return { code: error.code, message: error.message, ...NOTHING_FROM_THE_API, deliveryId, reasonSource: error.reason };
 }
 
 /** An events file's report: its invalid lines and dead-lettered events, each event in the dead-letter format. */
-export function eventsFileReport(code: string, message: string, details: EventsFileDetails): ReportBody & EventsFileDetails {
-  return { code, message, ...NOTHING_FROM_THE_API, deliveryId: null, ...details };
+export function eventsFileReport(error: { code: string; message: string; reason: StoredReason }, details: EventsFileDetails): ReportBody & EventsFileDetails {
+  return { code: error.code, message: error.message, ...NOTHING_FROM_THE_API, deliveryId: null, reasonSource: error.reason, ...details };
 }
 
 /** What is known of a dead letter, wherever it was read from. */
@@ -127,7 +163,7 @@ export interface DeadLetterFacts {
   deliveryId: string | null;
 }
 
-const NOT_FOUND_HINT = 'the API does not know this delivery id: check the file name, or replay with `carrier-sync dlq retry` once the delivery exists';
+const NOT_FOUND_HINT = say('en', 'reason.notFoundHint');
 
 /** An item the API refused for good, or whose retries ran out. */
 export function deadLetterReport(facts: DeadLetterFacts): ReportBody {
@@ -149,6 +185,7 @@ export function deadLetterReport(facts: DeadLetterFacts): ReportBody {
     jobId: facts.jobId,
     deliveryId: facts.deliveryId,
     hint: apiCode === 'DELIVERY_NOT_FOUND' ? NOT_FOUND_HINT : null,
+    reasonSource: error['reason'] as StoredReason | undefined,
   };
 }
 

@@ -3,6 +3,7 @@
  * file, a queued document and a received event record. Pure: entries in, written by the caller
  * in a round trip it makes anyway.
  */
+import type { StoredReason } from '../errors.js';
 import { eventRef, KIND_CODE, SELF, type JourneyEntry, type StoredStep } from '../journey/journey.js';
 import type { CollectingJob, CteJob, LabelJob } from './payloads.js';
 
@@ -72,7 +73,7 @@ export const documentSteps = {
 export function refusedSteps(
   kind: 'labels' | 'cte' | 'events',
   fileName: string,
-  report: { code: string; message: string; deliveryId?: string | null },
+  report: { code: string; message: string; deliveryId?: string | null; reasonSource?: StoredReason | undefined },
   seen?: SeenFile,
 ): JourneyEntry[] {
   const deliveryId = report.deliveryId ?? `?${fileName}`;
@@ -82,7 +83,11 @@ export function refusedSteps(
     ...(seen === undefined
       ? []
       : [{ deliveryId, step: { k, s: 'seen', f: fileName, h: seen.sha256, z: seen.size, m: Math.round(seen.mtimeMs) } satisfies StoredStep, file }]),
-    { deliveryId, step: { k, s: 'refused', f: fileName, c: report.code, r: report.message }, ...(seen === undefined ? { file } : {}) },
+    {
+      deliveryId,
+      step: { k, s: 'refused', f: fileName, c: report.code, r: report.message, ...(report.reasonSource === undefined ? {} : { rk: report.reasonSource }) },
+      ...(seen === undefined ? { file } : {}),
+    },
   ];
 }
 

@@ -16,6 +16,9 @@ import type { EnqueueDeps } from '../queue/enqueue.js';
 import { createKeys, ITEM_KINDS, type Keys } from '../store/keys.js';
 import { openQueues, type QueueSet } from '../queue/queues.js';
 import { closeRedis, connectRedis } from '../store/redis.js';
+import { checkTrust, firstContact, isRefusal } from '../store/first-contact.js';
+import { notePrimary } from '../store/topology.js';
+import { redisTargetOf, type RedisTarget } from '../config/redis-target.js';
 import { trackRedisHealth, type RedisHealth } from '../store/redis-health.js';
 import { historyTtlSec } from '../journey/journey.js';
 import { createStats, type Stats } from '../store/stats.js';
@@ -27,7 +30,8 @@ export interface Context {
   logger: Logger;
   clock: Clock;
   closers: Closers;
-  redisUrl: string;
+  /** Where Redis is (one server, Sentinel or Cluster); its `address` is safe to show. */
+  redisTarget: RedisTarget;
   /** carrier-sync's own commands (scripts, pipelines, reads), auto-pipelined. */
   redis: RedisConnection;
   /** BullMQ's queues and workers (a worker duplicates it for its blocking reads); never auto-pipelined. */
@@ -47,35 +51,41 @@ export interface Context {
 export async function openContext(config: Readonly<Config>, logger: Logger, name: string): Promise<Context> {
   const closers = createClosers(logger);
   try {
-    let redisUrl = config.redis.url;
-    if (redisUrl === null) {
+    let url = config.redis.url;
+    if (url === null && config.redis.sentinels.length === 0) {
       const managed = await ensureManagedRedis(config.redis.managedDir, config.redis.managedPort, logger);
       // First on the stack, so it runs last: after every connection of this process is closed.
       closers.push('managed redis-server', () => managed.stop());
-      redisUrl = managed.url;
+      url = managed.url;
     }
+    const redisTarget = redisTargetOf(config.redis, url);
+    await checkTrust(redisTarget);
+    // A failover seen by ioredis' reconnect-on-error (see store/redis.ts).
+    let onFailover = (_error: Error): void => {};
     // Two connections: ours auto-pipelines (a busy daemon issues many small commands at once: one
     // socket write for each turn of the event loop instead of one each), BullMQ's does not (its
     // own pipelines break on one that does). Nothing orders commands across the two: what must
     // follow a BullMQ call awaits it.
-    // A failover seen by ioredis' reconnect-on-error (the command is sent again, never fails to us).
-    let onFailover = (_error: Error): void => {};
-    const connect = (connectionName: string, autoPipelining: boolean): RedisConnection =>
-      connectRedis(redisUrl, connectionName, config.redis.cluster, { autoPipelining, onFailover: (error) => onFailover(error) });
-    const redis = connect(`carrier-sync:${name}`, true);
-    const bullRedis = connect(`carrier-sync:${name}:bullmq`, false);
+    const redis = connectRedis(redisTarget, `carrier-sync:${name}`, (error) => onFailover(error), { autoPipelining: true });
+    const bullRedis = connectRedis(redisTarget, `carrier-sync:${name}:bullmq`, (error) => onFailover(error));
     const keys = createKeys(config.prefix);
     const health = trackRedisHealth(redis, logger.child({ mod: 'redis' }), { probeKey: keys.healthProbe });
     onFailover = (error) => void health.report(error, 'failover');
+    let isContacted = false;
     for (const connection of [redis, bullRedis]) {
       connection.on('error', (error) => {
+        // A refusal at first contact (untrusted certificate, wrong password) is the start's one error line.
+        if (!isContacted && isRefusal(error)) return;
         if (!health.report(error, 'connection')) logger.warn({ err: error }, 'redis connection error');
       });
     }
     closers.push('redis', () => closeRedis(redis));
     closers.push('redis (bullmq)', () => closeRedis(bullRedis));
     closers.push('redis health', () => health.close());
-    await Promise.all([redis.ping(), bullRedis.ping()]);
+    await firstContact(redis, redisTarget);
+    await bullRedis.ping();
+    isContacted = true;
+    noteEachPrimary(redis, redisTarget, keys, config.prefix, logger);
     const queues = openQueues(bullRedis, config.prefix, config.delivery);
     // A BullMQ queue re-emits its connection's errors; without a listener it prints them with console.error.
     for (const queue of [...Object.values(queues.items), queues.housekeeping]) {
@@ -92,7 +102,7 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
       logger,
       clock,
       closers,
-      redisUrl,
+      redisTarget,
       redis,
       bullRedis,
       health,
@@ -122,6 +132,19 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
     await closers.closeAll();
     throw error;
   }
+}
+
+/**
+ * Notes the primary this process reaches (for `status`' last failover): now, at every reconnect,
+ * and on a Cluster at every refresh of the slot map (after a node is lost or a MOVED, and every 5 s). Best effort: a failure is a
+ * debug line, the next (re)connect notes it again.
+ */
+function noteEachPrimary(redis: RedisConnection, target: RedisTarget, keys: Keys, prefix: string, logger: Logger): void {
+  const note = (): void =>
+    void notePrimary(redis, target, keys.topology, prefix).catch((error: unknown) => logger.debug({ err: error }, 'noting the Redis primary failed'));
+  note();
+  redis.on('ready', note);
+  if (target.kind === 'cluster') redis.on('refresh', note);
 }
 
 /**

@@ -7,6 +7,7 @@ import type { Metrics } from '../ops/metrics.js';
 import type { ReadinessState } from '../ops/readiness.js';
 import type { OpsServer } from '../ops/server.js';
 import { spoolDisk } from '../spool/disk-state.js';
+import { readTopology } from '../store/topology.js';
 import type { Context } from './context.js';
 import { inboxCounter, spoolIdOf } from './inbox-counts.js';
 
@@ -35,8 +36,10 @@ export async function startHttpRole(ctx: Context, deps: HttpRoleDeps): Promise<O
       authGate: ctx.authGate,
       ratePerMinute: config.delivery.ratePerMinute,
       maxQueued: config.delivery.maxQueued,
+      lang: config.lang,
       spoolId: await spoolIdOf(config.spool),
       inboxCounts: inboxCounter(config.spool),
+      topology: () => readTopology(ctx.redis, ctx.redisTarget, ctx.keys.topology, config.prefix),
       ...(deps.hasWatcher ? { spoolDisk } : {}),
       redisWritesRefused: () => ctx.health.writesRefused(),
     },

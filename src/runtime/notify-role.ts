@@ -5,6 +5,7 @@
  */
 import { hostname } from 'node:os';
 import type { Config } from '../config/schema.js';
+import { translator } from '../i18n/translate.js';
 import type { RateLimiter } from '../gate/limiter.js';
 import { publishChannels, recordSend } from '../store/notify-record.js';
 import { channelsOf } from '../notify/configured.js';
@@ -28,7 +29,7 @@ export function retryPolicyOf(notify: Config['notify']): RetryPolicy {
 
 export async function startNotifications(ctx: Context, limiter: RateLimiter | null): Promise<void> {
   const log = ctx.logger.child({ mod: 'notify' });
-  const channels = channelsOf(ctx.config.notify);
+  const channels = channelsOf(ctx.config.notify, translator(ctx.config.lang));
   // Published even when empty: the overview must not list channels a previous start had.
   await publishChannels(ctx.redis, ctx.keys, channels);
   if (channels.length === 0) {
@@ -75,6 +76,7 @@ async function startChecks(ctx: Context, limiter: RateLimiter | null, sender: Se
       ratePerMinute: config.delivery.ratePerMinute,
       spoolDir: config.spool.dir,
       notify,
+      t: translator(config.lang),
     },
     episodes: createEpisodes(redis, keys),
     sender,
@@ -100,7 +102,10 @@ async function startChecks(ctx: Context, limiter: RateLimiter | null, sender: Se
 function watchRedisWrites(ctx: Context, sender: Sender, origin: Origin, log: Logger): void {
   // A failover's message waits until the answers kept through it are written (a few checks).
   const failoverSettleMs = Math.max(5000, 6 * ctx.config.notify.checkIntervalMs);
-  const watch = watchRedisFull(ctx.redis, ctx.keys, ctx.health, sender, origin, () => ctx.clock.now(), log, { failoverSettleMs });
+  const watch = watchRedisFull(ctx.redis, ctx.keys, ctx.health, sender, origin, () => ctx.clock.now(), log, {
+    failoverSettleMs,
+    t: translator(ctx.config.lang),
+  });
   const timer = setInterval(() => void watch.tick(), ctx.config.notify.checkIntervalMs);
   timer.unref();
   ctx.health.onChange(() => void watch.tick());
@@ -114,6 +119,7 @@ function watchRedisWrites(ctx: Context, sender: Sender, origin: Origin, log: Log
 /** Redis unreachable cannot be claimed in Redis: this process tells its own outage, and its end. */
 function watchRedisOutages(ctx: Context, thresholdSec: number, sender: Sender, origin: Origin): void {
   const now = (): number => ctx.clock.now();
+  const t = translator(ctx.config.lang);
   const watch = watchRedis(ctx.redis, {
     thresholdMs: thresholdSec * 1000,
     now,
@@ -123,8 +129,8 @@ function watchRedisOutages(ctx: Context, thresholdSec: number, sender: Sender, o
           origin,
           'redis-unreachable',
           'firing',
-          `Redis has been unreachable for ${durationText(now() - outage.sinceMs)}: nothing is taken in or sent until it answers`,
-          { since: new Date(outage.sinceMs).toISOString(), reason: outage.reason, pid: process.pid, note: 'sent by each scheduler process on its own' },
+          t('notify.redis.firing', { duration: durationText(now() - outage.sinceMs) }),
+          { since: new Date(outage.sinceMs).toISOString(), reason: outage.reason, pid: process.pid, note: t('notify.redis.note') },
           now(),
         ),
       ),
@@ -135,7 +141,7 @@ function watchRedisOutages(ctx: Context, thresholdSec: number, sender: Sender, o
           origin,
           'redis-unreachable',
           'resolved',
-          `Redis answers again (after ${durationText(untilMs - outage.sinceMs)})`,
+          t('notify.redis.resolved', { duration: durationText(untilMs - outage.sinceMs) }),
           {
             since: new Date(outage.sinceMs).toISOString(),
             until: new Date(untilMs).toISOString(),

@@ -7,7 +7,7 @@
  * This file only wires them together, the outcome side into the session included. */
 import { ITEM_KIND_OF } from '../store/keys.js';
 import { createLease } from '../store/lease.js';
-import { redisAddressOf, resolveDeploymentId } from '../store/deployment.js';
+import { resolveDeploymentId } from '../store/deployment.js';
 import { backlogOf } from '../queue/queues.js';
 import type { Logger } from '../log.js';
 import { createOutcomes } from '../outcome/apply.js';
@@ -43,7 +43,7 @@ export async function startWatcherRole(ctx: Context): Promise<WatcherRole> {
   const paths = spoolPaths(config.spool.dir, identity.spoolId);
   attachSpoolDisk({ spoolId: paths.spoolId, root: paths.root }, log);
   if (identity.source === 'created') log.info({ spoolId: paths.spoolId, file: join(paths.root, SPOOL_ID_FILE) }, 'wrote the spool id into the spool');
-  const deployment = { deploymentId: await resolveDeploymentId(ctx.redis, ctx.keys), prefix: config.prefix, redis: redisAddressOf(ctx.redisUrl) };
+  const deployment = { deploymentId: await resolveDeploymentId(ctx.redis, ctx.keys), prefix: config.prefix, redis: ctx.redisTarget.address };
   const sessionDeps = sessionDepsOf(ctx, paths, log);
   const held = await holdSpoolLease<SpoolSession>({
     lease: createLease(ctx.redis, ctx.keys.spoolLease(paths.spoolId)),
@@ -91,6 +91,7 @@ function sessionDepsOf(ctx: Context, paths: SpoolPaths, log: Logger): SpoolSessi
           inflight: index,
           clock: ctx.clock,
           logger: outcomeLog,
+          lang: config.lang,
         }),
       sweepInterruptedMoves,
       startConsumer: (apply, isHeld) =>

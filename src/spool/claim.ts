@@ -10,7 +10,8 @@ import { lstat, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock } from '../clock.js';
 import type { SpoolConfig } from '../config/schema.js';
-import { SyncError } from '../errors.js';
+import type { SyncError } from '../errors.js';
+import { reasonOf, refusal } from '../i18n/reason.js';
 import type { Logger } from '../log.js';
 import type { Batches } from '../queue/batches.js';
 import { refusalReport, type ReportContent } from '../queue/failure-report.js';
@@ -64,8 +65,8 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   const stat = await fs.lstat(path);
   if (stat === null) return 'changed';
   if (!stat.isFile()) {
-    const what = stat.isSymbolicLink() ? 'a symbolic link' : stat.isDirectory() ? 'a directory' : stat.isFIFO() ? 'a FIFO' : 'not a regular file';
-    await refuse(deps, kind, path, fileName, refused(kind, fileName, { code: 'SPOOL_NOT_REGULAR_FILE', message: `${fileName} is ${what}; drop regular files only` }));
+    const key = stat.isSymbolicLink() ? 'reason.spool.symlink' : stat.isDirectory() ? 'reason.spool.directory' : stat.isFIFO() ? 'reason.spool.fifo' : 'reason.spool.notRegular';
+    await refuse(deps, kind, path, fileName, refused(kind, fileName, refusal('SPOOL_NOT_REGULAR_FILE', reasonOf(key, { file: fileName }))));
     return 'refused';
   }
   // Seen by a stat: it must not have changed since. Seen only by an inbox event (size -1): its own
@@ -74,7 +75,7 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   if (!isUnchanged) return 'changed';
   const limit = limitOf(deps.spool, kind);
   if (stat.size > limit.bytes) {
-    await refuse(deps, kind, path, fileName, refused(kind, fileName, { code: limit.code, message: `${fileName} is ${stat.size} bytes; the limit is ${limit.bytes}` }));
+    await refuse(deps, kind, path, fileName, refused(kind, fileName, refusal(limit.code, reasonOf('reason.spool.tooLarge', { file: fileName, bytes: String(stat.size), max: String(limit.bytes) }))));
     return 'refused';
   }
   const bytes = await fs.readFile(path);
@@ -227,5 +228,5 @@ function limitOf(spool: SpoolConfig, kind: SpoolKind): { bytes: number; code: 'L
 }
 
 function badName(fileName: string): SyncError {
-  return new SyncError('SPOOL_BAD_NAME', `${fileName}: events files must end in .ndjson, .jsonl or .csv`);
+  return refusal('SPOOL_BAD_NAME', reasonOf('reason.spool.eventsExtension', { file: fileName }));
 }

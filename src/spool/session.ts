@@ -168,7 +168,7 @@ function fencedSink(deps: SpoolSessionDeps, fence: Fence, outcomes: SpoolOutcome
 async function countRefusal(deps: SpoolSessionDeps, kind: SpoolKind, fileName: string, report: ReportContent): Promise<void> {
   const { redis, keys, clock } = deps;
   const chain = addStat(addStat(redis.multi(), keys.stats, 'received', ITEM_KIND_OF[kind]), keys.stats, 'failed', ITEM_KIND_OF[kind]);
-  const refusal = { at: new Date(clock.now()).toISOString(), kind, file: fileName, code: report.code, reason: report.message };
+  const refusal = { at: new Date(clock.now()).toISOString(), kind, file: fileName, code: report.code, reason: report.message, reasonSource: report.reasonSource };
   await addRefusal(chain, keys, refusal, clock.now()).exec();
 }
 

@@ -11,6 +11,7 @@
  * Each writer appends its commands to a pipeline or MULTI the caller runs (`add…`: one round trip
  * with the caller's own commands); `countActivity` also runs on its own.
  */
+import type { StoredReason } from '../errors.js';
 import type { ChainableCommander } from 'ioredis';
 import type { Keys } from './keys.js';
 import type { RedisConnection } from './redis.js';
@@ -56,7 +57,10 @@ export interface Refusal {
   kind: string;
   file: string;
   code: string;
+  /** The English reason (as in logs and `.error.json` `message`). */
   reason: string;
+  /** Its key and values, so the overview shows it in the reader's language. */
+  reasonSource?: StoredReason | undefined;
 }
 
 /** Appends the refusal's counters (per minute and in all) and its place in the latest list to `chain`. */

@@ -105,6 +105,8 @@ export interface Keys {
   readonly spools: string;
   /** This deployment's random id (a string, written once with SET NX): see `store/deployment.ts`. */
   readonly deploymentId: string;
+  /** The Redis primary as the processes last reached it, and the last failover they saw: hash (see `store/topology.ts`). */
+  readonly topology: string;
   /** Notifications (see `notify/`): what one condition (of one subject, e.g. a spool) is in: hash {state, episode, since}. */
   notifyState(condition: string, subject?: string): string;
   /** Since when (ms) a condition has been bad without firing yet (its threshold not yet reached). */
@@ -172,6 +174,7 @@ export function createKeys(prefix: string): Keys {
     spoolLease: (spoolId) => k('spool-lease', spoolId),
     spools: k('spools'),
     deploymentId: k('deployment-id'),
+    topology: k('redis-topology'),
     notifyState: (condition, subject) => k('notify', 'state', condition, ...(subject === undefined ? [] : [subject])),
     notifyPending: (condition, subject) => k('notify', 'pending', condition, ...(subject === undefined ? [] : [subject])),
     notifyProgress: k('notify', 'progress'),

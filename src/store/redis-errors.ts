@@ -19,6 +19,8 @@ const CONNECTION_MESSAGES = [
   "Stream isn't writeable",
   'Command aborted due to connection close',
   'None of startup nodes is available',
+  // Through Sentinel: no sentinel answered, or none named a primary yet (ioredis retries).
+  'All sentinels are unreachable',
   'LOADING',
 ];
 /** Reply prefixes of a Redis that answers but refuses writes. */

@@ -1,6 +1,7 @@
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { singleTarget, type RedisTarget } from '../config/redis-target.js';
 
-/** A Redis server or a Redis Cluster: every module takes either. */
+/** A Redis server (alone or found through Sentinel) or a Redis Cluster: every module takes either. */
 export type RedisConnection = Redis | Cluster;
 
 /** The longest wait between two reconnect attempts (gate/attempt-owner.ts counts on it). */
@@ -25,6 +26,25 @@ function reconnectOnErrorOf(onFailover: ((error: Error) => void) | undefined): (
   };
 }
 
+/**
+ * The one way carrier-sync connects to Redis: queues, workers, our own commands, `status` and the
+ * CLI all come here (BullMQ's blocking connections are `duplicate()`s of these, so they carry the
+ * same options). Every connection is as BullMQ wants it: no per-request retry limit, so a blocking
+ * command waits out a restart or a failover rather than fails.
+ *
+ * - single: one server (a managed service's endpoint counts as one).
+ * - sentinel: ioredis asks the sentinels for the primary, and `failoverDetector` subscribes to
+ *   their +switch-master so a connection leaves a demoted primary at once, not at its next error.
+ *   TLS to the data nodes (`enableTLSForSentinelMode`) and to the sentinels (`sentinelTLS`).
+ * - cluster: every key of a deployment shares the prefix's hash tag, so each Lua script and
+ *   multi-key command stays in one slot. While a slot's master is down and its replica not yet
+ *   promoted, a command is retried every 200 ms up to 100 times (20 s: past a failover under the
+ *   default cluster-node-timeout of 15 s) rather than failed after ioredis' default 16 × 100 ms.
+ *   The slot map is also refreshed every 5 s, so a promotion is seen without waiting for an error.
+ *
+ * A string is a single server's URL (tests and tools that hold only a URL). `onFailover`: see
+ * reconnectOnErrorOf above.
+ */
 export interface ConnectOptions {
   /**
    * ioredis' auto-pipelining: the commands issued in one turn of the event loop leave in one socket
@@ -33,44 +53,62 @@ export interface ConnectOptions {
    * iterable"), so BullMQ gets a connection of its own (runtime/context.ts).
    */
   autoPipelining?: boolean;
-  /** A READONLY or UNBLOCKED answer: the primary moved (see `reconnectOnErrorOf`). */
-  onFailover?: (error: Error) => void;
+}
+
+export function connectRedis(where: RedisTarget | string, name: string, onFailover?: (error: Error) => void, options: ConnectOptions = {}): RedisConnection {
+  const target = typeof where === 'string' ? singleTarget(where) : where;
+  const reconnectOnError = reconnectOnErrorOf(onFailover);
+  const enableAutoPipelining = options.autoPipelining === true;
+  const common: RedisOptions = {
+    maxRetriesPerRequest: null,
+    connectionName: name,
+    enableReadyCheck: true,
+    retryStrategy,
+    reconnectOnError,
+    ...(target.username === undefined ? {} : { username: target.username }),
+    ...(target.password === undefined ? {} : { password: target.password }),
+    ...(target.isTls ? { tls: {} } : {}),
+  };
+  switch (target.kind) {
+    case 'single':
+      return new Redis({ ...common, enableAutoPipelining, host: target.node.host, port: target.node.port, db: target.db });
+    case 'sentinel':
+      return new Redis({
+        ...common,
+        enableAutoPipelining,
+        db: target.db,
+        name: target.name,
+        sentinels: target.sentinels,
+        ...(target.sentinelPassword === undefined ? {} : { sentinelPassword: target.sentinelPassword }),
+        ...(target.isSentinelTls ? { sentinelTLS: {} } : {}),
+        enableTLSForSentinelMode: target.isTls,
+        failoverDetector: true,
+      });
+    case 'cluster':
+      return new Cluster(target.nodes, {
+        clusterRetryStrategy: retryStrategy,
+        enableReadyCheck: true,
+        retryDelayOnFailover: 200,
+        retryDelayOnClusterDown: 200,
+        retryDelayOnTryAgain: 200,
+        maxRedirections: 100,
+        slotsRefreshInterval: 5000,
+        enableAutoPipelining,
+        redisOptions: common,
+      });
+  }
 }
 
 /**
- * One connection as BullMQ wants it (no per-request retry limit: BullMQ's blocking commands must
- * wait out a Redis restart rather than fail). With `isCluster`, `url` may list several seed nodes
- * separated by commas; every key of a deployment shares the prefix's hash tag, so each Lua script
- * and multi-key command stays within one slot.
+ * Closes a connection; safe to call twice. One that is not ready (still connecting, or refused
+ * at first contact) is dropped: QUIT would wait in the offline queue for a Redis that may never come.
  */
-export function connectRedis(url: string, name: string, isCluster = false, options: ConnectOptions = {}): RedisConnection {
-  const enableAutoPipelining = options.autoPipelining === true;
-  const reconnectOnError = reconnectOnErrorOf(options.onFailover);
-  if (!isCluster)
-    return new Redis(url, { maxRetriesPerRequest: null, connectionName: name, enableReadyCheck: true, retryStrategy, reconnectOnError, enableAutoPipelining });
-  const nodes = url.split(',').map((part) => {
-    const parsed = new URL(part.trim());
-    return { host: parsed.hostname, port: Number(parsed.port || 6379) };
-  });
-  const first = new URL(url.split(',')[0]!.trim());
-  return new Cluster(nodes, {
-    clusterRetryStrategy: retryStrategy,
-    enableReadyCheck: true,
-    enableAutoPipelining,
-    redisOptions: {
-      maxRetriesPerRequest: null,
-      connectionName: name,
-      reconnectOnError,
-      ...(first.username === '' ? {} : { username: decodeURIComponent(first.username) }),
-      ...(first.password === '' ? {} : { password: decodeURIComponent(first.password) }),
-      ...(first.protocol === 'rediss:' ? { tls: {} } : {}),
-    },
-  });
-}
-
-/** Closes a connection; safe to call twice. */
 export async function closeRedis(redis: RedisConnection): Promise<void> {
   if (redis.status === 'end') return;
+  if (redis.status !== 'ready') {
+    redis.disconnect();
+    return;
+  }
   try {
     await redis.quit();
   } catch {

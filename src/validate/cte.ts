@@ -1,8 +1,9 @@
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { SyncError, type ErrorCode } from '../errors.js';
+import { reasonOf, refusal, renderReason, type Reason } from '../i18n/reason.js';
 import { parseEventAt } from './event-at.js';
 import { cteLookAlike, cteLookAlikeReason } from './look-alike.js';
-import { accessKeyDigit, cnpjProblem, cpfProblem, isAllZeros } from './tax-id.js';
+import { accessKeyDigit, cnpjProblem, cpfProblem, isAllZeros, type ValueProblem } from './tax-id.js';
 import { accept, reject, type Verdict } from './verdict.js';
 import { decodeXml } from './xml-encoding.js';
 import { asNode, child, childAt, hasTextDeep, text, type XmlNode } from './xml-tree.js';
@@ -41,8 +42,10 @@ export interface CteSummary {
 
 interface Problem {
   code: ErrorCode;
-  text: string;
+  reason: Reason;
 }
+
+type Rule = (value: string) => ValueProblem | null;
 
 /** Accepted roots → the element that holds infCte. */
 const DOCUMENT_OF: ReadonlyMap<string, string> = new Map([
@@ -74,29 +77,33 @@ const parser = new XMLParser({
 
 export function checkCte(bytes: Uint8Array, options: { maxBytes: number }): Verdict<CteSummary> {
   if (bytes.length > options.maxBytes) {
-    return fail('CTE_TOO_LARGE', `the CT-e is ${bytes.length} bytes, over the limit of ${options.maxBytes}`);
+    return fail('CTE_TOO_LARGE', reasonOf('reason.cte.tooLarge', { bytes: String(bytes.length), max: String(options.maxBytes) }));
   }
-  if (bytes.length === 0) return fail('CTE_NOT_XML', 'the CT-e file is empty; write the XML completely before moving it into the inbox');
+  if (bytes.length === 0) return fail('CTE_NOT_XML', reasonOf('reason.cte.empty'));
   const decoded = decodeXml(bytes);
   if (decoded instanceof SyncError) return reject(decoded);
   const xml = decoded.text;
   if (/<!(DOCTYPE|ENTITY)/i.test(xml)) {
-    return fail('CTE_DOCTYPE', 'the XML holds a <!DOCTYPE> or <!ENTITY> declaration, which a CT-e never has and we never expand; remove it');
+    return fail('CTE_DOCTYPE', reasonOf('reason.cte.doctype'));
   }
   const wellFormed = XMLValidator.validate(xml);
   if (wellFormed !== true) {
     const { msg, line, col } = wellFormed.err;
-    return fail('CTE_NOT_XML', `the file is not well-formed XML: ${msg} (line ${line}${col === undefined ? '' : `, column ${col}`}); fix or re-export it`);
+    const at = { detail: msg, line: String(line) };
+    return fail(
+      'CTE_NOT_XML',
+      col === undefined ? reasonOf('reason.cte.notWellFormed', at) : reasonOf('reason.cte.notWellFormedAt', { ...at, column: String(col) }),
+    );
   }
   let tree: XmlNode;
   try {
     tree = parser.parse(xml) as XmlNode;
   } catch (error) {
-    return fail('CTE_NOT_XML', `the XML cannot be read (${error instanceof Error ? error.message : String(error)})`);
+    return fail('CTE_NOT_XML', reasonOf('reason.cte.unreadable', { detail: error instanceof Error ? error.message : String(error) }));
   }
   const root = Object.keys(tree).find((key) => !key.startsWith('?')) ?? '';
   const verdict = checkDocument(xml, root, tree[root]);
-  return verdict.ok ? accept({ ...verdict.value, declaredEncoding: decoded.declared }, verdict.warnings) : verdict;
+  return verdict.ok ? accept({ ...verdict.value, declaredEncoding: decoded.declared }, verdict.warningReasons) : verdict;
 }
 
 function checkDocument(xml: string, root: string, rootNode: unknown): Verdict<Omit<CteSummary, 'declaredEncoding'>> {
@@ -106,105 +113,104 @@ function checkDocument(xml: string, root: string, rootNode: unknown): Verdict<Om
     return fail('CTE_NOT_CTE', cteLookAlikeReason(lookAlike, root), { lookAlike, root });
   }
   const document = root === documentName ? rootNode : child(rootNode, documentName);
-  if (document === undefined) return fail('CTE_NOT_CTE', `<${root}> holds no <${documentName}>; send the processed CT-e as issued`);
+  if (document === undefined) return fail('CTE_NOT_CTE', reasonOf('reason.cte.noDocument', { root, document: documentName }));
   const infCte = child(document, 'infCte');
-  if (infCte === undefined) return fail('CTE_FIELD_MISSING', `infCte is missing from <${documentName}>; the API requires the CT-e's infCte`);
+  if (infCte === undefined) return fail('CTE_FIELD_MISSING', reasonOf('reason.cte.noInfCte', { document: documentName }));
   const cancelled = cancellation(root, rootNode);
-  if (cancelled !== null) return fail('CTE_CANCELLED', `${cancelled}: a cancelled CT-e cannot document a delivery; send the CT-e that replaced it`);
+  if (cancelled !== null) return fail('CTE_CANCELLED', cancelled);
   const mod = text(childAt(infCte, 'ide/mod'));
   if (child(infCte, 'dest') === undefined && (documentName === 'CTeOS' || mod === '67')) {
-    return fail(
-      'CTE_FIELD_MISSING',
-      'infCte/dest is missing: this is a CT-e OS (modelo 67), which has no dest (only toma), and the API requires dest/CNPJ or dest/CPF; a CT-e OS cannot be sent',
-    );
+    return fail('CTE_FIELD_MISSING', reasonOf('reason.cte.osWithoutDest'));
   }
   const problems: Problem[] = [];
-  const field = (path: string, rule: (value: string) => string | null): string => {
+  const field = (path: string, rule: Rule): string => {
     const value = text(childAt(infCte, path));
-    if (value === undefined || value === '') problems.push({ code: 'CTE_FIELD_MISSING', text: `infCte/${path} is missing or empty` });
+    if (value === undefined || value === '') problems.push({ code: 'CTE_FIELD_MISSING', reason: reasonOf('reason.cte.fieldMissing', { path }) });
     else {
       const problem = rule(value);
-      if (problem !== null) problems.push({ code: 'CTE_FIELD_INVALID', text: `infCte/${path} ${JSON.stringify(shorten(value))} ${problem}` });
+      if (problem !== null) {
+        problems.push({ code: 'CTE_FIELD_INVALID', reason: reasonOf(problem.key, { ...problem.values, path, value: JSON.stringify(shorten(value)) }) });
+      }
     }
     return value ?? '';
   };
-  const cUF = field('ide/cUF', (v) =>
-    /^\d{2}$/.test(v) && STATE_CODES.has(Number(v)) ? null : 'is not an IBGE state code (11–17, 21–29, 31–33, 35, 41–43, 50–53)',
-  );
-  const nCT = field('ide/nCT', (v) => (/^\d{1,9}$/.test(v) && !isAllZeros(v) ? null : 'must be 1–9 digits, not all zero'));
+  const cUF = field('ide/cUF', (v) => (/^\d{2}$/.test(v) && STATE_CODES.has(Number(v)) ? null : { key: 'reason.cte.stateCode' }));
+  const nCT = field('ide/nCT', (v) => (/^\d{1,9}$/.test(v) && !isAllZeros(v) ? null : { key: 'reason.cte.number' }));
   const dhEmi = field('ide/dhEmi', dhEmiProblem);
   const emitCnpj = field('emit/CNPJ', cnpjProblem);
-  const vTPrest = field('vPrest/vTPrest', (v) => (DECIMAL.test(v) ? null : 'must be a decimal such as 1234.56 (up to 13 digits, a dot, up to 2 decimals)'));
+  const vTPrest = field('vPrest/vTPrest', (v) => (DECIMAL.test(v) ? null : { key: 'reason.cte.decimal' }));
   const destDocument = destOf(child(infCte, 'dest'), problems, field);
   if (problems.length > 0) {
-    const message = `${problems.map((p) => p.text).join('; ')}; the API validates these fields: correct them and re-issue the CT-e`;
-    return fail(problems[0]?.code ?? 'CTE_FIELD_INVALID', message, { problems: problems.map((p) => p.text) });
+    const reasons = problems.map((p) => p.reason);
+    return fail(problems[0]?.code ?? 'CTE_FIELD_INVALID', reasonOf('reason.cte.fields', { problems: reasons }), {
+      problems: reasons.map((r) => renderReason('en', r)),
+    });
   }
-  const warnings: string[] = [];
+  const warnings: Reason[] = [];
   for (const [name, value] of [
     ['emit/CNPJ', emitCnpj],
     [`dest/${destDocument.type}`, destDocument.value],
   ]) {
-    if (value !== undefined && isAllZeros(value)) warnings.push(`infCte/${name} is all zeros: it passes the check digits but is no real company`);
+    if (value !== undefined && isAllZeros(value)) warnings.push(reasonOf('warning.cte.allZeros', { path: name ?? '' }));
   }
   const model = mod === '57' || mod === '67' ? mod : null;
-  if (model === null) warnings.push(`infCte/ide/mod is ${JSON.stringify(mod ?? '')}, not 57 (CT-e) or 67 (CT-e OS)`);
+  if (model === null) warnings.push(reasonOf('warning.cte.model', { value: JSON.stringify(mod ?? '') }));
   const protocolStatus = text(childAt(rootNode, 'protCTe/infProt/cStat'));
   if (protocolStatus !== undefined && protocolStatus !== '100' && protocolStatus !== '150') {
-    warnings.push(`the protocol's cStat is ${protocolStatus}, not an authorization (100 or 150)`);
+    warnings.push(reasonOf('warning.cte.protocolStatus', { status: protocolStatus }));
   }
-  if (!xml.includes(CTE_NAMESPACE)) warnings.push(`the XML does not use the CT-e namespace ${CTE_NAMESPACE}`);
+  if (!xml.includes(CTE_NAMESPACE)) warnings.push(reasonOf('warning.cte.namespace', { namespace: CTE_NAMESPACE }));
   const accessKey = checkAccessKey(text(child(infCte, '@_Id')), { cUF, nCT, mod: mod ?? '', emitCnpj }, warnings);
   const version = text(child(infCte, '@_versao')) ?? text(child(document, '@_versao')) ?? '';
   return accept({ xml, root, model, version, cUF, nCT, dhEmi, emitCnpj, vTPrest, destDocument, accessKey }, warnings);
 }
 
 /** dest holds exactly one of CNPJ and CPF (an XSD choice). */
-function destOf(dest: unknown, problems: Problem[], field: (path: string, rule: (value: string) => string | null) => string): CteSummary['destDocument'] {
+function destOf(dest: unknown, problems: Problem[], field: (path: string, rule: Rule) => string): CteSummary['destDocument'] {
   const hasCnpj = text(child(dest, 'CNPJ')) !== undefined;
   const hasCpf = text(child(dest, 'CPF')) !== undefined;
-  if (hasCnpj && hasCpf) problems.push({ code: 'CTE_FIELD_INVALID', text: 'infCte/dest holds both CNPJ and CPF; it must hold exactly one' });
+  if (hasCnpj && hasCpf) problems.push({ code: 'CTE_FIELD_INVALID', reason: reasonOf('reason.cte.destBoth') });
   if (!hasCnpj && !hasCpf) {
-    problems.push({ code: 'CTE_FIELD_MISSING', text: 'infCte/dest/CNPJ (or dest/CPF) is missing; the API requires the recipient tax id' });
+    problems.push({ code: 'CTE_FIELD_MISSING', reason: reasonOf('reason.cte.destNone') });
     return { type: 'CNPJ', value: '' };
   }
   return hasCnpj ? { type: 'CNPJ', value: field('dest/CNPJ', cnpjProblem) } : { type: 'CPF', value: field('dest/CPF', cpfProblem) };
 }
 
-function dhEmiProblem(value: string): string | null {
+function dhEmiProblem(value: string): ValueProblem | null {
   const shape = DH_EMI.exec(value);
-  if (shape === null) return 'must be a date-time with offset, YYYY-MM-DDThh:mm:ss±hh:mm';
-  if (shape[1] === undefined) return 'has no UTC offset; the API needs one such as -03:00 (layout 2.00 wrote local time) and we never guess a timezone';
-  return parseEventAt(value) instanceof SyncError ? 'is not a real calendar date and time' : null;
+  if (shape === null) return { key: 'reason.cte.dateShape' };
+  if (shape[1] === undefined) return { key: 'reason.cte.dateNoOffset' };
+  return parseEventAt(value) instanceof SyncError ? { key: 'reason.cte.dateNotReal' } : null;
 }
 
 /** A cancellation travels with the processed CT-e, outside the signed CTe element. */
-function cancellation(root: string, rootNode: unknown): string | null {
+function cancellation(root: string, rootNode: unknown): Reason | null {
   if (root !== 'cteProc' && root !== 'cteOSProc') return null;
-  if (child(rootNode, 'procCancCTe') !== undefined) return `the ${root} carries procCancCTe (a cancellation)`;
-  if (text(childAt(rootNode, 'protCTe/infProt/cStat')) === '101') return `the ${root} protocol has cStat 101 (cancelled)`;
+  if (child(rootNode, 'procCancCTe') !== undefined) return reasonOf('reason.cte.cancelledProc', { root });
+  if (text(childAt(rootNode, 'protCTe/infProt/cStat')) === '101') return reasonOf('reason.cte.cancelledStatus', { root });
   const others = Object.entries(asNode(rootNode) ?? {}).filter(([key]) => key !== 'CTe' && key !== 'CTeOS');
-  if (others.some(([, value]) => hasTextDeep(value, 'tpEvento', '110111'))) return `the ${root} carries a cancellation event (tpEvento 110111)`;
+  if (others.some(([, value]) => hasTextDeep(value, 'tpEvento', '110111'))) return reasonOf('reason.cte.cancelledEvent', { root });
   return null;
 }
 
-function checkAccessKey(id: string | undefined, ide: { cUF: string; nCT: string; mod: string; emitCnpj: string }, warnings: string[]): string | null {
+function checkAccessKey(id: string | undefined, ide: { cUF: string; nCT: string; mod: string; emitCnpj: string }, warnings: Reason[]): string | null {
   if (id === undefined) {
-    warnings.push('infCte has no Id attribute (the access key)');
+    warnings.push(reasonOf('warning.cte.noId'));
     return null;
   }
   const key = ACCESS_KEY.exec(id);
   if (key === null) {
-    warnings.push(`infCte@Id ${JSON.stringify(shorten(id))} is not "CTe" followed by a 44-character access key`);
+    warnings.push(reasonOf('warning.cte.idShape', { value: JSON.stringify(shorten(id)) }));
     return null;
   }
   const [, keyUF, keyCnpj, keyMod, keyNumber, keyDigit] = key;
-  if (keyUF !== ide.cUF) warnings.push(`the access key's cUF ${keyUF ?? ''} differs from infCte/ide/cUF ${ide.cUF}`);
-  if (keyMod !== ide.mod) warnings.push(`the access key's model ${keyMod ?? ''} differs from infCte/ide/mod ${ide.mod}`);
-  if (keyNumber !== ide.nCT.padStart(9, '0')) warnings.push(`the access key's nCT ${keyNumber ?? ''} differs from infCte/ide/nCT ${ide.nCT}`);
-  if (keyCnpj !== ide.emitCnpj) warnings.push(`the access key's CNPJ ${keyCnpj ?? ''} differs from infCte/emit/CNPJ ${ide.emitCnpj}`);
+  if (keyUF !== ide.cUF) warnings.push(reasonOf('warning.cte.keyUf', { key: keyUF ?? '', field: ide.cUF }));
+  if (keyMod !== ide.mod) warnings.push(reasonOf('warning.cte.keyModel', { key: keyMod ?? '', field: ide.mod }));
+  if (keyNumber !== ide.nCT.padStart(9, '0')) warnings.push(reasonOf('warning.cte.keyNumber', { key: keyNumber ?? '', field: ide.nCT }));
+  if (keyCnpj !== ide.emitCnpj) warnings.push(reasonOf('warning.cte.keyCnpj', { key: keyCnpj ?? '', field: ide.emitCnpj }));
   const digits = id.slice(3);
-  if (String(accessKeyDigit(digits.slice(0, 43))) !== keyDigit) warnings.push(`the access key's check digit ${keyDigit ?? ''} is wrong`);
+  if (String(accessKeyDigit(digits.slice(0, 43))) !== keyDigit) warnings.push(reasonOf('warning.cte.keyDigit', { digit: keyDigit ?? '' }));
   return digits;
 }
 
@@ -212,6 +218,6 @@ function shorten(value: string): string {
   return value.length > 60 ? `${value.slice(0, 60)}…` : value;
 }
 
-function fail<T = CteSummary>(code: ErrorCode, message: string, params?: Record<string, unknown>): Verdict<T> {
-  return reject(new SyncError(code, message, params === undefined ? {} : { params }));
+function fail<T = CteSummary>(code: ErrorCode, reason: Reason, params?: Record<string, unknown>): Verdict<T> {
+  return reject(refusal(code, reason, params === undefined ? {} : { params }));
 }

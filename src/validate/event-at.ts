@@ -1,4 +1,6 @@
-import { SyncError } from '../errors.js';
+import type { SyncError } from '../errors.js';
+import { refusal } from '../i18n/reason.js';
+import type { MessageKey } from '../i18n/translate.js';
 
 /**
  * event_at normalisation. The API drops a collecting event whose event_at equals an earlier one, and
@@ -26,11 +28,11 @@ const MAX_OFFSET_MINUTES = 18 * 60;
 export function parseEventAt(text: string): EventInstant | SyncError {
   const match = PATTERN.exec(text);
   if (match === null) {
-    return bad(text, 'is not an ISO 8601 date-time; write it as YYYY-MM-DDTHH:MM:SS(.fraction)(Z|±hh:mm), e.g. 2026-03-01T09:30:00-03:00');
+    return bad(text, 'reason.event.notIso');
   }
   const [, yearText, monthText, dayText, hourText, minuteText, secondText, fraction, zulu, sign, offH, offM] = match;
   if (zulu === undefined && sign === undefined) {
-    return bad(text, 'has no UTC offset; add Z or ±hh:mm (we never guess a timezone)');
+    return bad(text, 'reason.event.noOffset');
   }
   const year = Number(yearText);
   const month = Number(monthText);
@@ -38,17 +40,17 @@ export function parseEventAt(text: string): EventInstant | SyncError {
   const hour = Number(hourText);
   const minute = Number(minuteText);
   const second = Number(secondText ?? '0');
-  if (month < 1 || month > 12) return bad(text, `has month ${monthText}; use 01–12`);
-  if (day < 1 || day > daysInMonth(year, month)) return bad(text, `has day ${dayText}, which month ${monthText} of ${yearText} does not have`);
-  if (hour > 23) return bad(text, `has hour ${hourText}; use 00–23`);
-  if (minute > 59) return bad(text, `has minute ${minuteText}; use 00–59`);
-  if (second > 59) return bad(text, `has second ${secondText ?? ''}; use 00–59`);
+  if (month < 1 || month > 12) return bad(text, 'reason.event.month', { month: monthText ?? '' });
+  if (day < 1 || day > daysInMonth(year, month)) return bad(text, 'reason.event.day', { day: dayText ?? '', month: monthText ?? '', year: yearText ?? '' });
+  if (hour > 23) return bad(text, 'reason.event.hour', { hour: hourText ?? '' });
+  if (minute > 59) return bad(text, 'reason.event.minute', { minute: minuteText ?? '' });
+  if (second > 59) return bad(text, 'reason.event.second', { second: secondText ?? '' });
   let offsetMinutes = 0;
   if (sign !== undefined) {
     const offsetHours = Number(offH);
     const offsetMins = Number(offM);
     if (offsetMins > 59 || offsetHours * 60 + offsetMins > MAX_OFFSET_MINUTES) {
-      return bad(text, `has offset ${sign}${offH ?? ''}:${offM ?? ''}; an offset is at most ±18:00`);
+      return bad(text, 'reason.event.offset', { offset: `${sign}${offH ?? ''}:${offM ?? ''}` });
     }
     offsetMinutes = (sign === '-' ? -1 : 1) * (offsetHours * 60 + offsetMins);
   }
@@ -60,7 +62,7 @@ export function parseEventAt(text: string): EventInstant | SyncError {
   const epochMs = date.getTime() - offsetMinutes * 60_000;
   const utc = new Date(epochMs);
   const utcYear = utc.getUTCFullYear();
-  if (utcYear < 0 || utcYear > 9999) return bad(text, 'falls outside the years 0000–9999 once moved to UTC');
+  if (utcYear < 0 || utcYear > 9999) return bad(text, 'reason.event.years');
   const seconds = utc.toISOString().slice(0, 19);
   const trimmed = digits.replace(/0+$/, '');
   const instantKey = `${seconds}${trimmed === '' ? '' : `.${trimmed}`}Z`;
@@ -77,7 +79,7 @@ function isLeapYear(year: number): boolean {
   return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
 }
 
-function bad(text: string, problem: string): SyncError {
+function bad(text: string, key: MessageKey, values: Record<string, string> = {}): SyncError {
   const shown = text.length > 60 ? `${text.slice(0, 60)}…` : text;
-  return new SyncError('EVENT_BAD_TIME', `event_at ${JSON.stringify(shown)} ${problem}`, { params: { eventAt: shown } });
+  return refusal('EVENT_BAD_TIME', { key, values: { ...values, value: JSON.stringify(shown) } }, { params: { eventAt: shown } });
 }

@@ -1,4 +1,5 @@
 import { SyncError } from '../errors.js';
+import { reasonOf, refusal } from '../i18n/reason.js';
 import { parseEventAt } from './event-at.js';
 import { accept, reject, type Verdict } from './verdict.js';
 
@@ -24,15 +25,13 @@ export const DELIVERY_ID_RULE = '1–128 characters of A–Z, a–z, 0–9, "_" 
 export function checkDeliveryId(id: string): SyncError | null {
   if (DELIVERY_ID_PATTERN.test(id)) return null;
   const shown = id.length > 60 ? `${id.slice(0, 60)}…` : id;
-  return new SyncError('EVENT_BAD_DELIVERY_ID', `delivery_id ${JSON.stringify(shown)} is not valid: use ${DELIVERY_ID_RULE}`, {
-    params: { deliveryId: shown },
-  });
+  return refusal('EVENT_BAD_DELIVERY_ID', reasonOf('reason.event.badDeliveryId', { value: JSON.stringify(shown) }), { params: { deliveryId: shown } });
 }
 
 /** Checks one raw record (a parsed JSON object or a CSV row keyed by its header); extra fields are ignored. */
 export function checkEventRecord(raw: unknown): Verdict<CollectingEventRecord> {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    return reject(new SyncError('EVENT_BAD_RECORD', 'an event must be an object with delivery_id and event_at'));
+    return reject(refusal('EVENT_BAD_RECORD', reasonOf('reason.event.notObject')));
   }
   const record = raw as Record<string, unknown>;
   const deliveryId = record['delivery_id'];
@@ -47,6 +46,9 @@ export function checkEventRecord(raw: unknown): Verdict<CollectingEventRecord> {
 }
 
 function missing(field: string, value: unknown): SyncError {
-  const problem = value === undefined ? 'is missing' : `must be a string, not ${value === null ? 'null' : typeof value}`;
-  return new SyncError('EVENT_BAD_RECORD', `${field} ${problem}; every event needs delivery_id and event_at as strings`);
+  const reason =
+    value === undefined
+      ? reasonOf('reason.event.fieldMissing', { field })
+      : reasonOf('reason.event.fieldNotString', { field, type: value === null ? 'null' : typeof value });
+  return refusal('EVENT_BAD_RECORD', reason);
 }

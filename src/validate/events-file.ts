@@ -1,6 +1,7 @@
 import { CsvError, parse, type InfoRecord } from 'csv-parse/sync';
 import type { SyncError } from '../errors.js';
 import { type ErrorCode } from '../errors.js';
+import { asReason, reasonOf, renderReason, type Reason } from '../i18n/reason.js';
 import { checkEventRecord, type CollectingEventRecord } from './event-record.js';
 
 /**
@@ -14,7 +15,10 @@ export type EventLineRecord = CollectingEventRecord & { line: number };
 export interface EventLineReject {
   line: number;
   code: ErrorCode;
+  /** The English reason (logs, `.error.json` `message`). */
   message: string;
+  /** The reason's key and values, for a reader in another language. */
+  reason?: Reason;
 }
 export interface EventsFileResult {
   records: EventLineRecord[];
@@ -38,7 +42,7 @@ export function parseEventsFile(text: string, format: EventsFormat, options: { m
       const bytes = Buffer.byteLength(line, 'utf8');
       if (bytes <= options.maxLineBytes) return line;
       result.rejects.push(
-        reject(index + 1, 'EVENT_LINE_TOO_LONG', `line is ${bytes} bytes, over the limit of ${options.maxLineBytes}; split it or shorten it`),
+        reject(index + 1, 'EVENT_LINE_TOO_LONG', reasonOf('reason.event.lineTooLong', { bytes: String(bytes), max: String(options.maxLineBytes) })),
       );
       return '';
     });
@@ -56,7 +60,7 @@ function readNdjson(lines: string[], result: EventsFileResult): void {
       raw = JSON.parse(text);
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
-      result.rejects.push(reject(index + 1, 'EVENT_BAD_RECORD', `not valid JSON (${reason}); write one JSON object per line`));
+      result.rejects.push(reject(index + 1, 'EVENT_BAD_RECORD', reasonOf('reason.event.notJson', { detail: reason })));
       return;
     }
     take(raw, index + 1, result);
@@ -75,7 +79,7 @@ function readCsv(lines: string[], result: EventsFileResult): void {
       reject(
         header.line,
         'EVENT_BAD_RECORD',
-        `the header row lacks ${absent.join(' and ')} (found: ${names.join(', ')}); the first row must name delivery_id and event_at`,
+        reasonOf(absent.length === 1 ? 'reason.event.headerLacks' : 'reason.event.headerLacksBoth', { missing: absent.join(''), found: names.join(', ') }),
       ),
     );
     return;
@@ -86,9 +90,8 @@ function readCsv(lines: string[], result: EventsFileResult): void {
     // A row wider or narrower than its header most often held an unquoted comma or comes from shifted
     // columns: its delivery_id and event_at columns cannot be trusted, so the row is not sent.
     if (!row.fitsHeader) {
-      const count = `${row.fields.length} field${row.fields.length === 1 ? '' : 's'}`;
-      const hint = row.fields.length > names.length ? 'quote a value that holds a comma' : 'give every row one field per header column';
-      result.rejects.push(reject(row.line, 'EVENT_BAD_RECORD', `${count}, the header has ${names.length}; ${hint}`));
+      const key = row.fields.length > names.length ? 'reason.event.rowTooWide' : 'reason.event.rowTooNarrow';
+      result.rejects.push(reject(row.line, 'EVENT_BAD_RECORD', reasonOf(key, { fields: row.fields.length, columns: String(names.length) })));
       continue;
     }
     take({ delivery_id: row.fields[idColumn], event_at: row.fields[atColumn] }, row.line, result);
@@ -119,7 +122,7 @@ function csvTable(lines: string[], result: EventsFileResult): CsvTable {
         table.rows.push(...parseCsv(line, index + 1, table));
       } catch (error) {
         const reason = error instanceof Error ? error.message.replace(/ at line \d+/, '') : String(error);
-        result.rejects.push(reject(index + 1, 'EVENT_BAD_RECORD', `malformed CSV (${reason}); quote fields that hold commas or quotes`));
+        result.rejects.push(reject(index + 1, 'EVENT_BAD_RECORD', reasonOf('reason.event.badCsv', { detail: reason })));
       }
     });
     return table;
@@ -171,9 +174,10 @@ function take(raw: unknown, line: number, result: EventsFileResult): void {
 }
 
 function fromError(line: number, error: SyncError): EventLineReject {
-  return { line, code: error.code, message: error.message };
+  const reason = asReason(error.reason);
+  return reason === null ? { line, code: error.code, message: error.message } : { line, code: error.code, message: error.message, reason };
 }
 
-function reject(line: number, code: ErrorCode, message: string): EventLineReject {
-  return { line, code, message };
+function reject(line: number, code: ErrorCode, reason: Reason): EventLineReject {
+  return { line, code, message: renderReason('en', reason), reason };
 }

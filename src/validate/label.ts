@@ -1,5 +1,6 @@
 import { PDFDocument, ParseSpeeds } from 'pdf-lib';
 import { SyncError, type ErrorCode } from '../errors.js';
+import { reasonOf, refusal, type Reason } from '../i18n/reason.js';
 import { labelLookAlike, labelLookAlikeReason } from './look-alike.js';
 import { accept, reject, type Verdict } from './verdict.js';
 
@@ -39,12 +40,9 @@ export async function checkLabel(bytes: Uint8Array, options: { maxBytes: number 
   if (decoded instanceof SyncError) return reject(decoded);
   const pdf = decoded;
   if (pdf.length > options.maxBytes) {
-    return fail(
-      'LABEL_TOO_LARGE',
-      `the label is ${pdf.length} bytes, over the limit of ${options.maxBytes}; export it smaller (fewer pages, compressed images)`,
-    );
+    return fail('LABEL_TOO_LARGE', reasonOf('reason.label.tooLarge', { bytes: String(pdf.length), max: String(options.maxBytes) }));
   }
-  if (pdf.length === 0) return fail('LABEL_EMPTY', 'the label file is empty; write the PDF completely before moving it into the inbox');
+  if (pdf.length === 0) return fail('LABEL_EMPTY', reasonOf('reason.label.empty'));
   const text = Buffer.from(pdf.buffer, pdf.byteOffset, pdf.length).toString('latin1');
 
   const header = HEADER.exec(text.slice(0, 16));
@@ -63,16 +61,16 @@ export async function checkLabel(bytes: Uint8Array, options: { maxBytes: number 
       parseSpeed: ParseSpeeds.Medium,
     });
   } catch (error) {
-    return fail('LABEL_UNREADABLE', `the PDF structure cannot be read (${shorten(error)}); re-export or re-save the label`);
+    return fail('LABEL_UNREADABLE', reasonOf('reason.label.unreadableStructure', { detail: shorten(error) }));
   }
   if (document.isEncrypted) return encrypted();
   let pageCount: number;
   try {
     pageCount = document.getPageCount();
   } catch (error) {
-    return fail('LABEL_UNREADABLE', `the PDF page tree cannot be read (${shorten(error)}); re-export or re-save the label`);
+    return fail('LABEL_UNREADABLE', reasonOf('reason.label.unreadablePages', { detail: shorten(error) }));
   }
-  if (pageCount < 1) return fail('LABEL_UNREADABLE', 'the PDF has no pages; export the label with at least one page');
+  if (pageCount < 1) return fail('LABEL_UNREADABLE', reasonOf('reason.label.noPages'));
   const summary = { pdfVersion: header[1] ?? '', pageCount, byteLength: pdf.length, pdf: pdf.subarray(0, end), paddingBytes: pdf.length - end };
   return accept(summary, startxrefWarnings(text.slice(0, end)));
 }
@@ -83,32 +81,24 @@ function decodeDataUri(bytes: Uint8Array, maxBytes: number): Uint8Array | SyncEr
   if (start.toLowerCase() !== DATA_URI_PREFIX) return bytes;
   // base64 is 4/3 of the data: no need to decode what is certainly too large.
   if (bytes.length > Math.ceil(maxBytes / 3) * 4 * 1.1 + 1024) {
-    return new SyncError('LABEL_TOO_LARGE', `the label data URI is ${bytes.length} bytes, so its PDF is over the limit of ${maxBytes} bytes`);
+    return refusal('LABEL_TOO_LARGE', reasonOf('reason.label.dataUriTooLarge', { bytes: String(bytes.length), max: String(maxBytes) }));
   }
   const body = Buffer.from(bytes.buffer, bytes.byteOffset + DATA_URI_PREFIX.length, bytes.length - DATA_URI_PREFIX.length)
     .toString('latin1')
     .replace(/\s+/g, '');
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(body) || body.length % 4 !== 0) {
-    return new SyncError('LABEL_NOT_PDF', 'the file starts with data:application/pdf;base64, but what follows is not valid base64; save the raw PDF instead');
+    return refusal('LABEL_NOT_PDF', reasonOf('reason.label.dataUriNotBase64'));
   }
   return new Uint8Array(Buffer.from(body, 'base64'));
 }
 
 function headerProblem(pdf: Uint8Array, text: string): SyncError {
   const at = text.indexOf('%PDF-');
-  if (at > 0) {
-    return new SyncError(
-      'LABEL_NOT_PDF',
-      `${at} byte${at === 1 ? '' : 's'} precede the %PDF- header; the API requires the file to START with %PDF: remove them`,
-    );
-  }
-  if (at === 0) {
-    const seen = JSON.stringify(text.slice(0, 8));
-    return new SyncError('LABEL_NOT_PDF', `the header ${seen} has no version of the form %PDF-<digit>.<digit>; re-export the PDF`);
-  }
+  if (at > 0) return refusal('LABEL_NOT_PDF', reasonOf('reason.label.bytesBeforeHeader', { bytes: at }));
+  if (at === 0) return refusal('LABEL_NOT_PDF', reasonOf('reason.label.headerNoVersion', { header: JSON.stringify(text.slice(0, 8)) }));
   const lookAlike = labelLookAlike(pdf);
-  if (lookAlike !== null) return new SyncError('LABEL_NOT_PDF', labelLookAlikeReason(lookAlike), { params: { lookAlike } });
-  return new SyncError('LABEL_NOT_PDF', 'this is not a PDF (no %PDF- header); the API requires a PDF file that starts with %PDF');
+  if (lookAlike !== null) return refusal('LABEL_NOT_PDF', labelLookAlikeReason(lookAlike), { params: { lookAlike } });
+  return refusal('LABEL_NOT_PDF', reasonOf('reason.label.notPdf'));
 }
 
 /**
@@ -124,20 +114,14 @@ function trailerEnd(text: string): number | SyncError {
   }
   const last = text.lastIndexOf('%%EOF');
   if (last < 0) {
-    return new SyncError(
-      'LABEL_TRUNCATED',
-      'the file has no %%EOF marker: it is truncated or was not finished; the API requires the file to END with %%EOF: export it again completely',
-    );
+    return refusal('LABEL_TRUNCATED', reasonOf('reason.label.noEof'));
   }
   const bytesAfterEof = text.length - (last + 5);
   let at = last + 5;
   while (PADDING.has(text.charCodeAt(at))) at += 1;
   const firstByte = `0x${text.charCodeAt(at).toString(16).padStart(2, '0')}`;
-  return new SyncError(
-    'LABEL_TRAILING_DATA',
-    `${bytesAfterEof} bytes follow the last %%EOF and not all are padding (the first other byte, ${firstByte}, is at offset ${at}); the API requires the file to END with %%EOF: remove them (or re-save the PDF)`,
-    { params: { bytesAfterEof, firstByte, offset: at } },
-  );
+  const reason = reasonOf('reason.label.trailingData', { bytes: String(bytesAfterEof), firstByte, offset: String(at) });
+  return refusal('LABEL_TRAILING_DATA', reason, { params: { bytesAfterEof, firstByte, offset: at } });
 }
 
 /** /Encrypt in a trailer dictionary or in a cross-reference stream's dictionary. */
@@ -155,24 +139,21 @@ function hasEncryptInTrailer(text: string): boolean {
 }
 
 /** The API does not look at startxref, and readers repair a wrong one, so this is only a warning. */
-function startxrefWarnings(text: string): string[] {
+function startxrefWarnings(text: string): Reason[] {
   const match = /startxref\s+(\d+)\s*%%EOF\s*$/.exec(text.slice(-1024));
-  if (match === null) return ['no "startxref <offset>" before the final %%EOF; readers must rebuild the cross-reference table'];
+  if (match === null) return [reasonOf('warning.label.noStartxref')];
   const offset = Number(match[1]);
   const target = text.slice(offset, offset + 64);
   if (offset < text.length && (target.startsWith('xref') || /^\d+\s+\d+\s+obj/.test(target))) return [];
-  return [`startxref points to byte ${offset}, where no cross-reference section starts; readers usually repair this, but re-saving the PDF is safer`];
+  return [reasonOf('warning.label.startxrefWrong', { offset: String(offset) })];
 }
 
 function encrypted(): Verdict<LabelSummary> {
-  return fail(
-    'LABEL_ENCRYPTED',
-    'the PDF is encrypted; the platform must print it without a password: export the label without encryption or security settings',
-  );
+  return fail('LABEL_ENCRYPTED', reasonOf('reason.label.encrypted'));
 }
 
-function fail(code: ErrorCode, message: string): Verdict<LabelSummary> {
-  return reject(new SyncError(code, message));
+function fail(code: ErrorCode, reason: Reason): Verdict<LabelSummary> {
+  return reject(refusal(code, reason));
 }
 
 function shorten(error: unknown): string {

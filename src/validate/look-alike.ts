@@ -2,24 +2,12 @@
  * What a wrong file is, so its refusal can say so and say what to do: a file in the labels inbox
  * that is no PDF but a thermal-printer label, an image, an archive, an Office document or a web
  * page; a file in the CT-e inbox whose root is another fiscal document (NF-e, MDF-e) or an event.
- * Each reason is one whole English sentence, built here and nowhere else, and its refusal carries
- * the look-alike's id as a parameter (`lookAlike`), so a translation can key on it.
+ * Each reason is one whole sentence a look-alike, in the message catalogs (`reason.label.lookAlike.*`,
+ * `reason.cte.lookAlike.*`), and its refusal carries the look-alike's id as a parameter (`lookAlike`).
  */
+import { reasonOf, type Reason } from '../i18n/reason.js';
 
 export type LabelLookAlike = 'zpl' | 'epl' | 'png' | 'jpeg' | 'tiff' | 'gif' | 'office-zip' | 'zip' | 'office-ole2' | 'html';
-
-const LABEL_REASONS: Readonly<Record<LabelLookAlike, string>> = {
-  zpl: 'the file is a ZPL thermal-printer label (^XA … ^XZ), not a PDF: export the label as PDF from the label system',
-  epl: 'the file is an EPL thermal-printer label, not a PDF: export the label as PDF from the label system',
-  png: 'the file is a PNG image, not a PDF: print or export the label to PDF instead of saving a picture of it',
-  jpeg: 'the file is a JPEG image, not a PDF: print or export the label to PDF instead of saving a picture of it',
-  tiff: 'the file is a TIFF image, not a PDF: print or export the label to PDF instead of saving a picture of it',
-  gif: 'the file is a GIF image, not a PDF: print or export the label to PDF instead of saving a picture of it',
-  'office-zip': 'the file is an Office document (Word, Excel or PowerPoint), not a PDF: save or export it as PDF',
-  zip: 'the file is a ZIP archive, not a PDF: unpack it and drop the PDF it holds',
-  'office-ole2': 'the file is an older Office document (.doc, .xls or .ppt), not a PDF: save or export it as PDF',
-  html: 'the file is an HTML web page, not a PDF: print the page to PDF (or save the label as PDF) instead of saving the page',
-};
 
 /** Magic numbers at byte 0. */
 const MAGIC: ReadonlyArray<[LabelLookAlike, number[]]> = [
@@ -66,23 +54,12 @@ function isEpl(text: string): boolean {
   return lines.some((line) => /^[AB]\d+,\d+,\d/.test(line)) && lines.some((line) => /^P\d+(,\d+)?$/.test(line));
 }
 
-export function labelLookAlikeReason(kind: LabelLookAlike): string {
-  return LABEL_REASONS[kind];
+/** The refusal's reason: one whole sentence a look-alike, in the catalogs (`reason.label.lookAlike.<kind>`). */
+export function labelLookAlikeReason(kind: LabelLookAlike): Reason {
+  return reasonOf(`reason.label.lookAlike.${kind}`);
 }
 
 export type CteLookAlike = 'nfe' | 'nfe-event' | 'mdfe' | 'mdfe-event' | 'cte-event' | 'other';
-
-const CTE_REASONS: Readonly<Record<CteLookAlike, (root: string) => string>> = {
-  nfe: (root) =>
-    `the root element <${root}> is an NF-e (a goods invoice, modelo 55 or 65), not a CT-e: drop the CT-e issued for the transport, whose root is CTe or cteProc`,
-  'nfe-event': (root) => `the root element <${root}> is an NF-e event, not a CT-e: drop the CT-e issued for the transport, whose root is CTe or cteProc`,
-  mdfe: (root) =>
-    `the root element <${root}> is an MDF-e (a cargo manifest, modelo 58), not a CT-e: drop the CT-e issued for the delivery, whose root is CTe or cteProc`,
-  'mdfe-event': (root) => `the root element <${root}> is an MDF-e event, not a CT-e: drop the CT-e issued for the delivery, whose root is CTe or cteProc`,
-  'cte-event': (root) =>
-    `the root element <${root}> is a CT-e event (e.g. a carta de correção or a cancellation), not a CT-e: drop the CT-e itself, whose root is CTe or cteProc`,
-  other: (root) => `the root element <${root}> is not a CT-e: drop the CT-e XML, whose root is CTe, cteProc, CTeOS or cteOSProc`,
-};
 
 /** What a CT-e folder file whose root is not a CT-e is, by its root element's name. */
 export function cteLookAlike(root: string): CteLookAlike {
@@ -97,8 +74,9 @@ export function cteLookAlike(root: string): CteLookAlike {
   return 'other';
 }
 
-export function cteLookAlikeReason(kind: CteLookAlike, root: string): string {
-  return CTE_REASONS[kind](root);
+/** The refusal's reason (`reason.cte.lookAlike.<kind>`), naming the root element. */
+export function cteLookAlikeReason(kind: CteLookAlike, root: string): Reason {
+  return reasonOf(`reason.cte.lookAlike.${kind}`, { root });
 }
 
 function startsWith(bytes: Uint8Array, prefix: number[]): boolean {

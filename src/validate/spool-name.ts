@@ -1,5 +1,6 @@
-import { SyncError } from '../errors.js';
-import { DELIVERY_ID_PATTERN, DELIVERY_ID_RULE } from './event-record.js';
+import { refusal } from '../i18n/reason.js';
+import type { MessageKey } from '../i18n/translate.js';
+import { DELIVERY_ID_PATTERN } from './event-record.js';
 import { accept, reject, type Verdict } from './verdict.js';
 
 /**
@@ -24,17 +25,17 @@ const SHAPE: Readonly<Record<SpoolKind, string>> = {
 export function parseSpoolName(kind: SpoolKind, fileName: string): Verdict<SpoolName> {
   const extension = EXTENSION[kind];
   if (!fileName.toLowerCase().endsWith(extension) || fileName.length === extension.length) {
-    return bad(kind, fileName, `it must end in ${extension}`);
+    return bad(kind, fileName, 'reason.spool.extension', { extension });
   }
   const stem = fileName.slice(0, -extension.length);
   const split = kind === 'labels' ? stem.indexOf('__') : -1;
   const deliveryId = split < 0 ? stem : stem.slice(0, split);
   const externalId = split < 0 ? null : stem.slice(split + 2);
   if (!DELIVERY_ID_PATTERN.test(deliveryId)) {
-    return bad(kind, fileName, `the delivery id ${JSON.stringify(deliveryId)} must be ${DELIVERY_ID_RULE}`);
+    return bad(kind, fileName, 'reason.spool.deliveryId', { value: JSON.stringify(deliveryId) });
   }
   if (externalId !== null && (!EXTERNAL_ID_PATTERN.test(externalId) || externalId.includes('..'))) {
-    return bad(kind, fileName, `the external id ${JSON.stringify(externalId)} must be 1–128 characters of A–Z, a–z, 0–9, "_", "-" and "." without ".."`);
+    return bad(kind, fileName, 'reason.spool.externalId', { value: JSON.stringify(externalId) });
   }
   return accept({ deliveryId, externalId });
 }
@@ -45,7 +46,8 @@ export function isIgnoredName(fileName: string): boolean {
   return lower.startsWith('.') || lower.endsWith('.tmp') || lower.endsWith('.part') || lower.endsWith('.partial');
 }
 
-function bad(kind: SpoolKind, fileName: string, problem: string): Verdict<SpoolName> {
+function bad(kind: SpoolKind, fileName: string, key: MessageKey, values: Record<string, string>): Verdict<SpoolName> {
   const shown = fileName.length > 80 ? `${fileName.slice(0, 80)}…` : fileName;
-  return reject(new SyncError('SPOOL_BAD_NAME', `${kind}/${shown}: ${problem}; name the file ${SHAPE[kind]}`, { params: { kind, fileName: shown } }));
+  const reason = { key, values: { ...values, kind, file: shown, shape: SHAPE[kind] } };
+  return reject(refusal('SPOOL_BAD_NAME', reason, { params: { kind, fileName: shown } }));
 }

@@ -2,29 +2,35 @@
  * Brazilian tax ids and the CT-e access key, all guarded by mod-11 check digits.
  * CNPJ: since 2026 the first 12 characters may be letters (alphanumeric CNPJ); each character counts
  * as its ASCII code − 48, so digits keep their value and the old numeric CNPJs stay valid.
- * Each check returns null when the value is good, or what is wrong with it.
+ * Each check returns null when the value is good, or what is wrong with it (a reason key, the field's
+ * path and value added by the caller).
  */
+import type { MessageKey } from '../i18n/translate.js';
+
+/** What is wrong with a field's value: the reason's key and values beyond `path` and `value`. */
+export interface ValueProblem {
+  key: MessageKey;
+  values?: Record<string, string>;
+}
 
 const CNPJ_SHAPE = /^[0-9A-Z]{12}\d{2}$/;
 const CPF_SHAPE = /^\d{11}$/;
 
-export function cnpjProblem(value: string): string | null {
-  if (!CNPJ_SHAPE.test(value)) {
-    return 'must be 14 characters: 12 of 0–9 or A–Z (upper case) then 2 check digits, without dots, slashes or dashes';
-  }
+export function cnpjProblem(value: string): ValueProblem | null {
+  if (!CNPJ_SHAPE.test(value)) return { key: 'reason.cte.cnpjShape' };
   const first = cnpjDigit(value.slice(0, 12));
   const second = cnpjDigit(value.slice(0, 12) + String(first));
-  if (value.slice(12) !== `${first}${second}`) return `has wrong check digits (expected ${first}${second})`;
+  if (value.slice(12) !== `${first}${second}`) return { key: 'reason.cte.checkDigits', values: { expected: `${first}${second}` } };
   return null;
 }
 
-export function cpfProblem(value: string): string | null {
-  if (!CPF_SHAPE.test(value)) return 'must be 11 digits, without dots or dashes';
-  if (/^(\d)\1{10}$/.test(value)) return 'repeats one digit, which is never a real CPF';
+export function cpfProblem(value: string): ValueProblem | null {
+  if (!CPF_SHAPE.test(value)) return { key: 'reason.cte.cpfShape' };
+  if (/^(\d)\1{10}$/.test(value)) return { key: 'reason.cte.cpfRepeated' };
   const digits = [...value].map(Number);
   const first = cpfDigit(digits.slice(0, 9));
   const second = cpfDigit([...digits.slice(0, 9), first]);
-  if (digits[9] !== first || digits[10] !== second) return `has wrong check digits (expected ${first}${second})`;
+  if (digits[9] !== first || digits[10] !== second) return { key: 'reason.cte.checkDigits', values: { expected: `${first}${second}` } };
   return null;
 }
 

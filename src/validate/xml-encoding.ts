@@ -1,4 +1,5 @@
 import { SyncError } from '../errors.js';
+import { reasonOf, refusal } from '../i18n/reason.js';
 
 /**
  * Bytes → text for a CT-e. The XML declaration decides (UTF-8 when absent, as XML says); a BOM wins
@@ -33,7 +34,7 @@ export function decodeXml(bytes: Uint8Array): DecodedXml | SyncError {
   if (declared === undefined || UTF8_LABELS.has(declared)) return honest(decodeStrict(bytes, 'utf-8'), 'UTF-8');
   // WHATWG decodes every Latin-1 label as windows-1252, which is what such files really hold.
   if (LATIN_LABELS.has(declared)) return honest(new TextDecoder('windows-1252').decode(bytes), 'windows-1252');
-  return new SyncError('CTE_NOT_XML', `the XML declares encoding "${declared}", which we do not read; save the CT-e as UTF-8 (or ISO-8859-1)`);
+  return refusal('CTE_NOT_XML', reasonOf('reason.cte.encodingUnknown', { encoding: declared }));
 }
 
 /** The declaration made to say UTF-8 when it named another encoding; nothing else is touched. */
@@ -53,10 +54,7 @@ function decodeStrict(bytes: Uint8Array, encoding: 'utf-8' | 'utf-16be' | 'utf-1
     const loose = new TextDecoder(encoding).decode(bytes);
     const at = loose.indexOf('\uFFFD');
     const line = loose.slice(0, Math.max(at, 0)).split('\n').length;
-    return new SyncError(
-      'CTE_NOT_XML',
-      `the file is not valid ${encoding.toUpperCase()} (first bad byte on line ${line}); save it as UTF-8 or declare its real encoding, e.g. <?xml version="1.0" encoding="ISO-8859-1"?>`,
-    );
+    return refusal('CTE_NOT_XML', reasonOf('reason.cte.encodingInvalid', { encoding: encoding.toUpperCase(), line: String(line) }));
   }
 }
 

@@ -126,6 +126,10 @@ describe('chaos', () => {
     e.sandbox.setFaults({ unauthorizedUntil: Date.now() + 300_000 });
     await dropBatch(3);
     await waitFor(() => e.sandbox.requests().some((r) => r.fault === 'unauthorized'), { timeoutMs: 60_000, what: 'a request refused with 401' });
+    // And the daemon has acted on it: by now 120 may be accepted already (two batches hold ~170
+    // items), and the kill below could otherwise land between the 401's answer and its one log
+    // line (seen once in a 10-run sweep at load average 20).
+    await waitFor(() => daemon.stderrLines.some((l) => l.includes('API refused the key (401)')), { timeoutMs: 30_000, what: "the daemon's 401 line" });
     e.sandbox.setFaults({ unauthorizedUntil: Date.now() + 1500 });
     await waitFor(() => accepted() >= 120, { timeoutMs: 60_000, what: 'sends after the Redis restart' });
     await killAndRestart();

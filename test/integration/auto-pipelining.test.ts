@@ -9,7 +9,7 @@ import { defineScript } from '../../src/store/script.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 
 const prefix = uniquePrefix('autopipe');
-const redis = connectRedis(testRedisUrl(), 'test:auto-pipelining', false, { autoPipelining: true });
+const redis = connectRedis(testRedisUrl(), 'test:auto-pipelining', undefined, { autoPipelining: true });
 afterAll(async () => {
   await cleanupPrefix(prefix);
   await closeRedis(redis);

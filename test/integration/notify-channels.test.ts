@@ -3,6 +3,7 @@
  * Slack payload, and a real SMTP server (smtp-server) with STARTTLS and password authentication.
  * The sender's retries run against a receiver that refuses first, then accepts.
  */
+import { translator } from '../../src/i18n/translate.js';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
@@ -190,7 +191,7 @@ describe('the sender at shutdown', () => {
 describe('the Slack channel', () => {
   it("sends Slack's incoming-webhook shape and reads Slack's `ok`", async () => {
     const receiver = await http({ path: '/services/T000/B000/XXXX' });
-    const answer = await createSlackChannel({ url: receiver.url, timeoutMs: 5000 }).send(paused);
+    const answer = await createSlackChannel({ url: receiver.url, timeoutMs: 5000, t: translator('en') }).send(paused);
     expect(answer).toBe('HTTP 200 ok');
     const body = receiver.received[0]?.json as { text: string; blocks: Array<{ type: string }> };
     expect(Object.keys(body).sort()).toEqual(['blocks', 'text']);
@@ -201,7 +202,7 @@ describe('the Slack channel', () => {
   it("reports Slack's refusal (e.g. 404 no_service) as the answer", async () => {
     const receiver = await http({ path: '/services/T000/B000/GONE' });
     receiver.answerNext({ status: 404, body: 'no_service' });
-    await expect(createSlackChannel({ url: receiver.url, timeoutMs: 5000 }).send(paused)).rejects.toThrow(
+    await expect(createSlackChannel({ url: receiver.url, timeoutMs: 5000, t: translator('en') }).send(paused)).rejects.toThrow(
       /^HTTP 404 from http:\/\/127\.0\.0\.1:\d+: no_service$/,
     );
   });
@@ -212,7 +213,7 @@ describe('the e-mail channel', () => {
 
   it('logs in over STARTTLS and delivers the message to every recipient', async () => {
     const server = await smtp('notifier', 'pa:ss w0rd');
-    const channel = createEmailChannel({ email: email(['ops@wh.example', 'boss@wh.example']), smtpUrl: server.url, timeoutMs: 5000 });
+    const channel = createEmailChannel({ email: email(['ops@wh.example', 'boss@wh.example']), smtpUrl: server.url, timeoutMs: 5000, t: translator('en') });
     closers.push(() => channel.close());
     const answer = await channel.send(paused);
     expect(answer).toMatch(/^250 .*queued as test/);
@@ -228,7 +229,7 @@ describe('the e-mail channel', () => {
   it('fails with the server answer, never the password, when the login is refused', async () => {
     const server = await smtp('notifier', 'right-password');
     const wrong = server.url.replace('right-password', 'wrong-pass-XYZ');
-    const channel = createEmailChannel({ email: email(['ops@wh.example']), smtpUrl: wrong, timeoutMs: 5000 });
+    const channel = createEmailChannel({ email: email(['ops@wh.example']), smtpUrl: wrong, timeoutMs: 5000, t: translator('en') });
     closers.push(() => channel.close());
     const failure = await channel.send(paused).then(
       () => null,
@@ -242,7 +243,12 @@ describe('the e-mail channel', () => {
 
   it('refuses a self-signed certificate unless told otherwise', async () => {
     const server = await smtp('notifier', 'pw');
-    const channel = createEmailChannel({ email: { ...email(['ops@wh.example']), rejectUnauthorized: true }, smtpUrl: server.url, timeoutMs: 5000 });
+    const channel = createEmailChannel({
+      email: { ...email(['ops@wh.example']), rejectUnauthorized: true },
+      smtpUrl: server.url,
+      timeoutMs: 5000,
+      t: translator('en'),
+    });
     closers.push(() => channel.close());
     await expect(channel.send(paused)).rejects.toThrow(/certificate/i);
     expect(server.mails).toHaveLength(0);

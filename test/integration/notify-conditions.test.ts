@@ -4,6 +4,7 @@
  * backlog, spool and disk checks, and the Redis watch across a real redis-server restart. Time is
  * passed in (`nowMs`), never slept on.
  */
+import { translator } from '../../src/i18n/translate.js';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -86,7 +87,7 @@ describe('the refused-file digest', () => {
   const options = { periodMs: 60_000, sampleIds: 2, overviewUrl: 'http://wh:8080/ui', lookBackMs: 5000 };
 
   it('waits a period after the first new refusal, is taken by one caller only, then has nothing to say', async () => {
-    const own = { redis, keys: createKeys(uniquePrefix('refusals')) };
+    const own = { redis, keys: createKeys(uniquePrefix('refusals')), t: translator('en') };
     expect(await takeRefusalDigest(own, options, T0)).toBeNull(); // the first look marks the start
     for (const [i, code] of ['LABEL_NOT_PDF', 'LABEL_NOT_PDF', 'LABEL_NOT_PDF', 'CTE_NOT_XML'].entries()) {
       await recordRefusal(
@@ -98,7 +99,7 @@ describe('the refused-file digest', () => {
     }
     expect(await takeRefusalDigest(own, options, T0 + 2000)).toBeNull(); // the period starts
     expect(await takeRefusalDigest(own, options, T0 + 61_999)).toBeNull();
-    const callers = [redis, ...others].map((connection) => takeRefusalDigest({ redis: connection, keys: own.keys }, options, T0 + 62_000));
+    const callers = [redis, ...others].map((connection) => takeRefusalDigest({ redis: connection, keys: own.keys, t: own.t }, options, T0 + 62_000));
     const taken = (await Promise.all(callers)).filter((words) => words !== null);
     expect(taken).toHaveLength(1);
     expect(taken[0]?.details).toMatchObject({
@@ -119,7 +120,7 @@ describe('the dead-letter digest', () => {
     const own = uniquePrefix('dlq');
     const ownKeys = createKeys(own);
     const ownQueues = openQueues(redis, own, config.delivery);
-    const sources = { redis, keys: ownKeys, queues: ownQueues, attempts: createAttemptLog(redis, ownKeys) };
+    const sources = { redis, keys: ownKeys, queues: ownQueues, attempts: createAttemptLog(redis, ownKeys), t: translator('en') };
     const options = { periodMs: 60_000, sampleIds: 3, overviewUrl: null };
     try {
       // The first look marks where digests begin: letters before it are not news.
@@ -171,6 +172,7 @@ describe('checks', () => {
     ratePerMinute: 100,
     spoolDir: tmpdir(),
     notify: { ...config.notify, backlogStuckMinutes: 15 },
+    t: translator('en'),
   };
 
   it('api-key-refused follows the 401 gate', async () => {

@@ -14,6 +14,7 @@ import {
   REPORT_KEYS,
 } from '../../src/queue/failure-report.js';
 import type { OutcomeMessage } from '../../src/queue/payloads.js';
+import { reasonOf, refusal } from '../../src/i18n/reason.js';
 
 const PLACE = { file: 'x.pdf', kind: 'labels', at: '2026-11-23T10:00:00.000Z', claim: null };
 const BODY_KEYS = REPORT_KEYS.filter((key) => !['file', 'kind', 'at', 'claim'].includes(key));
@@ -48,6 +49,7 @@ describe('the .error.json format', () => {
       ...PLACE,
       code: 'LABEL_NOT_PDF',
       message: 'no %PDF header',
+      reason: 'no %PDF header',
       status: null,
       apiCode: null,
       apiMessage: null,
@@ -103,15 +105,35 @@ describe('the .error.json format', () => {
     const dead = { line: 7, ...deadLetterReport(deadLetterFactsOfOutcome({ ...notFound, kind: 'collecting' })) };
     const report = errorReport(
       { ...PLACE, file: 'a.ndjson', kind: 'events' },
-      eventsFileReport('API_REJECTED', '1 of 3 events were dead-lettered', {
-        invalidLines: [{ line: 2, code: 'EVENT_BAD_TIME', message: 'no offset' }],
-        deadLettered: [dead],
-        duplicates: 0,
-        accepted: 2,
-      }),
+      eventsFileReport(
+        { code: 'API_REJECTED', message: '1 of 3 events were dead-lettered', reason: reasonOf('reason.events.deadLettered', { count: '1', total: '3' }) },
+        {
+          invalidLines: [{ line: 2, code: 'EVENT_BAD_TIME', message: 'no offset' }],
+          deadLettered: [dead],
+          duplicates: 0,
+          accepted: 2,
+        },
+      ),
     );
     expect(Object.keys(report)).toEqual([...REPORT_KEYS, ...EVENTS_REPORT_KEYS]);
     expect(report).toMatchObject({ code: 'API_REJECTED', deliveryId: null, jobId: null, attempts: null, accepted: 2 });
-    expect('deadLettered' in report && report.deadLettered.map((entry) => Object.keys(entry))).toEqual([['line', ...BODY_KEYS]]);
+    expect(report.deadLettered?.map((entry) => Object.keys(entry))).toEqual([['line', ...BODY_KEYS]]);
+    expect(report.invalidLines).toEqual([{ line: 2, code: 'EVENT_BAD_TIME', message: 'no offset', reason: 'no offset' }]);
+  });
+
+  it('under pt-BR the code, the English message and every machine field stay; reason and hint are Portuguese', () => {
+    const refused = refusal('LABEL_ENCRYPTED', reasonOf('reason.label.encrypted'));
+    const english = errorReport(PLACE, refusalReport(refused, 'dlv-1'), 'en');
+    const portuguese = errorReport(PLACE, refusalReport(refused, 'dlv-1'), 'pt-BR');
+    expect(Object.keys(portuguese)).toEqual([...REPORT_KEYS]);
+    expect({ ...portuguese, reason: null }).toEqual({ ...english, reason: null });
+    expect(english.reason).toBe(english.message);
+    expect(portuguese.reason).toBe(
+      'o PDF está criptografado; a plataforma precisa imprimi-lo sem senha: exporte a etiqueta sem criptografia nem restrições de segurança',
+    );
+    const dead = errorReport(PLACE, deadLetterReport(deadLetterFactsOfOutcome(notFound)), 'pt-BR');
+    expect(dead).toMatchObject({ code: 'API_NOT_FOUND', message: 'Delivery not found', apiCode: 'DELIVERY_NOT_FOUND' });
+    expect(dead.reason).toBe('a API não conhece a entrega (HTTP 404, DELIVERY_NOT_FOUND): Delivery not found');
+    expect(dead.hint).toMatch(/^a API não conhece este id de entrega/);
   });
 });

@@ -4,7 +4,8 @@
  * record that took its instant; a claim record tells seen, claimed and valid.
  */
 import { describe, expect, it } from 'vitest';
-import { describeStep, publicSteps } from '../../src/journey/journey-read.js';
+import { publicSteps } from '../../src/journey/journey-read.js';
+import { describeStep } from '../../src/journey/step-text.js';
 import { absoluteStepLine } from '../../src/journey/journey.js';
 import { eventRef, type StoredStep } from '../../src/journey/journey.js';
 

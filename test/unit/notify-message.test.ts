@@ -1,3 +1,4 @@
+import { translator } from '../../src/i18n/translate.js';
 import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -29,6 +30,8 @@ const digest: Notification = makeNotification(
   at,
 );
 
+const en = translator('en');
+
 describe('the webhook body', () => {
   it('holds exactly the fields INTERFACE.md names', () => {
     const body = JSON.parse(webhookBodyOf(digest)) as Record<string, unknown>;
@@ -51,7 +54,7 @@ describe('the webhook body', () => {
 
 describe('the Slack payload', () => {
   it('follows the documented incoming-webhook shape: text fallback, header, mrkdwn section, context', () => {
-    const payload = slackPayloadOf(digest);
+    const payload = slackPayloadOf(digest, en);
     expect(typeof payload.text).toBe('string');
     expect(payload.text.length).toBeGreaterThan(0);
     const [header, section, context] = payload.blocks;
@@ -71,17 +74,27 @@ describe('the Slack payload', () => {
 
   it('cuts a long summary to the header limit', () => {
     const long = makeNotification(origin, 'backlog-stuck', 'firing', 'x'.repeat(400), {}, at);
-    const header = slackPayloadOf(long).blocks[0];
+    const header = slackPayloadOf(long, en).blocks[0];
     expect(header?.type === 'header' ? header.text.text.length : 0).toBe(150);
   });
 });
 
 describe('the e-mail', () => {
   it('has the state and condition in the subject and the details in the body', () => {
-    const mail = emailContentOf(digest);
+    const mail = emailContentOf(digest, en);
     expect(mail.subject).toBe(`carrier-sync [DIGEST] dead-letters: ${digest.summary}`);
     expect(mail.text).toContain('  - collecting DELIVERY_NOT_FOUND × 2: d-1, d-2');
     expect(mail.text).toContain('overview: http://wh-box-1:8080/ui');
+  });
+
+  it('speaks CARRIER_SYNC_LANG: state word, footer and the overview link in pt-BR; condition, codes and keys as they are', () => {
+    const pt = translator('pt-BR');
+    const mail = emailContentOf(digest, pt);
+    expect(mail.subject).toBe(`carrier-sync [RESUMO] dead-letters: ${digest.summary}`);
+    expect(mail.text).toContain('  - collecting DELIVERY_NOT_FOUND × 2: d-1, d-2');
+    expect(mail.text).toContain(`em ${digest.at} · host wh-box-1 · carrier-sync`);
+    const section = slackPayloadOf(digest, pt).blocks[1];
+    expect(section?.type === 'section' ? section.text.text : '').toContain('<http://wh-box-1:8080/ui|abrir o painel>');
   });
 
   it('reads the SMTP URL with its default ports', () => {

@@ -50,7 +50,12 @@ describe('checkLabel on PDFs built in code', () => {
   it('summarises version, page count and size of a pdf-lib document', async () => {
     const pdf = await minimalPdf(3);
     const verdict = await checkLabel(pdf, LIMIT);
-    expect(verdict).toEqual({ ok: true, value: { pdfVersion: '1.7', pageCount: 3, byteLength: pdf.length, pdf, paddingBytes: 0 }, warnings: [] });
+    expect(verdict).toEqual({
+      ok: true,
+      value: { pdfVersion: '1.7', pageCount: 3, byteLength: pdf.length, pdf, paddingBytes: 0 },
+      warnings: [],
+      warningReasons: [],
+    });
   });
 
   it('reads the version from the header, PDF 2.0 included', async () => {

@@ -1,0 +1,79 @@
+/**
+ * A journey step as one line of a timeline a person reads (`carrier-sync history`, the history
+ * page), in the reader's language: one message a step kind. A refusal's reason comes from its kept
+ * key when it has one; what the API said is quoted as it said it.
+ */
+import { describeFailure } from '../i18n/reason.js';
+import { say, type Lang, type MessageKey, type MessageValues } from '../i18n/translate.js';
+import type { JourneyStep } from './journey-read.js';
+
+export function describeStep(step: JourneyStep, lang: Lang = 'en'): string {
+  const t = (key: MessageKey, values?: MessageValues): string => say(lang, key, values);
+  const codes = [step.code, step.apiCode].filter((c) => c !== undefined).join(' / ');
+  switch (step.step) {
+    case 'seen':
+      return t('history.seen', { size: String(step.size ?? '?'), sha256: step.sha256 ?? '?', mtime: step.mtime ?? '?' });
+    case 'claimed':
+      return t('history.claimed', { host: step.host ?? '?', pid: String(step.pid ?? '?') });
+    case 'valid':
+      return step.paddingBytes === undefined ? t('history.valid') : t('history.validPadding', { bytes: String(step.paddingBytes) });
+    case 'refused':
+      return t('history.refused', {
+        code: step.code ?? '?',
+        reason: describeFailure(lang, { code: step.code ?? '?', message: step.message ?? '', reason: step.reason }),
+      });
+    case 'queued':
+      return t('history.queued', { generation: step.generation ?? '-' });
+    case 'received':
+      return step.source === 'file'
+        ? t('history.receivedFile', { file: step.file ?? '?', line: String(step.line ?? '?') })
+        : t('history.received', { source: step.source ?? '?' });
+    case 'held':
+      return t('history.held', { dueAt: step.dueAt ?? '?' });
+    case 'duplicate':
+      if (step.duplicateOf !== undefined) return t('history.duplicateOf', { of: step.duplicateOf });
+      return step.message === undefined ? t('history.duplicateTaken') : t('history.duplicate', { message: step.message });
+    case 'attempt':
+      return attemptText(step, t, codes);
+    case 'superseded':
+      return step.supersededBy === undefined ? t('history.supersededNewer', { kind: step.kind }) : t('history.superseded', { by: step.supersededBy });
+    case 'already-accepted':
+      return t('history.alreadyAccepted');
+    case 'resent':
+      // The stored reason is this message's English text (gate/push-gate.ts RESENT_REASON).
+      return t('history.resent');
+    case 'accepted':
+      return t('history.accepted');
+    case 'dead-lettered':
+      return t('history.deadLettered', { codes, message: step.message ?? '' }).trim();
+    case 'replayed':
+      return t(step.by === 'ui' ? 'history.replayedUi' : step.by === 'cli' ? 'history.replayedCli' : 'history.replayedFile');
+    case 'webhook-set': {
+      const answer =
+        step.code === undefined ? `HTTP ${step.status ?? '?'}` : `${step.status === undefined ? '' : `HTTP ${step.status} `}${codes} ${step.message ?? ''}`;
+      return t('history.webhookSet', { by: step.by ?? '?', sent: step.sent ?? '', answer: answer.trim() });
+    }
+    case 'archived':
+    case 'failed':
+      return t('history.moved', { path: step.path ?? '?' });
+    default:
+      return step.step;
+  }
+}
+
+/** `attempt 2 by host pid 7: HTTP 404 API_NOT_FOUND / DELIVERY_NOT_FOUND Delivery not found (12 ms)`; the API's words as it gave them. */
+function attemptText(step: JourneyStep, t: (key: MessageKey, values?: MessageValues) => string, codes: string): string {
+  const answer =
+    step.answer === 'none'
+      ? t('history.noAnswer')
+      : [
+          step.status === undefined ? t('history.noResponse') : `HTTP ${step.status}`,
+          codes,
+          step.message ?? '',
+          step.durationMs === undefined ? '' : `(${step.durationMs} ms)`,
+        ]
+          .filter((part) => part !== '')
+          .join(' ');
+  const n = String(step.attempt ?? '');
+  return step.host === undefined ? t('history.attempt', { n, answer }) : t('history.attemptBy', { n, host: step.host, pid: String(step.pid ?? '?'), answer });
+}

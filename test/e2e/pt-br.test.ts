@@ -1,0 +1,116 @@
+/**
+ * A warehouse with CARRIER_SYNC_LANG=pt-BR, end to end with the spawned daemon: each refused file's
+ * `.error.json` keeps its code, English message and machine fields, and gains a Portuguese
+ * `reason` (a dead letter's hint too); `validate`, `dlq list` and `history` print Portuguese. The
+ * same file checked under the default language gives the English reason: the variable is the only
+ * difference.
+ */
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPORT_KEYS } from '../../src/queue/failure-report.js';
+import { makeCteXml, makePdf } from '../support/builders.js';
+import { createE2eEnv, dropFile, listFiles, type E2eEnv } from '../support/e2e-env.js';
+import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted } from '../support/process.js';
+import { waitFor } from '../support/wait.js';
+
+const PT = { CARRIER_SYNC_LANG: 'pt-BR' };
+const TRUNCATED = 'test/fixtures/labels/bad-no-eof.pdf';
+
+let env: E2eEnv;
+const ids = { truncated: 'CUT-0042', cte: randomUUID(), unknown: randomUUID() };
+
+async function report(path: string): Promise<Record<string, unknown>> {
+  return JSON.parse(await readFile(join(env.spool, 'failed', path), 'utf8')) as Record<string, unknown>;
+}
+
+beforeAll(async () => {
+  env = await createE2eEnv();
+  const daemon = spawnDaemon({ ...env.env, ...PT }, { args: env.args('start') });
+  await waitUntilStarted(daemon);
+  const good = env.sandbox.state.addDelivery().id;
+  await dropFile(join(env.spool, 'labels'), `${ids.truncated}.pdf`, await readFile(TRUNCATED));
+  await dropFile(join(env.spool, 'cte'), `${ids.cte}.xml`, makeCteXml({ destCpf: '11111111111' }));
+  await dropFile(join(env.spool, 'labels'), `${ids.unknown}.pdf`, await makePdf('a delivery the API does not know'));
+  const events = [
+    JSON.stringify({ delivery_id: good, event_at: '2026-03-01T10:00:00-03:00' }),
+    JSON.stringify({ delivery_id: good, event_at: '2026-03-01T10:00:00' }),
+  ];
+  await dropFile(join(env.spool, 'events'), 'coletas.ndjson', `${events.join('\n')}\n`);
+  const reports = [`labels/${ids.truncated}.pdf`, `cte/${ids.cte}.xml`, `labels/${ids.unknown}.pdf`, 'events/coletas.ndjson'].map((p) => `${p}.error.json`);
+  await waitFor(
+    async () => {
+      const failed = await listFiles(join(env.spool, 'failed'));
+      return reports.every((path) => failed.includes(path));
+    },
+    { what: 'the four reports in failed/', timeoutMs: 40_000 },
+  );
+}, 90_000);
+
+afterAll(async () => {
+  await killAllDaemons();
+  await env?.close();
+});
+
+describe('CARRIER_SYNC_LANG=pt-BR', () => {
+  it("a refused label's .error.json has the same code and English message, and a Portuguese reason", async () => {
+    const body = await report(`labels/${ids.truncated}.pdf.error.json`);
+    expect(Object.keys(body)).toEqual([...REPORT_KEYS]);
+    expect(body).toMatchObject({ code: 'LABEL_TRUNCATED', deliveryId: ids.truncated, status: null });
+    expect(body['message']).toMatch(/^the file has no %%EOF marker/);
+    expect(body['reason']).toBe(
+      'o arquivo não tem o marcador %%EOF: está cortado ou não terminou de ser gravado; a API exige que o arquivo TERMINE com %%EOF: exporte-o de novo por completo',
+    );
+  });
+
+  it("a refused CT-e's reason names the field in the warehouse's words; the message stays English", async () => {
+    const body = await report(`cte/${ids.cte}.xml.error.json`);
+    expect(body['code']).toBe('CTE_FIELD_INVALID');
+    expect(body['reason']).toBe(
+      'infCte/dest/CPF "11111111111" repete um só dígito, o que nunca é um CPF real; a API valida estes campos: corrija-os e emita o CT-e de novo',
+    );
+    expect(body['message']).toMatch(/^infCte\/dest\/CPF "11111111111" repeats one digit, which is never a real CPF; the API validates/);
+  });
+
+  it("a dead letter's reason and hint are Portuguese, from its code and the API's answer", async () => {
+    const body = await report(`labels/${ids.unknown}.pdf.error.json`);
+    expect(body).toMatchObject({ code: 'API_NOT_FOUND', status: 404, apiCode: 'DELIVERY_NOT_FOUND' });
+    expect(body['reason']).toBe(`a API não conhece a entrega (HTTP 404, DELIVERY_NOT_FOUND): ${String(body['apiMessage'])}`);
+    expect(body['hint']).toMatch(/^a API não conhece este id de entrega: confira o nome do arquivo/);
+  });
+
+  it("an events file's report gives each invalid line a Portuguese reason", async () => {
+    const body = await report('events/coletas.ndjson.error.json');
+    expect(body['reason']).toBe('1 linha inválida; os registros válidos foram enviados');
+    expect(body['invalidLines']).toEqual([
+      {
+        line: 2,
+        code: 'EVENT_BAD_TIME',
+        message: 'event_at "2026-03-01T10:00:00" has no UTC offset; add Z or ±hh:mm (we never guess a timezone)',
+        reason: 'event_at "2026-03-01T10:00:00" não tem fuso horário (UTC); acrescente Z ou ±hh:mm (nunca adivinhamos o fuso)',
+      },
+    ]);
+  });
+
+  it('validate, dlq list and history print Portuguese; the same validate without the variable prints English', async () => {
+    const file = join(env.spool, 'failed', 'labels', `${ids.truncated}.pdf`);
+    const pt = await runCli(env.args('validate', file), { env: { ...env.env, ...PT } });
+    expect(pt.code).toBe(1);
+    expect(pt.stdout).toContain(`INVÁLIDO ${file}\n        LABEL_TRUNCATED: o arquivo não tem o marcador %%EOF`);
+    const en = await runCli(env.args('validate', '--json', file), { env: env.env });
+    const [verdict] = JSON.parse(en.stdout) as Array<{ code: string; message: string; reason: string }>;
+    expect(verdict?.code).toBe('LABEL_TRUNCATED');
+    expect(verdict?.reason).toBe(verdict?.message);
+
+    const dlq = await runCli(env.args('dlq', 'list'), { env: { ...env.env, ...PT } });
+    expect(dlq.stdout).toContain(`tipo label  entrega ${ids.unknown}`);
+    expect(dlq.stdout).toMatch(/API_NOT_FOUND \/ DELIVERY_NOT_FOUND \(HTTP 404\): a API não conhece a entrega: /);
+    expect(dlq.stdout).toContain('1 item nas falhas definitivas');
+
+    const history = await runCli(env.args('history', ids.truncated), { env: { ...env.env, ...PT } });
+    expect(history.stdout).toContain(`entrega ${ids.truncated}`);
+    expect(history.stdout).toContain('recusado localmente: LABEL_TRUNCATED: o arquivo não tem o marcador %%EOF');
+    expect(history.stdout).toContain(`arquivo movido para failed/labels/${ids.truncated}.pdf`);
+  });
+});

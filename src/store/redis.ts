@@ -54,6 +54,8 @@ export interface ConnectOptions {
    */
   autoPipelining?: boolean;
 }
+// Auto-pipelining is on for a single server only: on Sentinel and Cluster the failover e2e tests
+// (test/e2e/redis-failover…) failed with it at the last merge, not understood in the time there was.
 
 export function connectRedis(where: RedisTarget | string, name: string, onFailover?: (error: Error) => void, options: ConnectOptions = {}): RedisConnection {
   const target = typeof where === 'string' ? singleTarget(where) : where;
@@ -75,7 +77,6 @@ export function connectRedis(where: RedisTarget | string, name: string, onFailov
     case 'sentinel':
       return new Redis({
         ...common,
-        enableAutoPipelining,
         db: target.db,
         name: target.name,
         sentinels: target.sentinels,
@@ -93,7 +94,6 @@ export function connectRedis(where: RedisTarget | string, name: string, onFailov
         retryDelayOnTryAgain: 200,
         maxRedirections: 100,
         slotsRefreshInterval: 5000,
-        enableAutoPipelining,
         redisOptions: common,
       });
   }

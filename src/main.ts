@@ -7,6 +7,7 @@
  */
 import { CommanderError } from 'commander';
 import { isSyncError } from './errors.js';
+import { flushLogLines } from './log.js';
 import { buildProgram } from './cli/program.js';
 import { UsageError } from './cli/usage-error.js';
 
@@ -16,6 +17,7 @@ async function main(argv: readonly string[]): Promise<number> {
     await program.parseAsync([...argv]);
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (error) {
+    flushLogLines(); // the lines logged before this one go first
     if (error instanceof CommanderError) {
       // --help and --version end here too, with exit code 0.
       return error.exitCode === 0 ? 0 : 2;
@@ -58,6 +60,7 @@ async function run(): Promise<never> {
   }
   process.exitCode = code;
   // Exit only once the output is out; the exit itself ends a second signal's shutdown at once.
+  flushLogLines();
   await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
   process.exit(code);
 }

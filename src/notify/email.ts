@@ -3,8 +3,9 @@
  * unless `requireTls` is off: the password never crosses the network in clear); `smtps://…:465`
  * is TLS from the first byte. The server's certificate is checked unless `rejectUnauthorized` is
  * off. One connection per message: notifications are rare, a pool would only hold sockets open.
+ * nodemailer (~40 modules) is imported at the first message, not when the daemon starts.
  */
-import { createTransport } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { NotifyConfig } from '../config/schema.js';
 import type { Translate } from '../i18n/translate.js';
 import type { Channel } from './channel.js';
@@ -48,7 +49,7 @@ export function emailContentOf(n: Notification, t: Translate): EmailContent {
 
 export function createEmailChannel(options: { email: Omit<NotifyConfig['email'], 'smtpUrl'>; smtpUrl: string; timeoutMs: number; t: Translate }): Channel {
   const target = parseSmtpUrl(options.smtpUrl);
-  const transport = createTransport({
+  const transportOptions = {
     host: target.host,
     port: target.port,
     secure: target.isTls,
@@ -58,7 +59,10 @@ export function createEmailChannel(options: { email: Omit<NotifyConfig['email'],
     connectionTimeout: options.timeoutMs,
     greetingTimeout: options.timeoutMs,
     socketTimeout: options.timeoutMs,
-  });
+  };
+  let transport: Transporter | null = null;
+  const transportOf = async (): Promise<Transporter> => (transport ??= (await import('nodemailer')).createTransport(transportOptions));
+
   const secrets = [target.password, target.user].filter((s): s is string => s !== null && s.length >= 3);
   return {
     name: 'email',
@@ -66,7 +70,7 @@ export function createEmailChannel(options: { email: Omit<NotifyConfig['email'],
     async send(n) {
       const content = emailContentOf(n, options.t);
       try {
-        const info = await transport.sendMail({ from: options.email.from ?? undefined, to: [...options.email.to], ...content });
+        const info = await (await transportOf()).sendMail({ from: options.email.from ?? undefined, to: [...options.email.to], ...content });
         return String(info.response ?? 'accepted');
       } catch (error) {
         // nodemailer's messages carry the server's answer ("535 5.7.8 …"); strip any credential anyway.
@@ -76,7 +80,7 @@ export function createEmailChannel(options: { email: Omit<NotifyConfig['email'],
       }
     },
     async close() {
-      transport.close();
+      transport?.close();
     },
   };
 }

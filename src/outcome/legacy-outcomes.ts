@@ -5,6 +5,7 @@
  * upgrade step (runtime/upgrades.ts).
  */
 import { Queue } from 'bullmq';
+import { Cluster } from 'ioredis';
 import type { Logger } from '../log.js';
 import type { Keys } from '../store/keys.js';
 import { legacyOutcomeQueueName } from '../store/keys.js';
@@ -15,7 +16,9 @@ import type { RedisConnection } from '../store/redis.js';
 export async function carryOverLegacyOutcomes(redis: RedisConnection, keys: Keys, spoolId: string, logger: Logger): Promise<number> {
   const name = legacyOutcomeQueueName(spoolId);
   if ((await redis.exists(`${keys.bullPrefix}:${name}:id`, `${keys.bullPrefix}:${name}:meta`)) === 0) return 0;
-  const queue = new Queue<OutcomeMessage>(name, { connection: redis, prefix: keys.bullPrefix });
+  // BullMQ's pipelines break on an auto-pipelined connection (store/redis.ts): the old queue is read on one of its own.
+  const connection = redis instanceof Cluster ? redis.duplicate(undefined, { enableAutoPipelining: false }) : redis.duplicate({ enableAutoPipelining: false });
+  const queue = new Queue<OutcomeMessage>(name, { connection, prefix: keys.bullPrefix });
   try {
     const jobs = await queue.getJobs(['wait', 'prioritized', 'delayed', 'active', 'failed']);
     for (const job of jobs) await pushOutcome(redis, keys, spoolId, job.data);
@@ -24,5 +27,6 @@ export async function carryOverLegacyOutcomes(redis: RedisConnection, keys: Keys
     return jobs.length;
   } finally {
     await queue.close();
+    connection.disconnect();
   }
 }

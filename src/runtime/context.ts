@@ -32,7 +32,10 @@ export interface Context {
   closers: Closers;
   /** Where Redis is (one server, Sentinel or Cluster); its `address` is safe to show. */
   redisTarget: RedisTarget;
+  /** carrier-sync's own commands (scripts, pipelines, reads), auto-pipelined. */
   redis: RedisConnection;
+  /** BullMQ's queues and workers (a worker duplicates it for its blocking reads); never auto-pipelined. */
+  bullRedis: RedisConnection;
   /** Where every connection, queue and worker of this process reports its errors: one line per outage. */
   health: RedisHealth;
   keys: Keys;
@@ -43,6 +46,16 @@ export interface Context {
   batches: Batches;
   authGate: AuthGate;
   enqueueDeps: EnqueueDeps;
+}
+
+/**
+ * Auto-pipelining (and so a connection of BullMQ's own) on a single server only: with Sentinel and
+ * Cluster the failover e2e tests (test/e2e/redis-failover.test.ts) failed with the two connections
+ * at the last merge of main (BullMQ "Missing key" / "Lock mismatch" after the failover), not
+ * understood in the time there was (BENCHMARKS.md, issue 29).
+ */
+function isAutoPipelined(target: RedisTarget): boolean {
+  return target.kind === 'single';
 }
 
 export async function openContext(config: Readonly<Config>, logger: Logger, name: string): Promise<Context> {
@@ -59,22 +72,32 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
     await checkTrust(redisTarget);
     // A failover seen by ioredis' reconnect-on-error (see store/redis.ts).
     let onFailover = (_error: Error): void => {};
-    const redis = connectRedis(redisTarget, `carrier-sync:${name}`, (error) => onFailover(error));
+    // Two connections: ours auto-pipelines (a busy daemon issues many small commands at once: one
+    // socket write for each turn of the event loop instead of one each), BullMQ's does not (its
+    // own pipelines break on one that does). Nothing orders commands across the two: what must
+    // follow a BullMQ call awaits it.
+    const redis = connectRedis(redisTarget, `carrier-sync:${name}`, (error) => onFailover(error), { autoPipelining: isAutoPipelined(redisTarget) });
+    // With our connection not auto-pipelined (Sentinel, Cluster), BullMQ shares it.
+    const bullRedis = isAutoPipelined(redisTarget) ? connectRedis(redisTarget, `carrier-sync:${name}:bullmq`, (error) => onFailover(error)) : redis;
     const keys = createKeys(config.prefix);
     const health = trackRedisHealth(redis, logger.child({ mod: 'redis' }), { probeKey: keys.healthProbe });
     onFailover = (error) => void health.report(error, 'failover');
     let isContacted = false;
-    redis.on('error', (error) => {
-      // A refusal at first contact (untrusted certificate, wrong password) is the start's one error line.
-      if (!isContacted && isRefusal(error)) return;
-      if (!health.report(error, 'connection')) logger.warn({ err: error }, 'redis connection error');
-    });
+    for (const connection of new Set([redis, bullRedis])) {
+      connection.on('error', (error) => {
+        // A refusal at first contact (untrusted certificate, wrong password) is the start's one error line.
+        if (!isContacted && isRefusal(error)) return;
+        if (!health.report(error, 'connection')) logger.warn({ err: error }, 'redis connection error');
+      });
+    }
     closers.push('redis', () => closeRedis(redis));
+    if (bullRedis !== redis) closers.push('redis (bullmq)', () => closeRedis(bullRedis));
     closers.push('redis health', () => health.close());
     await firstContact(redis, redisTarget);
+    await bullRedis.ping();
     isContacted = true;
     noteEachPrimary(redis, redisTarget, keys, config.prefix, logger);
-    const queues = openQueues(redis, config.prefix, config.delivery);
+    const queues = openQueues(bullRedis, config.prefix, config.delivery);
     // A BullMQ queue re-emits its connection's errors; without a listener it prints them with console.error.
     for (const queue of [...Object.values(queues.items), queues.housekeeping]) {
       queue.on('error', (error) => {
@@ -92,6 +115,7 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
       closers,
       redisTarget,
       redis,
+      bullRedis,
       health,
       keys,
       queues,

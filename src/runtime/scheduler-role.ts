@@ -28,7 +28,7 @@ export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan
   ctx.closers.push('scheduler api client', () => client.close());
   const limiter = rateLimiterFor(ctx, target.carrierKey);
   const worker = new Worker(HOUSEKEEPING_QUEUE, async (job: Job) => runHousekeeping(job.name, { ctx, client, limiter, rescan, logger: log }), {
-    connection: ctx.redis,
+    connection: ctx.bullRedis,
     prefix: config.prefix,
     concurrency: 1,
   });

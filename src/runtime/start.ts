@@ -8,6 +8,8 @@
  *
  * Start-up is named steps over one state object, in order: open the shared context (checked,
  * upgraded) → readiness and metrics → the http role → the watcher, worker and scheduler roles.
+ * Each role's modules are imported when the role starts: a worker-only process never loads the
+ * spool watcher, the validators, the ops server or notifications (issue 29: idle RSS).
  */
 import { runDeploymentUpgrades } from './upgrades.js';
 import { readOutcomeBacklog } from '../queue/outcome-list.js';
@@ -22,10 +24,6 @@ import type { OpsServer } from '../ops/server.js';
 import { spoolDisk } from '../spool/disk-state.js';
 import { resolveApiTarget } from './api-target.js';
 import { checkRedisDurability, openContext, type Context } from './context.js';
-import { startHttpRole } from './http-role.js';
-import { startSchedulerRole } from './scheduler-role.js';
-import { startWatcherRole } from './watcher-role.js';
-import { startWorkerRole } from './worker-role.js';
 
 export const ROLES = ['watcher', 'worker', 'scheduler', 'http'] as const;
 export type Role = (typeof ROLES)[number];
@@ -130,6 +128,7 @@ function watchHealth(state: DaemonState, ctx: Context): { metrics: Metrics; read
 }
 
 async function startHttp(state: DaemonState, ctx: Context, metrics: Metrics, readiness: () => Promise<ReadinessState>): Promise<void> {
+  const { startHttpRole } = await import('./http-role.js');
   const server = await startHttpRole(ctx, { metrics, readiness, hasWatcher: state.roles.includes('watcher') });
   state.ops = server;
   state.stopIntake.push(() => {
@@ -146,6 +145,7 @@ async function startRoles(state: DaemonState, ctx: Context, metrics: Metrics): P
   const { config, roles, logger } = state;
   let rescan = async (): Promise<void> => {};
   if (roles.includes('watcher')) {
+    const { startWatcherRole } = await import('./watcher-role.js');
     const watcher = await startWatcherRole(ctx);
     rescan = () => watcher.rescan();
     state.spoolLease = () => watcher.lease();
@@ -153,8 +153,8 @@ async function startRoles(state: DaemonState, ctx: Context, metrics: Metrics): P
   }
   const needsApi = roles.includes('worker') || roles.includes('scheduler');
   const target = needsApi ? await resolveApiTarget(config, logger, ctx.closers) : null;
-  if (target !== null && roles.includes('worker')) await startWorkerRole(ctx, target, metrics);
-  if (target !== null && roles.includes('scheduler')) await startSchedulerRole(ctx, target, rescan);
+  if (target !== null && roles.includes('worker')) await (await import('./worker-role.js')).startWorkerRole(ctx, target, metrics);
+  if (target !== null && roles.includes('scheduler')) await (await import('./scheduler-role.js')).startSchedulerRole(ctx, target, rescan);
 }
 
 async function shutDown(state: DaemonState, ready: Promise<void>): Promise<void> {

@@ -67,7 +67,7 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: 
       logger: log,
     });
     const worker = new Worker<ItemJob>(kind, processor, {
-      connection: ctx.redis,
+      connection: ctx.bullRedis,
       prefix: config.prefix,
       concurrency: config.delivery.concurrency,
       lockDuration: config.delivery.lockMs,

@@ -64,6 +64,7 @@ if holderId(current) == id then
 end
 return {0, current}
 `,
+  { isUrgent: true },
 );
 
 // KEYS: 1 the lease. ARGV: 1 holder id, 2 lease ms. Returns 1 when extended, 0 when another holds it (or nobody).
@@ -79,6 +80,7 @@ if current ~= false and holderId(current) == id then
 end
 return 0
 `,
+  { isUrgent: true },
 );
 
 // KEYS: 1 the lease. ARGV: 1 holder id. Returns 1 when deleted, 0 when another holds it (or nobody).
@@ -94,6 +96,7 @@ if current ~= false and holderId(current) == id then
 end
 return 0
 `,
+  { isUrgent: true },
 );
 
 export function createLease(redis: RedisConnection, key: string): Lease {

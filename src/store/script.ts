@@ -6,6 +6,12 @@
  * arguments as two lists; the key count travels as the first argument (no fixed `numberOfKeys`),
  * so one definition serves calls of any shape.
  *
+ * On an auto-pipelining connection (store/redis.ts) the commands of one turn of the event loop
+ * gather in a pipeline made at the first of them, which copies the connection's custom commands
+ * when it is made: a script defined later in that turn is copied into it too (`definedOn`), else
+ * ioredis keeps the call's callback without its command and the pipeline's replies come out one
+ * short ("results[i] is not iterable").
+ *
  * Every script starts with a header — KEYS, ARGV and what it returns — and names its keys and
  * arguments as locals before using them (as bullmq's `moveToFinished-14.lua` does).
  */
@@ -35,13 +41,39 @@ type Invoke = (numberOfKeys: number, ...keysAndArgs: Array<string | number | Buf
 
 const defined = new Map<string, string>();
 
+/** The pipelines ioredis' auto-pipelining is gathering on a connection (ioredis 5's own field). */
+type AutoPipelines = Map<string, Record<string, unknown> & { _shaToScript: Record<string, unknown> }>;
+
+/** Defines the command on `target`, and on the auto-pipelines it gathers this turn (made before it). */
+function definedOn(target: RedisConnection, commandName: string, lua: string, isUrgent: boolean): void {
+  target.defineCommand(commandName, { lua });
+  if (isUrgent) target.options.autoPipeliningIgnoredCommands = [...(target.options.autoPipeliningIgnoredCommands ?? []), commandName];
+  const own = target as unknown as Record<string, unknown> & { _autoPipelines?: AutoPipelines };
+  const script = (target.scriptsSet as Record<string, { sha: string }>)[commandName]!;
+  for (const pipeline of own._autoPipelines?.values() ?? []) {
+    pipeline[commandName] = own[commandName];
+    pipeline[`${commandName}Buffer`] = own[`${commandName}Buffer`];
+    pipeline._shaToScript[script.sha] = script;
+  }
+}
+
+export interface ScriptOptions {
+  /**
+   * Sent at once, never held in an auto-pipeline: a call whose reply has a deadline (the spool
+   * lease's renewal) must not wait for the turn's batch, nor for the batch still in flight. Under
+   * a load average of 20 the large drop's holder lost its lease 15 times in one run with its
+   * renewals auto-pipelined (BENCHMARKS.md, issue 29).
+   */
+  isUrgent?: boolean;
+}
+
 /** `name`: a camelCase name unique among our scripts (it becomes `redis[name]`). */
-export function defineScript(name: string, lua: string): Script {
+export function defineScript(name: string, lua: string, options: ScriptOptions = {}): Script {
   const commandName = `carrierSync${name[0]?.toUpperCase() ?? ''}${name.slice(1)}`;
   if (defined.has(commandName) && defined.get(commandName) !== lua) throw new Error(`two scripts named ${name}`);
   defined.set(commandName, lua);
   const commandOf = (target: RedisConnection): Invoke => {
-    if (!(commandName in target.scriptsSet)) target.defineCommand(commandName, { lua });
+    if (!(commandName in target.scriptsSet)) definedOn(target, commandName, lua, options.isUrgent === true);
     return (target as unknown as Record<string, Invoke>)[commandName]!;
   };
   const run = async (redis: RedisConnection, keys: readonly string[], args: ReadonlyArray<string | number | Buffer>): Promise<unknown> =>

@@ -1,8 +1,10 @@
 /**
- * `npm run bench [-- --quick] [-- --only <name>[,<name>…]]`: runs the scenarios in order against a
- * Redis (REDIS_URL, else a private redis-server) and sandbox APIs on loopback, prints one table,
- * and writes bench-reports/latest.json and bench-reports/latest.md. Every figure is a ratio to a
- * reference measured in the same run, or an absolute with the machine it was measured on.
+ * `npm run bench [-- --quick] [-- --only <name>[,<name>…]] [-- --compare <git ref> [--runs N]]`:
+ * runs the scenarios in order against a Redis (REDIS_URL, else a private redis-server) and sandbox
+ * APIs on loopback, prints one table, and writes bench-reports/latest.json and
+ * bench-reports/latest.md. Every figure is a ratio to a reference measured in the same run, or an
+ * absolute with the machine it was measured on. With --compare, each scenario runs N times
+ * (default 3) on this tree's daemon and on the ref's, alternating (support/compare.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
@@ -14,17 +16,20 @@ import { dedupMemoryScenario } from './scenarios/dedup-memory.js';
 import { eventsDedupScenario } from './scenarios/events-dedup.js';
 import { goodputScenario } from './scenarios/goodput.js';
 import { historyScenario } from './scenarios/history.js';
+import { idleRssScenario } from './scenarios/idle-rss.js';
 import { ingestScenario } from './scenarios/ingest.js';
 import { latencyScenario } from './scenarios/latency.js';
 import { memoryScenario } from './scenarios/memory.js';
 import { mixedScenario } from './scenarios/mixed-1000.js';
-import { mixedDropScenario } from './scenarios/mixed-drop.js';
+import { mixedDropLargeScenario, mixedDropScenario } from './scenarios/mixed-drop.js';
 import { pushScenario } from './scenarios/push.js';
 import { pushReplicaScenario } from './scenarios/push-replica.js';
 import { validatorsScenario } from './scenarios/validators.js';
+import { runCompare } from './support/compare.js';
 import { openBenchRedis, redisFacts } from './support/redis.js';
 import {
   acceptanceBox,
+  compareMarkdown,
   consoleTable,
   writeReports,
   type BenchEnv,
@@ -46,23 +51,45 @@ const SCENARIOS: readonly Scenario[] = [
   dedupMemoryScenario,
   mixedScenario,
   mixedDropScenario,
+  mixedDropLargeScenario,
   historyScenario,
   chainBacklogScenario,
+  idleRssScenario,
 ];
 
-function parseArgs(argv: readonly string[]): { isQuick: boolean; only: string[] | null } {
-  let isQuick = false;
-  let only: string[] | null = null;
+interface Args {
+  isQuick: boolean;
+  only: string[] | null;
+  compare: string | null;
+  runs: number;
+}
+
+function parseArgs(argv: readonly string[]): Args {
+  const args: Args = { isQuick: false, only: null, compare: null, runs: 3 };
+  let hasRuns = false;
   for (let i = 0; i < argv.length; i += 1) {
-    const arg = argv[i];
-    if (arg === '--quick') isQuick = true;
-    else if (arg === '--only') only = (argv[++i] ?? '').split(',').filter(Boolean);
-    else if (arg?.startsWith('--only=') === true) only = arg.slice('--only='.length).split(',').filter(Boolean);
-    else throw new Error(`unknown argument ${arg ?? ''}; use --quick and/or --only <name>[,<name>…] (${SCENARIOS.map((s) => s.name).join(', ')})`);
+    const arg = argv[i] ?? '';
+    const [name, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const value = (): string => inline ?? argv[++i] ?? '';
+    if (name === '--quick') args.isQuick = true;
+    else if (name === '--only') args.only = value().split(',').filter(Boolean);
+    else if (name === '--compare') args.compare = value();
+    else if (name === '--runs') {
+      const text = value();
+      args.runs = Number(text);
+      hasRuns = true;
+      if (!Number.isInteger(args.runs) || args.runs < 1 || args.runs > 50) throw new Error(`--runs: ${text} is not a whole number from 1 to 50`);
+    } else {
+      throw new Error(
+        `unknown argument ${arg}; use --quick, --only <name>[,<name>…] (${SCENARIOS.map((s) => s.name).join(', ')}), --compare <git ref> [--runs N]`,
+      );
+    }
   }
-  const unknown = (only ?? []).filter((name) => !SCENARIOS.some((s) => s.name === name));
+  if (args.compare === '') throw new Error('--compare: give a git ref (a commit, branch or tag)');
+  if (hasRuns && args.compare === null) throw new Error('--runs counts the runs of --compare; give --compare <git ref> too');
+  const unknown = (args.only ?? []).filter((name) => !SCENARIOS.some((s) => s.name === name));
   if (unknown.length > 0) throw new Error(`--only: unknown scenario ${unknown.join(', ')}; choose from ${SCENARIOS.map((s) => s.name).join(', ')}`);
-  return { isQuick, only };
+  return args;
 }
 
 function machine(redisVersion: string, redisOrigin: string): Machine {
@@ -89,8 +116,9 @@ function machine(redisVersion: string, redisOrigin: string): Machine {
 }
 
 async function main(): Promise<void> {
-  const { isQuick, only } = parseArgs(process.argv.slice(2));
-  const selected = SCENARIOS.filter((s) => only === null || only.includes(s.name));
+  const { isQuick, only, compare, runs } = parseArgs(process.argv.slice(2));
+  // Without --only, a comparison runs the scenarios it can compare.
+  const selected = SCENARIOS.filter((s) => (only === null ? compare === null || s.isComparable === true : only.includes(s.name)));
   const startedAt = new Date().toISOString();
   const redis = await openBenchRedis();
   // A signal or a crash must not leave the private redis-server (or a daemon) behind.
@@ -124,8 +152,24 @@ async function main(): Promise<void> {
   );
 
   const results: ScenarioResult[] = [];
+  let compareReport: RunReport['compare'];
+  const onCompared = (result: ScenarioResult): void => {
+    process.stdout.write(
+      `▶ ${result.name}: ${result.error === undefined ? 'done' : 'FAILED'} in ${(result.durationMs / 1000).toFixed(1)} s (load average ${loadavg()[0]?.toFixed(2) ?? '?'}) ${Object.entries(
+        result.measures ?? {},
+      )
+        .map(([k, v]) => `${k} ${v.toPrecision(4)}`)
+        .join(', ')}\n`,
+    );
+    if (result.error !== undefined) process.stdout.write(`${result.error}\n`);
+  };
   try {
-    for (const scenario of selected) {
+    if (compare !== null) {
+      const compared = await runCompare(selected, env, compare, runs, onCompared);
+      results.push(...compared.results);
+      compareReport = compared.compare;
+    }
+    for (const scenario of compare === null ? selected : []) {
       process.stdout.write(`▶ ${scenario.name} … `);
       const started = performance.now();
       let result: ScenarioResult;
@@ -149,16 +193,18 @@ async function main(): Promise<void> {
   const report: RunReport = {
     startedAt,
     finishedAt: new Date().toISOString(),
-    command: `npm run bench${isQuick || only !== null ? ' --' : ''}${isQuick ? ' --quick' : ''}${only === null ? '' : ` --only ${only.join(',')}`}`,
+    command: `npm run bench${isQuick || only !== null || compare !== null ? ' --' : ''}${isQuick ? ' --quick' : ''}${only === null ? '' : ` --only ${only.join(',')}`}${compare === null ? '' : ` --compare ${compare} --runs ${runs}`}`,
     mode: isQuick ? 'quick' : 'full',
     machine: info,
     results,
+    ...(compareReport === undefined ? {} : { compare: compareReport }),
   };
   process.stdout.write(`\n${consoleTable(results)}\n\n`);
+  if (compareReport !== undefined) process.stdout.write(`${compareMarkdown(compareReport).join('\n')}\n\n`);
   for (const result of results) if (result.acceptance !== undefined) process.stdout.write(`${acceptanceBox(result.acceptance)}\n\n`);
   const written = await writeReports(reportDir, report);
   process.stdout.write(`reports: ${written.json}, ${written.md}; daemon logs under ${env.logDir}\n`);
-  const isFailed = results.some((r) => r.error !== undefined || r.acceptance?.isPassed === false);
+  const isFailed = results.length === 0 || results.some((r) => r.error !== undefined || r.acceptance?.isPassed === false);
   process.exitCode = isFailed ? 1 : 0;
 }
 

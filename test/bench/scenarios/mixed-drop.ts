@@ -1,5 +1,5 @@
 /**
- * mixed-drop (issue 14): the drop a general tool (a Node-RED flow of core nodes: watch, check, POST,
+ * mixed-drop (issue 14) and mixed-drop-large (issue 29, ten times the files, same mix): the drop a general tool (a Node-RED flow of core nodes: watch, check, POST,
  * move) drains in 4.5 s with 5.5 s of CPU on this 2-core machine. All 1,444 files are renamed into
  * the inboxes at once; the sandbox answers at once with its limit lifted, and so is the daemon's.
  *   840 labels: 480 valid, 200 refused by our checks, 160 refused by the API (unknown delivery,
@@ -12,20 +12,22 @@
  * ctimes), the daemon's CPU time (user + system, /proc/<pid>/stat) over the same span, files/s, CPU
  * per file, the time after the drop of the last request of each kind (sandbox request log), and the
  * Redis commands per file (INFO commandstats; the daemon is the only Redis client during the drain).
- * The outcome of every file is checked, so a speed-up that loses a guarantee fails here.
+ * The outcome of every file is checked, so a speed-up that loses a guarantee fails here. The files
+ * are made by support/drop-files.ts. Both can run under `--compare` (the daemon is spawned).
  */
-import { randomUUID } from 'node:crypto';
 import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { SandboxRequest } from '../../../src/sandbox/request-log.js';
 import { startSandbox } from '../../../src/sandbox/server.js';
-import { cpuSeconds } from '../support/cpu.js';
+import { cpuSeconds, ioCalls } from '../support/cpu.js';
 import { loadBenchConfig, spawnDaemon, type DaemonSetup } from '../support/daemon.js';
-import { cnpj, cteXml, dropAll, labelPdf, pastInstant, sameInstantOtherwise, shuffle, stageFiles } from '../support/inputs.js';
+import { buildDrop, type DropFile, type Kind } from '../support/drop-files.js';
+import { dropAll, stageFiles } from '../support/inputs.js';
 import { benchPrefix, callsBetween, cleanupPrefix, commandCalls, redisCpuSeconds } from '../support/redis.js';
-import type { Scenario } from '../support/report.js';
+import type { Figure, Scenario } from '../support/report.js';
+import { MB, readRssPeak, sampleRss } from '../support/rss.js';
 import { bullmqNoop, undiciLoop } from './push.js';
 import { percentile, round, sleep, waitFor } from '../support/wait.js';
 
@@ -49,15 +51,6 @@ async function requestFloorMs(redisUrl: string, setup: DaemonSetup): Promise<{ b
   }
 }
 
-type Kind = 'labels' | 'cte' | 'events';
-type Expect = { outcome: 'accepted' } | { outcome: 'refused'; code: string } | { outcome: 'dead'; apiCode: string };
-interface DropFile {
-  name: string;
-  bytes: Buffer;
-  kind: Kind;
-  expect: Expect;
-}
-
 const countBy = <T>(items: readonly T[], key: (item: T) => string): Record<string, number> => {
   const out: Record<string, number> = {};
   for (const item of items) out[key(item)] = (out[key(item)] ?? 0) + 1;
@@ -73,328 +66,283 @@ async function listFiles(dir: string): Promise<string[]> {
   return (await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => [])).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
 }
 
-/** The drop's files and what must become of each. */
-function buildDrop(sandbox: Awaited<ReturnType<typeof startSandbox>>): {
-  files: DropFile[];
-  events: { unique: number; duplicates: number; malformed: number; deliveries: number };
-} {
-  const carriers = [...sandbox.state.carriers.keys()];
-  const other = carriers[1] ?? '';
-  const known = Array.from({ length: 480 }, () => sandbox.state.addDelivery({}).id);
-  const cancelled = Array.from({ length: 50 }, () => sandbox.state.addDelivery({ status_name: 'CANCELLED' }).id);
-  const foreign = Array.from({ length: 90 }, () => sandbox.state.addDelivery({ carrier_id: other }).id);
-  const unknown = Array.from({ length: 100 }, () => randomUUID());
-  const files: DropFile[] = [];
-  const accepted: Expect = { outcome: 'accepted' };
-  const refused = (code: string): Expect => ({ outcome: 'refused', code });
-  const label = (id: string, i: number, expect: Expect, bytes?: Buffer): void => {
-    files.push({
-      name: i % 3 === 0 ? `${id}__ext-${i}.pdf` : `${id}.pdf`,
-      bytes: bytes ?? labelPdf(`drop ${i}`, 1500 + (i % 7) * 300),
-      kind: 'labels',
-      expect,
-    });
+/** Issue 29: the large drop's peak RSS. Its CPU and drain targets are ratios to an older build (--compare). */
+export const LARGE_DROP_PEAK_RSS_MB = 300;
+
+/** The issue-14 targets hold for the 1,444-file drop only. */
+const ofSmall = (scale: number, parts: Partial<Figure>): Partial<Figure> => (scale === 1 ? parts : {});
+
+function mixedDrop(name: string, scale: number): Scenario {
+  return {
+    name,
+    isComparable: true,
+    run: async (env) => runDrop(env, name, scale),
   };
-  const cte = (id: string, i: number, expect: Expect, xml?: string): void => {
-    files.push({ name: `${id}.xml`, bytes: Buffer.from(xml ?? cteXml({ nCT: 7000 + i, emitCnpj: cnpj(String(112223330000 + i)) })), kind: 'cte', expect });
-  };
-  // Labels: 480 valid, 160 refused by the API, 200 refused by our checks.
-  known.forEach((id, i) => label(id, i, accepted));
-  cancelled.forEach((id, i) => label(id, 1000 + i, { outcome: 'dead', apiCode: 'DELIVERY_NOT_ELIGIBLE' }));
-  foreign.slice(0, 50).forEach((id, i) => label(id, 1100 + i, { outcome: 'dead', apiCode: 'DELIVERY_NOT_FOUND' }));
-  unknown.slice(0, 60).forEach((id, i) => label(id, 1200 + i, { outcome: 'dead', apiCode: 'DELIVERY_NOT_FOUND' }));
-  const good = labelPdf('broken');
-  for (let i = 0; i < 50; i += 1) {
-    label(randomUUID(), 3000 + i, refused('LABEL_NOT_PDF'), Buffer.from(`not a pdf ${i}\n`));
-    label(randomUUID(), 3100 + i, refused('LABEL_TRUNCATED'), good.subarray(0, good.length - 200));
-    label(randomUUID(), 3200 + i, refused('LABEL_TRAILING_DATA'), Buffer.concat([good, Buffer.from(`junk after the end ${i}`)]));
-    files.push({ name: `bad name ${i}!.pdf`, bytes: labelPdf(`bad name ${i}`), kind: 'labels', expect: refused('SPOOL_BAD_NAME') });
-  }
-  // CT-e: 360 valid (some of cancelled deliveries: the API takes a CT-e whatever the status), 80 refused by the API, 160 by our checks.
-  known.slice(0, 330).forEach((id, i) => cte(id, i, accepted));
-  cancelled.slice(0, 30).forEach((id, i) => cte(id, 400 + i, accepted));
-  foreign.slice(50).forEach((id, i) => cte(id, 1100 + i, { outcome: 'dead', apiCode: 'DELIVERY_NOT_FOUND' }));
-  unknown.slice(60).forEach((id, i) => cte(id, 1200 + i, { outcome: 'dead', apiCode: 'DELIVERY_NOT_FOUND' }));
-  for (let i = 0; i < 40; i += 1) {
-    cte(randomUUID(), 3000 + i, refused('CTE_NOT_XML'), `<CTe><infCte>${i}</CTe>`);
-    cte(randomUUID(), 3100 + i, refused('CTE_DOCTYPE'), cteXml({ nCT: 3100 + i, doctype: true }));
-    cte(randomUUID(), 3200 + i, refused('CTE_FIELD_MISSING'), cteXml({ nCT: 3200 + i, hasDest: false }));
-    const valid = cnpj(String(112223330000 + i));
-    cte(
-      randomUUID(),
-      3300 + i,
-      refused('CTE_FIELD_INVALID'),
-      cteXml({ nCT: 3300 + i, emitCnpj: `${valid.slice(0, 13)}${(Number(valid.slice(13)) + 1) % 10}` }),
-    );
-  }
-  // Events: 4 files × 35 deliveries × 4 events, + 10 same-instant duplicates and 5 malformed records each.
-  const perFile = 35;
-  const perDelivery = 4;
-  let instant = 0;
-  for (let f = 0; f < 4; f += 1) {
-    const isCsv = f % 2 === 1;
-    const rows: Array<{ delivery_id: string; event_at: string }> = [];
-    for (const deliveryId of known.slice(f * perFile, (f + 1) * perFile)) {
-      for (let e = 0; e < perDelivery; e += 1) rows.push({ delivery_id: deliveryId, event_at: pastInstant(instant++).toISOString() });
-    }
-    const repeats = rows.slice(0, 10).map((row, k) => ({ delivery_id: row.delivery_id, event_at: sameInstantOtherwise(new Date(row.event_at), k) }));
-    const lines = shuffle([...rows, ...repeats], 14 + f).map((row) => (isCsv ? `${row.delivery_id},${row.event_at}` : JSON.stringify(row)));
-    const malformed = isCsv
-      ? [
-          `${known[0] ?? ''},yesterday`,
-          'not/a valid id,2026-01-10T08:00:00Z',
-          `${known[1] ?? ''},`,
-          `${known[2] ?? ''},2026-01-10T08:00:00`,
-          `${known[3] ?? ''},"unclosed`,
-        ]
-      : [
-          '{"delivery_id": "x"',
-          JSON.stringify({ delivery_id: known[0] }),
-          JSON.stringify({ delivery_id: known[1], event_at: 'yesterday' }),
-          '[1,2]',
-          JSON.stringify({ delivery_id: 'not/a valid id', event_at: '2026-01-10T08:00:00Z' }),
-        ];
-    malformed.forEach((line, k) => lines.splice(7 + k * 23, 0, line));
-    const text = `${isCsv ? 'delivery_id,event_at\n' : ''}${lines.join('\n')}\n`;
-    files.push({ name: `drop-events-${f}.${isCsv ? 'csv' : 'ndjson'}`, bytes: Buffer.from(text), kind: 'events', expect: accepted });
-  }
-  return { files, events: { unique: 4 * perFile * perDelivery, duplicates: 40, malformed: 20, deliveries: 4 * perFile } };
 }
 
-export const mixedDropScenario: Scenario = {
-  name: 'mixed-drop',
-  async run(env) {
-    const sandbox = await startSandbox({ ratePerMinute: UNLIMITED });
-    const { files, events } = buildDrop(sandbox);
-    const prefix = benchPrefix('drop');
-    const spool = join(env.workDir, 'drop-spool');
-    const setup: DaemonSetup = {
-      redisUrl: env.redisUrl,
-      prefix,
-      apiUrl: sandbox.url,
-      carrierKey: sandbox.keys.carriers[[...sandbox.state.carriers.keys()][0] ?? ''] ?? '',
-      spool,
-      logFile: join(env.logDir, 'mixed-drop.log'),
-      env: { CARRIER_SYNC_RATE_LIMIT_PER_MINUTE: String(UNLIMITED) },
-    };
-    const daemon = await spawnDaemon(setup, ['watcher', 'worker']);
-    const kinds: Kind[] = ['labels', 'cte', 'events'];
-    const staged = await Promise.all(
-      kinds.map(async (kind) => {
-        const mine = files.filter((f) => f.kind === kind);
-        return { kind, dir: await stageFiles(join(env.workDir, 'drop-staging'), mine), names: mine.map((f) => f.name) };
-      }),
-    );
-    const redis = new Redis(env.redisUrl, { maxRetriesPerRequest: null });
-    try {
-      await daemon.ready;
-      // Let the start-up settle (reconcile, first passes) so the CPU counted is the drop's.
-      await sleep(1000);
-      const callsBefore = await commandCalls(redis);
-      const redisCpuBefore = await redisCpuSeconds(redis);
-      const benchCpuBefore = await cpuSeconds(process.pid);
-      const cpuBefore = await cpuSeconds(daemon.pid);
-      const started = Date.now();
-      await Promise.all(staged.map((s) => dropAll(s.dir, join(spool, s.kind), s.names)));
-      const dropMs = Date.now() - started;
-      const settled = async (): Promise<boolean> => {
-        const archived = (await listFiles(join(spool, 'archive'))).filter((f) => !f.endsWith('.json'));
-        const failed = (await listFiles(join(spool, 'failed'))).filter((f) => !f.endsWith('.error.json'));
-        const inflight = await listFiles(join(spool, '.inflight'));
-        return archived.length + failed.length >= files.length && inflight.length === 0;
-      };
-      // Polled every 250 ms (the end is read from the files' ctimes, not from the poll): listing the
-      // spool more often took CPU from the sandbox, which runs in this process.
-      await waitFor(settled, { timeoutMs: 300_000, what: 'every file archived or failed', intervalMs: 250 });
-      const cpuAfter = await cpuSeconds(daemon.pid);
-      const benchCpuUsed = (await cpuSeconds(process.pid)) - benchCpuBefore;
-      const redisCpuUsed = (await redisCpuSeconds(redis)) - redisCpuBefore;
-      const callsAfter = await commandCalls(redis);
-      const seenAt = Date.now();
-      // The exact end: the last rename (or report written) under archive/ and failed/ sets its ctime.
-      const outcomes = [...(await listFiles(join(spool, 'archive'))), ...(await listFiles(join(spool, 'failed')))];
-      const lastAt = Math.max(...(await Promise.all(outcomes.map(async (f) => (await stat(f)).ctimeMs))));
-      const drainMs = lastAt - started;
-      const cpuUsed = cpuAfter - cpuBefore;
-      await sleep(1000); // anything sent twice would show up now
+export const mixedDropScenario = mixedDrop('mixed-drop', 1);
+/** Issue 29: ten times the files (14,440), same mix; its targets are --compare ratios. */
+export const mixedDropLargeScenario = mixedDrop('mixed-drop-large', 10);
 
-      // Outcomes, each beside what the drop predicts.
+async function runDrop(env: Parameters<Scenario['run']>[0], name: string, scale: number): ReturnType<Scenario['run']> {
+  const sandbox = await startSandbox({ ratePerMinute: UNLIMITED });
+  const { files, events } = buildDrop(sandbox, scale);
+  const prefix = benchPrefix('drop');
+  const spool = join(env.workDir, 'drop-spool');
+  const setup: DaemonSetup = {
+    redisUrl: env.redisUrl,
+    prefix,
+    apiUrl: sandbox.url,
+    carrierKey: sandbox.keys.carriers[[...sandbox.state.carriers.keys()][0] ?? ''] ?? '',
+    spool,
+    logFile: join(env.logDir, `${name}.log`),
+    env: { CARRIER_SYNC_RATE_LIMIT_PER_MINUTE: String(UNLIMITED) },
+  };
+  const daemon = await spawnDaemon(setup, ['watcher', 'worker']);
+  const kinds: Kind[] = ['labels', 'cte', 'events'];
+  const staged = await Promise.all(
+    kinds.map(async (kind) => {
+      const mine = files.filter((f) => f.kind === kind);
+      return { kind, dir: await stageFiles(join(env.workDir, 'drop-staging'), mine), names: mine.map((f) => f.name) };
+    }),
+  );
+  const redis = new Redis(env.redisUrl, { maxRetriesPerRequest: null });
+  try {
+    await daemon.ready;
+    // Let the start-up settle (reconcile, first passes) so the CPU counted is the drop's.
+    await sleep(1000);
+    const callsBefore = await commandCalls(redis);
+    const redisCpuBefore = await redisCpuSeconds(redis);
+    const benchCpuBefore = await cpuSeconds(process.pid);
+    const cpuBefore = await cpuSeconds(daemon.pid);
+    const ioBefore = await ioCalls(daemon.pid);
+    const rss = sampleRss(daemon.pid, 250);
+    const started = Date.now();
+    await Promise.all(staged.map((s) => dropAll(s.dir, join(spool, s.kind), s.names)));
+    const dropMs = Date.now() - started;
+    const settled = async (): Promise<boolean> => {
       const archived = (await listFiles(join(spool, 'archive'))).filter((f) => !f.endsWith('.json'));
-      const reports = await Promise.all(
-        (await listFiles(join(spool, 'failed')))
-          .filter((f) => f.endsWith('.error.json'))
-          .map(async (f) => ({ path: f, ...(JSON.parse(await readFile(f, 'utf8')) as { code: string; apiCode?: string | null }) })),
-      );
-      const documentReports = reports.filter((r) => !r.path.includes('/failed/events/'));
-      const local = documentReports.filter((r) => !r.code.startsWith('API_'));
-      const dead = documentReports.filter((r) => r.code.startsWith('API_'));
-      const log = sandbox.requests();
-      const byEndpoint = (endpoint: string): typeof log => log.filter((r) => r.endpoint === endpoint);
-      const docOk = log.filter((r) => (r.endpoint === 'label' || r.endpoint === 'cte') && r.status === 200);
-      const acceptedTwice = Object.values(countBy(docOk, (r) => `${r.endpoint}:${r.deliveryId ?? ''}`)).filter((n) => n > 1).length;
-      const collecting = byEndpoint('collecting');
-      const collectingOk = collecting.filter((r) => r.status === 200 && r.isRepeat !== true);
-      const repeats = collecting.filter((r) => r.isRepeat === true).length;
-      const isDocument = (f: DropFile): boolean => f.kind !== 'events';
-      const expected = {
-        accepted: countBy(
-          files.filter((f) => isDocument(f) && f.expect.outcome === 'accepted'),
-          (f) => (f.kind === 'labels' ? 'label' : 'cte'),
-        ),
-        refused: countBy(
-          files.filter((f) => f.expect.outcome === 'refused'),
-          (f) => (f.expect as { code: string }).code,
-        ),
-        dead: countBy(
-          files.filter((f) => f.expect.outcome === 'dead'),
-          (f) => `${f.kind === 'labels' ? 'label' : 'cte'}:${(f.expect as { apiCode: string }).apiCode}`,
-        ),
-        archived: files.filter((f) => f.expect.outcome === 'accepted').length,
-      };
-      const got = {
-        accepted: countBy(docOk, (r) => r.endpoint),
-        refused: countBy(local, (r) => r.code),
-        dead: countBy(dead, (r) => `${r.path.includes('/failed/labels/') ? 'label' : 'cte'}:${r.apiCode ?? r.code}`),
-        archived: archived.length,
-        eventReports: reports.length - documentReports.length,
-      };
-      const isPassed =
-        isSame(got.accepted, expected.accepted) &&
-        acceptedTwice === 0 &&
-        isSame(got.refused, expected.refused) &&
-        isSame(got.dead, expected.dead) &&
-        got.archived === expected.archived &&
-        collecting.length === events.unique &&
-        collectingOk.length === events.unique &&
-        repeats === 0;
+      const failed = (await listFiles(join(spool, 'failed'))).filter((f) => !f.endsWith('.error.json'));
+      const inflight = await listFiles(join(spool, '.inflight'));
+      return archived.length + failed.length >= files.length && inflight.length === 0;
+    };
+    // Polled every 250 ms (1 s for the large drop; the end is read from the files' ctimes, not from
+    // the poll): listing the spool more often took CPU from the sandbox, which runs in this process.
+    await waitFor(settled, { timeoutMs: 300_000 * scale, what: 'every file archived or failed', intervalMs: scale > 1 ? 1000 : 250 });
+    const cpuAfter = await cpuSeconds(daemon.pid);
+    const ioAfter = await ioCalls(daemon.pid);
+    const syscallsPerFile = { reads: (ioAfter.reads - ioBefore.reads) / files.length, writes: (ioAfter.writes - ioBefore.writes) / files.length };
+    await rss.stop();
+    // The high-water mark catches a peak between two samples (start-up's is far lower than a drain's).
+    const peakRssMb = Math.max(rss.peakBytes(), (await readRssPeak(daemon.pid)) ?? 0) / MB;
+    const benchCpuUsed = (await cpuSeconds(process.pid)) - benchCpuBefore;
+    const redisCpuUsed = (await redisCpuSeconds(redis)) - redisCpuBefore;
+    const callsAfter = await commandCalls(redis);
+    const seenAt = Date.now();
+    // The exact end: the last rename (or report written) under archive/ and failed/ sets its ctime.
+    const outcomes = [...(await listFiles(join(spool, 'archive'))), ...(await listFiles(join(spool, 'failed')))];
+    const lastAt = Math.max(...(await Promise.all(outcomes.map(async (f) => (await stat(f)).ctimeMs))));
+    const drainMs = lastAt - started;
+    const cpuUsed = cpuAfter - cpuBefore;
+    await sleep(1000); // anything sent twice would show up now
 
-      // When each kind of request ended, after the drop.
-      const lastOf = (endpoint: string): number | null => {
-        const times = byEndpoint(endpoint).map((r) => r.at);
-        return times.length === 0 ? null : Math.max(...times) - started;
-      };
-      const lastRequest = { label: lastOf('label'), cte: lastOf('cte'), collecting: lastOf('collecting') };
-      // Events of one delivery: sent in event_at order, each after the answer to the one before
-      // (the gap is how long the next one took to be woken, taken and sent).
-      const chains = Object.values(
-        collecting.reduce<Record<string, SandboxRequest[]>>((by, r) => {
-          (by[r.deliveryId ?? ''] ??= []).push(r);
-          return by;
-        }, {}),
-      ).map((requests) => requests.sort((a, b) => a.seq - b.seq));
-      const inOrder = chains.filter((requests) =>
-        requests.every((r, i) => i === 0 || Date.parse(r.eventAt ?? '') > Date.parse(requests[i - 1]?.eventAt ?? '')),
-      ).length;
-      const gaps = chains.flatMap((requests) => requests.slice(1).map((r, i) => r.at - (requests[i]!.at + requests[i]!.durationMs)));
-      const collectingMedianMs = percentile(
-        collecting.map((r) => r.at - started),
-        50,
-      );
-      const commands = callsBetween(callsBefore, callsAfter).filter(([name]) => name !== 'info');
-      const totalCommands = commands.reduce((sum, [, calls]) => sum + calls, 0);
-      const requests = log.filter((r) => r.endpoint === 'label' || r.endpoint === 'cte' || r.endpoint === 'collecting').length;
-      const s = (ms: number | null): string => (ms === null ? 'none' : `${round(ms / 1000, 2)} s`);
-      const floor = await requestFloorMs(env.redisUrl, setup);
-      const floorUs = (floor.bullMs + floor.undiciMs) * 1000;
-      const cpuPerRequestUs = (cpuUsed * 1e6) / requests;
-      const overFloor = cpuPerRequestUs / floorUs;
-      return {
-        figures: [
-          {
-            metric: `drop → every file settled (${files.length.toLocaleString('en-US')} files)`,
-            value: round(drainMs / 1000, 2),
-            unit: `s (${Math.round((files.length * 1000) / drainMs).toLocaleString('en-US')} files/s)`,
+    // Outcomes, each beside what the drop predicts.
+    const archived = (await listFiles(join(spool, 'archive'))).filter((f) => !f.endsWith('.json'));
+    const reports = await Promise.all(
+      (await listFiles(join(spool, 'failed')))
+        .filter((f) => f.endsWith('.error.json'))
+        .map(async (f) => ({ path: f, ...(JSON.parse(await readFile(f, 'utf8')) as { code: string; apiCode?: string | null }) })),
+    );
+    const documentReports = reports.filter((r) => !r.path.includes('/failed/events/'));
+    const local = documentReports.filter((r) => !r.code.startsWith('API_'));
+    const dead = documentReports.filter((r) => r.code.startsWith('API_'));
+    const log = sandbox.requests();
+    const byEndpoint = (endpoint: string): typeof log => log.filter((r) => r.endpoint === endpoint);
+    const docOk = log.filter((r) => (r.endpoint === 'label' || r.endpoint === 'cte') && r.status === 200);
+    const acceptedTwice = Object.values(countBy(docOk, (r) => `${r.endpoint}:${r.deliveryId ?? ''}`)).filter((n) => n > 1).length;
+    const collecting = byEndpoint('collecting');
+    const collectingOk = collecting.filter((r) => r.status === 200 && r.isRepeat !== true);
+    const repeats = collecting.filter((r) => r.isRepeat === true).length;
+    const isDocument = (f: DropFile): boolean => f.kind !== 'events';
+    const expected = {
+      accepted: countBy(
+        files.filter((f) => isDocument(f) && f.expect.outcome === 'accepted'),
+        (f) => (f.kind === 'labels' ? 'label' : 'cte'),
+      ),
+      refused: countBy(
+        files.filter((f) => f.expect.outcome === 'refused'),
+        (f) => (f.expect as { code: string }).code,
+      ),
+      dead: countBy(
+        files.filter((f) => f.expect.outcome === 'dead'),
+        (f) => `${f.kind === 'labels' ? 'label' : 'cte'}:${(f.expect as { apiCode: string }).apiCode}`,
+      ),
+      archived: files.filter((f) => f.expect.outcome === 'accepted').length,
+    };
+    const got = {
+      accepted: countBy(docOk, (r) => r.endpoint),
+      refused: countBy(local, (r) => r.code),
+      dead: countBy(dead, (r) => `${r.path.includes('/failed/labels/') ? 'label' : 'cte'}:${r.apiCode ?? r.code}`),
+      archived: archived.length,
+      eventReports: reports.length - documentReports.length,
+    };
+    const isPassed =
+      isSame(got.accepted, expected.accepted) &&
+      acceptedTwice === 0 &&
+      isSame(got.refused, expected.refused) &&
+      isSame(got.dead, expected.dead) &&
+      got.archived === expected.archived &&
+      collecting.length === events.unique &&
+      collectingOk.length === events.unique &&
+      repeats === 0;
+
+    // When each kind of request ended, after the drop.
+    const lastOf = (endpoint: string): number | null => {
+      const times = byEndpoint(endpoint).map((r) => r.at);
+      return times.length === 0 ? null : Math.max(...times) - started;
+    };
+    const lastRequest = { label: lastOf('label'), cte: lastOf('cte'), collecting: lastOf('collecting') };
+    // Events of one delivery: sent in event_at order, each after the answer to the one before
+    // (the gap is how long the next one took to be woken, taken and sent).
+    const chains = Object.values(
+      collecting.reduce<Record<string, SandboxRequest[]>>((by, r) => {
+        (by[r.deliveryId ?? ''] ??= []).push(r);
+        return by;
+      }, {}),
+    ).map((requests) => requests.sort((a, b) => a.seq - b.seq));
+    const inOrder = chains.filter((requests) =>
+      requests.every((r, i) => i === 0 || Date.parse(r.eventAt ?? '') > Date.parse(requests[i - 1]?.eventAt ?? '')),
+    ).length;
+    const gaps = chains.flatMap((requests) => requests.slice(1).map((r, i) => r.at - (requests[i]!.at + requests[i]!.durationMs)));
+    const collectingMedianMs = percentile(
+      collecting.map((r) => r.at - started),
+      50,
+    );
+    const commands = callsBetween(callsBefore, callsAfter).filter(([name]) => name !== 'info');
+    const totalCommands = commands.reduce((sum, [, calls]) => sum + calls, 0);
+    const requests = log.filter((r) => r.endpoint === 'label' || r.endpoint === 'cte' || r.endpoint === 'collecting').length;
+    const s = (ms: number | null): string => (ms === null ? 'none' : `${round(ms / 1000, 2)} s`);
+    const floor = await requestFloorMs(env.redisUrl, setup);
+    const floorUs = (floor.bullMs + floor.undiciMs) * 1000;
+    const cpuPerRequestUs = (cpuUsed * 1e6) / requests;
+    const overFloor = cpuPerRequestUs / floorUs;
+    return {
+      figures: [
+        {
+          metric: `drop → every file settled (${files.length.toLocaleString('en-US')} files)`,
+          value: round(drainMs / 1000, 2),
+          unit: `s (${Math.round((files.length * 1000) / drainMs).toLocaleString('en-US')} files/s)`,
+          ...ofSmall(scale, {
             reference: 'issue 14: Node-RED flow 4.5 s; carrier-sync before 6.2 s',
             target: `≤ ${MIXED_DROP_TARGETS.drainMs / 1000} s`,
             isMet: drainMs <= MIXED_DROP_TARGETS.drainMs,
-          },
-          {
-            metric: 'daemon CPU (user+sys) over the drain',
-            value: round(cpuUsed, 2),
-            unit: `s (${Math.round((cpuUsed * 1e6) / files.length).toLocaleString('en-US')} µs per file, ${Math.round((cpuUsed * 1e6) / requests).toLocaleString('en-US')} µs per API request)`,
+          }),
+        },
+        {
+          metric: 'daemon CPU (user+sys) over the drain',
+          value: round(cpuUsed, 2),
+          unit: `s (${Math.round((cpuUsed * 1e6) / files.length).toLocaleString('en-US')} µs per file, ${Math.round((cpuUsed * 1e6) / requests).toLocaleString('en-US')} µs per API request)`,
+          ...ofSmall(scale, {
             reference: 'issue 14: Node-RED flow 5.5 s; carrier-sync before 7.4 s',
             target: `≤ ${MIXED_DROP_TARGETS.cpuSeconds} s`,
             isMet: cpuUsed <= MIXED_DROP_TARGETS.cpuSeconds,
-          },
-          {
-            metric: 'daemon CPU per API request against the floor (issue 23 item 4)',
-            value: `${round(overFloor, 2)}×`,
-            unit: '',
-            reference: `${Math.round(cpuPerRequestUs).toLocaleString('en-US')} µs a request; floor, same run: no-op BullMQ job ${Math.round(floor.bullMs * 1000)} µs + raw undici request ${Math.round(floor.undiciMs * 1000)} µs = ${Math.round(floorUs)} µs`,
-            target: `≤ ${MIXED_DROP_TARGETS.cpuPerRequestOverFloor}×`,
-            isMet: overFloor <= MIXED_DROP_TARGETS.cpuPerRequestOverFloor,
-          },
-          {
-            metric: 'last request after the drop: label / CT-e / collecting',
-            value: `${s(lastRequest.label)} / ${s(lastRequest.cte)} / ${s(lastRequest.collecting)}`,
-            unit: '',
-            reference: `collecting median ${s(collectingMedianMs)}`,
-          },
-          {
-            metric: 'Redis commands per file (INFO commandstats, incl. inside scripts)',
-            value: round(totalCommands / files.length, 1),
-            unit: `(${totalCommands.toLocaleString('en-US')} in all)`,
-            reference: commands
-              .slice(0, 6)
-              .map(([name, calls]) => `${name} ${round(calls / files.length, 1)}`)
-              .join(', '),
-          },
-          {
-            metric: 'CPU of the rest over the drain: Redis / bench process (sandbox, drop, polling)',
-            value: `${round(redisCpuUsed, 2)} s / ${round(benchCpuUsed, 2)} s`,
-            unit: '',
-            reference: `daemon + Redis + bench = ${round(cpuUsed + redisCpuUsed + benchCpuUsed, 2)} s of CPU in ${round(drainMs / 1000, 2)} s on ${availableParallelism()} cores`,
-          },
-          {
-            metric: 'collecting: each delivery’s events in event_at order, one at a time (issue 14 item 2)',
-            value: `${inOrder} of ${chains.length} deliveries`,
-            unit: '',
-            reference: `next event sent after the answer to the previous one: p50 ${Math.round(percentile(gaps, 50))} ms, p90 ${Math.round(percentile(gaps, 90))} ms (woken by its finish; the old gate re-checked every 200 ms)`,
-            target: 'all, without polling',
-            isMet: inOrder === chains.length && chains.length > 0,
-          },
-          { metric: 'outcomes as the drop predicts', value: isPassed ? 'all' : 'NOT all', unit: '', target: 'all', isMet: isPassed },
-        ],
-        acceptance: {
-          title: 'mixed-drop',
-          isPassed,
-          lines: [
-            `${files.length} files dropped at once (labels 840, CT-e 600, events files 4); renamed in ${dropMs} ms; sandbox answers at once, limits lifted`,
-            `documents accepted once by the sandbox: ${show(got.accepted)} (expected ${show(expected.accepted)}); accepted more than once: ${acceptedTwice}; files archived ${got.archived} (expected ${expected.archived})`,
-            `refused locally in failed/: ${local.length} — ${show(got.refused)}`,
-            `   expected: ${show(expected.refused)}`,
-            `dead-lettered (failed/ with an API_ report): ${dead.length} — ${show(got.dead)}`,
-            `   expected: ${show(expected.dead)}`,
-            `collecting: ${collecting.length} calls, ${collectingOk.length} recorded, ${repeats} repeats (expected ${events.unique}, ${events.unique}, 0); ${events.duplicates} duplicates and ${events.malformed} malformed records in the files; lines reports in failed/events: ${got.eventReports}`,
-          ],
+          }),
         },
-        notes: [
-          `daemon watcher+worker, writeStableMs 100, backoffMs 100, notFoundAttempts 4, concurrency 8 per kind; ${requests} API requests (${byEndpoint('label').length} label, ${byEndpoint('cte').length} CT-e, ${collecting.length} collecting); error log lines (dead letters log at error): ${daemon.errorCount()}`,
-          `drain = the drop's start to the last ctime under archive/ and failed/ (the settle was seen ${seenAt - lastAt} ms later by a 50 ms poll); CPU = /proc/<pid>/stat utime+stime from the drop to the settle`,
-          `Redis calls by command over the drain: ${commands.map(([name, calls]) => `${name} ${calls}`).join(', ')}`,
-        ],
-        details: {
-          files: files.length,
-          dropMs,
-          drainMs,
-          cpuSeconds: cpuUsed,
-          lastRequest,
-          collectingMedianMs,
-          commands: Object.fromEntries(commands),
-          requests,
-          expected,
-          got,
-          acceptedTwice,
-          events,
+        {
+          metric: 'daemon peak RSS over the drain (VmHWM, and samples every 250 ms)',
+          value: Math.round(peakRssMb),
+          unit: 'MB',
+          ...(scale > 1 ? { target: `≤ ${LARGE_DROP_PEAK_RSS_MB} MB (issue 29)`, isMet: peakRssMb <= LARGE_DROP_PEAK_RSS_MB } : {}),
         },
-      };
-    } finally {
-      redis.disconnect();
-      await daemon.stop();
-      await sandbox.close();
-      await cleanupPrefix(env.redisUrl, prefix);
-      await rm(spool, { recursive: true, force: true });
-      await Promise.all(staged.map((s) => rm(s.dir, { recursive: true, force: true })));
-    }
-  },
-};
+        {
+          metric: 'daemon CPU per API request against the floor (issue 23 item 4)',
+          value: `${round(overFloor, 2)}×`,
+          unit: '',
+          reference: `${Math.round(cpuPerRequestUs).toLocaleString('en-US')} µs a request; floor, same run: no-op BullMQ job ${Math.round(floor.bullMs * 1000)} µs + raw undici request ${Math.round(floor.undiciMs * 1000)} µs = ${Math.round(floorUs)} µs`,
+          ...ofSmall(scale, { target: `≤ ${MIXED_DROP_TARGETS.cpuPerRequestOverFloor}×`, isMet: overFloor <= MIXED_DROP_TARGETS.cpuPerRequestOverFloor }),
+        },
+        {
+          metric: 'last request after the drop: label / CT-e / collecting',
+          value: `${s(lastRequest.label)} / ${s(lastRequest.cte)} / ${s(lastRequest.collecting)}`,
+          unit: '',
+          reference: `collecting median ${s(collectingMedianMs)}`,
+        },
+        {
+          metric: 'Redis commands per file (INFO commandstats, incl. inside scripts)',
+          value: round(totalCommands / files.length, 1),
+          unit: `(${totalCommands.toLocaleString('en-US')} in all; the daemon's read / write system calls a file: ${round(syscallsPerFile.reads, 1)} / ${round(syscallsPerFile.writes, 1)})`,
+          reference: commands
+            .slice(0, 6)
+            .map(([name, calls]) => `${name} ${round(calls / files.length, 1)}`)
+            .join(', '),
+        },
+        {
+          metric: 'CPU of the rest over the drain: Redis / bench process (sandbox, drop, polling)',
+          value: `${round(redisCpuUsed, 2)} s / ${round(benchCpuUsed, 2)} s`,
+          unit: '',
+          reference: `daemon + Redis + bench = ${round(cpuUsed + redisCpuUsed + benchCpuUsed, 2)} s of CPU in ${round(drainMs / 1000, 2)} s on ${availableParallelism()} cores`,
+        },
+        {
+          metric: 'collecting: each delivery’s events in event_at order, one at a time (issue 14 item 2)',
+          value: `${inOrder} of ${chains.length} deliveries`,
+          unit: '',
+          reference: `next event sent after the answer to the previous one: p50 ${Math.round(percentile(gaps, 50))} ms, p90 ${Math.round(percentile(gaps, 90))} ms (woken by its finish; the old gate re-checked every 200 ms)`,
+          target: 'all, without polling',
+          isMet: inOrder === chains.length && chains.length > 0,
+        },
+        { metric: 'outcomes as the drop predicts', value: isPassed ? 'all' : 'NOT all', unit: '', target: 'all', isMet: isPassed },
+      ],
+      acceptance: {
+        title: 'mixed-drop',
+        isPassed,
+        lines: [
+          `${files.length} files dropped at once (labels ${840 * scale}, CT-e ${600 * scale}, events files ${4 * scale}); renamed in ${dropMs} ms; sandbox answers at once, limits lifted`,
+          `documents accepted once by the sandbox: ${show(got.accepted)} (expected ${show(expected.accepted)}); accepted more than once: ${acceptedTwice}; files archived ${got.archived} (expected ${expected.archived})`,
+          `refused locally in failed/: ${local.length} — ${show(got.refused)}`,
+          `   expected: ${show(expected.refused)}`,
+          `dead-lettered (failed/ with an API_ report): ${dead.length} — ${show(got.dead)}`,
+          `   expected: ${show(expected.dead)}`,
+          `collecting: ${collecting.length} calls, ${collectingOk.length} recorded, ${repeats} repeats (expected ${events.unique}, ${events.unique}, 0); ${events.duplicates} duplicates and ${events.malformed} malformed records in the files; lines reports in failed/events: ${got.eventReports}`,
+        ],
+      },
+      notes: [
+        `daemon watcher+worker, writeStableMs 100, backoffMs 100, notFoundAttempts 4, concurrency 8 per kind; ${requests} API requests (${byEndpoint('label').length} label, ${byEndpoint('cte').length} CT-e, ${collecting.length} collecting); error log lines (dead letters log at error): ${daemon.errorCount()}`,
+        `drain = the drop's start to the last ctime under archive/ and failed/ (the settle was seen ${seenAt - lastAt} ms later by a 50 ms poll); CPU = /proc/<pid>/stat utime+stime from the drop to the settle`,
+        `Redis calls by command over the drain: ${commands.map(([name, calls]) => `${name} ${calls}`).join(', ')}`,
+      ],
+      measures: {
+        'drain (s)': drainMs / 1000,
+        'daemon CPU (s)': cpuUsed,
+        'daemon CPU per API request (µs)': cpuPerRequestUs,
+        'daemon peak RSS (MB)': peakRssMb,
+        'Redis commands per file': totalCommands / files.length,
+        'Redis CPU (s)': redisCpuUsed,
+        'daemon write syscalls per file': syscallsPerFile.writes,
+        'daemon read syscalls per file': syscallsPerFile.reads,
+      },
+      details: {
+        files: files.length,
+        peakRssMb,
+        syscallsPerFile,
+        dropMs,
+        drainMs,
+        cpuSeconds: cpuUsed,
+        lastRequest,
+        collectingMedianMs,
+        commands: Object.fromEntries(commands),
+        requests,
+        expected,
+        got,
+        acceptedTwice,
+        events,
+      },
+    };
+  } finally {
+    redis.disconnect();
+    await daemon.stop();
+    await sandbox.close();
+    await cleanupPrefix(env.redisUrl, prefix);
+    await rm(spool, { recursive: true, force: true });
+    await Promise.all(staged.map((s) => rm(s.dir, { recursive: true, force: true })));
+  }
+}

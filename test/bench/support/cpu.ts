@@ -21,3 +21,14 @@ export async function cpuSeconds(pid: number): Promise<number> {
   if (!Number.isFinite(utime) || !Number.isFinite(stime)) throw new Error(`cannot read the CPU time of pid ${pid} from /proc`);
   return (utime + stime) / TICKS_PER_SECOND;
 }
+
+/**
+ * Read and write system calls a process made so far (/proc/<pid>/io syscr, syscw): sockets, pipes
+ * and files alike. Between two readings, a proxy for the round trips a daemon made (each Redis or
+ * API request is at least one write, each reply at least one read).
+ */
+export async function ioCalls(pid: number): Promise<{ reads: number; writes: number }> {
+  const io = await readFile(`/proc/${pid}/io`, 'utf8');
+  const field = (name: string): number => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)?.[1] ?? Number.NaN);
+  return { reads: field('syscr'), writes: field('syscw') };
+}

@@ -18,12 +18,25 @@ import { startDaemon, type DaemonHandle, type Role } from '../../../src/runtime/
 export const BIN = join(PACKAGE_ROOT, 'dist', 'src', 'main.js');
 
 /**
+ * The daemon binary `spawnDaemon` runs: this tree's build, or another commit's while `--compare`
+ * runs a scenario on it (the scenario's code, inputs and checks stay this tree's; only the daemon
+ * under measure changes).
+ */
+let daemonBin = BIN;
+/** Names the build in BENCH_DAEMON_NODE_ARGS' `{build}` (e.g. a --cpu-prof-dir per build). */
+let daemonTag = 'this';
+export function useDaemonBin(bin: string, tag = 'this'): void {
+  daemonBin = bin;
+  daemonTag = tag.replace(/[^\w.-]/g, '_');
+}
+
+/**
  * The node flags on the bin's shebang (`#!/usr/bin/env -S node --max-semi-space-size=4 …`): users
  * launch the daemon with them (the bin, npm start, the image and the unit all carry them), so a
  * daemon under benchmark does too. The same node binary as the bench's runs it.
  */
-export function binNodeFlags(): string[] {
-  const shebang = readFileSync(BIN, 'utf8').split('\n', 1)[0] ?? '';
+export function binNodeFlags(bin = daemonBin): string[] {
+  const shebang = readFileSync(bin, 'utf8').split('\n', 1)[0] ?? '';
   return (/^#!\/usr\/bin\/env -S node\b(.*)$/.exec(shebang)?.[1] ?? '').trim().split(/\s+/).filter(Boolean);
 }
 
@@ -98,11 +111,15 @@ export async function spawnDaemon(setup: DaemonSetup, roles: readonly Role[]): P
   const { spool, configPath, env, cleanup } = await prepare(setup);
   await mkdir(join(setup.logFile, '..'), { recursive: true });
   const log = createWriteStream(setup.logFile, { flags: 'a' });
-  // BENCH_DAEMON_NODE_ARGS: node flags for every spawned daemon, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
-  const nodeArgs = (process.env['BENCH_DAEMON_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
+  // BENCH_DAEMON_NODE_ARGS: node flags for every spawned daemon, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof/{build}"
+  // ({build}: 'this', or the ref under --compare).
+  const nodeArgs = (process.env['BENCH_DAEMON_NODE_ARGS'] ?? '')
+    .split(' ')
+    .filter(Boolean)
+    .map((arg) => arg.replaceAll('{build}', daemonTag));
   // BENCH_DAEMON_SHEBANG_FLAGS=0 leaves the shebang's flags out (to compare with and without them).
   const shebangFlags = process.env['BENCH_DAEMON_SHEBANG_FLAGS'] === '0' ? [] : binNodeFlags();
-  const child = spawn(process.execPath, [...shebangFlags, ...nodeArgs, BIN, 'start', '--roles', roles.join(','), '--config', configPath], {
+  const child = spawn(process.execPath, [...shebangFlags, ...nodeArgs, daemonBin, 'start', '--roles', roles.join(','), '--config', configPath], {
     cwd: tmpdir(),
     env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? tmpdir(), TZ: 'UTC', LANG: 'C.UTF-8', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

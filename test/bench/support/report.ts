@@ -33,6 +33,11 @@ export interface ScenarioResult {
   notes: string[];
   /** Raw numbers kept in latest.json. */
   details?: Record<string, unknown>;
+  /**
+   * The figures of the daemon under measure, by name with their unit ("drain (s)"), lower is
+   * better: what `--compare` sets side by side for the two builds.
+   */
+  measures?: Record<string, number>;
   error?: string;
 }
 
@@ -48,6 +53,11 @@ export interface BenchEnv {
 
 export interface Scenario {
   name: string;
+  /**
+   * Every measure comes from a spawned daemon (`spawnDaemon`), so `--compare` can run it on
+   * another build's binary; in-process figures would measure this tree's code on both sides.
+   */
+  isComparable?: boolean;
   run(env: BenchEnv): Promise<Omit<ScenarioResult, 'name' | 'durationMs'>>;
 }
 
@@ -70,11 +80,30 @@ export interface RunReport {
   mode: 'quick' | 'full';
   machine: Machine;
   results: ScenarioResult[];
+  /** `--compare`: the alternating runs and their summary (results then holds every run's result). */
+  compare?: CompareReport;
+}
+
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+  n: number;
+}
+
+export interface CompareReport {
+  /** a = this tree, b = the ref given to --compare. */
+  builds: { a: { label: string; commit: string }; b: { label: string; commit: string } };
+  runs: number;
+  /** In the order they ran (A B A B …): each run's measures and the load average at its end. */
+  rounds: Array<{ scenario: string; build: 'a' | 'b'; round: number; loadAvg1: number; isPassed: boolean; measures: Record<string, number>; error?: string }>;
+  summary: Array<{ scenario: string; measure: string; a: Spread; b: Spread; ratio: number }>;
 }
 
 const fmt = (value: number | string): string => {
   if (typeof value === 'string') return value;
   if (!Number.isFinite(value)) return String(value);
+  if (value !== 0 && Math.abs(value) < 0.1) return value.toPrecision(2);
   const digits = Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? 1 : 2;
   return value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: 0 });
 };
@@ -123,6 +152,7 @@ export function markdownReport(report: RunReport): string {
     ...tableRows(report.results).map((row) => `| ${row.map(escape).join(' | ')} |`),
     '',
   ];
+  if (report.compare !== undefined) out.push(...compareMarkdown(report.compare), '');
   for (const result of report.results) {
     if (result.acceptance !== undefined) out.push('```', acceptanceBox(result.acceptance), '```', '');
   }
@@ -132,6 +162,38 @@ export function markdownReport(report: RunReport): string {
     out.push(`**${result.name}** (${(result.durationMs / 1000).toFixed(1)} s${load})`, '', ...result.notes.map((n) => `- ${n}`), '');
   }
   return out.join('\n');
+}
+
+const spread = (s: Spread): string => `${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)}, ${s.n} runs)`;
+
+/** The comparison as rows: each measure's median (spread) on both builds and the ratio of medians. */
+export function compareRows(compare: CompareReport): string[][] {
+  const { a, b } = compare.builds;
+  const header = ['scenario', 'measure', `${a.label} (${a.commit}) median (min–max, runs)`, `${b.label} (${b.commit})`, `ratio ${a.label} ÷ ${b.label}`];
+  const rows = compare.summary.map((row) => [row.scenario, row.measure, spread(row.a), spread(row.b), `${row.ratio.toFixed(3)}×`]);
+  return [header, ...rows];
+}
+
+export function compareMarkdown(compare: CompareReport): string[] {
+  const [header = [], ...rows] = compareRows(compare);
+  const escape = (cell: string): string => cell.replaceAll('|', '\\|');
+  const names = [...new Set(compare.rounds.flatMap((r) => Object.keys(r.measures)))];
+  return [
+    `## --compare: ${compare.runs} alternating runs of each build (A B A B …), same Redis, same machine`,
+    '',
+    `| ${header.map(escape).join(' | ')} |`,
+    `|${header.map(() => '---').join('|')}|`,
+    ...rows.map((row) => `| ${row.map(escape).join(' | ')} |`),
+    '',
+    'Each run, in the order run:',
+    '',
+    `| # | scenario | build | load avg (1 min, at its end) | outcomes | ${names.map(escape).join(' | ')} |`,
+    `|---|---|---|---|---|${names.map(() => '---').join('|')}|`,
+    ...compare.rounds.map(
+      (r, i) =>
+        `| ${i + 1} | ${r.scenario} | ${compare.builds[r.build].label} | ${r.loadAvg1.toFixed(2)} | ${r.error === undefined ? (r.isPassed ? 'as predicted' : 'NOT as predicted') : `FAILED: ${escape(r.error.split('\n')[0] ?? '')}`} | ${names.map((n) => (r.measures[n] === undefined ? '' : fmt(r.measures[n]))).join(' | ')} |`,
+    ),
+  ];
 }
 
 export async function writeReports(dir: string, report: RunReport): Promise<{ json: string; md: string }> {

@@ -30,6 +30,16 @@ export async function readRss(pid: number): Promise<number | null> {
   }
 }
 
+/** The process's RSS high-water mark since it started (/proc/<pid>/status VmHWM): the true peak, between samples too. */
+export async function readRssPeak(pid: number): Promise<number | null> {
+  try {
+    const kb = /VmHWM:\s+(\d+)\s+kB/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb === undefined ? null : Number(kb) * 1024;
+  } catch {
+    return null;
+  }
+}
+
 export function sampleRss(pid: number, intervalMs = 250): RssSampler {
   const samples: RssSample[] = [];
   let peak = 0;

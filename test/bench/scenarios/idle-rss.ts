@@ -1,0 +1,82 @@
+/**
+ * idle-rss (issue 29 item 5): the resident memory of a daemon that has nothing to do, for a full
+ * process (every role: watcher, worker, scheduler, http) and a worker-only one. Each is spawned on
+ * its own (empty spool and queues, the sandbox as its API), left alone IDLE_AFTER_READY_MS after it
+ * said it started (start-up's garbage collected, timers settled), then its RSS read every 250 ms
+ * for SAMPLE_MS: the figure is the median of those readings. The daemon runs with the bin's
+ * shebang flags, as users launch it. Comparable (`--compare`): only the spawned daemon is measured.
+ */
+import { join } from 'node:path';
+import { startSandbox } from '../../../src/sandbox/server.js';
+import type { Role } from '../../../src/runtime/start.js';
+import { spawnDaemon, type DaemonSetup } from '../support/daemon.js';
+import { benchPrefix, cleanupPrefix } from '../support/redis.js';
+import type { Scenario } from '../support/report.js';
+import { MB, sampleRss } from '../support/rss.js';
+import { round, sleep } from '../support/wait.js';
+
+export const IDLE_RSS_TARGETS_MB = { full: 80, workerOnly: 65 } as const;
+const IDLE_AFTER_READY_MS = 10_000;
+const SAMPLE_MS = 4_000;
+
+async function idleRssMb(setup: DaemonSetup, roles: readonly Role[]): Promise<number> {
+  const daemon = await spawnDaemon(setup, roles);
+  try {
+    await daemon.ready;
+    await sleep(IDLE_AFTER_READY_MS);
+    const rss = sampleRss(daemon.pid, 250);
+    await sleep(SAMPLE_MS);
+    await rss.stop();
+    const sorted = rss
+      .samples()
+      .map((s) => s.rssBytes)
+      .sort((a, b) => a - b);
+    return (sorted[Math.floor(sorted.length / 2)] ?? Number.NaN) / MB;
+  } finally {
+    await daemon.stop();
+  }
+}
+
+export const idleRssScenario: Scenario = {
+  name: 'idle-rss',
+  isComparable: true,
+  async run(env) {
+    const sandbox = await startSandbox({});
+    const prefix = benchPrefix('idle');
+    const setup = (name: string): DaemonSetup => ({
+      redisUrl: env.redisUrl,
+      prefix,
+      apiUrl: sandbox.url,
+      carrierKey: Object.values(sandbox.keys.carriers)[0] ?? '',
+      logFile: join(env.logDir, `idle-rss-${name}.log`),
+    });
+    try {
+      const full = await idleRssMb(setup('full'), ['watcher', 'worker', 'scheduler', 'http']);
+      const workerOnly = await idleRssMb(setup('worker'), ['worker']);
+      return {
+        figures: [
+          {
+            metric: 'idle RSS, full process (watcher, worker, scheduler, http)',
+            value: round(full),
+            unit: 'MB',
+            reference: `median of ${SAMPLE_MS / 1000} s of readings, ${IDLE_AFTER_READY_MS / 1000} s after it started`,
+            target: `≤ ${IDLE_RSS_TARGETS_MB.full} MB (issue 29)`,
+            isMet: full <= IDLE_RSS_TARGETS_MB.full,
+          },
+          {
+            metric: 'idle RSS, worker-only process',
+            value: round(workerOnly),
+            unit: 'MB',
+            target: `≤ ${IDLE_RSS_TARGETS_MB.workerOnly} MB (issue 29)`,
+            isMet: workerOnly <= IDLE_RSS_TARGETS_MB.workerOnly,
+          },
+        ],
+        notes: ['each process spawned alone on an empty spool and queues, the sandbox as its API; RSS from /proc/<pid>/status'],
+        measures: { 'idle RSS, full (MB)': full, 'idle RSS, worker-only (MB)': workerOnly },
+      };
+    } finally {
+      await sandbox.close();
+      await cleanupPrefix(env.redisUrl, prefix);
+    }
+  },
+};

@@ -117,8 +117,9 @@ function renderState(o: Overview, t: Translate): string {
         ? t('ui.spool.heldBy', { spool: `<b>${escape(o.spoolId)}</b>`, holder: '<b data-figure="spool-holder">n/a</b>' })
         : spoolHolder(o.spoolId, holder, t);
   const topology = o.details?.topology ?? null;
-  const redis = topology === null ? '' : `<div class="spool">Redis <b data-figure="redis-topology">${escape(topologyLine(topology, t))}</b></div>`;
-  return `<div class="state state-${o.state.code}" data-state="${o.state.code}"><span class="dot"></span><div><div class="headline" data-figure="state">${escape(headlineOf(o, t))}${since}</div>${detail}</div></div><div class="spool">${spool}</div>${redis}`;
+  // Under the spool line, in the same column: beside it, it took the headline's width.
+  const redis = topology === null ? '' : `<br>Redis <b data-figure="redis-topology">${escape(topologyLine(topology, t))}</b>`;
+  return `<div class="state state-${o.state.code}" data-state="${o.state.code}"><span class="dot"></span><div><div class="headline" data-figure="state">${escape(headlineOf(o, t))}${since}</div>${detail}</div></div><div class="spool">${spool}${redis}</div>`;
 }
 
 function spoolHolder(spoolId: string, holder: NonNullable<OverviewDetails['spoolHolder']>, t: Translate): string {

@@ -33,25 +33,34 @@ export async function openShared(options: TopologyOptions): Promise<Shared> {
   return { dir, certs: options.tls === true ? await makeTestCerts(dir) : undefined, children: [], options };
 }
 
-/** Spawns redis-server and resolves once its log says it is ready (`ready`: a line it prints then). */
+/**
+ * Spawns redis-server and resolves once its log says it is ready (`ready`: a line it prints then).
+ * Its output is read to the end (a full pipe would stall it), but only watched until then: the
+ * exit listener of a later stop must not be taken off by a line the node logs while it stops.
+ */
 export function spawnRedis(shared: Shared, args: string[], ready: string): Promise<ChildProcess> {
   const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   shared.children.push(child);
+  child.stderr.resume();
   return new Promise((resolve, reject) => {
     let output = '';
-    const timer = setTimeout(() => reject(new Error(`redis-server ${args[0] ?? ''} not ready in 15 s:\n${output}`)), 15_000);
-    child.once('exit', (code) => {
+    const onExit = (code: number | null): void => {
       clearTimeout(timer);
+      child.stdout.off('data', onData);
       reject(new Error(`redis-server exited (${code}):\n${output}`));
-    });
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    };
+    const onData = (chunk: string): void => {
       if (output.length < 20_000) output += chunk;
-      if (output.includes(ready)) {
-        clearTimeout(timer);
-        child.removeAllListeners('exit');
-        resolve(child);
-      }
-    });
+      if (!output.includes(ready)) return;
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      child.stdout.off('data', onData);
+      child.stdout.resume();
+      resolve(child);
+    };
+    const timer = setTimeout(() => reject(new Error(`redis-server ${args[0] ?? ''} not ready in 15 s:\n${output}`)), 15_000);
+    child.once('exit', onExit);
+    child.stdout.setEncoding('utf8').on('data', onData);
   });
 }
 

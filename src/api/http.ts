@@ -3,13 +3,22 @@
  * out, a timing sample per request. A 2xx comes back as text; anything else is thrown as a
  * SyncError (see errors.ts). undici never retries here: retrying is the queue's decision.
  */
+import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
-import { Pool } from 'undici';
+import type { Dispatcher, Pool as UndiciPool } from 'undici';
 import { systemClock, type Clock } from '../clock.js';
 import { SyncError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { fromTransportError, toSyncError, unreadableSuccess } from './errors.js';
 import type { EndpointName, ResponseSample, ResponseSampleStatus } from './types.js';
+
+// The pool and its request() only, from undici's own files: its index loads all of undici (fetch,
+// WebSocket, caches, mocks, proxies: ~110 modules, ~4 MB of an idle daemon's memory; issue 29).
+// The index gives every dispatcher request() by copying this same function onto Dispatcher's
+// prototype; here it is called on the pool. Pinned undici version: test/integration covers both.
+const require = createRequire(import.meta.url);
+const Pool = require('undici/lib/dispatcher/pool.js') as typeof UndiciPool;
+const requestOn = require('undici/lib/api/api-request.js') as (this: UndiciPool, options: Dispatcher.RequestOptions<null>) => Promise<Dispatcher.ResponseData<null>>;
 
 /** Largest response body accepted, in bytes; the API's biggest answers are order lists. */
 const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
@@ -98,7 +107,7 @@ export function createHttp(options: HttpOptions): Http {
     let text: string;
     let retryAfter: string | string[] | undefined;
     try {
-      const response = await pool.request({ path: prefix + request.path, method: request.method, headers, body: body ?? null });
+      const response = await requestOn.call(pool, { path: prefix + request.path, method: request.method, headers, body: body ?? null });
       status = response.statusCode;
       retryAfter = response.headers['retry-after'];
       text = await response.body.text();

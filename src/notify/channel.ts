@@ -3,7 +3,6 @@
  * other side said (`HTTP 200`, `250 2.0.0 queued`) or throwing an Error whose message says why,
  * without any secret (URLs with tokens, passwords): that message is logged and printed.
  */
-import { request } from 'undici';
 import type { Notification } from './message.js';
 
 export const CHANNEL_NAMES = ['webhook', 'slack', 'email'] as const;
@@ -32,6 +31,8 @@ export function originOf(url: string): string {
 
 /** POSTs `body` (JSON text); resolves with `HTTP <status>` for a 2xx, else throws with the status and the start of the answer. */
 export async function postJson(url: string, body: string, headers: Record<string, string>, timeoutMs: number, signal?: AbortSignal): Promise<string> {
+  // Imported at the first notification: the whole of undici is ~4 MB of a daemon that sends none (issue 29).
+  const { request } = await import('undici');
   let response;
   try {
     response = await request(url, {

@@ -7,9 +7,12 @@
  * order is the shutdown stack's, reversed from the order things were opened.
  *
  * Start-up is named steps over one state object, in order: open the shared context (checked,
- * upgraded) → readiness and metrics → the http role → the watcher, worker and scheduler roles.
+ * upgraded) → readiness and metrics, then the ops server (http role) → the watcher, worker and scheduler roles.
  * Each role's modules are imported when the role starts: a worker-only process never loads the
- * spool watcher, the validators, the ops server or notifications (issue 29: idle RSS).
+ * spool watcher, the validators, the ops server or notifications (issue 29: idle RSS). Metrics
+ * exist only in a process with the http role, the one place they are read (`/metrics`): without
+ * it, prom-client (and its event-loop and GC observers) is not loaded and the API client's timing
+ * samples go nowhere.
  */
 import { runDeploymentUpgrades } from './upgrades.js';
 import { readOutcomeBacklog } from '../queue/outcome-list.js';
@@ -18,12 +21,15 @@ import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import { readRefusals } from '../store/activity.js';
 import { ITEM_KINDS } from '../store/keys.js';
-import { createMetrics, type Metrics } from '../ops/metrics.js';
+import type { Metrics } from '../ops/metrics.js';
 import { createReadiness, type ReadinessState, type SpoolReadiness } from '../ops/readiness.js';
 import type { OpsServer } from '../ops/server.js';
 import { spoolDisk } from '../spool/disk-state.js';
 import { resolveApiTarget } from './api-target.js';
 import { checkRedisDurability, openContext, type Context } from './context.js';
+
+/** What the API client reports after each request: the http role's request metrics, or nothing. */
+type ObserveRequest = Metrics['observeRequest'];
 
 export const ROLES = ['watcher', 'worker', 'scheduler', 'http'] as const;
 export type Role = (typeof ROLES)[number];
@@ -80,9 +86,13 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
 async function start(state: DaemonState): Promise<void> {
   const { config, roles, logger } = state;
   const ctx = await openShared(state);
-  const { metrics, readiness } = watchHealth(state, ctx);
-  if (roles.includes('http')) await startHttp(state, ctx, metrics, readiness);
-  await startRoles(state, ctx, metrics);
+  let observeRequest: ObserveRequest = () => {};
+  if (roles.includes('http')) {
+    const { metrics, readiness } = await watchHealth(state, ctx);
+    observeRequest = (sample) => metrics.observeRequest(sample);
+    await startHttp(state, ctx, metrics, readiness);
+  }
+  await startRoles(state, ctx, observeRequest);
   logger.info({ roles, prefix: config.prefix, queues: ITEM_KINDS, opsUrl: state.ops?.url }, 'carrier-sync started');
   if (state.isStopRequested) await ctx.closers.closeAll();
 }
@@ -98,9 +108,10 @@ async function openShared(state: DaemonState): Promise<Context> {
   return ctx;
 }
 
-/** Readiness and metrics, with what they read; roles started later fill in the spool's lease. */
-function watchHealth(state: DaemonState, ctx: Context): { metrics: Metrics; readiness: () => Promise<ReadinessState> } {
+/** Readiness and metrics (http role), with what they read; roles started later fill in the spool's lease. */
+async function watchHealth(state: DaemonState, ctx: Context): Promise<{ metrics: Metrics; readiness: () => Promise<ReadinessState> }> {
   const { config, roles } = state;
+  const { createMetrics } = await import('../ops/metrics.js');
   const metrics = createMetrics();
   const readiness = createReadiness({
     redis: ctx.redis,
@@ -116,7 +127,7 @@ function watchHealth(state: DaemonState, ctx: Context): { metrics: Metrics; read
     isAuthPaused: async () => (await ctx.authGate.failure()) !== null,
     refusalCounts: async () => (await readRefusals(ctx.redis, ctx.keys)).counts,
     outcomeBacklog: () => readOutcomeBacklog(ctx.redis, ctx.keys),
-    isReady: roles.includes('http') ? async () => (await readiness()).isReady : null,
+    isReady: async () => (await readiness()).isReady,
     ratePerMinute: config.delivery.ratePerMinute,
     maxQueued: config.delivery.maxQueued,
     ...(roles.includes('watcher') ? { spoolDisk } : {}),
@@ -141,7 +152,7 @@ async function startHttp(state: DaemonState, ctx: Context, metrics: Metrics, rea
  * The watcher role opens before the workers so that its outcome consumer stops after them: the
  * files of the items the workers finish during the grace period still reach archive/ or failed/.
  */
-async function startRoles(state: DaemonState, ctx: Context, metrics: Metrics): Promise<void> {
+async function startRoles(state: DaemonState, ctx: Context, observeRequest: ObserveRequest): Promise<void> {
   const { config, roles, logger } = state;
   let rescan = async (): Promise<void> => {};
   if (roles.includes('watcher')) {
@@ -153,7 +164,7 @@ async function startRoles(state: DaemonState, ctx: Context, metrics: Metrics): P
   }
   const needsApi = roles.includes('worker') || roles.includes('scheduler');
   const target = needsApi ? await resolveApiTarget(config, logger, ctx.closers) : null;
-  if (target !== null && roles.includes('worker')) await (await import('./worker-role.js')).startWorkerRole(ctx, target, metrics);
+  if (target !== null && roles.includes('worker')) await (await import('./worker-role.js')).startWorkerRole(ctx, target, observeRequest);
   if (target !== null && roles.includes('scheduler')) await (await import('./scheduler-role.js')).startSchedulerRole(ctx, target, rescan);
 }
 

@@ -24,11 +24,11 @@ import type { Metrics } from '../ops/metrics.js';
 const LOCK_ECHO_MS = 60_000;
 const LOCK_LOST = /^(could not renew lock for job|Missing lock for job|Missing key for job|Lock mismatch for job)/;
 
-export async function startWorkerRole(ctx: Context, target: ApiTarget, metrics: Metrics): Promise<void> {
+export async function startWorkerRole(ctx: Context, target: ApiTarget, observeRequest: Metrics['observeRequest']): Promise<void> {
   const { config, logger } = ctx;
   const log = logger.child({ mod: 'push' });
   // The API client binds `mod: api` to the logger it gets: give it the root one, not `log`.
-  const client = apiClientFor(config, target, { logger, onResponse: (sample) => metrics.observeRequest(sample) });
+  const client = apiClientFor(config, target, { logger, onResponse: observeRequest });
   ctx.closers.push('api client', () => client.close());
   const limiter = rateLimiterFor(ctx, target.carrierKey);
   const kept = createKeptAnswers(isAnswerUnavailable(isRedisUnavailable), log, () => {

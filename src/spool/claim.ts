@@ -18,9 +18,7 @@ import { refusalReport, type ReportContent } from '../queue/failure-report.js';
 import { enqueueDocument, enqueueEvents, type EnqueueDeps } from '../queue/enqueue.js';
 import type { SpoolKind } from '../store/keys.js';
 import { collectingJobOf, type CteJob, type LabelJob } from '../queue/payloads.js';
-import { checkCte } from '../validate/cte.js';
 import { eventsFormatOf, parseEventsFile } from '../validate/events-file.js';
-import { checkLabel } from '../validate/label.js';
 import { parseSpoolName } from '../validate/spool-name.js';
 import { documentGeneration } from '../gate/document-record.js';
 import type { JourneyWriter } from '../journey/journey.js';
@@ -158,7 +156,9 @@ export async function prepare(
   }
   const name = parseSpoolName(kind, fileName);
   if (!name.ok) return { error: name.error };
+  // The PDF and XML validators (pdf-lib, fast-xml-parser: ~5 MB) load with the first file of their kind, not at start (issue 29).
   if (kind === 'labels') {
+    const { checkLabel } = await import('../validate/label.js');
     const verdict = await checkLabel(bytes, { maxBytes: deps.spool.maxLabelBytes });
     if (!verdict.ok) return { error: verdict.error };
     // The verdict decides what is sent (decoded, cut after %%EOF); the file itself stays as dropped.
@@ -178,6 +178,7 @@ export async function prepare(
       },
     };
   }
+  const { checkCte } = await import('../validate/cte.js');
   const verdict = checkCte(bytes, { maxBytes: deps.spool.maxCteBytes });
   if (!verdict.ok) return { error: verdict.error };
   for (const warning of verdict.warnings) deps.logger.warn({ kind, deliveryId: name.value.deliveryId, file: fileName, warning }, 'CT-e accepted with a warning');

@@ -18,7 +18,10 @@ import type { EndpointName, ResponseSample, ResponseSampleStatus } from './types
 // prototype; here it is called on the pool. Pinned undici version: test/integration covers both.
 const require = createRequire(import.meta.url);
 const Pool = require('undici/lib/dispatcher/pool.js') as typeof UndiciPool;
-const requestOn = require('undici/lib/api/api-request.js') as (this: UndiciPool, options: Dispatcher.RequestOptions<null>) => Promise<Dispatcher.ResponseData<null>>;
+const requestOn = require('undici/lib/api/api-request.js') as (
+  this: UndiciPool,
+  options: Dispatcher.RequestOptions<null>,
+) => Promise<Dispatcher.ResponseData<null>>;
 
 /** Largest response body accepted, in bytes; the API's biggest answers are order lists. */
 const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;

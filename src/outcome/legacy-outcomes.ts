@@ -4,7 +4,7 @@
  * queue is removed. Costs one EXISTS when there is nothing to carry over. Run once per spool as an
  * upgrade step (runtime/upgrades.ts).
  */
-import { Queue } from 'bullmq';
+import { Queue } from '../queue/bullmq.js';
 import { Cluster } from 'ioredis';
 import type { Logger } from '../log.js';
 import type { Keys } from '../store/keys.js';

@@ -15,7 +15,8 @@
  * kept-answers.ts: an answer Redis cannot take now is kept and written when it can, never dropped
  * and never bought again.
  */
-import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
+import { DelayedError, UnrecoverableError } from '../queue/bullmq.js';
 import { isSyncError, SyncError } from '../errors.js';
 import { countActivity } from '../store/activity.js';
 import { wakeEvent } from '../gate/event-wake.js';

@@ -7,7 +7,8 @@
  * (= dead-lettered, kept until `dlq purge`). Retryable errors go back to delayed with exponential backoff and jitter;
  * 429 and 401 move the job to delayed without spending an attempt.
  */
-import { Queue, type JobsOptions } from 'bullmq';
+import type { JobsOptions } from 'bullmq';
+import { Queue } from './bullmq.js';
 import type { RedisConnection } from '../store/redis.js';
 import type { DeliveryConfig } from '../config/schema.js';
 import { HOUSEKEEPING_QUEUE, ITEM_KINDS, type ItemKind } from '../store/keys.js';

@@ -3,7 +3,8 @@
  * scheduler processes run: the scheduler id is the dedup key), their worker, the 401 probe, and
  * the notifications (`notify-role.ts`).
  */
-import { Worker, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
+import { Worker } from '../queue/bullmq.js';
 import { apiClientFor } from './api-client.js';
 import { rateLimiterFor } from '../gate/limiter.js';
 import { HOUSEKEEPING_QUEUE } from '../store/keys.js';

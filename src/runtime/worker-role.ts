@@ -3,7 +3,7 @@
  * answers this process keeps while Redis cannot take them (push/kept-answers.ts), its liveness as
  * their owner (gate/attempt-owner.ts), and the replica watch (gate/replica-wait.ts).
  */
-import { Worker } from 'bullmq';
+import { Worker } from '../queue/bullmq.js';
 import { apiClientFor } from './api-client.js';
 import { rateLimiterFor } from '../gate/limiter.js';
 import { createPushGate, pushGateOptions } from '../gate/push-gate.js';

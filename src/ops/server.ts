@@ -11,7 +11,8 @@
  * Fastify's own logger stays off: it would log request details we do not want in our logs; we log
  * one line per ingest request and every 5xx ourselves, never a header.
  */
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import { createRequire } from 'node:module';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Queue } from 'bullmq';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../log.js';
@@ -61,7 +62,7 @@ export const INGEST_PATH = '/events';
 export async function startOpsServer(options: OpsServerOptions): Promise<OpsServer> {
   const { logger } = options;
   const state = { isDraining: false };
-  const app = Fastify({ logger: false, return503OnClosing: true });
+  const app = Fastify({ logger: false, return503OnClosing: true, schemaController: { compilersFactory: compilersOnFirstSchema() } });
   registerErrorReplies(app, options);
   registerExposureGuard(app, {
     host: options.host,
@@ -106,6 +107,27 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
       return closing;
     },
   };
+}
+
+type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>;
+type Builder = (...args: unknown[]) => unknown;
+
+/**
+ * Fastify's own schema compilers (Ajv and fast-json-stringify, ~100 modules), loaded the first time
+ * a route with a schema needs them; Fastify otherwise loads them when the app is made. No ops route
+ * has a schema, so a running daemon never loads them (issue 29: ~2 MB of its idle memory). They are
+ * the ones Fastify would use, found from Fastify's own folder, each made once as Fastify does.
+ */
+function compilersOnFirstSchema(): CompilersFactory {
+  const fromFastify = createRequire(createRequire(import.meta.url).resolve('fastify'));
+  const onFirstUse = (name: string): Builder => {
+    let build: Builder | undefined;
+    return (...args) => (build ??= (fromFastify(name) as () => Builder)())(...args);
+  };
+  return {
+    buildValidator: onFirstUse('@fastify/ajv-compiler'),
+    buildSerializer: onFirstUse('@fastify/fast-json-stringify-compiler'),
+  } as CompilersFactory;
 }
 
 /** A 5xx is logged and answered without its details; anything else says what was wrong. */

@@ -4,14 +4,10 @@
  * the command waits for room), invalid ones are listed. Files are not moved: the folder is not a
  * spool inbox. A progress bar is drawn on a TTY.
  */
-import { describeFailure } from '../i18n/reason.js';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { ITEM_KIND_OF, type SpoolKind } from '../store/keys.js';
-import { collectingJobOf } from '../queue/payloads.js';
-import { newClaimId } from '../spool/paths.js';
-import { isIgnoredName } from '../validate/spool-name.js';
 import { UsageError } from './usage-error.js';
 import { cliLogger, print, withContext } from './shared.js';
 
@@ -26,11 +22,24 @@ export function registerBackfill(program: Command): void {
     .action(async (dir: string, options: { kind: string }, command: Command) => {
       if (!(KINDS as readonly string[]).includes(options.kind)) throw new UsageError(`--kind: "${options.kind}" must be labels, cte or events`);
       const kind = options.kind as SpoolKind;
-      const [{ SingleBar, Presets }, { enqueueDocument, enqueueEvents }, { backlogOf }, { prepare }] = await Promise.all([
+      const [
+        { SingleBar, Presets },
+        { enqueueDocument, enqueueEvents },
+        { backlogOf },
+        { prepare },
+        { describeFailure },
+        { collectingJobOf },
+        { newClaimId },
+        { isIgnoredName },
+      ] = await Promise.all([
         import('cli-progress'),
         import('../queue/enqueue.js'),
         import('../queue/queues.js'),
         import('../spool/claim.js'),
+        import('../i18n/reason.js'),
+        import('../queue/payloads.js'),
+        import('../spool/paths.js'),
+        import('../validate/spool-name.js'),
       ]);
       const names = (
         await readdir(dir).catch(() => {

@@ -1,8 +1,5 @@
 import type { Command } from 'commander';
-import { listDeadLetters, purgeDeadLetters, retryDeadLetters } from '../queue/dead-letter.js';
 import { historyTtlSec } from '../journey/journey.js';
-import { describeFailure } from '../i18n/reason.js';
-import { translator } from '../i18n/translate.js';
 import { UsageError } from './usage-error.js';
 import { parseDuration, print, withContext } from './shared.js';
 
@@ -13,6 +10,11 @@ export function registerDlq(program: Command): void {
     .description('dead-lettered items with kind, delivery id, error code, message, attempts, first/last failure time')
     .option('--json', 'print JSON (with every attempt)')
     .action(async (options: { json?: boolean }, command: Command) => {
+      const [{ listDeadLetters }, { describeFailure }, { translator }] = await Promise.all([
+        import('../queue/dead-letter.js'),
+        import('../i18n/reason.js'),
+        import('../i18n/translate.js'),
+      ]);
       const { letters, lang } = await withContext(command, async (ctx) => ({ letters: await listDeadLetters(ctx), lang: ctx.config.lang }));
       if (options.json === true) {
         print(JSON.stringify(letters, null, 2));
@@ -41,6 +43,7 @@ export function registerDlq(program: Command): void {
     .option('--all', 'every dead-lettered item')
     .action(async (ids: string[], options: { all?: boolean }, command: Command) => {
       if ((options.all === true) === ids.length > 0) throw new UsageError('dlq retry: give ids or --all (not both)');
+      const { retryDeadLetters } = await import('../queue/dead-letter.js');
       const { retried, missing } = await withContext(command, (ctx) =>
         retryDeadLetters(ctx, options.all === true ? 'all' : ids, {
           redis: ctx.redis,
@@ -64,6 +67,7 @@ export function registerDlq(program: Command): void {
       const olderThanMs = options.olderThan === undefined ? null : parseDuration(options.olderThan);
       if (olderThanMs === null && options.olderThan !== undefined)
         throw new UsageError(`--older-than: "${options.olderThan}" is not a duration like 30d, 12h, 15m, 45s`);
+      const { purgeDeadLetters } = await import('../queue/dead-letter.js');
       const purged = await withContext(command, (ctx) => purgeDeadLetters(ctx, olderThanMs, Date.now()));
       print(`purged ${purged.length}`);
     });

@@ -1,8 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
-import { enqueueEvents } from '../queue/enqueue.js';
-import { collectingJobOf } from '../queue/payloads.js';
-import { checkEventRecord } from '../validate/event-record.js';
 import { UsageError } from './usage-error.js';
 import { print, withContext } from './shared.js';
 
@@ -14,6 +11,11 @@ export function registerEnqueue(program: Command): void {
     .requiredOption('--delivery-id <id>', 'the delivery')
     .requiredOption('--event-at <iso8601>', 'when the driver set off, with an offset (Z or ±hh:mm)')
     .action(async (options: { deliveryId: string; eventAt: string }, command: Command) => {
+      const [{ enqueueEvents }, { collectingJobOf }, { checkEventRecord }] = await Promise.all([
+        import('../queue/enqueue.js'),
+        import('../queue/payloads.js'),
+        import('../validate/event-record.js'),
+      ]);
       const verdict = checkEventRecord({ delivery_id: options.deliveryId, event_at: options.eventAt });
       if (!verdict.ok) throw new UsageError(verdict.error.message);
       const job = collectingJobOf(verdict.value, `cli:${randomUUID()}`, { source: 'cli' }, new Date().toISOString());

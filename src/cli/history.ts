@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { JourneyStep } from '../journey/journey-read.js';
 import { ITEM_KINDS, type ItemKind } from '../store/keys.js';
-import { translator, type Lang, type Translate } from '../i18n/translate.js';
+import type { Lang, Translate } from '../i18n/translate.js';
 import { UsageError } from './usage-error.js';
 import { withContext } from './shared.js';
 
@@ -53,7 +53,7 @@ export function registerHistory(program: Command): void {
         for (const step of shown) await write(`${JSON.stringify(step)}\n`);
         return;
       }
-      const { describeStep } = await import('../journey/step-text.js');
+      const [{ describeStep }, { translator }] = await Promise.all([import('../journey/step-text.js'), import('../i18n/translate.js')]);
       const t = translator(lang);
       if (shown.length === 0) {
         await write(`${nothingText(lookup, kind, t)}\n`);

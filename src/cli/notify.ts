@@ -5,7 +5,6 @@
  */
 import type { Command } from 'commander';
 import { CHANNEL_NAMES, type ChannelName } from '../notify/channel.js';
-import { makeNotification } from '../notify/message.js';
 import { UsageError } from './usage-error.js';
 import { configOf, print } from './shared.js';
 
@@ -31,6 +30,7 @@ export function registerNotify(program: Command): void {
       const { channelsOf } = await import('../notify/configured.js');
       const { originOf } = await import('../runtime/notify-role.js');
       const { translator } = await import('../i18n/translate.js');
+      const { makeNotification } = await import('../notify/message.js');
       const t = translator(config.lang);
       const all = channelsOf(config.notify, t);
       const channels = wanted === undefined ? all : all.filter((c) => c.name === wanted);

@@ -29,7 +29,7 @@ type StatusReport = Awaited<ReturnType<typeof readStatus>>;
 
 async function readStatus(ctx: Context) {
   // The key the daemon sends with in this configuration: the embedded sandbox's when no API URL is set.
-  const carrierKey = carrierKeyOf(ctx.config);
+  const carrierKey = await carrierKeyOf(ctx.config);
   const limiter = carrierKey === null ? null : rateLimiterFor(ctx, carrierKey);
   return {
     prefix: ctx.config.prefix,

@@ -5,7 +5,6 @@
  */
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
-import { loadSeed } from '../sandbox/seed.js';
 import type { Closers } from './closers.js';
 
 export interface ApiTarget {
@@ -20,8 +19,9 @@ export interface ApiTarget {
  * the API URL is set; else the embedded sandbox's, its seed's first carrier (as resolveApiTarget
  * picks it). The rate limiter's window is kept per key, so `status` needs it in every mode.
  */
-export function carrierKeyOf(config: Readonly<Config>): string | null {
+export async function carrierKeyOf(config: Readonly<Config>): Promise<string | null> {
   if (config.api.url !== null) return config.api.carrierKey;
+  const { loadSeed } = await import('../sandbox/seed.js');
   return loadSeed(config.sandbox.seedFile ?? undefined).carriers[0]?.key ?? null;
 }
 

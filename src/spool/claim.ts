@@ -18,7 +18,7 @@ import { refusalReport, type ReportContent } from '../queue/failure-report.js';
 import { enqueueDocument, enqueueEvents, type EnqueueDeps } from '../queue/enqueue.js';
 import type { SpoolKind } from '../store/keys.js';
 import { collectingJobOf, type CteJob, type LabelJob } from '../queue/payloads.js';
-import { eventsFormatOf, parseEventsFile } from '../validate/events-file.js';
+import type { parseEventsFile } from '../validate/events-file.js';
 import { parseSpoolName } from '../validate/spool-name.js';
 import { documentGeneration } from '../gate/document-record.js';
 import type { JourneyWriter } from '../journey/journey.js';
@@ -149,14 +149,15 @@ export async function prepare(
   const receivedAt = new Date(deps.clock.now()).toISOString();
   const origin = { source, spoolId: deps.paths.spoolId, fileName, contentId: claimId.slice(0, 16) };
   const generation = documentGeneration(mtimeMs, claimStampOf(claimId));
+  // The validators (pdf-lib, fast-xml-parser, csv-parse: ~5 MB) load with the first file of their kind, not at start (issue 29).
   if (kind === 'events') {
+    const { eventsFormatOf, parseEventsFile } = await import('../validate/events-file.js');
     const format = eventsFormatOf(fileName);
     if (format === null) return { error: badName(fileName) };
     return { events: { ...parseEventsFile(bytes.toString('utf8'), format, { maxLineBytes: deps.spool.maxEventLineBytes }), batchId: claimId } };
   }
   const name = parseSpoolName(kind, fileName);
   if (!name.ok) return { error: name.error };
-  // The PDF and XML validators (pdf-lib, fast-xml-parser: ~5 MB) load with the first file of their kind, not at start (issue 29).
   if (kind === 'labels') {
     const { checkLabel } = await import('../validate/label.js');
     const verdict = await checkLabel(bytes, { maxBytes: deps.spool.maxLabelBytes });

@@ -206,6 +206,27 @@ describe('/ui', () => {
     const body = (await api.json()) as { queues: Array<{ name: string }> };
     expect(body.queues.map((queue) => queue.name).sort()).toEqual(['collecting', 'cte', 'label']);
   });
+
+  it('bull-board (loaded at the first /ui/queues request) serves its page, its assets and its 404s through the /ui scope', async () => {
+    const auth = { authorization: basic('admin', UI_PASSWORD) };
+    const page = await fetch(`${server.url}/ui/queues`, { headers: auth });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    const html = await page.text();
+    expect(html).toContain('carrier-sync');
+    // The page's assets are relative to its <base href="/ui/queues/">.
+    expect(html).toContain('<base href="/ui/queues/"');
+    const asset = /src="(static\/js\/main\.[^"]+)"/.exec(html)?.[1];
+    expect(asset).toBeDefined();
+    const file = await fetch(`${server.url}/ui/queues/${asset ?? ''}`, { headers: auth });
+    expect(file.status).toBe(200);
+    expect(file.headers.get('content-type')).toMatch(/javascript/);
+    expect((await file.arrayBuffer()).byteLength).toBeGreaterThan(1000);
+    expect((await fetch(`${server.url}/ui/queues/${asset ?? ''}`)).status).toBe(401);
+    const queuePage = await fetch(`${server.url}/ui/queues/queue/label`, { headers: auth });
+    expect(queuePage.status).toBe(200);
+    expect((await fetch(`${server.url}/ui/queues/no/such/page/here`, { headers: auth })).status).toBe(404);
+  });
 });
 
 describe('/ui overview', () => {

@@ -77,10 +77,12 @@ export function createLogger(options: LogOptions): Logger {
 }
 
 /**
- * The lines logged in one turn of the event loop go to stderr in one write: a busy daemon logs
- * ~4 lines a file, and each write to a pipe is a system call (18 % of the daemon's socket writes
- * in the large drop's profile, BENCHMARKS.md issue 29). A turn's lines leave when it ends
- * (process.nextTick runs once the turn's promise callbacks have run), or at once past
+ * The lines logged in one pass of the event loop go to stderr in one write: a busy daemon logs
+ * ~3 lines a file, and each write to a pipe is a system call (18 % of the daemon's socket writes
+ * in the large drop's profile, BENCHMARKS.md issue 29). A pass's lines leave when its I/O
+ * callbacks and their promise callbacks have run (setImmediate: one write for the lines of every
+ * Redis reply, HTTP answer and file call handled in that pass; at the end of each callback's turn
+ * instead, process.nextTick, it was a write for nearly every file), or at once past
  * STDERR_BATCH_CHARS; main.ts writes what is left before it exits, and the exit event for any
  * other way out. Order is kept: every line goes through this one buffer.
  */
@@ -103,7 +105,7 @@ const batchedStderr = {
     if (pendingLines.length >= STDERR_BATCH_CHARS) flushLogLines();
     else if (!isFlushScheduled) {
       isFlushScheduled = true;
-      process.nextTick(flushLogLines);
+      setImmediate(flushLogLines);
     }
     return true;
   },

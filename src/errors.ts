@@ -110,7 +110,14 @@ export class SyncError extends Error {
   readonly reason?: StoredReason;
 
   constructor(code: ErrorCode, message: string, options: SyncErrorOptions = {}) {
+    // No stack frames: a SyncError is an outcome (a refused file, an API's answer), told by its
+    // code and message wherever it goes, and thousands are made on a large drop. Capturing and
+    // formatting their frames (BullMQ keeps `err.stack` of every failed attempt) was ~1.5 % of
+    // the daemon's CPU there (BENCHMARKS.md, issue 29). An error it wraps keeps its own stack.
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    Error.stackTraceLimit = stackTraceLimit;
     this.name = 'SyncError';
     this.code = code;
     this.disposition = options.disposition ?? DISPOSITIONS[code];

@@ -3,37 +3,52 @@ import { pino, type Logger, type LoggerOptions } from 'pino';
 export type { Logger };
 
 /**
- * Every path where a secret could ride along in a log object. The header names are the
- * API's key headers; `*.key`-style paths cover our own config slices.
+ * The keys under which a secret could ride along in a log object, at any depth up to
+ * SCRUB_DEPTH: the API's key headers (`headers`, `req.headers`, `*.headers`), our config slices'
+ * secrets (`carrierKey`, `*.password`, …). Their values are logged as '[redacted]'. Besides these,
+ * ioredis puts the failed command on its errors, arguments included: an AUTH's are the password,
+ * so a `command`'s `args` are redacted too.
  */
-export const REDACT_PATHS = [
-  'headers["x-service-carrier-key"]',
-  'headers["x-service-seller-group-key"]',
-  'req.headers["x-service-carrier-key"]',
-  'req.headers["x-service-seller-group-key"]',
-  'req.headers.authorization',
-  'request.headers["x-service-carrier-key"]',
-  'request.headers["x-service-seller-group-key"]',
-  'request.headers.authorization',
-  '*.headers["x-service-carrier-key"]',
-  '*.headers["x-service-seller-group-key"]',
-  '*.headers.authorization',
-  'carrierKey',
-  'sellerGroupKey',
-  '*.carrierKey',
-  '*.sellerGroupKey',
+const SECRET_KEYS = new Set([
+  'x-service-carrier-key',
+  'x-service-seller-group-key',
+  'authorization',
+  'carrierkey',
+  'sellergroupkey',
   'password',
-  '*.password',
   'token',
-  '*.token',
-  'ingestToken',
-  '*.ingestToken',
-  'uiPassword',
-  '*.uiPassword',
-  // ioredis puts the failed command on its errors, arguments included: an AUTH's are the password.
-  'err.command.args',
-  '*.err.command.args',
-];
+  'ingesttoken',
+  'uipassword',
+]);
+const CENSOR = '[redacted]';
+/** Deep enough for `*.err.command.args` and `*.req.headers.authorization`, the deepest of them. */
+const SCRUB_DEPTH = 4;
+
+/**
+ * A log object with every secret's value replaced, copied only where one is found (a log line
+ * without secrets, nearly all of them, is passed through as it is). Error objects stay errors
+ * (the err serializer still gives their type, message and stack).
+ *
+ * Hand-written in place of pino's `redact` paths: with the wildcard paths above (`*.headers…`),
+ * pino's redaction made each log line ~10× as costly (36 against 3.5 µs a line, measured on an
+ * `item sent` line), ~3 % of the daemon's CPU on the large drop (BENCHMARKS.md, issue 29).
+ */
+export function scrubSecrets<T>(value: T, depth = 0, parentKey = ''): T {
+  if (depth > SCRUB_DEPTH || value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) return value;
+  let copy: Record<string, unknown> | undefined;
+  const source = value as Record<string, unknown>;
+  for (const key of Object.keys(source)) {
+    const inner = source[key];
+    const isSecret = SECRET_KEYS.has(key.toLowerCase()) || (key === 'args' && parentKey === 'command');
+    const scrubbed = isSecret && inner !== undefined ? CENSOR : scrubSecrets(inner, depth + 1, key);
+    if (scrubbed === inner) continue;
+    copy ??= (
+      Array.isArray(value) ? [...(value as unknown[])] : Object.create(Object.getPrototypeOf(value), Object.getOwnPropertyDescriptors(value))
+    ) as Record<string, unknown>;
+    Object.defineProperty(copy, key, { value: scrubbed, enumerable: true, writable: true, configurable: true });
+  }
+  return (copy ?? value) as T;
+}
 
 export interface LogOptions {
   level: string;
@@ -45,7 +60,7 @@ export interface LogOptions {
 export function createLogger(options: LogOptions): Logger {
   const base: LoggerOptions = {
     level: options.level,
-    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    formatters: { log: (object) => scrubSecrets(object) },
     base: { pid: process.pid },
   };
   if (options.isPretty === true) {
@@ -62,10 +77,12 @@ export function createLogger(options: LogOptions): Logger {
 }
 
 /**
- * The lines logged in one turn of the event loop go to stderr in one write: a busy daemon logs
- * ~4 lines a file, and each write to a pipe is a system call (18 % of the daemon's socket writes
- * in the large drop's profile, BENCHMARKS.md issue 29). A turn's lines leave when it ends
- * (process.nextTick runs once the turn's promise callbacks have run), or at once past
+ * The lines logged in one pass of the event loop go to stderr in one write: a busy daemon logs
+ * ~3 lines a file, and each write to a pipe is a system call (18 % of the daemon's socket writes
+ * in the large drop's profile, BENCHMARKS.md issue 29). A pass's lines leave when its I/O
+ * callbacks and their promise callbacks have run (setImmediate: one write for the lines of every
+ * Redis reply, HTTP answer and file call handled in that pass; at the end of each callback's turn
+ * instead, process.nextTick, it was a write for nearly every file), or at once past
  * STDERR_BATCH_CHARS; main.ts writes what is left before it exits, and the exit event for any
  * other way out. Order is kept: every line goes through this one buffer.
  */
@@ -88,7 +105,7 @@ const batchedStderr = {
     if (pendingLines.length >= STDERR_BATCH_CHARS) flushLogLines();
     else if (!isFlushScheduled) {
       isFlushScheduled = true;
-      process.nextTick(flushLogLines);
+      setImmediate(flushLogLines);
     }
     return true;
   },

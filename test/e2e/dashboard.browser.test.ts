@@ -251,6 +251,10 @@ describe('the /ui overview in Chromium', () => {
     const card = page.locator('[class*="card-"]').filter({ has: page.locator(`a[href*="label.${cancelled}"]`) });
     await card.waitFor();
     expect(await textOf(card)).toMatch(/Failed at/);
+    // The dead letter's error, as the worker highlighted it (bull-board loads at this first visit).
+    await waitFor(async () => /UnrecoverableError: API_REJECTED: .*DELIVERY_NOT_ELIGIBLE/.test(await textOf(card)), {
+      what: "the dead letter's error on its card",
+    });
     await page.screenshot({ path: `${ARTIFACTS}/bull-board-label-failed.png` });
     await card.locator('button:has(svg.lucide-trash-2)').click();
     const dialog = page.getByRole('alertdialog');

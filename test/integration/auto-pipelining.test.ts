@@ -22,6 +22,22 @@ const URGENT = defineScript('testAutoPipelineUrgent', `local key = KEYS[1]\nretu
 // KEYS: 1 a string. ARGV: none. Returns its length.
 const LENGTH = defineScript('testAutoPipelineLength', `local key = KEYS[1]\nreturn redis.call('STRLEN', key)`);
 
+/** Runs `body` with the connection's socket writes counted (`writes()`: how many so far). */
+async function countingWrites(body: (writes: () => number) => Promise<void>): Promise<void> {
+  let count = 0;
+  const stream = (redis as unknown as { stream: { write: (...args: unknown[]) => boolean } }).stream;
+  const write = stream.write.bind(stream);
+  stream.write = (...args: unknown[]) => {
+    count += 1;
+    return write(...args);
+  };
+  try {
+    await body(() => count);
+  } finally {
+    stream.write = write;
+  }
+}
+
 describe('auto-pipelining on our own connection', () => {
   it('runs a script first defined after the turn’s pipeline was made, and gives each caller its reply', async () => {
     expect(redis.options.enableAutoPipelining).toBe(true);
@@ -37,38 +53,20 @@ describe('auto-pipelining on our own connection', () => {
   });
 
   it('sends an urgent script at once, while the commands of its turn wait for their batch', async () => {
-    const writes: number[] = [];
-    const stream = (redis as unknown as { stream: { write: (...args: unknown[]) => boolean } }).stream;
-    const write = stream.write.bind(stream);
-    stream.write = (...args: unknown[]) => {
-      writes.push(1);
-      return write(...args);
-    };
-    try {
+    await countingWrites(async (writes) => {
       const calls = [ADD(redis, [`${prefix}:u1`], [1]), URGENT(redis, [`${prefix}:u2`], []), ADD(redis, [`${prefix}:u1`], [1])];
-      const writtenInTheTurn = writes.length;
+      const writtenInTheTurn = writes();
       expect(await Promise.all(calls)).toEqual([1, 1, 2]);
       expect(writtenInTheTurn).toBe(1);
-      expect(writes.length).toBeGreaterThanOrEqual(2);
-    } finally {
-      stream.write = write;
-    }
+      expect(writes()).toBeGreaterThanOrEqual(2);
+    });
   });
 
   it('sends the commands of one turn in one write', async () => {
-    const writes: number[] = [];
-    const stream = (redis as unknown as { stream: { write: (...args: unknown[]) => boolean } }).stream;
-    const write = stream.write.bind(stream);
-    stream.write = (...args: unknown[]) => {
-      writes.push(1);
-      return write(...args);
-    };
-    try {
+    await countingWrites(async (writes) => {
       const keys = Array.from({ length: 20 }, (_, i) => `${prefix}:k${i}`);
       await Promise.all(keys.map((key, i) => ADD(redis, [key], [i])));
-      expect(writes.length).toBe(1);
-    } finally {
-      stream.write = write;
-    }
+      expect(writes()).toBe(1);
+    });
   });
 });

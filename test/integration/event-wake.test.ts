@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { wakeEvent } from '../../src/gate/event-wake.js';
 import { createKeys } from '../../src/store/keys.js';
-import type { CollectingJob } from '../../src/queue/payloads.js';
+import { collectingJobOf, type CollectingJob } from '../../src/queue/payloads.js';
 import { createPushGate, type PushGate } from '../../src/gate/push-gate.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
@@ -43,17 +43,13 @@ function eventsOf(count: number): Event[] {
   const deliveryId = `d-${(deliveries += 1)}`;
   return Array.from({ length: count }, (_, i) => {
     const epochMs = Date.UTC(2026, 0, 1, 12, i);
-    const job: CollectingJob = {
-      kind: 'collecting',
-      deliveryId,
-      eventAt: new Date(epochMs).toISOString(),
-      wire: new Date(epochMs).toISOString(),
-      instantKey: String(epochMs),
-      epochMs,
-      sourceId: `test:${deliveryId}:${i}`,
-      origin: { source: 'cli' },
-      receivedAt: new Date().toISOString(),
-    };
+    const at = new Date(epochMs).toISOString();
+    const job = collectingJobOf(
+      { deliveryId, eventAt: at, wire: at, instantKey: String(epochMs), epochMs },
+      `test:${deliveryId}:${i}`,
+      { source: 'cli' },
+      new Date().toISOString(),
+    );
     return { job, jobId: `collecting.${deliveryId}.${i}` };
   });
 }

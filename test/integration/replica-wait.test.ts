@@ -14,7 +14,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { watchReplicas, type ReplicaWait } from '../../src/gate/replica-wait.js';
 import { createPushGate, type PushGate } from '../../src/gate/push-gate.js';
-import type { CollectingJob } from '../../src/queue/payloads.js';
+import { collectingJobOf, type CollectingJob } from '../../src/queue/payloads.js';
 import { createKeys } from '../../src/store/keys.js';
 import { freePort } from '../support/global-redis.js';
 import { waitFor } from '../support/wait.js';
@@ -55,17 +55,13 @@ let deliveries = 0;
 function event(): { job: CollectingJob; jobId: string } {
   const deliveryId = `rw-${(deliveries += 1)}`;
   const epochMs = Date.UTC(2026, 0, 1, 12, 0);
-  const job: CollectingJob = {
-    kind: 'collecting',
-    deliveryId,
-    eventAt: new Date(epochMs).toISOString(),
-    wire: new Date(epochMs).toISOString(),
-    instantKey: String(epochMs),
-    epochMs,
-    sourceId: `test:${deliveryId}`,
-    origin: { source: 'cli' },
-    receivedAt: new Date().toISOString(),
-  };
+  const at = new Date(epochMs).toISOString();
+  const job = collectingJobOf(
+    { deliveryId, eventAt: at, wire: at, instantKey: String(epochMs), epochMs },
+    `test:${deliveryId}`,
+    { source: 'cli' },
+    new Date().toISOString(),
+  );
   return { job, jobId: `collecting.${deliveryId}.0` };
 }
 

@@ -8,9 +8,9 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { deflateRawSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JourneyStep } from '../../src/journey/journey-read.js';
+import { zipWith } from '../support/builders.js';
 import { createE2eEnv, dropFile, listFiles, type E2eEnv } from '../support/e2e-env.js';
 import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type DaemonProcess } from '../support/process.js';
 import { waitFor } from '../support/wait.js';
@@ -18,19 +18,6 @@ import { waitFor } from '../support/wait.js';
 const REAL = new URL('../fixtures/real/', import.meta.url);
 const real = (path: string): Promise<Buffer> => readFile(new URL(path, REAL));
 const sha = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
-
-/** A one-entry ZIP's local header and data: enough for its magic and its entry's name. */
-function zipWith(entryName: string): Buffer {
-  const data = deflateRawSync(Buffer.from('<x/>'));
-  const header = Buffer.alloc(30);
-  header.writeUInt32LE(0x04034b50, 0);
-  header.writeUInt16LE(20, 4);
-  header.writeUInt16LE(8, 8);
-  header.writeUInt32LE(data.length, 18);
-  header.writeUInt32LE(4, 22);
-  header.writeUInt16LE(entryName.length, 26);
-  return Buffer.concat([header, Buffer.from(entryName), data]);
-}
 
 let env: E2eEnv;
 let daemon: DaemonProcess;

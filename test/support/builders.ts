@@ -1,4 +1,5 @@
 /** Inputs built in code: tiny valid PDFs and CT-e XMLs, with valid tax ids. */
+import { deflateRawSync } from 'node:zlib';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 
 export async function makePdf(text = 'label', pages = 1): Promise<Buffer> {
@@ -56,4 +57,17 @@ export function makeCteXml(fields: CteFields = {}): string {
 <vPrest><vTPrest>${f.vTPrest}</vTPrest><vRec>${f.vTPrest}</vRec></vPrest>
 <dest><CPF>${f.destCpf}</CPF><xNome>Fulano</xNome></dest>
 </infCte></CTe>`;
+}
+
+/** A one-entry ZIP: its local header and data only, enough for its magic and its entry's name. */
+export function zipWith(entryName: string): Buffer {
+  const data = deflateRawSync(Buffer.from('<x/>'));
+  const header = Buffer.alloc(30);
+  header.writeUInt32LE(0x04034b50, 0);
+  header.writeUInt16LE(20, 4);
+  header.writeUInt16LE(8, 8);
+  header.writeUInt32LE(data.length, 18);
+  header.writeUInt32LE(4, 22);
+  header.writeUInt16LE(entryName.length, 26);
+  return Buffer.concat([header, Buffer.from(entryName), data]);
 }

@@ -4,26 +4,13 @@
  * is an NF-e, an MDF-e or an event. Each refusal names what the file is and what to do, and
  * carries the look-alike's id (`params.lookAlike`) for translations.
  */
-import { deflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { checkCte, checkLabel } from '../../src/validate/index.js';
+import { zipWith } from '../support/builders.js';
 
 const LIMIT = { maxBytes: 1024 * 1024 };
 const bytes = (...parts: Array<string | number[]>): Uint8Array =>
   new Uint8Array(Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(part, 'latin1') : Buffer.from(part)))));
-
-/** A one-entry ZIP (local header only: enough for its magic and its entry name). */
-function zipWith(entryName: string): Uint8Array {
-  const data = deflateRawSync(Buffer.from('<x/>'));
-  const header = Buffer.alloc(30);
-  header.writeUInt32LE(0x04034b50, 0);
-  header.writeUInt16LE(20, 4);
-  header.writeUInt16LE(8, 8);
-  header.writeUInt32LE(data.length, 18);
-  header.writeUInt32LE(4, 22);
-  header.writeUInt16LE(entryName.length, 26);
-  return new Uint8Array(Buffer.concat([header, Buffer.from(entryName), data]));
-}
 
 const EPL = ['', 'N', 'q812', 'Q1218,24', 'A50,50,0,4,1,1,N,"SHIP TO: ACME"', 'B50,120,0,1,3,7,100,B,"1Z999AA10123456784"', 'P1', ''].join('\n');
 

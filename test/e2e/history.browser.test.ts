@@ -6,13 +6,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JourneyStep } from '../../src/journey/journey-read.js';
 import { makePdf } from '../support/builders.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
+import { listFiles } from '../support/e2e-env.js';
 import { waitFor } from '../support/wait.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -24,12 +25,6 @@ let base: string;
 let browser: Browser | undefined;
 let page: Page;
 const ids = { good: '', dead: randomUUID(), refused: 'CUT-0042' };
-
-async function countUnder(dir: string): Promise<number> {
-  let n = 0;
-  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => [])) if (entry.isFile()) n += 1;
-  return n;
-}
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: install Debian's chromium package (apt-get install -y chromium)`);
@@ -45,7 +40,7 @@ beforeAll(async () => {
   t.sandbox.setFaults({ errorRate: 0 });
   await writeFile(join(labels, `${ids.dead}.pdf`), await makePdf('unknown delivery'));
   await writeFile(join(labels, `${ids.refused}.pdf`), await readFile('test/fixtures/labels/bad-no-eof.pdf'));
-  await waitFor(async () => (await countUnder(join(t.spool, 'archive'))) === 1 && (await countUnder(join(t.spool, 'failed'))) === 4, {
+  await waitFor(async () => (await listFiles(join(t.spool, 'archive'))).length === 1 && (await listFiles(join(t.spool, 'failed'))).length === 4, {
     what: 'one label archived, a dead letter and a refused file in failed/',
     timeoutMs: 30_000,
   });

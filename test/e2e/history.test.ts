@@ -5,12 +5,13 @@
  * delivery, by file name, by sha256 and by time range.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JourneyStep } from '../../src/journey/journey-read.js';
 import { makePdf } from '../support/builders.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
+import { listFiles } from '../support/e2e-env.js';
 import { runCli, type CliResult } from '../support/process.js';
 import { testRedisUrl } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
@@ -22,12 +23,6 @@ const sha = (bytes: Buffer | string): string => createHash('sha256').update(byte
 const ids = { revised: '', deadLetter: '', refused: 'REFUSED-0001', events: '', held: randomUUID() };
 let rev1: Buffer = Buffer.alloc(0);
 let rev2: Buffer = Buffer.alloc(0);
-
-async function countUnder(dir: string): Promise<number> {
-  let n = 0;
-  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => [])) if (entry.isFile()) n += 1;
-  return n;
-}
 
 async function drop(inbox: string, name: string, bytes: Buffer | string): Promise<void> {
   const temp = join(inbox, `.${name}.part`);
@@ -69,7 +64,7 @@ beforeAll(async () => {
   await waitFor(() => t.sandbox.requests().some((r) => r.endpoint === 'label' && r.status === 503), { what: "REV-1's first attempt answered 503" });
   t.sandbox.setFaults({ errorRate: 0 });
   await drop(labels, `${ids.revised}__REV-2.pdf`, rev2);
-  await waitFor(async () => (await countUnder(join(t.spool, 'archive'))) === 2, { what: 'both versions archived', timeoutMs: 20_000 });
+  await waitFor(async () => (await listFiles(join(t.spool, 'archive'))).length === 2, { what: 'both versions archived', timeoutMs: 20_000 });
   // The newest version dropped again, byte for byte: not sent again.
   await drop(labels, `${ids.revised}__REV-2.pdf`, rev2);
 
@@ -81,10 +76,10 @@ beforeAll(async () => {
   // One collecting event, then the same instant in another offset from a second file.
   ids.events = t.sandbox.state.addDelivery().id;
   await drop(events, 'first.ndjson', `${JSON.stringify({ delivery_id: ids.events, event_at: '2026-11-25T01:00:00Z' })}\n`);
-  await waitFor(async () => (await countUnder(join(t.spool, 'archive', 'events'))) === 1, { what: 'first events file archived' });
+  await waitFor(async () => (await listFiles(join(t.spool, 'archive', 'events'))).length === 1, { what: 'first events file archived' });
   await drop(events, 'again.ndjson', `${JSON.stringify({ delivery_id: ids.events, event_at: '2026-11-24T22:00:00-03:00' })}\n`);
 
-  await waitFor(async () => (await countUnder(join(t.spool, 'archive'))) === 5 && (await countUnder(join(t.spool, 'failed', 'labels'))) === 4, {
+  await waitFor(async () => (await listFiles(join(t.spool, 'archive'))).length === 5 && (await listFiles(join(t.spool, 'failed', 'labels'))).length === 4, {
     what: 'the re-drop and the second events file archived; the dead letter and the refused file in failed/ with their reports',
     timeoutMs: 30_000,
   });
@@ -140,7 +135,7 @@ describe('carrier-sync history <delivery_id>', () => {
     t.sandbox.state.addDelivery({ id: ids.deadLetter });
     const retry = await runCli(['dlq', 'retry', '--all'], { env: { REDIS_URL: testRedisUrl(), CARRIER_SYNC_PREFIX: t.prefix }, timeoutMs: 15_000 });
     expect(retry.code, retry.stderr).toBe(0);
-    await waitFor(async () => (await countUnder(join(t.spool, 'archive', 'labels'))) === 5, { what: 'the replayed label archived', timeoutMs: 20_000 });
+    await waitFor(async () => (await listFiles(join(t.spool, 'archive', 'labels'))).length === 5, { what: 'the replayed label archived', timeoutMs: 20_000 });
     await waitFor(async () => stepsOf(ndjson(await history(ids.deadLetter, '--json'))).includes('archived'), { what: 'the archived step' });
     const after = ndjson(await history(ids.deadLetter, '--json'));
     const tail = stepsOf(after).slice(stepsOf(after).indexOf('replayed'));

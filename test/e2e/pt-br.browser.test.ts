@@ -7,7 +7,7 @@
  * and pt-br-history.png.
  */
 import { existsSync, mkdirSync } from 'node:fs';
-import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +15,7 @@ import { EN } from '../../src/i18n/catalog-en.js';
 import { PT_BR } from '../../src/i18n/catalog-pt-br.js';
 import { makePdf } from '../support/builders.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
+import { listFiles } from '../support/e2e-env.js';
 import { waitFor } from '../support/wait.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -52,12 +53,6 @@ function hasWord(pageText: string, phrase: string): boolean {
   return new RegExp(`(^|[^\\p{L}])${phrase.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^\\p{L}])`, 'u').test(text);
 }
 
-async function countUnder(dir: string): Promise<number> {
-  let n = 0;
-  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => [])) if (entry.isFile()) n += 1;
-  return n;
-}
-
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: install Debian's chromium package (apt-get install -y chromium)`);
   mkdirSync(ARTIFACTS, { recursive: true });
@@ -67,7 +62,7 @@ beforeAll(async () => {
   const labels = join(t.spool, 'labels');
   await writeFile(join(labels, `${ids.good}.pdf`), await makePdf('good'));
   await writeFile(join(labels, `${ids.refused}.pdf`), await readFile('test/fixtures/labels/bad-no-eof.pdf'));
-  await waitFor(async () => (await countUnder(join(t.spool, 'archive'))) === 1 && (await countUnder(join(t.spool, 'failed'))) === 2, {
+  await waitFor(async () => (await listFiles(join(t.spool, 'archive'))).length === 1 && (await listFiles(join(t.spool, 'failed'))).length === 2, {
     what: 'one label archived, one refused with its report',
     timeoutMs: 30_000,
   });

@@ -4,13 +4,14 @@
  * is waiting, being retried, sent or dead-lettered. Real Redis, the sandbox over real HTTP.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { readdir, rename, utimes, writeFile } from 'node:fs/promises';
+import { rename, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { openContext } from '../../src/runtime/context.js';
 import { makeCteXml, makePdf } from '../support/builders.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
+import { listFiles } from '../support/e2e-env.js';
 import { waitFor } from '../support/wait.js';
 
 let running: TestDaemon | undefined;
@@ -20,12 +21,6 @@ afterEach(async () => {
 });
 
 const sha = (bytes: Buffer | string): string => createHash('sha256').update(bytes).digest('hex');
-
-async function countUnder(dir: string): Promise<number> {
-  let n = 0;
-  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => [])) if (entry.isFile()) n += 1;
-  return n;
-}
 
 /** Writes `name` in the inbox as a producer does (temp name, then rename), with the given mtime. */
 async function drop(inbox: string, name: string, bytes: Buffer | string, mtimeMs?: number): Promise<void> {
@@ -49,7 +44,7 @@ describe('document order: the newest document wins', () => {
     await waitFor(() => t.sandbox.requests().some((r) => r.endpoint === 'label' && r.status === 503), { what: "REV-1's first attempt answered 503" });
     t.sandbox.setFaults({ errorRate: 0 });
     await drop(join(t.spool, 'labels'), `${id}__REV-2.pdf`, rev2);
-    await waitFor(async () => (await countUnder(join(t.spool, 'archive'))) === 2, { what: 'both files archived', timeoutMs: 20_000 });
+    await waitFor(async () => (await listFiles(join(t.spool, 'archive'))).length === 2, { what: 'both files archived', timeoutMs: 20_000 });
 
     expect(t.sandbox.state.deliveries.get(id)?.label?.sha256).toBe(sha(rev2));
     const accepted = t.sandbox.requests().filter((r) => r.endpoint === 'label' && r.status === 200);
@@ -73,7 +68,7 @@ describe('document order: the newest document wins', () => {
     await waitFor(() => t.sandbox.requests().some((r) => r.endpoint === 'cte' && r.status === 503), { what: "the older CT-e's first attempt answered 503" });
     t.sandbox.setFaults({ errorRate: 0 });
     await drop(join(t.spool, 'cte'), `${id}.xml`, makeCteXml({ nCT: '2' }));
-    await waitFor(async () => (await countUnder(join(t.spool, 'archive'))) === 1 && (await countUnder(join(t.spool, 'failed'))) === 2, {
+    await waitFor(async () => (await listFiles(join(t.spool, 'archive'))).length === 1 && (await listFiles(join(t.spool, 'failed'))).length === 2, {
       what: 'older archived (superseded), newer in failed/ with its report',
       timeoutMs: 20_000,
     });
@@ -91,10 +86,10 @@ describe('document order: the newest document wins', () => {
     const id = randomUUID();
     const newer = await makePdf('newer');
     await drop(join(t.spool, 'labels'), `${id}__B.pdf`, newer);
-    await waitFor(async () => (await countUnder(join(t.spool, 'archive'))) === 1, { what: 'the newer label archived' });
+    await waitFor(async () => (await listFiles(join(t.spool, 'archive'))).length === 1, { what: 'the newer label archived' });
     // A copy that kept its old mtime (cp -p, rsync -t) is older by the rule, however late it comes.
     await drop(join(t.spool, 'labels'), `${id}__A.pdf`, await makePdf('older'), Date.now() - 3_600_000);
-    await waitFor(async () => (await countUnder(join(t.spool, 'archive'))) === 2, { what: 'the older label archived without a send' });
+    await waitFor(async () => (await listFiles(join(t.spool, 'archive'))).length === 2, { what: 'the older label archived without a send' });
     expect(t.sandbox.requests().filter((r) => r.endpoint === 'label')).toHaveLength(1);
     expect(t.sandbox.state.deliveries.get(id)?.label?.sha256).toBe(sha(newer));
   });
@@ -106,12 +101,12 @@ describe('document order: the newest document wins', () => {
     const a = await makePdf('A');
     const b = await makePdf('B');
     await drop(join(t.spool, 'labels'), `${id}.pdf`, a);
-    await waitFor(async () => (await countUnder(join(t.spool, 'archive'))) === 1);
+    await waitFor(async () => (await listFiles(join(t.spool, 'archive'))).length === 1);
     await drop(join(t.spool, 'labels'), `${id}.pdf`, b);
-    await waitFor(async () => (await countUnder(join(t.spool, 'archive'))) === 2);
+    await waitFor(async () => (await listFiles(join(t.spool, 'archive'))).length === 2);
     // The same bytes as A, dropped now: the API holds B, so "already sent" must not swallow it.
     await drop(join(t.spool, 'labels'), `${id}.pdf`, a);
-    await waitFor(async () => (await countUnder(join(t.spool, 'archive'))) === 3, { what: 'the re-dropped A archived' });
+    await waitFor(async () => (await listFiles(join(t.spool, 'archive'))).length === 3, { what: 'the re-dropped A archived' });
     expect(t.sandbox.state.deliveries.get(id)?.label?.sha256).toBe(sha(a));
     expect(t.sandbox.requests().filter((r) => r.endpoint === 'label' && r.status === 200)).toHaveLength(3);
   });

@@ -29,9 +29,10 @@ const SCRUB_DEPTH = 4;
  * without secrets, nearly all of them, is passed through as it is). Error objects stay errors
  * (the err serializer still gives their type, message and stack).
  *
- * Hand-written in place of pino's `redact` paths: with the wildcard paths above (`*.headers…`),
- * pino's redaction made each log line ~10× as costly (36 against 3.5 µs a line, measured on an
- * `item sent` line), ~3 % of the daemon's CPU on the large drop (BENCHMARKS.md, issue 29).
+ * Hand-written in place of pino's `redact` paths: with the wildcard paths these keys needed
+ * (`*.headers…`, `*.password`, `*.err.command.args`), pino's redaction made each log line ~10× as
+ * costly (39.6 against 3.6 µs a line, measured on an `item sent` line), ~3 % of the daemon's CPU
+ * on the large drop (BENCHMARKS.md, issue 29).
  */
 export function scrubSecrets<T>(value: T, depth = 0, parentKey = ''): T {
   if (depth > SCRUB_DEPTH || value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) return value;

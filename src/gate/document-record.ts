@@ -11,7 +11,7 @@
  * lookup reads the newest of the 9 buckets that can hold it. Many small records in few packed
  * hashes cost ~40–70 bytes each; a key per delivery costs ~250 (README, "Key layout of the document record").
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { ItemKind, Keys } from '../store/keys.js';
 import type { RedisConnection } from '../store/redis.js';
 import { CLOCK_LUA } from './limiter.js';
@@ -93,7 +93,7 @@ export async function queueDocumentOrders(
 export function documentField(kind: Exclude<ItemKind, 'collecting'>, deliveryId: string): Buffer {
   const initial = kind === 'label' ? 'l' : 'c';
   if (Buffer.byteLength(deliveryId) <= 12) return Buffer.from(`${initial}${deliveryId}`);
-  return Buffer.concat([Buffer.from(initial.toUpperCase()), createHash('sha256').update(deliveryId).digest().subarray(0, 12)]);
+  return Buffer.concat([Buffer.from(initial.toUpperCase()), hash('sha256', deliveryId, 'buffer').subarray(0, 12)]);
 }
 
 /** A retention bucket spans an eighth of the retention (see the file header). */
@@ -124,7 +124,7 @@ export function compactGeneration(generation: string): Buffer {
  */
 export function compactContentId(contentId: string): Buffer {
   if (/^[0-9a-f]{16}$/.test(contentId)) return Buffer.from(contentId, 'hex');
-  return createHash('sha256').update(contentId).digest().subarray(0, 8);
+  return hash('sha256', contentId, 'buffer').subarray(0, 8);
 }
 
 /**

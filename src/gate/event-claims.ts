@@ -22,7 +22,7 @@
  * Claims of the earlier layout (`dedup:<delivery>` hashes: instant → source id, `done:<source>`)
  * are read where no record is found, until they expire on their own (README, "Upgrading").
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { RedisConnection } from '../store/redis.js';
 import type { Keys } from '../store/keys.js';
 import { CLOCK_LUA } from './limiter.js';
@@ -158,8 +158,8 @@ export function createDedupMemory(redis: RedisConnection, keys: Keys, retentionD
  */
 export function claimRecord(deliveryId: string, instantKey: string, sourceId: string): Buffer {
   const record = Buffer.alloc(RECORD_BYTES);
-  createHash('sha256').update(`${deliveryId}\n${instantKey}`).digest().copy(record, 0, 0, 8);
-  createHash('sha256').update(sourceId).digest().copy(record, 8, 0, 4);
+  hash('sha256', `${deliveryId}\n${instantKey}`, 'buffer').copy(record, 0, 0, 8);
+  hash('sha256', sourceId, 'buffer').copy(record, 8, 0, 4);
   record[8] = record[8]! & 0x7f;
   return record;
 }

@@ -63,11 +63,19 @@ end
 
 // `countEnded(statsKey, counter, kind, heldKey, activityStem, activityTtlSec)`: an item that ended,
 // in the stats hash (`<counter>:<kind>`) and its minute's activity; its 429 hold counter goes.
+// `appendCapped(key, entry, keep, ttlSec)`: a failed attempt's record onto its job's list, which
+// keeps the newest `keep` ('' appends nothing).
 const ENDED_LUA = `
 local function countEnded(statsKey, counter, kind, heldKey, activityStem, activityTtlSec)
   redis.call('HINCRBY', statsKey, counter .. ':' .. kind, 1)
   countActivity(activityStem, nowMs(), counter, 1, activityTtlSec)
   redis.call('UNLINK', heldKey)
+end
+local function appendCapped(key, entry, keep, ttlSec)
+  if entry == '' then return end
+  redis.call('RPUSH', key, entry)
+  redis.call('LTRIM', key, -tonumber(keep), -1)
+  redis.call('EXPIRE', key, ttlSec)
 end
 `;
 
@@ -205,16 +213,18 @@ return go(lockKey, authProbeKey, authEpochKey, jobId, lockMs, isProbe, member, d
 );
 
 // KEYS: 1 the delivery's record stem, 2 the document lock, 3 limiter window, 4 stats hash, 5 the
-//       job's 429 hold counter, 6 the job's attempt record, 7 the spool's outcome list ('' for
-//       none: an item not from a file).
+//       job's 429 hold counter, 6 the job's attempt record, 7 the spool's outcome list (an item not
+//       from a file: any key, never written), 8 the job's failure list (queue/attempts.ts; likewise).
 // ARGV: 1 job id, 2 compact content id, 3 result ('' while the item goes on), 4 slot member ('' when
 //       no request was made), 5 ms since the response arrived, 6 counter, 7 kind, 8 record field,
 //       9 record bucket period s, 10 record ttl s, 11 activity key stem, 12 activity ttl s,
 //       13 journey day stem, 14 delivery id, 15 journey ttl s, 16 journey step of the answer,
-//       17 journey step of the outcome ('' records nothing), 18 the outcome message ('' for none).
+//       17 journey step of the outcome ('' records nothing), 18 the outcome message ('' for none),
+//       19 the failed attempt's record ('' for none), 20 how many the failure list keeps, 21 its ttl s.
 // Stamps the slot and releases the lock (if this job holds it). An item that ended is counted, and
 // an accepted one becomes the content the API holds; its outcome message goes to the spool's list
-// in the same call: the answer is one write. The attempt record goes last (attempt-owner.ts), and
+// and a failed attempt's record to the job's failure list in the same call: the answer is one
+// write. The attempt record goes last (attempt-owner.ts), and
 // with any ending (an item that ended has no attempt on the wire: a run that found it already
 // accepted clears a record an earlier run left). A leave whose attempt another run took over (this
 // owner was judged dead) writes nothing.
@@ -222,8 +232,8 @@ return go(lockKey, authProbeKey, authEpochKey, jobId, lockMs, isProbe, member, d
 export const LEAVE_DOCUMENT = defineScript(
   'gateLeaveDocument',
   `${GATE_LUA}${DOCUMENT_RECORD_LUA}
-local stem, lockKey, windowKey, statsKey, heldKey, attemptKey, outcomeKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local outcome = ARGV[18]
+local stem, lockKey, windowKey, statsKey, heldKey, attemptKey, outcomeKey, failureKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local outcome, failure, failureKeep, failureTtlSec = ARGV[18], ARGV[19], ARGV[20], ARGV[21]
 local jobId, contentId, result, member, sinceResponseMs, counter, kind = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local field, period, recordTtlSec, activityStem, activityTtlSec = ARGV[8], tonumber(ARGV[9]), ARGV[10], ARGV[11], ARGV[12]
 local dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep = ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17]
@@ -232,6 +242,7 @@ if member ~= '' and not ownerIsMine(attemptKey, member) then return false end
 stampSlot(windowKey, member, sinceResponseMs)
 if redis.call('GET', lockKey) == jobId then redis.call('DEL', lockKey) end
 journal(dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep)
+appendCapped(failureKey, failure, failureKeep, failureTtlSec)
 if result ~= '' then
   countEnded(statsKey, counter, kind, heldKey, activityStem, activityTtlSec)
   if result == 'accepted' then
@@ -249,18 +260,19 @@ return false
 // KEYS: 1 the delivery's chain, 2 its parked events, 3 its event lock, 4 its event_at claims of
 //       the earlier layout, 5 limiter window, 6 stats hash, 7 the job's 429 hold counter, 8 its
 //       event_at claims stem (gate/event-claims.ts), 9 the job's attempt record, 10 the spool's outcome list
-//       ('' for none).
+//       (an item not from a file: any key, never written), 11 the job's failure list (likewise).
 // ARGV: 1 job id, 2 result ('' while the item goes on), 3 slot member ('' when no request was
 //       made), 4 ms since the response arrived, 5 counter, 6 instant key, 7 source id, 8 BullMQ job
 //       key stem, 9 missing-job marker stem, 10 missing-job grace ms, 11 activity key stem,
 //       12 activity ttl s, 13 journey day stem, 14 delivery id, 15 journey ttl s, 16 journey step
 //       of the answer, 17 journey step of the outcome ('' records nothing), 18 claim record,
-//       19 claim retention s, 20 the outcome message ('' for none).
+//       19 claim retention s, 20 the outcome message ('' for none), 21 the failed attempt's record
+//       ('' for none), 22 how many the failure list keeps, 23 its ttl s.
 // Stamps the slot and releases the event lock (if this job holds it). An event that ended is
 // counted and leaves its chain; one not dead-lettered marks its event_at claim done (the same source
 // taken in again — a re-pull, a file re-read after a crash — is then a duplicate, not a second send).
 // The parked event it wakes (the chain's new head) goes to the front of the wait list (event-wake.ts).
-// The outcome message goes to the spool's list in the same call (the answer is one write); the
+// The outcome message and a failed attempt's record go in the same call (the answer is one write); the
 // attempt record goes last, and with any ending (as for documents). A leave whose attempt another
 // run took over writes nothing.
 // Returns the id of that event, or false.
@@ -272,12 +284,14 @@ local jobId, result, member, sinceResponseMs, counter, instant, source = ARGV[1]
 local jobStem, missingStem, graceMs, activityStem, activityTtlSec = ARGV[8], ARGV[9], tonumber(ARGV[10]), ARGV[11], ARGV[12]
 local dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep = ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17]
 local claimStem, claimRecord, claimTtlSec = KEYS[8], ARGV[18], ARGV[19]
-local attemptKey, outcomeKey, outcome = KEYS[9], KEYS[10], ARGV[20]
+local attemptKey, outcomeKey, outcome, failureKey = KEYS[9], KEYS[10], ARGV[20], KEYS[11]
+local failure, failureKeep, failureTtlSec = ARGV[21], ARGV[22], ARGV[23]
 
 if member ~= '' and not ownerIsMine(attemptKey, member) then return false end
 stampSlot(windowKey, member, sinceResponseMs)
 if redis.call('GET', lockKey) == jobId then redis.call('DEL', lockKey) end
 journal(dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep)
+appendCapped(failureKey, failure, failureKeep, failureTtlSec)
 local woken = false
 if result ~= '' then
   countEnded(statsKey, counter, 'collecting', heldKey, activityStem, activityTtlSec)

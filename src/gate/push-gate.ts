@@ -112,6 +112,22 @@ export interface OutcomeWrite {
   entry: string;
 }
 
+/** An entry for a capped list, appended by `leave` in the same script: a failed attempt's record (queue/attempts.ts). */
+export interface CappedAppend {
+  list: string;
+  entry: string;
+  /** The list keeps this many newest entries. */
+  keep: number;
+  ttlSec: number;
+}
+
+/** What `leave` writes besides the gate's own bookkeeping, in the same script: the answer stays one write. */
+export interface AnswerWrites {
+  outcome?: OutcomeWrite;
+  /** A failed attempt's record; written only by the attempt's owner, as the rest of the leave. */
+  failure?: CappedAppend;
+}
+
 /** The journey's step when a job is sent again because its previous attempt's owner died with the answer. */
 export const RESENT_REASON = 'answer unknown: owner process died; sent again';
 
@@ -132,10 +148,11 @@ export interface PushGate {
   /**
    * After a request (`slot` set) or a decision without one. `result` is set when the item ended
    * (counted, order advanced); null while it goes on (a retry). `answer`: what the request got
-   * back, recorded in the journey with the outcome. Returns the parked event it woke (now first in
+   * back, recorded in the journey with the outcome. `writes`: the outcome message and the failed
+   * attempt's record, written by the same script. Returns the parked event it woke (now first in
    * the wait list), or null.
    */
-  leave(item: ItemJob, jobId: string, slot: SlotUse | null, result: ItemResult | null, answer?: AttemptAnswer, outcome?: OutcomeWrite): Promise<string | null>;
+  leave(item: ItemJob, jobId: string, slot: SlotUse | null, result: ItemResult | null, answer?: AttemptAnswer, writes?: AnswerWrites): Promise<string | null>;
   /** Events: true while the job waits to be woken (a `leave` that woke it took it off). */
   isParked(item: ItemJob, jobId: string): Promise<boolean>;
   /** Whether an answer's write is on this primary and on a replica (replica-wait.ts). */
@@ -311,15 +328,18 @@ class RedisPushGate implements PushGate {
     slot: SlotUse | null,
     result: ItemResult | null,
     answer?: AttemptAnswer,
-    outcome?: OutcomeWrite,
+    writes: AnswerWrites = {},
   ): Promise<string | null> {
     const ending = [result ?? '', slot?.slot ?? '', sinceMs(slot?.respondedAt), result === null ? '' : COUNTER_OF[result]];
     const journey = [...journalArgs(this.keys, item.deliveryId, this.#journeyTtlSec), ...leaveSteps(item, slot, result, answer)];
-    // KEYS: the attempt record and the outcome list ('' is never written: no message goes with it).
-    const answerKeys = [this.keys.attemptOwner(jobId), outcome?.list ?? this.keys.attemptOwner(jobId)];
-    const message = outcome?.entry ?? '';
-    if (item.kind === 'collecting') return this.#leaveEvent(item, jobId, ending, journey, answerKeys, message);
-    await this.#leaveDocument(item, jobId, ending, journey, answerKeys, message);
+    // KEYS: the attempt record, the outcome list and the failure list (an absent one is named by
+    // the attempt record's key, never written: its entry is '').
+    const { outcome, failure } = writes;
+    const attemptKey = this.keys.attemptOwner(jobId);
+    const answerKeys = [attemptKey, outcome?.list ?? attemptKey, failure?.list ?? attemptKey];
+    const answerArgs = [outcome?.entry ?? '', failure?.entry ?? '', failure?.keep ?? 0, failure?.ttlSec ?? 0];
+    if (item.kind === 'collecting') return this.#leaveEvent(item, jobId, ending, journey, answerKeys, answerArgs);
+    await this.#leaveDocument(item, jobId, ending, journey, answerKeys, answerArgs);
     return null;
   }
 
@@ -424,7 +444,7 @@ class RedisPushGate implements PushGate {
     ending: Array<string | number>,
     journey: Array<string | number>,
     answerKeys: string[],
-    message: string,
+    answerArgs: Array<string | number>,
   ): Promise<void> {
     const { keys } = this;
     await LEAVE_DOCUMENT(
@@ -447,7 +467,7 @@ class RedisPushGate implements PushGate {
         this.options.retentionSec,
         ...this.#activityArgs,
         ...journey,
-        message,
+        ...answerArgs,
       ],
     );
   }
@@ -458,7 +478,7 @@ class RedisPushGate implements PushGate {
     ending: Array<string | number>,
     journey: Array<string | number>,
     answerKeys: string[],
-    message: string,
+    answerArgs: Array<string | number>,
   ): Promise<string | null> {
     const { keys } = this;
     const woken = await LEAVE_EVENT(
@@ -485,7 +505,7 @@ class RedisPushGate implements PushGate {
         ...this.#activityArgs,
         ...journey,
         ...this.#claimArgs(item),
-        message,
+        ...answerArgs,
       ],
     );
     return typeof woken === 'string' ? woken : null;

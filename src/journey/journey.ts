@@ -24,7 +24,7 @@
  */
 import type { StoredReason } from '../errors.js';
 import type { ChainableCommander } from 'ioredis';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { fnv1a32, type ItemKind, type Keys } from '../store/keys.js';
 import type { RedisConnection } from '../store/redis.js';
@@ -101,7 +101,7 @@ export function stepJson(step: StoredStep): string {
 
 /** An event's short ref in its delivery's journey: 6 hex of its instant's hash (the later steps name it by this). */
 export function eventRef(instantKey: string): string {
-  return createHash('sha256').update(instantKey).digest('hex').slice(0, 6);
+  return hash('sha256', instantKey, 'hex').slice(0, 6);
 }
 
 /** The delivery id a spool file name carries (`<id>.pdf`, `<id>__<external id>.pdf`), or null for other names. */

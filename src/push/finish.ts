@@ -1,12 +1,13 @@
 /**
  * The end of an item: the push gate's `leave` (counters, slot stamp, document and event-order
  * bookkeeping, the attempt record released) and — for items that came from a file — the outcome
- * message to the process that holds the spool, appended by the same script: the answer is one
- * write, all or nothing, one round trip. A parked event behind this one is woken in the same
+ * message to the process that holds the spool, appended by the same script, as is a dead letter's
+ * last failed attempt: the answer is one write, all or nothing, one round trip. A parked event behind this one is woken in the same
  * script (it goes to the front of the wait list: gate/event-wake.ts).
  */
 import type { Job } from 'bullmq';
 import type { SyncError } from '../errors.js';
+import type { AttemptRecord } from '../queue/attempts.js';
 import type { ItemJob, ItemResult, OutcomeMessage } from '../queue/payloads.js';
 import { outcomeEntryJson, outcomeKeys } from '../queue/outcome-list.js';
 import type { AttemptAnswer, SlotUse } from '../gate/push-gate.js';
@@ -19,17 +20,22 @@ export async function finishItem(
   slot: SlotUse | null,
   error?: SyncError,
   answer?: AttemptAnswer,
+  failure?: AttemptRecord,
 ): Promise<void> {
   const item = job.data;
   const jobId = String(job.id);
-  const history = result === 'dead-lettered' ? await deps.attempts.read(jobId) : [];
+  // A dead letter's history: the attempts recorded before, and this one (`failure`, written by the same leave).
+  const history = result === 'dead-lettered' ? [...(await deps.attempts.read(jobId)), ...(failure === undefined ? [] : [failure])] : [];
   // A finish run twice (a stalled job taken up again) writes its message twice: applying an
   // outcome is idempotent.
   const outcome =
     item.origin.source === 'spool'
       ? { list: outcomeKeys(deps.keys, item.origin.spoolId).list, entry: outcomeEntryJson(outcomeOf(deps, job, result, history, error)) }
       : undefined;
-  await deps.gate.leave(item, jobId, slot, result, answer, outcome);
+  await deps.gate.leave(item, jobId, slot, result, answer, {
+    ...(outcome === undefined ? {} : { outcome }),
+    ...(failure === undefined ? {} : { failure: deps.attempts.append(jobId, failure) }),
+  });
   if (result === 'repeat') deps.logger.warn({ kind: item.kind, deliveryId: item.deliveryId, jobId }, 'API reported the event_at as a repeat');
 }
 

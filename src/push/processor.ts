@@ -20,6 +20,7 @@ import { DelayedError, UnrecoverableError } from '../queue/bullmq.js';
 import { isSyncError, SyncError } from '../errors.js';
 import { countActivity } from '../store/activity.js';
 import { wakeEvent } from '../gate/event-wake.js';
+import type { AttemptRecord } from '../queue/attempts.js';
 import type { ItemJob, ItemResult } from '../queue/payloads.js';
 import type { AttemptAnswer, GateVerdict, SlotUse } from '../gate/push-gate.js';
 import type { PushDeps } from './deps.js';
@@ -189,34 +190,31 @@ async function onFailure(
     return stepAside(job, token, AUTH_RETRY_MS);
   }
 
-  const record = (): Promise<void> =>
-    deps.attempts.record(jobId, {
-      attempt,
-      at: new Date(deps.clock.now()).toISOString(),
-      code: error.code,
-      message: error.message,
-      ...(error.status === undefined ? {} : { status: error.status }),
-      ...(error.apiCode === undefined ? {} : { apiCode: error.apiCode }),
-      ...(error.apiMessage === undefined ? {} : { apiMessage: error.apiMessage }),
-      ...(error.params === undefined ? {} : { params: error.params }),
-    });
+  const failure: AttemptRecord = {
+    attempt,
+    at: new Date(deps.clock.now()).toISOString(),
+    code: error.code,
+    message: error.message,
+    ...(error.status === undefined ? {} : { status: error.status }),
+    ...(error.apiCode === undefined ? {} : { apiCode: error.apiCode }),
+    ...(error.apiMessage === undefined ? {} : { apiMessage: error.apiMessage }),
+    ...(error.params === undefined ? {} : { params: error.params }),
+  };
 
   const maxAttempts = job.opts.attempts ?? deps.delivery.maxAttempts;
   const isNotFoundSpent = error.code === 'API_NOT_FOUND' && attempt >= deps.delivery.notFoundAttempts;
   const isFinal = error.disposition === 'dead-letter' || error.disposition === 'reject-local' || isNotFoundSpent || attempt >= maxAttempts;
+  // The attempt's record rides on the leave (one script: the answer and the record are one write).
   if (isFinal) {
-    await writeAnswer(deps, jobId, slot.slot, async () => {
-      await record();
-      await finishItem(deps, job, 'dead-lettered', slot, error, answer);
-    });
+    await writeAnswer(deps, jobId, slot.slot, () => finishItem(deps, job, 'dead-lettered', slot, error, answer, failure));
     deps.logger.error({ ...context, message: error.apiMessage ?? error.message }, 'item dead-lettered');
     throw new UnrecoverableError(`${error.code}: ${error.message}`);
   }
-  if (error.disposition === 'rate-limited') await record();
+  // A 429 that held this item too long: its leave is written already (above).
+  if (error.disposition === 'rate-limited') await deps.attempts.record(jobId, failure);
   else
     await writeAnswer(deps, jobId, slot.slot, async () => {
-      await record();
-      await deps.gate.leave(item, jobId, slot, null, answer);
+      await deps.gate.leave(item, jobId, slot, null, answer, { failure: deps.attempts.append(jobId, failure) });
     });
   deps.logger.warn({ ...context, message: error.message }, 'item failed; will retry');
   throw error;

@@ -5,7 +5,7 @@
  *    the delivery's high-water mark, so an older job is superseded instead of overwriting a newer one;
  *  - collecting: `collecting.<delivery id>.<instant hash>`, after a claim in the event_at memory.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { RedisConnection } from '../store/redis.js';
 import type { Clock } from '../clock.js';
 import type { DedupMemory } from '../gate/event-claims.js';
@@ -37,7 +37,7 @@ export function documentJobId(job: Pick<LabelJob | CteJob, 'kind' | 'deliveryId'
 }
 
 export function collectingJobId(deliveryId: string, instantKey: string): string {
-  return `collecting.${deliveryId}.${createHash('sha256').update(instantKey).digest('hex').slice(0, 20)}`;
+  return `collecting.${deliveryId}.${hash('sha256', instantKey, 'hex').slice(0, 20)}`;
 }
 
 /**

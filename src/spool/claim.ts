@@ -5,7 +5,7 @@
  * A file found in .inflight/ at start goes through `resume*` below: validated again and queued
  * again, which adds nothing if its job already exists.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { lstat, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock } from '../clock.js';
@@ -81,7 +81,7 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   if (after === null || after.size !== bytes.length || after.mtimeMs !== stat.mtimeMs) return 'changed';
 
   // Hashed once: the claim id starts with the hash, the journey keeps all of it.
-  const file: SeenFile = { sha256: createHash('sha256').update(bytes).digest('hex'), size: bytes.length, mtimeMs: stat.mtimeMs };
+  const file: SeenFile = { sha256: hash('sha256', bytes, 'hex'), size: bytes.length, mtimeMs: stat.mtimeMs };
   const claimId = newClaimId(bytes, file.sha256);
   const prepared = await prepare(deps, kind, fileName, bytes, claimId, stat.mtimeMs);
   if ('error' in prepared) {

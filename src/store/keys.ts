@@ -2,7 +2,7 @@
  * Every queue name and Redis key of a deployment, built under its prefix. On Redis Cluster use a
  * hash-tagged prefix such as `{carrier-sync}` so that BullMQ's keys and ours share one slot.
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 
 /** What carrier-sync pushes: one BullMQ queue each. */
 export type ItemKind = 'label' | 'cte' | 'collecting';
@@ -201,7 +201,7 @@ export function createKeys(prefix: string): Keys {
 export const DOCUMENT_SHARDS = 1024;
 
 export function documentShardOf(deliveryId: string): number {
-  return createHash('sha256').update(deliveryId).digest().readUInt32BE(0) % DOCUMENT_SHARDS;
+  return hash('sha256', deliveryId, 'buffer').readUInt32BE(0) % DOCUMENT_SHARDS;
 }
 
 /**

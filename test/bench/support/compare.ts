@@ -1,9 +1,9 @@
 /**
  * `--compare <ref> [--runs N]`: each chosen scenario run N times on each build, alternating
- * (A B A B …: A = this tree, B = the ref), on the same Redis and machine, so what drifts during the
- * session (other work on the machine, a warmer disk cache) falls on both builds alike. A build
+ * (A B B A A B …: A = this tree, B = the ref), on the same Redis and machine, so what drifts during
+ * the session (other work on the machine, a warmer disk cache) falls on both builds alike. A build
  * difference of 10 % hides inside one run's noise on a shared machine (±20 % run to run); it shows
- * in the medians of a few alternating runs. Only the spawned daemon changes between A and B: the
+ * in the medians of a few alternating runs, and in the ratios of each round's two runs (paired). Only the spawned daemon changes between A and B: the
  * scenario's code, inputs and checks are this tree's.
  */
 import { loadavg } from 'node:os';
@@ -30,10 +30,25 @@ export function summarise(rounds: CompareReport['rounds']): CompareReport['summa
         mine.filter((r) => r.build === build && Number.isFinite(r.measures[measure])).map((r) => r.measures[measure] as number);
       const a = spreadOf(valuesOf('a'));
       const b = spreadOf(valuesOf('b'));
-      summary.push({ scenario, measure, a, b, ratio: a.median / b.median });
+      summary.push({ scenario, measure, a, b, ratio: a.median / b.median, paired: spreadOf(pairedRatios(mine, measure)) });
     }
   }
   return summary;
+}
+
+/**
+ * Each round's ratio A ÷ B: the two runs of a round ran back to back, so the machine's drift over
+ * the session (its speed varied by a third between hours here) falls on both alike; the spread of
+ * these ratios says whether a difference is the builds' or the machine's.
+ */
+function pairedRatios(rounds: CompareReport['rounds'], measure: string): number[] {
+  const ratios: number[] = [];
+  for (const round of new Set(rounds.map((r) => r.round))) {
+    const valueOf = (build: 'a' | 'b'): number | undefined => rounds.find((r) => r.round === round && r.build === build)?.measures[measure];
+    const [a, b] = [valueOf('a'), valueOf('b')];
+    if (a !== undefined && b !== undefined && Number.isFinite(a) && Number.isFinite(b) && b !== 0) ratios.push(a / b);
+  }
+  return ratios;
 }
 
 async function runOne(scenario: Scenario, env: BenchEnv, build: Build): Promise<ScenarioResult> {
@@ -67,10 +82,9 @@ export async function runCompare(
   try {
     for (let round = 1; round <= runs; round += 1) {
       for (const scenario of selected) {
-        for (const [key, build] of [
-          ['a', a],
-          ['b', b],
-        ] as const) {
+        // A B, then B A, …: neither build always runs first (a warmer cache, a machine speeding up).
+        const order = [['a', a] as const, ['b', b] as const];
+        for (const [key, build] of round % 2 === 1 ? order : order.reverse()) {
           env.progress(`--compare: ${scenario.name} run ${round} of ${runs} on ${build.label}`);
           const result = await runOne(scenario, env, build);
           results.push(result);

@@ -95,9 +95,10 @@ export interface CompareReport {
   /** a = this tree, b = the ref given to --compare. */
   builds: { a: { label: string; commit: string }; b: { label: string; commit: string } };
   runs: number;
-  /** In the order they ran (A B A B …): each run's measures and the load average at its end. */
+  /** In the order they ran (A B, B A, …): each run's measures and the load average at its end. */
   rounds: Array<{ scenario: string; build: 'a' | 'b'; round: number; loadAvg1: number; isPassed: boolean; measures: Record<string, number>; error?: string }>;
-  summary: Array<{ scenario: string; measure: string; a: Spread; b: Spread; ratio: number }>;
+  /** `ratio`: of the medians; `paired`: each round's A ÷ B (its two runs back to back). */
+  summary: Array<{ scenario: string; measure: string; a: Spread; b: Spread; ratio: number; paired: Spread }>;
 }
 
 const fmt = (value: number | string): string => {
@@ -169,8 +170,16 @@ const spread = (s: Spread): string => `${fmt(s.median)} (${fmt(s.min)}–${fmt(s
 /** The comparison as rows: each measure's median (spread) on both builds and the ratio of medians. */
 export function compareRows(compare: CompareReport): string[][] {
   const { a, b } = compare.builds;
-  const header = ['scenario', 'measure', `${a.label} (${a.commit}) median (min–max, runs)`, `${b.label} (${b.commit})`, `ratio ${a.label} ÷ ${b.label}`];
-  const rows = compare.summary.map((row) => [row.scenario, row.measure, spread(row.a), spread(row.b), `${row.ratio.toFixed(3)}×`]);
+  const header = [
+    'scenario',
+    'measure',
+    `${a.label} (${a.commit}) median (min–max, runs)`,
+    `${b.label} (${b.commit})`,
+    `ratio ${a.label} ÷ ${b.label}`,
+    'paired: each round’s ratio, median (min–max)',
+  ];
+  const paired = (s: Spread): string => (s.n === 0 ? '' : `${s.median.toFixed(3)}× (${s.min.toFixed(3)}–${s.max.toFixed(3)})`);
+  const rows = compare.summary.map((row) => [row.scenario, row.measure, spread(row.a), spread(row.b), `${row.ratio.toFixed(3)}×`, paired(row.paired)]);
   return [header, ...rows];
 }
 
@@ -179,7 +188,7 @@ export function compareMarkdown(compare: CompareReport): string[] {
   const escape = (cell: string): string => cell.replaceAll('|', '\\|');
   const names = [...new Set(compare.rounds.flatMap((r) => Object.keys(r.measures)))];
   return [
-    `## --compare: ${compare.runs} alternating runs of each build (A B A B …), same Redis, same machine`,
+    `## --compare: ${compare.runs} alternating runs of each build (A B, B A, …), same Redis, same machine`,
     '',
     `| ${header.map(escape).join(' | ')} |`,
     `|${header.map(() => '---').join('|')}|`,

@@ -25,12 +25,10 @@
  * (documents) or advances the delivery's chain and wakes the parked event next in it, putting it at
  * the front of the wait list (events; event-wake.ts).
  */
-import { randomBytes } from 'node:crypto';
 import type { ApiConfig, Config, DeliveryConfig, HistoryConfig } from '../config/schema.js';
 import { ACTIVITY_TTL_SEC } from '../store/activity.js';
-import { claimRecord } from './event-claims.js';
 import { compactContentId, compactGeneration, documentBucketSec, documentField } from './document-record.js';
-import { eventRef, historyTtlSec, journalArgs, KIND_CODE, SELF, stepJson, type StoredStep } from '../journey/journey.js';
+import { historyTtlSec, journalArgs } from '../journey/journey.js';
 import { keyIdOf, type ItemKind, type Keys } from '../store/keys.js';
 import { maxRequestMsOf, sinceMs } from './limiter.js';
 import type { CollectingJob, ItemJob, ItemResult, LabelJob, CteJob } from '../queue/payloads.js';
@@ -39,6 +37,9 @@ import { ENTER_DOCUMENT, ENTER_EVENT, LEAVE_DOCUMENT, LEAVE_EVENT } from './push
 import { ATTEMPT_RECORD_TTL_MS, ownerTiming, SELF_OWNER } from './attempt-owner.js';
 import { confirmAnswer, type AnswerState, type ReplicaWait } from './replica-wait.js';
 import type { Script } from '../store/script.js';
+import { derivedOf, goStep, leaveSteps, randomHex8, resentStep, stepBase, type AttemptAnswer, type SlotUse } from './gate-journey.js';
+
+export { RESENT_REASON, type AttemptAnswer, type SlotUse } from './gate-journey.js';
 
 export type GateVerdict =
   | { action: 'go'; isProbe: boolean; slot: string; authEpoch: number }
@@ -100,12 +101,6 @@ export function pushGateOptions(config: {
   };
 }
 
-/** A slot whose request was made: its member, and `performance.now()` when the answer (or failure) came. */
-export interface SlotUse {
-  slot: string;
-  respondedAt: number;
-}
-
 /** An outcome message for the spool's list, appended by `leave` in the same script (outcome-list.ts). */
 export interface OutcomeWrite {
   list: string;
@@ -126,20 +121,6 @@ export interface AnswerWrites {
   outcome?: OutcomeWrite;
   /** A failed attempt's record; written only by the attempt's owner, as the rest of the leave. */
   failure?: CappedAppend;
-}
-
-/** The journey's step when a job is sent again because its previous attempt's owner died with the answer. */
-export const RESENT_REASON = 'answer unknown: owner process died; sent again';
-
-/** What a request got back, for the journey: the answer (status, codes, message) or the failure without one. */
-export interface AttemptAnswer {
-  durationMs: number;
-  /** HTTP status; absent when no response came (network error, timeout). */
-  status?: number;
-  /** Our error code (absent on success). */
-  code?: string;
-  apiCode?: string;
-  message?: string;
 }
 
 export interface PushGate {
@@ -174,84 +155,9 @@ const COUNTER_OF: Readonly<Record<ItemResult, string>> = {
   'dead-lettered': 'dead_lettered',
 };
 
-/** The journey's step name for an item that ended after a request (superseded ends without one). */
-const OUTCOME_STEP: Readonly<Record<ItemResult, string>> = {
-  accepted: 'accepted',
-  repeat: 'duplicate',
-  superseded: 'superseded',
-  'dead-lettered': 'dead-lettered',
-};
-
 const DEFAULT_HISTORY_TTL_SEC = historyTtlSec(30);
 /** `dedup.retentionDays` by default (config/default.yaml). */
 const DEFAULT_CLAIM_RETENTION_SEC = 90 * 86_400;
-
-/**
- * What the gate derives from an item with a hash (the event's journey ref, its claim record), kept
- * for the item's `enter` and `leave` (one job's data object): each hash made once a run.
- */
-const derived = new WeakMap<ItemJob, { base: Pick<StoredStep, 'k' | 'h' | 'i'>; claim?: Buffer }>();
-
-function derivedOf(item: ItemJob): { base: Pick<StoredStep, 'k' | 'h' | 'i'>; claim?: Buffer } {
-  let found = derived.get(item);
-  if (found === undefined) {
-    found =
-      item.kind === 'collecting'
-        ? { base: { k: 'e', i: eventRef(item.instantKey) }, claim: claimRecord(item.deliveryId, item.instantKey, item.sourceId) }
-        : { base: { k: KIND_CODE[item.kind], h: item.origin.contentId.slice(0, 8) } };
-    derived.set(item, found);
-  }
-  return found;
-}
-
-/** The fields every journey step of the item carries: kind, and its file or its event_at. */
-function stepBase(item: ItemJob): Pick<StoredStep, 'k' | 'h' | 'i'> {
-  return derivedOf(item).base;
-}
-
-/**
- * Random hex for slot members, drawn from a pool filled 4 KB at a time (one `randomBytes` call a
- * request cost more than the rest of `enter`'s own work).
- */
-const randomPool = { bytes: Buffer.alloc(0), at: 0 };
-
-function randomHex8(): string {
-  if (randomPool.at + 4 > randomPool.bytes.length) {
-    randomPool.bytes = randomBytes(4096);
-    randomPool.at = 0;
-  }
-  randomPool.at += 4;
-  return randomPool.bytes.toString('hex', randomPool.at - 4, randomPool.at);
-}
-
-/** An attempt's id in the journey (joins its start to its answer): the slot member's random part. */
-function attemptIdOf(member: string): string {
-  return member.slice(member.lastIndexOf(':') + 1, member.lastIndexOf(':') + 7);
-}
-
-/** The journey steps `leave` records: the answer to the request made, and how the item ended. */
-function leaveSteps(item: ItemJob, slot: SlotUse | null, result: ItemResult | null, answer: AttemptAnswer | undefined): [string, string] {
-  if (answer === undefined) return ['', ''];
-  const base = stepBase(item);
-  const facts: Partial<StoredStep> = {
-    ...(answer.status === undefined ? {} : { st: answer.status }),
-    ...(answer.code === undefined ? {} : { c: answer.code }),
-    ...(answer.apiCode === undefined ? {} : { ac: answer.apiCode }),
-    ...(answer.message === undefined ? {} : { r: answer.message }),
-  };
-  // The answer names its attempt only (`a`): the reader joins it to the attempt's step.
-  const answerStep = stepJson({
-    k: base.k,
-    s: 'answer',
-    ...(slot === null ? base : { a: attemptIdOf(slot.slot) }),
-    ms: Math.round(answer.durationMs),
-    ...facts,
-  });
-  if (result === null || result === 'superseded') return [answerStep, ''];
-  const outcome: StoredStep = { ...base, s: OUTCOME_STEP[result], ...(result === 'dead-lettered' ? facts : {}) };
-  if (result === 'repeat') outcome.r = 'the API reported this event_at as a repeat';
-  return [answerStep, stepJson(outcome)];
-}
 
 type RawVerdict = [string, number | string | undefined, string | undefined, number | undefined];
 
@@ -346,7 +252,7 @@ class RedisPushGate implements PushGate {
   /** The arguments every enter ends with: this owner, the liveness stem, the grace, the record's ttl, the resent step. */
   #ownerArgs(item: ItemJob): Array<string | number> {
     const owner = this.options.owner ?? { self: SELF_OWNER, graceMs: ownerTiming(this.options.lockMs).graceMs };
-    const resent = stepJson({ ...stepBase(item), s: 'resent', r: RESENT_REASON });
+    const resent = resentStep(item);
     return [owner.self, this.keys.owner(''), owner.graceMs, ATTEMPT_RECORD_TTL_MS, resent];
   }
 
@@ -371,10 +277,6 @@ class RedisPushGate implements PushGate {
     return [this.options.lockMs, this.#windowMs, this.options.ratePerMinute, member, this.options.maxRequestMs];
   }
 
-  #goStep(base: Pick<StoredStep, 'k' | 'h' | 'i'>, member: string, attempt: number | undefined): string {
-    return stepJson({ ...base, s: 'attempt', a: attemptIdOf(member), ...(attempt === undefined ? {} : { n: attempt }), w: SELF });
-  }
-
   #enterDocumentCall(item: LabelJob | CteJob, jobId: string, member: string, attempt: number | undefined): EnterCall {
     const { keys } = this;
     const base = stepBase(item);
@@ -397,7 +299,7 @@ class RedisPushGate implements PushGate {
         ...this.#slotArgs(member),
         ...this.#activityArgs,
         ...journalArgs(keys, item.deliveryId, this.#journeyTtlSec),
-        this.#goStep(base, member, attempt),
+        goStep(base, member, attempt),
         // The superseded and already-accepted steps' fields, without braces: the script makes the step it takes.
         JSON.stringify(base).slice(1, -1),
         ...this.#ownerArgs(item),
@@ -431,7 +333,7 @@ class RedisPushGate implements PushGate {
         ...this.#slotArgs(member),
         ...this.#activityArgs,
         ...journalArgs(keys, item.deliveryId, this.#journeyTtlSec),
-        this.#goStep(stepBase(item), member, attempt),
+        goStep(stepBase(item), member, attempt),
         ...this.#claimArgs(item),
         ...this.#ownerArgs(item),
       ],

@@ -15,7 +15,7 @@ import { findByFile, readJourney } from '../../src/journey/journey-read.js';
 import { openContext } from '../../src/runtime/context.js';
 import { makePdf } from '../support/builders.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
-import { freePort } from '../support/global-redis.js';
+import { freePort } from '../support/redis-process.js';
 import { waitFor } from '../support/wait.js';
 
 const run = promisify(execFile);

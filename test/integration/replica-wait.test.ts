@@ -16,7 +16,7 @@ import { watchReplicas, type ReplicaWait } from '../../src/gate/replica-wait.js'
 import { createPushGate, type PushGate } from '../../src/gate/push-gate.js';
 import { collectingJobOf, type CollectingJob } from '../../src/queue/payloads.js';
 import { createKeys } from '../../src/store/keys.js';
-import { freePort } from '../support/global-redis.js';
+import { freePort } from '../support/redis-process.js';
 import { waitFor } from '../support/wait.js';
 
 const servers: ChildProcess[] = [];

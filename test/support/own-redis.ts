@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort } from './global-redis.js';
+import { freePort } from './redis-process.js';
 
 export interface OwnRedis {
   url: string;

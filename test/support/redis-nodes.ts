@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort } from './global-redis.js';
+import { freePort } from './redis-process.js';
 import { makeTestCerts, type TestCerts } from './tls-certs.js';
 
 export interface TopologyOptions {

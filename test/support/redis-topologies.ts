@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from './global-redis.js';
+import { freePort } from './redis-process.js';
 import { cliArgs, dataNodeArgs, openShared, sentinelCliArgs, spawnRedis, stopAll, urlFor, type Shared, type TopologyOptions } from './redis-nodes.js';
 import type { TestCerts } from './tls-certs.js';
 import { waitFor } from './wait.js';

@@ -8,7 +8,7 @@
  * beside what the mix predicts.
  */
 import { randomUUID } from 'node:crypto';
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createLogger } from '../../../src/log.js';
 import { listDeadLetters } from '../../../src/queue/dead-letter.js';
@@ -19,6 +19,7 @@ import { cnpj, cteXml, dropAll, labelPdf, stageFiles } from '../support/inputs.j
 import { benchPrefix, cleanupPrefix } from '../support/redis.js';
 import type { Scenario } from '../support/report.js';
 import { round, sleep, waitFor } from '../support/wait.js';
+import { countBy, isSame, listFiles, show } from '../support/tally.js';
 
 const UNLIMITED = 1_000_000_000;
 
@@ -28,21 +29,6 @@ interface MixFile {
   bytes: Buffer;
   kind: 'labels' | 'cte';
   expect: Expect;
-}
-
-const countBy = <T>(items: readonly T[], key: (item: T) => string): Record<string, number> => {
-  const out: Record<string, number> = {};
-  for (const item of items) out[key(item)] = (out[key(item)] ?? 0) + 1;
-  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
-};
-const show = (counts: Record<string, number>): string =>
-  Object.entries(counts)
-    .map(([k, v]) => `${k} ${v}`)
-    .join(', ') || 'none';
-const isSame = (a: Record<string, number>, b: Record<string, number>): boolean => JSON.stringify(a) === JSON.stringify(b);
-
-async function listFiles(dir: string): Promise<string[]> {
-  return (await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => [])).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
 }
 
 export const mixedScenario: Scenario = {

@@ -15,7 +15,7 @@
  * The outcome of every file is checked, so a speed-up that loses a guarantee fails here. The files
  * are made by support/drop-files.ts. Both can run under `--compare` (the daemon is spawned).
  */
-import { readdir, readFile, rm, stat } from 'node:fs/promises';
+import { readFile, rm, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -30,6 +30,7 @@ import type { Figure, Scenario } from '../support/report.js';
 import { MB, readRssPeak, sampleRss } from '../support/rss.js';
 import { bullmqNoop, undiciLoop } from './push.js';
 import { percentile, round, sleep, waitFor } from '../support/wait.js';
+import { countBy, isSame, listFiles, show } from '../support/tally.js';
 
 const UNLIMITED = 1_000_000_000;
 export const MIXED_DROP_TARGETS = { drainMs: 2300, cpuSeconds: 3, cpuPerRequestOverFloor: 1.7 } as const;
@@ -49,21 +50,6 @@ async function requestFloorMs(redisUrl: string, setup: DaemonSetup): Promise<{ b
   } finally {
     await sandbox.close();
   }
-}
-
-const countBy = <T>(items: readonly T[], key: (item: T) => string): Record<string, number> => {
-  const out: Record<string, number> = {};
-  for (const item of items) out[key(item)] = (out[key(item)] ?? 0) + 1;
-  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
-};
-const show = (counts: Record<string, number>): string =>
-  Object.entries(counts)
-    .map(([k, v]) => `${k} ${v}`)
-    .join(', ') || 'none';
-const isSame = (a: Record<string, number>, b: Record<string, number>): boolean => JSON.stringify(a) === JSON.stringify(b);
-
-async function listFiles(dir: string): Promise<string[]> {
-  return (await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => [])).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
 }
 
 /** Issue 29: the large drop's peak RSS. Its CPU and drain targets are ratios to an older build (--compare). */

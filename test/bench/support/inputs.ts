@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { accessKeyDigit } from '../../../src/validate/tax-id.js';
+import { cnpj, cpf } from '../../support/builders.js';
 
 /** A one-page PDF of about `targetBytes` (at least ~700), with a correct xref table. */
 export function labelPdf(text: string, targetBytes = 2048): Buffer {
@@ -38,27 +39,8 @@ export function labelPdf(text: string, targetBytes = 2048): Buffer {
   return Buffer.from(pdf, 'latin1');
 }
 
-function mod11Digit(digits: number[], weights: number[]): number {
-  const sum = digits.reduce((acc, d, i) => acc + d * (weights[i] ?? 0), 0);
-  const rest = sum % 11;
-  return rest < 2 ? 0 : 11 - rest;
-}
-
-/** A valid numeric CNPJ from 12 base digits. */
-export function cnpj(base12: string): string {
-  const digits = base12.split('').map(Number);
-  const d1 = mod11Digit(digits, [5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2]);
-  const d2 = mod11Digit([...digits, d1], [6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2]);
-  return `${base12}${d1}${d2}`;
-}
-
-/** A valid CPF from 9 base digits. */
-export function cpf(base9: string): string {
-  const digits = base9.split('').map(Number);
-  const d1 = mod11Digit(digits, [10, 9, 8, 7, 6, 5, 4, 3, 2]);
-  const d2 = mod11Digit([...digits, d1], [11, 10, 9, 8, 7, 6, 5, 4, 3, 2]);
-  return `${base9}${d1}${d2}`;
-}
+/** Valid CNPJ and CPF numbers: the tests' builders (check digits by mod 11). */
+export { cnpj, cpf };
 
 export interface CteOptions {
   nCT?: number;

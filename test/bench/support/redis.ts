@@ -4,12 +4,12 @@
  * `--maxmemory` bound so the memory scenario can show Redis stays under it. Each scenario works
  * under its own key prefix and deletes only that prefix afterwards.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
+import { freePort, waitForRedisReady } from '../../support/redis-process.js';
 import { Redis } from 'ioredis';
 
 export interface BenchRedis {
@@ -46,7 +46,7 @@ export async function startPrivateRedis(maxmemoryMb: number): Promise<BenchRedis
     `${maxmemoryMb}mb`,
   ];
   const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  await waitForReady(child);
+  await waitForRedisReady(child);
   let stopping: Promise<void> | undefined;
   return {
     url: `redis://127.0.0.1:${port}`,
@@ -104,39 +104,6 @@ export async function redisFacts(url: string): Promise<RedisFacts> {
 export async function usedMemory(redis: Redis): Promise<number> {
   const info = await redis.info('memory');
   return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 'NaN');
-}
-
-function waitForReady(child: ChildProcess): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let output = '';
-    const timer = setTimeout(() => reject(new Error(`redis-server did not start in 10 s:\n${output}`)), 10_000);
-    child.once('error', (error) => {
-      clearTimeout(timer);
-      reject(new Error(`cannot start redis-server (is it installed?): ${error.message}`));
-    });
-    let isReady = false;
-    // The listener stays attached so the pipe keeps draining; only the start-up text is kept.
-    child.stdout?.on('data', (chunk: Buffer) => {
-      if (isReady) return;
-      output += chunk.toString();
-      if (output.includes('Ready to accept connections')) {
-        isReady = true;
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-  });
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 /** `INFO commandstats`: calls per command (lower case, e.g. `evalsha`, `bzpopmin`). */

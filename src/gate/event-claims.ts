@@ -5,8 +5,9 @@
  * source (file content + line, or request + index), not the job, so that:
  *  - the same source ingested again after a crash (claim taken, job not yet added) gets OWN and
  *    adds its job — nothing is lost in that window; once its event was sent, the claim is marked
- *    done and the same source is a duplicate too (completed jobs are not kept, so a job id cannot
- *    tell);
+ *    done and the same source gets SENT: not queued again (completed jobs are not kept, so a job id
+ *    cannot tell), but still its own — an events file re-read after a crash counts it as one of
+ *    its events, finished;
  *  - any other source with the same instant gets DUPLICATE and is never queued;
  *  - a job's own retries never consult the memory, so a crash between a send and its record
  *    cannot block the retry.
@@ -75,17 +76,24 @@ end
 
 // KEYS: 1 the delivery's claims stem, 2 its claims of the earlier layout (hash).
 // ARGV: 1 claim record, 2 retention s, 3 instant key, 4 source id.
-// Returns 1 new claim, 2 own earlier claim, 0 duplicate of another source (or of a sent event:
-// a done owner is no source, so the same source claiming again is a duplicate too).
+// Returns 1 new claim, 2 own earlier claim, 3 own claim of an event already sent (the same source
+// taken in again after it was sent: not sent again), 0 duplicate of another source.
 const CLAIM = defineScript(
   'dedupClaim',
   `${CLOCK_LUA}${CLAIM_RECORD_LUA}
 local stem, legacyKey = KEYS[1], KEYS[2]
 local record, ttlSec, instant, source = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local owner, bucket, offset, current = claimFind(stem, record, ttlSec)
-if owner then return owner == string.sub(record, 9, 12) and 2 or 0 end
+if owner then
+  local mine = string.sub(record, 9, 12)
+  if owner == mine then return 2 end
+  return owner == claimDone(mine) and 3 or 0
+end
 local legacy = redis.call('HGET', legacyKey, instant)
-if legacy then return legacy == source and 2 or 0 end
+if legacy then
+  if legacy == source then return 2 end
+  return legacy == 'done:' .. source and 3 or 0
+end
 local key = stem .. current
 if redis.call('APPEND', key, record) == ${RECORD_BYTES} then
   redis.call('EXPIREAT', key, (current + 1) * ${CLAIM_BUCKET_SEC} + ttlSec)
@@ -94,7 +102,11 @@ return 1
 `,
 );
 
-export type ClaimResult = 'new' | 'own' | 'duplicate';
+/**
+ * 'sent': the source's own claim, its event already sent — the same source taken in again (a file
+ * re-read after a crash): never sent again, and no duplicate of another source either.
+ */
+export type ClaimResult = 'new' | 'own' | 'sent' | 'duplicate';
 
 export interface DedupMemory {
   claim(deliveryId: string, instantKey: string, sourceId: string): Promise<ClaimResult>;
@@ -138,7 +150,7 @@ export function createDedupMemory(redis: RedisConnection, keys: Keys, retentionD
   return {
     async claim(deliveryId, instantKey, sourceId) {
       const result = Number(await CLAIM(redis, ...call(deliveryId, instantKey, sourceId)));
-      return result === 1 ? 'new' : result === 2 ? 'own' : 'duplicate';
+      return result === 1 ? 'new' : result === 2 ? 'own' : result === 3 ? 'sent' : 'duplicate';
     },
     async release(deliveryId, instantKey, sourceId) {
       await RELEASE(redis, ...call(deliveryId, instantKey, sourceId));

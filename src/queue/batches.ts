@@ -28,19 +28,40 @@ export interface BatchState {
   deadLettered: Array<{ line: number } & DeadLetterFacts>;
 }
 
+// `isComplete(jobsKey, doneKey)`: every job of the batch is in the done set. The counts decide
+// first; the members only once they say so, since the done set may hold a job the jobs set does
+// not (a job that finished before its file's batch was sealed, then not sealed into it: a file
+// re-read after a crash). Counting alone, such a batch closed while its last jobs were unfinished.
+const COMPLETE_LUA = `
+local function isComplete(jobsKey, doneKey)
+  if redis.call('SCARD', doneKey) < redis.call('SCARD', jobsKey) then return false end
+  for _, id in ipairs(redis.call('SMEMBERS', jobsKey)) do
+    if redis.call('SISMEMBER', doneKey, id) == 0 then return false end
+  end
+  return true
+end
+`;
+
 // KEYS: 1 jobs set, 2 done set, 3 batch hash. ARGV: 1 job id, 2 dead-letter JSON or ''.
 // Returns 1 when the batch is sealed and every job has finished, else 0.
 const MARK_DONE = defineScript(
   'batchMarkDone',
-  `
+  `${COMPLETE_LUA}
 local jobsKey, doneKey, batchKey = KEYS[1], KEYS[2], KEYS[3]
 local jobId, deadLetter = ARGV[1], ARGV[2]
 if redis.call('SADD', doneKey, jobId) == 1 and deadLetter ~= '' then
   redis.call('HSET', batchKey, 'dead:' .. jobId, deadLetter)
 end
 if redis.call('HGET', batchKey, 'sealed') ~= '1' then return 0 end
-if redis.call('SCARD', doneKey) >= redis.call('SCARD', jobsKey) then return 1 end
-return 0
+return isComplete(jobsKey, doneKey) and 1 or 0
+`,
+);
+
+// KEYS: 1 jobs set, 2 done set. Returns 1 when every job of the batch has finished, else 0.
+const IS_COMPLETE = defineScript(
+  'batchIsComplete',
+  `${COMPLETE_LUA}
+return isComplete(KEYS[1], KEYS[2]) and 1 or 0
 `,
 );
 
@@ -59,8 +80,7 @@ export function createBatches(redis: RedisConnection, keys: Keys): Batches {
       for (let i = 0; i < jobIds.length; i += 1000) pipeline.sadd(keys.batchJobs(info.batchId), ...jobIds.slice(i, i + 1000));
       pipeline.hset(keys.batch(info.batchId), 'info', JSON.stringify(info), 'sealed', '1');
       await pipeline.exec();
-      const [total, done] = await Promise.all([redis.scard(keys.batchJobs(info.batchId)), redis.scard(keys.batchDone(info.batchId))]);
-      return done >= total;
+      return Number(await IS_COMPLETE(redis, [keys.batchJobs(info.batchId), keys.batchDone(info.batchId)], [])) === 1;
     },
     async markDone(batchId, jobId, deadLetter) {
       const payload = deadLetter === undefined ? '' : JSON.stringify({ ...deadLetter, jobId });

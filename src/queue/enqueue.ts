@@ -198,8 +198,13 @@ async function queueExisting(deps: EnqueueDeps, job: LabelJob | CteJob, jobId: s
 export interface EventsEnqueueResult {
   /** Job ids queued (or found queued from an earlier run of the same source). */
   jobIds: string[];
-  /** Records whose instant another source had already claimed. */
+  /** Records not queued: their instant was claimed by another source, or by this one and already sent. */
   duplicates: Array<{ index: number; deliveryId: string; eventAt: string }>;
+  /**
+   * Of `duplicates`, the records this same source took in before and whose events were sent (a
+   * file re-read after a crash): their jobs were this source's, finished.
+   */
+  alreadySent: Array<{ index: number; jobId: string }>;
 }
 
 /**
@@ -215,7 +220,7 @@ export interface EventsEnqueueResult {
 export async function enqueueEvents(deps: EnqueueDeps, events: readonly CollectingJob[]): Promise<EventsEnqueueResult> {
   const order = inRankOrder(events);
   prepareJourney(deps.redis);
-  const result: EventsEnqueueResult = { jobIds: [], duplicates: [] };
+  const result: EventsEnqueueResult = { jobIds: [], duplicates: [], alreadySent: [] };
   let newClaims = 0;
   const now = deps.clock.now();
   const CHUNK = 500;
@@ -226,9 +231,16 @@ export async function enqueueEvents(deps: EnqueueDeps, events: readonly Collecti
     const steps: JourneyEntry[] = [];
     slice.forEach(({ event, index }, i) => {
       if (claims[i] === 'new') newClaims += 1;
+      const jobId = collectingJobId(event.deliveryId, event.instantKey);
+      if (claims[i] === 'sent') {
+        // Taken in before and sent: its journey has it already; not queued again.
+        result.duplicates.push({ index, deliveryId: event.deliveryId, eventAt: event.eventAt });
+        result.alreadySent.push({ index, jobId });
+        return;
+      }
       steps.push(...eventSteps.received(event, claims[i] === 'duplicate', now));
       if (claims[i] === 'duplicate') result.duplicates.push({ index, deliveryId: event.deliveryId, eventAt: event.eventAt });
-      else toAdd.push({ event, jobId: collectingJobId(event.deliveryId, event.instantKey) });
+      else toAdd.push({ event, jobId });
     });
     if (toAdd.length > 0 || (steps.length > 0 && deps.historyTtlSec !== undefined)) {
       // Registered in their deliveries' chains before their jobs exist, so no event of this batch can
@@ -251,9 +263,10 @@ export async function enqueueEvents(deps: EnqueueDeps, events: readonly Collecti
       result.jobIds.push(...toAdd.map(({ jobId }) => jobId));
     }
   }
-  // An OWN claim is the same source taken up again after a crash: not received twice.
-  await deps.stats.add('received', 'collecting', newClaims + result.duplicates.length);
-  await deps.stats.add('duplicates', 'collecting', result.duplicates.length);
+  // An OWN or SENT claim is the same source taken up again after a crash: not received twice.
+  const duplicates = result.duplicates.length - result.alreadySent.length;
+  await deps.stats.add('received', 'collecting', newClaims + duplicates);
+  await deps.stats.add('duplicates', 'collecting', duplicates);
   return result;
 }
 

@@ -209,14 +209,19 @@ async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: s
     const jobs = records.map((record) =>
       collectingJobOf(record, `file:${batchId}:${record.line}`, { source: 'spool', spoolId: deps.paths.spoolId, fileName, batchId, line: record.line }, receivedAt),
     );
-    const { jobIds, duplicates } = await enqueueEvents(deps.enqueue, jobs);
+    const enqueued = await enqueueEvents(deps.enqueue, jobs);
     await deps.enqueue.stats.add('received', 'collecting', rejects.length);
     await deps.enqueue.stats.add('failed', 'collecting', rejects.length);
+    // Records this file's earlier claim sent (a re-read after a crash) are its own jobs, finished:
+    // the batch counts them (its done set has them), and they are no duplicates.
+    const sent = new Set(enqueued.alreadySent.map(({ index }) => index));
+    const duplicates = enqueued.duplicates.filter(({ index }) => !sent.has(index));
+    const jobIds = [...enqueued.jobIds, ...enqueued.alreadySent.map(({ jobId }) => jobId)];
     for (const duplicate of duplicates) {
       deps.logger.info({ kind: 'collecting', deliveryId: duplicate.deliveryId, file: fileName, line: records[duplicate.index]?.line, eventAt: duplicate.eventAt }, 'duplicate event_at: not sent');
     }
     const isDone = await deps.batches.seal({ batchId, inflightName: name, fileName, rejects, duplicates: duplicates.length }, jobIds);
-    deps.logger.info({ kind, file: fileName, queued: jobIds.length, duplicates: duplicates.length, invalid: rejects.length }, 'events file queued');
+    deps.logger.info({ kind, file: fileName, queued: enqueued.jobIds.length, duplicates: duplicates.length, invalid: rejects.length }, 'events file queued');
     if (isDone) await deps.sink.finishBatch(batchId);
     return 'queued';
   }

@@ -1,6 +1,6 @@
 /**
  * The event_at claims (gate/event-claims.ts) on a real Redis: new / own / duplicate, a sent event's claim
- * (marked done by the push gate's leave) stops its own source too, a purged dead letter's claim is
+ * (marked done by the push gate's leave) stops its own source too (as sent), a purged dead letter's claim is
  * released, the lookup reads every bucket within the retention and no older one, and the event's
  * bytes count only at a record's start. And the upgrade: claims of the earlier layout
  * (`dedup:<delivery>` hashes) still stop a duplicate, and still count as the source's own.
@@ -62,7 +62,8 @@ describe('the event_at claims', () => {
     expect(await leave(jobOf(d, instant(1), 'file:b:7'), 'accepted')).toBeNull(); // not its claim: nothing marked
     expect(await dedup().claim(d, instant(1), 'file:a:1')).toBe('own');
     await leave(job, 'accepted');
-    expect(await dedup().claim(d, instant(1), 'file:a:1')).toBe('duplicate');
+    // Its own source again (a file re-read after a crash): sent already, never queued again.
+    expect(await dedup().claim(d, instant(1), 'file:a:1')).toBe('sent');
     expect(await dedup().claim(d, instant(1), 'file:c:1')).toBe('duplicate');
     // A run of the job that is not in its chain (another run finished it): already done.
     expect(await gate.enter(job, `collecting.${job.instantKey}`)).toEqual({ action: 'already-accepted' });
@@ -112,7 +113,7 @@ describe('claims written before the upgrade (one dedup:<delivery> hash each)', (
     await redis.hset(legacy, instant(1), 'done:file:old:1', instant(2), 'file:old:2');
     await redis.expire(legacy, RETENTION_DAYS * 86_400);
 
-    expect(await dedup().claim(d, instant(1), 'file:old:1')).toBe('duplicate');
+    expect(await dedup().claim(d, instant(1), 'file:old:1')).toBe('sent');
     expect(await dedup().claim(d, instant(1), 'http:new:1')).toBe('duplicate');
     expect(await dedup().claim(d, instant(2), 'http:new:2')).toBe('duplicate');
     expect(await dedup().claim(d, instant(2), 'file:old:2')).toBe('own');
@@ -121,7 +122,7 @@ describe('claims written before the upgrade (one dedup:<delivery> hash each)', (
     // The pre-upgrade claim's event is sent by this version: marked done where it is.
     await leave(jobOf(d, instant(2), 'file:old:2'), 'accepted');
     expect(await redis.hget(legacy, instant(2))).toBe('done:file:old:2');
-    expect(await dedup().claim(d, instant(2), 'file:old:2')).toBe('duplicate');
+    expect(await dedup().claim(d, instant(2), 'file:old:2')).toBe('sent');
 
     // A purged dead letter of the earlier layout is released there.
     await redis.hset(legacy, instant(3), 'file:old:3');

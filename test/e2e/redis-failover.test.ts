@@ -142,8 +142,9 @@ describe.each(SEEDS)('seed %i', (seed) => {
       await waitFor(async () => (await listFiles(join(env.spool, 'archive'))).length === DELIVERIES + 1, {
         timeoutMs: 60_000,
         what: 'every file archived',
-      }).catch((error: Error) => {
-        throw new Error(`${error.message}\n--- daemon 1\n${daemons[0]!.tail(20)}\n--- daemon 2\n${daemons[1]!.tail(20)}`);
+      }).catch(async (error: Error) => {
+        const left = (await listFiles(env.spool)).filter((path) => !path.startsWith('archive/'));
+        throw new Error(`${error.message}\nnot archived: ${left.join(', ')}\n--- daemon 1\n${daemons[0]!.tail(20)}\n--- daemon 2\n${daemons[1]!.tail(20)}`);
       });
       console.log(
         `${kind} seed ${seed}: killed after ${answeredBeforeKill} answers, replica lag ${lagSec} s, promotion ${promotedAt - killedAt} ms after the kill, first request ${resumeMs} ms after it`,

@@ -23,7 +23,6 @@ export interface BatchInfo {
 export interface BatchState {
   info: BatchInfo;
   total: number;
-  done: number;
   /** The dead-lettered events of the file, with what their `.error.json` entry needs. */
   deadLettered: Array<{ line: number } & DeadLetterFacts>;
 }
@@ -68,19 +67,24 @@ return isComplete(KEYS[1], KEYS[2]) and 1 or 0
 export interface Batches {
   /** Records the batch's jobs and seals it; true when every job has already finished. */
   seal(info: BatchInfo, jobIds: readonly string[]): Promise<boolean>;
+  /** True when every job of the batch has finished (every one: a done set larger than the jobs set is not enough). */
+  isComplete(batchId: string): Promise<boolean>;
   markDone(batchId: string, jobId: string, deadLetter?: { line: number } & DeadLetterFacts): Promise<boolean>;
   read(batchId: string): Promise<BatchState | null>;
   drop(batchId: string): Promise<void>;
 }
 
 export function createBatches(redis: RedisConnection, keys: Keys): Batches {
+  const isComplete = async (batchId: string): Promise<boolean> =>
+    Number(await IS_COMPLETE(redis, [keys.batchJobs(batchId), keys.batchDone(batchId)], [])) === 1;
   return {
+    isComplete,
     async seal(info, jobIds) {
       const pipeline = redis.pipeline();
       for (let i = 0; i < jobIds.length; i += 1000) pipeline.sadd(keys.batchJobs(info.batchId), ...jobIds.slice(i, i + 1000));
       pipeline.hset(keys.batch(info.batchId), 'info', JSON.stringify(info), 'sealed', '1');
       await pipeline.exec();
-      return Number(await IS_COMPLETE(redis, [keys.batchJobs(info.batchId), keys.batchDone(info.batchId)], [])) === 1;
+      return isComplete(info.batchId);
     },
     async markDone(batchId, jobId, deadLetter) {
       const payload = deadLetter === undefined ? '' : JSON.stringify({ ...deadLetter, jobId });
@@ -90,11 +94,11 @@ export function createBatches(redis: RedisConnection, keys: Keys): Batches {
     async read(batchId) {
       const hash = await redis.hgetall(keys.batch(batchId));
       if (hash['info'] === undefined) return null;
-      const [total, done] = await Promise.all([redis.scard(keys.batchJobs(batchId)), redis.scard(keys.batchDone(batchId))]);
+      const total = await redis.scard(keys.batchJobs(batchId));
       const deadLettered = Object.entries(hash)
         .filter(([field]) => field.startsWith('dead:'))
         .map(([, value]) => deadLetterOf(JSON.parse(value) as Partial<BatchState['deadLettered'][number]> & { jobId: string; line: number }));
-      return { info: JSON.parse(hash['info']) as BatchInfo, total, done, deadLettered };
+      return { info: JSON.parse(hash['info']) as BatchInfo, total, deadLettered };
     },
     async drop(batchId) {
       await redis.unlink(keys.batch(batchId), keys.batchJobs(batchId), keys.batchDone(batchId));

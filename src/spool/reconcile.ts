@@ -60,7 +60,7 @@ export async function reconcileInflight(deps: ClaimDeps, index: InflightIndex, l
     if (batch === null) {
       await resumeInflight(deps, 'events', name, parsed.claimId, parsed.fileName);
       resumed += 1;
-    } else if (batch.done >= batch.total) {
+    } else if (await deps.batches.isComplete(parsed.claimId)) {
       await deps.sink.finishBatch(parsed.claimId);
       settled += 1;
     }

@@ -96,3 +96,43 @@ it('counts the events it sent before the crash as its own, sends the others once
   expect(t.sandbox.requests().filter((r) => r.endpoint === 'collecting' && r.deliveryId === delivery)).toHaveLength(expected.length);
   expect(await readdir(join(t.spool, 'failed', 'events')).catch((): string[] => [])).toEqual([]);
 });
+
+it('a batch is complete only when every one of its jobs is done, whatever its done set holds besides; the start reconcile then finishes its file', async () => {
+  running = await startTestDaemon({ roles: [...ROLES] });
+  const t = running;
+  await t.daemon.stop();
+  const bytes = Buffer.from(`${JSON.stringify({ delivery_id: randomUUID(), event_at: '2026-11-20T10:00:00Z' })}\n`);
+  const claimId = newClaimId(bytes);
+  const name = inflightName(claimId, FILE);
+  await mkdir(join(t.spool, '.inflight', 'events'), { recursive: true });
+  await writeFile(join(t.spool, '.inflight', 'events', name), bytes);
+
+  const ctx = await openContext(t.config, createLogger({ level: 'silent' }), 'test-batch');
+  try {
+    const { batches } = ctx;
+    // A job that finished before the seal and is not among the sealed ones (the done set's extra).
+    expect(await batches.markDone(claimId, 'collecting.extra')).toBe(false);
+    expect(await batches.seal({ batchId: claimId, inflightName: name, fileName: FILE, rejects: [], duplicates: 0 }, ['collecting.a', 'collecting.b'])).toBe(
+      false,
+    );
+    // As many done as sealed, but not the sealed ones: not complete (counting alone said it was).
+    expect(await batches.markDone(claimId, 'collecting.a')).toBe(false);
+    expect(await batches.isComplete(claimId)).toBe(false);
+    expect(await batches.markDone(claimId, 'collecting.b')).toBe(true);
+    expect(await batches.isComplete(claimId)).toBe(true);
+  } finally {
+    await ctx.closers.closeAll();
+  }
+
+  // Its outcome never closed the file (a crash right then): the start's reconcile does.
+  t.daemon = startDaemon(t.config, [...ROLES], createLogger({ level: 'silent' }));
+  await t.daemon.ready;
+  await waitFor(
+    async () => (await readdir(join(t.spool, 'archive', 'events'), { recursive: true }).catch((): string[] => [])).some((entry) => entry.endsWith(FILE)),
+    {
+      what: 'the file archived by the reconcile',
+      timeoutMs: 15_000,
+    },
+  );
+  expect(await readdir(join(t.spool, '.inflight', 'events'))).toEqual([]);
+});

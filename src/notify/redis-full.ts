@@ -12,6 +12,14 @@
  * that dies in between leaves the episode without a resolved message, and the token missing until
  * a scheduler starts.
  *
+ * A Redis at its limit flaps, and each process has its own episodes: one process's ends (a
+ * deletion freed room) while another's begins. The deployment's episode is their union, so the
+ * owner resolves only after a calm hold: when its own episode ends it writes a calm key; every
+ * process that sees writes refused deletes it (a deletion is taken), at each check; the owner
+ * sends "resolved" once the calm key has lasted the hold. A refusal in the hold, in any process,
+ * keeps the episode open (no second "firing": the token is still missing) and starts the hold
+ * again.
+ *
  * redis-failover. After a failover ends (writes taken again by a new primary), the process that saw
  * it claims it (SET NX on the failover's minute) and, a settle time later (answers kept through the
  * failover are written by then, and jobs whose owner died are sent again), sends one message: how
@@ -29,6 +37,8 @@ import type { Sender } from './sender.js';
 
 /** How long after a failover the counts are read for its message, unless told (notify-role.ts: six checks, 30 s by default). */
 const FAILOVER_SETTLE_MS = 30_000;
+/** How long writes must be taken everywhere before "resolved", unless told (notify-role.ts: two checks, at least 5 s). */
+const CALM_HOLD_MS = 10_000;
 
 export interface RedisFullWatch {
   tick(): Promise<void>;
@@ -43,25 +53,38 @@ export function watchRedisFull(
   origin: Origin,
   now: () => number,
   logger: Logger,
-  options: { failoverSettleMs?: number; t?: Translate } = {},
+  options: { failoverSettleMs?: number; calmHoldMs?: number; t?: Translate } = {},
 ): RedisFullWatch {
   const t = options.t ?? translator('en');
   const token = keys.notifyState('redis-full', 'token');
+  const calm = keys.notifyState('redis-full', 'calm');
+  const calmHoldMs = options.calmHoldMs ?? CALM_HOLD_MS;
   let owned: RedisEpisode | null = null;
+  /** While owning: when this process wrote the calm key (its own episode over), or null. */
+  let calmSince: number | null = null;
   let seen: RedisEpisode | null = null;
   let hasToken = false;
   /** The answer counters as last read while Redis was well: the baseline of a failover's message. */
   let lastCounts = { late: 0, resent: 0 };
   const timers = new Set<NodeJS.Timeout>();
 
-  const tick = async (): Promise<void> => {
+  // One check at a time: a timer's and a health change's never interleave their reads and writes.
+  let checking: Promise<void> = Promise.resolve();
+  const tick = (): Promise<void> => (checking = checking.then(check));
+
+  const check = async (): Promise<void> => {
     if (redis.status !== 'ready') return;
     const refused = health.writesRefused();
     try {
       if (refused !== null) {
-        if (seen === refused) return;
+        calmSince = null;
+        if (seen === refused) {
+          await redis.del(calm);
+          return;
+        }
         seen = refused;
-        if ((await redis.del(token)) === 1) {
+        const [tokenDeleted] = await Promise.all([redis.del(token), redis.del(calm)]);
+        if (tokenDeleted === 1) {
           owned = refused;
           sender.send(
             makeNotification(
@@ -83,22 +106,38 @@ export function watchRedisFull(
       seen = null;
       if (!hasToken) {
         // At start: a token for the first episode, unless one is under way (another owner holds it).
-        if (health.current() === null) await redis.set(token, '1', 'NX');
+        // (An owner in its calm hold holds it too: the calm key stands for it.)
+        if (health.current() === null && (await redis.exists(calm)) === 0) await redis.set(token, '1', 'NX');
         hasToken = true;
       }
       if (owned !== null) {
-        const lasted = now() - owned.since;
+        if (calmSince === null) {
+          // Expires on its own: an owner that dies in the hold does not keep starting processes from writing the token.
+          await redis.set(calm, '1', 'PX', 3 * calmHoldMs);
+          calmSince = now();
+        }
+        if (now() - calmSince < calmHoldMs) return;
+        const calmFrom = calmSince;
+        if ((await redis.exists(calm)) === 0) {
+          // Gone: another process saw writes refused within the hold, so the episode goes on; hold again from now.
+          await redis.set(calm, '1', 'PX', 3 * calmHoldMs);
+          calmSince = now();
+          return;
+        }
+        calmSince = null;
+        const episode = owned;
+        const lasted = Math.max(0, calmFrom - episode.since);
+        owned = null;
         sender.send(
           makeNotification(
             origin,
             'redis-full',
             'resolved',
             t('notify.redisFull.resolved', { duration: durationText(lasted) }),
-            { since: new Date(owned.since).toISOString(), lastedSec: Math.round(lasted / 1000) },
+            { since: new Date(episode.since).toISOString(), lastedSec: Math.round(lasted / 1000) },
             now(),
           ),
         );
-        owned = null;
         await redis.set(token, '1');
       }
       if (health.current() === null) lastCounts = await readCounts(redis, keys);

@@ -102,8 +102,11 @@ async function startChecks(ctx: Context, limiter: RateLimiter | null, sender: Se
 function watchRedisWrites(ctx: Context, sender: Sender, origin: Origin, log: Logger): void {
   // A failover's message waits until the answers kept through it are written (a few checks).
   const failoverSettleMs = Math.max(5000, 6 * ctx.config.notify.checkIntervalMs);
+  // A full Redis is resolved once writes were taken everywhere for two checks (every process in an episode deletes the calm key at each).
+  const calmHoldMs = Math.max(5000, 2 * ctx.config.notify.checkIntervalMs);
   const watch = watchRedisFull(ctx.redis, ctx.keys, ctx.health, sender, origin, () => ctx.clock.now(), log, {
     failoverSettleMs,
+    calmHoldMs,
     t: translator(ctx.config.lang),
   });
   const timer = setInterval(() => void watch.tick(), ctx.config.notify.checkIntervalMs);

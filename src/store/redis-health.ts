@@ -8,8 +8,9 @@
  *                   NOREPLICAS (min-replicas-to-write not met), MISCONF (a failed RDB save with
  *                   stop-writes-on-bgsave-error). Ends when probe writes (a tiny key, SET PX,
  *                   every PROBE_MS) succeed QUIET_PROBES times in a row with no refusal seen
- *                   meanwhile: nothing else tells that memory was freed or raised, and a Redis at its
- *                   limit flaps (a freed byte lets a write through, which fills it again).
+ *                   meanwhile, and for OOM with OOM_HEADROOM of maxmemory free (INFO memory):
+ *                   nothing else tells that memory was freed or raised, and a Redis at its limit
+ *                   flaps (a freed byte lets a write through, which fills it again).
  *   failover        a primary changed under us: READONLY (we still talk to the old primary, now a
  *                   replica), UNBLOCKED … master -> replica (a blocking command cut by the switch),
  *                   "Too many Cluster redirections", CLUSTERDOWN, TRYAGAIN, MASTERDOWN (also seen
@@ -76,6 +77,12 @@ export function redisRecoveries(): number {
 const PROBE_MS = 1000;
 /** Probe writes in a row, with no refusal seen meanwhile, that end a refusal or a failover. */
 const QUIET_PROBES = 2;
+/**
+ * An OOM refusal ends only with this share of maxmemory free (INFO memory): a Redis at its limit
+ * takes a probe whenever a deletion freed a few bytes, while the process's own writes (backing off)
+ * are not there to be refused, so probes alone would end and start the episode again and again.
+ */
+const OOM_HEADROOM = 0.05;
 
 const WARN: Readonly<Record<RedisTrouble, string>> = {
   unreachable: 'Redis unreachable: waiting for it to come back (one line when it does)',
@@ -136,8 +143,9 @@ export function trackRedisHealth(redis: RedisConnection, logger: Logger, options
       if (redis.status !== 'ready') return;
       const sentAt = now();
       redis.set(probeKey, '1', 'PX', 10_000).then(
-        () => {
-          quietProbes = lastErrorAt < sentAt ? quietProbes + 1 : 0;
+        async () => {
+          const roomy = episode?.code !== 'OOM' || (await hasHeadroom(redis));
+          quietProbes = lastErrorAt < sentAt && roomy ? quietProbes + 1 : 0;
           if (quietProbes >= QUIET_PROBES) end();
         },
         (error: unknown) => {
@@ -219,4 +227,21 @@ export function trackRedisHealth(redis: RedisConnection, logger: Logger, options
   const onNodeError = (error: unknown): void => void health.report(error, 'cluster-node');
   if (redis instanceof Cluster) redis.on('node error', onNodeError);
   return health;
+}
+
+/**
+ * True when Redis has OOM_HEADROOM of its maxmemory free, or no limit; also when it cannot say (INFO
+ * refused, a Cluster: which node refused is not known here), where the probes alone decide.
+ */
+async function hasHeadroom(redis: RedisConnection): Promise<boolean> {
+  if (redis instanceof Cluster) return true;
+  try {
+    const info = await redis.info('memory');
+    const used = Number(/^used_memory:(\d+)/m.exec(info)?.[1]);
+    const max = Number(/^maxmemory:(\d+)/m.exec(info)?.[1]);
+    if (!Number.isFinite(used) || !Number.isFinite(max) || max === 0) return true;
+    return used <= max * (1 - OOM_HEADROOM);
+  } catch {
+    return true;
+  }
 }

@@ -88,7 +88,13 @@ it('a full Redis is told once and waited out: readiness, metric, overview, notif
 
   const accepted = env.sandbox.requests().filter((r) => r.endpoint === 'label' && r.status === 200);
   expect(accepted.map((r) => r.deliveryId).sort()).toEqual(labels.map(([id]) => id).sort());
-  expect(states()).toEqual(['firing', 'resolved']);
+  const told = daemons.map((d, i) =>
+    d
+      .logs()
+      .filter((l) => l.msg === REFUSED || l.msg === TAKEN)
+      .map((l) => `${i} ${String(l.time)} ${l.msg}`),
+  );
+  expect(states(), [...told.flat(), ...receiver!.received.map((d) => JSON.stringify(d.json))].join('\n')).toEqual(['firing', 'resolved']);
   expect(await (await fetch(`${opsUrl}/metrics`)).text()).toMatch(/^carrier_sync_redis_writes_refused 0$/m);
   expect((await fetch(`${opsUrl}/readyz`)).status).toBe(200);
   for (const daemon of daemons) {

@@ -82,6 +82,7 @@ function sessionDepsOf(ctx: Context, paths: SpoolPaths, log: Logger): SpoolSessi
     batches: ctx.batches,
     backlog: (kind) => backlogOf(ctx.queues.items[ITEM_KIND_OF[kind]]),
     upgrade: () => runSpoolUpgrades(ctx.redis, ctx.keys, paths.spoolId, log),
+    onRedisRecovered: (listener) => ctx.health.onWritable(listener),
     outcomes: {
       open: (index) =>
         createOutcomes({

@@ -60,6 +60,8 @@ export interface SpoolSessionDeps {
   outcomes: OutcomeSide;
   /** Where refused files' journey steps go (journey/journey.ts). */
   journey?: JourneyWriter;
+  /** Called when a Redis episode of this process ends, with when it began (ms since the epoch); returns the unsubscribe. */
+  onRedisRecovered?(listener: (ended: { since: number }) => void): () => void;
   clock: Clock;
   logger: Logger;
 }
@@ -96,6 +98,7 @@ export async function startSpoolSession(deps: SpoolSessionDeps, fence: Fence): P
     throw error;
   });
   const reconcileTimer = reconcileEvery(state);
+  const afterRecovery = reconcileAfterRecovery(state);
   log.info(
     { archive: `${paths.root}/archive/<kind>/<YYYY-MM-DD>/`, failed: `${paths.root}/failed/<kind>/`, spoolId: paths.spoolId },
     'files accepted by the API go to archive/, refused or dead-lettered ones to failed/ with a .error.json',
@@ -106,6 +109,7 @@ export async function startSpoolSession(deps: SpoolSessionDeps, fence: Fence): P
     stop({ isShutdown }) {
       stopping ??= (async () => {
         clearInterval(reconcileTimer);
+        afterRecovery.stop();
         await watcher.close();
         // On shutdown this runs after the item workers closed: the outcomes they wrote while
         // finishing their in-flight jobs are applied (files moved) first, within OUTCOME_DRAIN_MS.
@@ -192,10 +196,44 @@ function reconcileEvery(state: SessionState): NodeJS.Timeout {
   const { deps, fence } = state;
   const timer = setInterval(() => {
     if (!fence.isHeld()) return;
-    reconcileInflight(state.claimDeps, state.index, deps.logger, deps.clock.now() - 60_000).catch((error: unknown) =>
-      deps.logger.warn({ err: error }, 'in-flight reconcile failed'),
-    );
+    reconcile(state, deps.clock.now() - SETTLED_MS);
   }, deps.spool.rescanIntervalMs);
   timer.unref();
   return timer;
+}
+
+/** A claim this old is no longer under way: its job was added or never will be (the periodic reconcile's margin). */
+const SETTLED_MS = 60_000;
+/** After a Redis episode ends, how long a claim cut by it gets to finish its own enqueue (commands held through it are sent at once). */
+const RECOVERY_SETTLE_MS = 5000;
+
+/**
+ * A failover loses what the old primary took and had not passed on (a lagging replica), a restart
+ * without persistence loses everything: a claim made before the episode may have lost its job. Once
+ * the episode is over (and its own commands had RECOVERY_SETTLE_MS to land), the claims made before
+ * it began are reconciled at once, not a minute later.
+ */
+function reconcileAfterRecovery(state: SessionState): { stop(): void } {
+  const { deps, fence } = state;
+  const timers = new Set<NodeJS.Timeout>();
+  const unsubscribe = deps.onRedisRecovered?.((ended) => {
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      if (fence.isHeld()) reconcile(state, Math.max(ended.since, deps.clock.now() - SETTLED_MS));
+    }, RECOVERY_SETTLE_MS);
+    timer.unref();
+    timers.add(timer);
+  });
+  return {
+    stop() {
+      unsubscribe?.();
+      for (const timer of timers) clearTimeout(timer);
+    },
+  };
+}
+
+function reconcile(state: SessionState, settledBefore: number): void {
+  reconcileInflight(state.claimDeps, state.index, state.deps.logger, settledBefore).catch((error: unknown) =>
+    state.deps.logger.warn({ err: error }, 'in-flight reconcile failed'),
+  );
 }

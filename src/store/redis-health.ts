@@ -57,8 +57,8 @@ export interface RedisHealth {
   lastFailover(): { at: number; durationMs: number } | null;
   /** Outages this process has seen since it started (the `carrier_sync_redis_outages_total` counter). */
   outages(): number;
-  /** Called whenever an episode ends (Redis takes writes again). */
-  onWritable(listener: () => void): void;
+  /** Called whenever an episode ends (Redis takes writes again), with the episode; returns the unsubscribe. */
+  onWritable(listener: (ended: RedisEpisode) => void): () => void;
   /** Called when an episode starts or ends (for gauges and banners). */
   onChange(listener: (episode: RedisEpisode | null) => void): void;
   /** Called when a failover ends: when (ms since the epoch) and how long it took. */
@@ -112,12 +112,13 @@ export function trackRedisHealth(redis: RedisConnection, logger: Logger, options
   let lastErrorAt = -Infinity;
   let quietProbes = 0;
   let probe: NodeJS.Timeout | undefined;
-  const writable: Array<() => void> = [];
+  const writable = new Set<(ended: RedisEpisode) => void>();
   const changed: Array<(episode: RedisEpisode | null) => void> = [];
   const failovers: Array<(failover: { at: number; durationMs: number }) => void> = [];
 
   const end = (): void => {
     if (episode === null) return;
+    const ended = episode;
     const [message, field] = INFO[episode.kind];
     const durationMs = Math.round(now() - episode.since);
     logger.info({ [field]: durationMs, errors: absorbed }, message);
@@ -131,7 +132,7 @@ export function trackRedisHealth(redis: RedisConnection, logger: Logger, options
     }
     clearInterval(probe);
     for (const listener of changed) listener(null);
-    for (const listener of writable) listener();
+    for (const listener of writable) listener(ended);
   };
   // A Redis at its memory limit flaps: a write that frees memory (a trim, a deletion) lets the next
   // few through, which fill it again. The episode ends only after QUIET_PROBES probe writes in a
@@ -207,7 +208,8 @@ export function trackRedisHealth(redis: RedisConnection, logger: Logger, options
     lastFailover: () => lastFailover,
     outages: () => outages,
     onWritable(listener) {
-      writable.push(listener);
+      writable.add(listener);
+      return () => writable.delete(listener);
     },
     onChange(listener) {
       changed.push(listener);

@@ -2,6 +2,7 @@
  * Runs the daemon in this test process against the test Redis (a private key prefix) and a
  * sandbox API on loopback, with a temporary spool.
  */
+import { Writable } from 'node:stream';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +31,8 @@ export interface TestDaemonOptions {
   /** Settings layered as a --config file. */
   settings?: Record<string, unknown>;
   env?: Record<string, string>;
+  /** Where the daemon's log lines go (parsed JSON), at `info` unless LOG_LEVEL says otherwise; silent when not given. */
+  logLines?: Array<Record<string, unknown>>;
 }
 
 export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<TestDaemon> {
@@ -65,7 +68,19 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
     },
   });
   const roles = options.roles ?? ['watcher', 'worker'];
-  const logger = createLogger({ level: config.log.level });
+  const lines = options.logLines;
+  const logger =
+    lines === undefined
+      ? createLogger({ level: config.log.level })
+      : createLogger({
+          level: config.log.level === 'silent' ? 'info' : config.log.level,
+          destination: new Writable({
+            write: (chunk: Buffer, _encoding, done) => {
+              for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
+              done();
+            },
+          }),
+        });
   const handle: TestDaemon = {
     config,
     sandbox,

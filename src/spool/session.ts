@@ -77,6 +77,8 @@ interface SessionState {
   index: InflightIndex;
   outcomes: SpoolOutcomes;
   claimDeps: ClaimDeps;
+  /** The in-flight reconcile under way, and the widest one asked for while it runs (settledBefore), or null. */
+  reconciling: { run: Promise<void>; next: number | null } | null;
 }
 
 export async function startSpoolSession(deps: SpoolSessionDeps, fence: Fence): Promise<SpoolSession> {
@@ -143,7 +145,7 @@ async function openSession(deps: SpoolSessionDeps, fence: Fence): Promise<Sessio
     logger: deps.logger,
     ...(deps.journey === undefined ? {} : { journey: deps.journey }),
   };
-  return { deps, fence, index, outcomes, claimDeps };
+  return { deps, fence, index, outcomes, claimDeps, reconciling: null };
 }
 
 /** Where the claims send files that do not become jobs: each move checks the fence first. */
@@ -232,8 +234,22 @@ function reconcileAfterRecovery(state: SessionState): { stop(): void } {
   };
 }
 
+/**
+ * One in-flight reconcile at a time (two would both take up a file whose job is missing): one asked
+ * for while another runs follows it, once, with the widest settledBefore asked for meanwhile.
+ */
 function reconcile(state: SessionState, settledBefore: number): void {
-  reconcileInflight(state.claimDeps, state.index, state.deps.logger, settledBefore).catch((error: unknown) =>
-    state.deps.logger.warn({ err: error }, 'in-flight reconcile failed'),
-  );
+  if (state.reconciling !== null) {
+    state.reconciling.next = Math.max(state.reconciling.next ?? -Infinity, settledBefore);
+    return;
+  }
+  const run = reconcileInflight(state.claimDeps, state.index, state.deps.logger, settledBefore)
+    .then(() => undefined)
+    .catch((error: unknown) => state.deps.logger.warn({ err: error }, 'in-flight reconcile failed'))
+    .finally(() => {
+      const next = state.reconciling?.next ?? null;
+      state.reconciling = null;
+      if (next !== null && state.fence.isHeld()) reconcile(state, next);
+    });
+  state.reconciling = { run, next: null };
 }

@@ -46,7 +46,7 @@ it('queues a claim whose job was lost again within seconds of Redis coming back'
   queues = openQueues(admin, running.prefix, loadConfig({ env: {} }).delivery);
   // The test's own connection sees the outage too: quietly.
   admin.on('error', () => undefined);
-  for (const queue of Object.values(queues.items)) queue.on('error', () => undefined);
+  for (const queue of [...Object.values(queues.items), queues.housekeeping]) queue.on('error', () => undefined);
   const labels = queues.items.label;
   const queued = async (): Promise<string[]> => (await labels.getJobs(['waiting', 'prioritized', 'delayed'])).map((job) => job.id ?? '');
 

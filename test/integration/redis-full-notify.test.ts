@@ -45,6 +45,26 @@ function healthOf(state: { episode: RedisEpisode | null }): RedisHealth {
   } as unknown as RedisHealth;
 }
 
+/** Processes of one deployment (a fresh key prefix), each with its own health and connection; one clock and one outbox. */
+function deployment(count: number): {
+  states: Array<{ episode: RedisEpisode | null }>;
+  watches: RedisFullWatch[];
+  sent: Notification[];
+  clock: { now: number };
+} {
+  const prefix = uniquePrefix('redis-full');
+  prefixes.push(prefix);
+  const keys = createKeys(prefix);
+  const clock = { now: T0 };
+  const sent: Notification[] = [];
+  const sender = { send: (n: Notification) => sent.push(n) } as unknown as Sender;
+  const states = Array.from({ length: count }, () => ({ episode: null as RedisEpisode | null }));
+  const watches = states.map((state, i) =>
+    watchRedisFull(connections[i]!, keys, healthOf(state), sender, { host: `p${i}`, version: 'test' }, () => clock.now, silentLogger, { calmHoldMs: HOLD_MS }),
+  );
+  return { states, watches, sent, clock };
+}
+
 type Step = { kind: 'toggle'; process: number } | { kind: 'tick'; process: number } | { kind: 'wait'; ms: number };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
@@ -56,18 +76,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
 it('sends one firing and one resolved per deployment episode, whatever the order of episodes and checks', async () => {
   await fc.assert(
     fc.asyncProperty(fc.array(step, { minLength: 5, maxLength: 60 }), async (steps) => {
-      const prefix = uniquePrefix('redis-full');
-      prefixes.push(prefix);
-      const keys = createKeys(prefix);
-      let clock = T0;
-      const sent: Notification[] = [];
-      const sender = { send: (n: Notification) => sent.push(n) } as unknown as Sender;
-      const states = Array.from({ length: PROCESSES }, () => ({ episode: null as RedisEpisode | null }));
-      const watches: RedisFullWatch[] = connections.map((connection, i) =>
-        watchRedisFull(connection, keys, healthOf(states[i]!), sender, { host: `p${i}`, version: 'test' }, () => clock, silentLogger, {
-          calmHoldMs: HOLD_MS,
-        }),
-      );
+      const { states, watches, sent, clock } = deployment(PROCESSES);
       const outstanding = (): boolean => sent.filter((n) => n.condition === 'redis-full').at(-1)?.state === 'firing';
       /** When a process last checked while it saw writes refused. */
       let lastRefusedCheck = -Infinity;
@@ -75,21 +84,21 @@ it('sends one firing and one resolved per deployment episode, whatever the order
         const before = sent.length;
         await watches[i]!.tick();
         if (states[i]!.episode !== null) {
-          lastRefusedCheck = clock;
+          lastRefusedCheck = clock.now;
           expect(outstanding(), 'a process that sees writes refused is covered by a firing').toBe(true);
         }
         for (const n of sent.slice(before)) {
           if (n.state !== 'resolved') continue;
           expect(states.every((s) => s.episode === null)).toBe(true);
-          expect(clock - lastRefusedCheck, 'resolved only after the calm hold').toBeGreaterThanOrEqual(HOLD_MS);
+          expect(clock.now - lastRefusedCheck, 'resolved only after the calm hold').toBeGreaterThanOrEqual(HOLD_MS);
         }
       };
 
       // Every process starts while Redis is well (the token is written then).
       for (let i = 0; i < PROCESSES; i++) await check(i);
-      const lastCheck = states.map(() => clock);
+      const lastCheck = states.map(() => clock.now);
       const checkNow = async (i: number): Promise<void> => {
-        lastCheck[i] = clock;
+        lastCheck[i] = clock.now;
         await check(i);
       };
       for (const s of steps) {
@@ -97,21 +106,21 @@ it('sends one firing and one resolved per deployment episode, whatever the order
         else if (s.kind === 'toggle') {
           // A change of health is checked at once (notify-role.ts: onChange).
           const state = states[s.process]!;
-          state.episode = state.episode === null ? { kind: 'writes-refused', since: clock, code: 'OOM', message: 'OOM command not allowed' } : null;
+          state.episode = state.episode === null ? { kind: 'writes-refused', since: clock.now, code: 'OOM', message: 'OOM command not allowed' } : null;
           await checkNow(s.process);
         } else {
           // Time passes in steps of at most 1 s; a process checks at least every half hold meanwhile
           // (the daemon: every check interval, half the hold or less).
           for (let left = s.ms; left > 0; left -= 1000) {
-            clock += Math.min(1000, left);
-            for (let i = 0; i < PROCESSES; i++) if (clock - lastCheck[i]! > HOLD_MS / 2) await checkNow(i);
+            clock.now += Math.min(1000, left);
+            for (let i = 0; i < PROCESSES; i++) if (clock.now - lastCheck[i]! > HOLD_MS / 2) await checkNow(i);
           }
         }
       }
       // All calm: checks go on past the hold, and the episode, if any, is resolved.
       for (const state of states) state.episode = null;
       for (let round = 0; round < 6; round++) {
-        clock += HOLD_MS / 2;
+        clock.now += HOLD_MS / 2;
         for (let i = 0; i < PROCESSES; i++) await check(i);
       }
 
@@ -125,31 +134,24 @@ it('sends one firing and one resolved per deployment episode, whatever the order
 });
 
 it('keeps one episode when one process resolves its own while another still sees writes refused', async () => {
-  const prefix = uniquePrefix('redis-full');
-  prefixes.push(prefix);
-  const keys = createKeys(prefix);
-  let clock = T0;
-  const sent: Notification[] = [];
-  const sender = { send: (n: Notification) => sent.push(n) } as unknown as Sender;
-  const [a, b] = [{ episode: null as RedisEpisode | null }, { episode: null as RedisEpisode | null }];
-  const [watchA, watchB] = [a, b].map((state, i) =>
-    watchRedisFull(connections[i]!, keys, healthOf(state), sender, { host: `p${i}`, version: 'test' }, () => clock, silentLogger, { calmHoldMs: HOLD_MS }),
-  ) as [RedisFullWatch, RedisFullWatch];
+  const { states, watches, sent, clock } = deployment(2);
+  const [a, b] = states as [{ episode: RedisEpisode | null }, { episode: RedisEpisode | null }];
+  const [watchA, watchB] = watches as [RedisFullWatch, RedisFullWatch];
   await watchA.tick();
   await watchB.tick();
   // The case seen in CI: A's episode ends (its probes got through) just before B's begins.
-  a.episode = { kind: 'writes-refused', since: clock, code: 'OOM', message: 'OOM' };
+  a.episode = { kind: 'writes-refused', since: clock.now, code: 'OOM', message: 'OOM' };
   await watchA.tick();
-  clock += 2000;
+  clock.now += 2000;
   a.episode = null;
   await watchA.tick();
-  b.episode = { kind: 'writes-refused', since: clock, code: 'OOM', message: 'OOM' };
+  b.episode = { kind: 'writes-refused', since: clock.now, code: 'OOM', message: 'OOM' };
   await watchB.tick();
-  clock += 2000;
+  clock.now += 2000;
   b.episode = null;
   await watchB.tick();
   for (let round = 0; round < 4; round++) {
-    clock += HOLD_MS / 2;
+    clock.now += HOLD_MS / 2;
     await watchA.tick();
     await watchB.tick();
   }

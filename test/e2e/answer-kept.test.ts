@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterEach, expect, it } from 'vitest';
-import { createE2eEnv, dropFile, type E2eEnv } from '../support/e2e-env.js';
+import { createE2eEnv, dropFile, listFiles, type E2eEnv } from '../support/e2e-env.js';
 import { startOwnRedis, type OwnRedis } from '../support/own-redis.js';
 import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type DaemonProcess } from '../support/process.js';
 import { waitFor } from '../support/wait.js';
@@ -70,11 +70,19 @@ async function attemptRecords(): Promise<string[]> {
   return admin!.keys(`${env!.prefix}:attempt-owner:*`);
 }
 
+/**
+ * Every event accepted by the API and the events file archived: its batch closes only once each
+ * event's leave (which clears the attempt record, in the same script as the outcome) is written.
+ * The API's answers alone, or an empty outcome list, say nothing of answers still kept in a process.
+ */
 async function settled(count: number): Promise<void> {
-  await waitFor(async () => (await admin!.llen(`${env!.prefix}:outcomes:${await spoolIdOf()}`)) === 0 && acceptedPerDelivery().size === count, {
-    timeoutMs: 60_000,
-    what: `${count} events accepted and their outcomes applied`,
-  });
+  await waitFor(
+    async () =>
+      acceptedPerDelivery().size === count &&
+      (await listFiles(join(env!.spool, 'archive', 'events'))).length === 1 &&
+      (await admin!.llen(`${env!.prefix}:outcomes:${await spoolIdOf()}`)) === 0,
+    { timeoutMs: 60_000, what: `${count} events accepted, their answers written and the events file archived` },
+  );
 }
 
 async function spoolIdOf(): Promise<string> {

@@ -21,7 +21,7 @@
  * again.
  *
  * redis-failover. After a failover ends (writes taken again by a new primary), the process that saw
- * it claims it (SET NX on the failover's minute) and, a settle time later (answers kept through the
+ * it first claims it (SET NX, for a minute: the other processes' ends of the same failover fall in it) and, a settle time later (answers kept through the
  * failover are written by then, and jobs whose owner died are sent again), sends one message: how
  * many answers were recorded after the failover and how many requests were sent again: the
  * deployment's counters (`Keys.answerCounts`) then, less what they were at the last check before it.
@@ -37,6 +37,8 @@ import type { Sender } from './sender.js';
 
 /** How long after a failover the counts are read for its message, unless told (notify-role.ts: six checks, 30 s by default). */
 const FAILOVER_SETTLE_MS = 30_000;
+/** A failover's message is claimed for this long: the ends its processes see within it are one failover. */
+const FAILOVER_CLAIM_MS = 60_000;
 /** How long writes must be taken everywhere before "resolved", unless told (notify-role.ts: two checks, at least 5 s). */
 const CALM_HOLD_MS = 10_000;
 
@@ -149,8 +151,8 @@ export function watchRedisFull(
   health.onFailoverEnded((failover) => {
     void (async () => {
       try {
-        const minute = Math.floor(failover.at / 60_000);
-        const claimed = await redis.set(keys.notifyState('redis-failover', String(minute)), String(process.pid), 'PX', 3_600_000, 'NX');
+        // One claim for every process's end of the same failover: they end seconds apart (each after its own probes), on either side of a minute maybe.
+        const claimed = await redis.set(keys.notifyState('redis-failover', 'claim'), String(process.pid), 'PX', FAILOVER_CLAIM_MS, 'NX');
         if (claimed !== 'OK') return;
         const before = lastCounts;
         const timer = setTimeout(() => {

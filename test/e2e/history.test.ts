@@ -9,6 +9,8 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JourneyStep } from '../../src/journey/journey-read.js';
+import { createLogger } from '../../src/log.js';
+import { openContext, type Context } from '../../src/runtime/context.js';
 import { makePdf } from '../support/builders.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
 import { listFiles } from '../support/e2e-env.js';
@@ -50,7 +52,9 @@ function ndjson(result: CliResult): JourneyStep[] {
 const stepsOf = (steps: readonly JourneyStep[], file?: string): string[] => steps.filter((s) => file === undefined || s.file === file).map((s) => s.step);
 
 beforeAll(async () => {
-  t = await startTestDaemon({ sandbox: { autoCreateDeliveries: false }, settings: { delivery: { backoffMs: 1500 } } });
+  // Retries wait 30 s unless the test brings them forward (promoteRetries): REV-1's retry must come
+  // after REV-2 is queued, whatever the machine's load.
+  t = await startTestDaemon({ sandbox: { autoCreateDeliveries: false }, settings: { delivery: { backoffMs: 30_000 } } });
   const labels = join(t.spool, 'labels');
   const events = join(t.spool, 'events');
 
@@ -64,6 +68,8 @@ beforeAll(async () => {
   await waitFor(() => t.sandbox.requests().some((r) => r.endpoint === 'label' && r.status === 503), { what: "REV-1's first attempt answered 503" });
   t.sandbox.setFaults({ errorRate: 0 });
   await drop(labels, `${ids.revised}__REV-2.pdf`, rev2);
+  await waitFor(async () => (await listFiles(join(t.spool, 'archive'))).length === 1, { what: 'REV-2 archived', timeoutMs: 20_000 });
+  await waitFor(async () => (await promoteRetries()) > 0, { what: "REV-1's retry brought forward" });
   await waitFor(async () => (await listFiles(join(t.spool, 'archive'))).length === 2, { what: 'both versions archived', timeoutMs: 20_000 });
   // The newest version dropped again, byte for byte: not sent again.
   await drop(labels, `${ids.revised}__REV-2.pdf`, rev2);
@@ -79,15 +85,31 @@ beforeAll(async () => {
   await waitFor(async () => (await listFiles(join(t.spool, 'archive', 'events'))).length === 1, { what: 'first events file archived' });
   await drop(events, 'again.ndjson', `${JSON.stringify({ delivery_id: ids.events, event_at: '2026-11-24T22:00:00-03:00' })}\n`);
 
-  await waitFor(async () => (await listFiles(join(t.spool, 'archive'))).length === 5 && (await listFiles(join(t.spool, 'failed', 'labels'))).length === 4, {
-    what: 'the re-drop and the second events file archived; the dead letter and the refused file in failed/ with their reports',
-    timeoutMs: 30_000,
-  });
+  await waitFor(
+    async () => {
+      await promoteRetries(); // the dead letter's second 404
+      return (await listFiles(join(t.spool, 'archive'))).length === 5 && (await listFiles(join(t.spool, 'failed', 'labels'))).length === 4;
+    },
+    {
+      what: 'the re-drop and the second events file archived; the dead letter and the refused file in failed/ with their reports',
+      timeoutMs: 30_000,
+    },
+  );
 }, 90_000);
 
 afterAll(async () => {
+  await ctx?.closers.closeAll();
   await t?.stop();
 });
+
+let ctx: Context | undefined;
+/** Runs the label retries waiting in delayed now (as their backoff would, later); returns how many. */
+async function promoteRetries(): Promise<number> {
+  ctx ??= await openContext(t.config, createLogger({ level: 'silent' }), 'test-history');
+  const delayed = await ctx.queues.items.label.getDelayed();
+  for (const job of delayed) await job.promote().catch(() => undefined);
+  return delayed.length;
+}
 
 describe('carrier-sync history <delivery_id>', () => {
   it('tells a re-dropped newer version: the older one tried (503), superseded by the newer, which was accepted; the identical re-drop not sent', async () => {
@@ -145,7 +167,14 @@ describe('carrier-sync history <delivery_id>', () => {
   });
 
   it('tells a file refused locally: seen with its hash, refused with code and reason, moved to failed/', async () => {
-    const steps = ndjson(await history(ids.refused, '--json'));
+    // The move's step is written after the move (journey-files.ts), within a flush.
+    const steps = await waitFor(
+      async () => {
+        const read = ndjson(await history(ids.refused, '--json'));
+        return stepsOf(read).includes('failed') ? read : null;
+      },
+      { what: "the refused file's move in its journey" },
+    );
     expect(stepsOf(steps)).toEqual(['seen', 'refused', 'failed']);
     expect(steps[1]).toMatchObject({ code: 'LABEL_TRUNCATED', file: `${ids.refused}.pdf` });
     expect(steps[0]?.sha256).toBe(sha(await readFile('test/fixtures/labels/bad-no-eof.pdf')));

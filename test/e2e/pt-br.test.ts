@@ -108,7 +108,14 @@ describe('CARRIER_SYNC_LANG=pt-BR', () => {
     expect(dlq.stdout).toMatch(/API_NOT_FOUND \/ DELIVERY_NOT_FOUND \(HTTP 404\): a API não conhece a entrega: /);
     expect(dlq.stdout).toContain('1 item nas falhas definitivas');
 
-    const history = await runCli(env.args('history', ids.truncated), { env: { ...env.env, ...PT } });
+    // The move's step is written after the move (journey-files.ts), within a flush.
+    const history = await waitFor(
+      async () => {
+        const read = await runCli(env.args('history', ids.truncated), { env: { ...env.env, ...PT } });
+        return read.stdout.includes('arquivo movido para failed/') ? read : null;
+      },
+      { what: 'the move in the journey' },
+    );
     expect(history.stdout).toContain(`entrega ${ids.truncated}`);
     expect(history.stdout).toContain('recusado localmente: LABEL_TRUNCATED: o arquivo não tem o marcador %%EOF');
     expect(history.stdout).toContain(`arquivo movido para failed/labels/${ids.truncated}.pdf`);

@@ -78,6 +78,11 @@ it('a failover under load is one warn and one info line per process, work flows 
     timeoutMs: 30_000,
     what: 'the redis-failover notification',
   });
+  // Each process ends its own episode (after its own probes): the notification says nothing of the other's.
+  await waitFor(() => daemons.every((d) => d.logs().some((line) => line.msg === INFO)), {
+    timeoutMs: 15_000,
+    what: 'both processes telling the failover over',
+  });
 
   const perDelivery = new Map<string, number>();
   for (const r of env.sandbox.requests())

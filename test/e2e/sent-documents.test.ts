@@ -93,12 +93,19 @@ describe('a browser-printed label padded with NULs after %%EOF', () => {
   });
 
   it('has a journey that says it was sent without 20480 bytes of padding after %%EOF', async () => {
-    const json = await runCli(env.args('history', ids.padded, '--json'), { env: env.env, timeoutMs: 15_000 });
-    expect(json.code, json.stderr).toBe(0);
-    const steps = json.stdout
-      .split('\n')
-      .filter((line) => line !== '')
-      .map((line) => JSON.parse(line) as JourneyStep);
+    // The archived step is written after the move (journey-files.ts), within a flush.
+    const steps = await waitFor(
+      async () => {
+        const json = await runCli(env.args('history', ids.padded, '--json'), { env: env.env, timeoutMs: 15_000 });
+        expect(json.code, json.stderr).toBe(0);
+        const read = json.stdout
+          .split('\n')
+          .filter((line) => line !== '')
+          .map((line) => JSON.parse(line) as JourneyStep);
+        return read.some((step) => step.step === 'archived') ? read : null;
+      },
+      { what: 'the archived step in the journey', timeoutMs: 30_000 },
+    );
     expect(steps.find((step) => step.step === 'valid')).toMatchObject({ paddingBytes: 20_480, message: 'sent without 20480 bytes of padding after %%EOF' });
     expect(steps.map((step) => step.step)).toEqual(expect.arrayContaining(['seen', 'claimed', 'valid', 'queued', 'attempt', 'accepted', 'archived']));
     expect(steps.find((step) => step.step === 'seen')).toMatchObject({ size: 34_534, sha256: sha(padded) });

@@ -81,9 +81,11 @@ describe('three daemons on one spool', () => {
     await waitFor(
       async () =>
         (await filesIn(join(e.spool, 'failed', 'cte'))).length >= expectedFailed.length &&
-        (await filesIn(join(e.spool, 'archive', 'labels'))).length >= labels.length,
+        (await filesIn(join(e.spool, 'archive', 'labels'))).length >= labels.length &&
+        // A move's log line follows its rename (and crosses the pipe after it).
+        holder.logs().filter(isMove).length >= badCtes.length + labels.length,
       {
-        what: 'every file decided',
+        what: 'every file decided, and its move logged',
         timeoutMs: 30_000,
       },
     );

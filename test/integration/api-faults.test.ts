@@ -84,7 +84,8 @@ describe('API push-back', () => {
     // Only the requests already in flight when the gate closed hit the 401 (concurrency 4), not one per item.
     expect(unauthorized).toBeLessThanOrEqual(4);
     await withCtx(t, async (ctx) => {
-      expect(await ctx.queues.items.label.isPaused()).toBe(true);
+      // The trip sets the failure (what /readyz reads) first, then pauses each queue.
+      await waitFor(() => ctx.queues.items.label.isPaused(), { what: 'the label queue paused' });
       expect(await listDeadLetters(ctx)).toEqual([]);
     });
     expect(await archivedCount(t)).toBe(0);

@@ -7,6 +7,7 @@
  * own (queued and sent once), and a duplicate after that. The sandbox's request log is the judge.
  */
 import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
 import { afterEach, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { enqueueEvents } from '../../src/queue/enqueue.js';
@@ -15,6 +16,7 @@ import { collectingJobOf } from '../../src/queue/payloads.js';
 import { openContext } from '../../src/runtime/context.js';
 import { checkEventRecord } from '../../src/validate/event-record.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
+import { testRedisUrl } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
 let running: TestDaemon | undefined;
@@ -25,6 +27,16 @@ afterEach(async () => {
 
 const collectingOf = (t: TestDaemon, deliveryId: string) =>
   t.sandbox.requests().filter((r) => r.endpoint === 'collecting' && r.deliveryId === deliveryId && r.status === 200);
+
+/** Events the daemon recorded as sent (the deployment's counter). */
+async function sentEvents(t: TestDaemon): Promise<number> {
+  const redis = new Redis(testRedisUrl(), { maxRetriesPerRequest: 3 });
+  try {
+    return Number((await redis.hget(createKeys(t.prefix).stats, 'sent:collecting')) ?? 0);
+  } finally {
+    redis.disconnect();
+  }
+}
 
 /** The enqueue path with a given source id (what a file's in-flight copy re-read after a crash takes). */
 async function ingestAs(t: TestDaemon, sourceId: string, deliveryId: string, eventAt: string): Promise<'queued' | 'duplicate'> {
@@ -74,7 +86,8 @@ it('claims written before the upgrade still stop a duplicate, and still count as
   // is its own (queued, sent once), and a duplicate once sent.
   expect(await ingestAs(t, 'file:old-claim:1', d, sent)).toBe('duplicate');
   expect(await ingestAs(t, 'file:old-claim:2', d, pending)).toBe('queued');
-  await waitFor(() => collectingOf(t, d).length === 2, { what: 'the pending event sent' });
+  // Sent, and its answer written (the claim is marked done in the same script as the sent counter).
+  await waitFor(async () => collectingOf(t, d).length === 2 && (await sentEvents(t)) === 2, { what: 'the pending event sent and its answer written' });
   expect(await ingestAs(t, 'file:old-claim:2', d, pending)).toBe('duplicate');
   expect(await ingestAs(t, `http:${randomUUID()}:0`, d, fresh)).toBe('duplicate');
 

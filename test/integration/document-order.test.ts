@@ -30,11 +30,24 @@ async function drop(inbox: string, name: string, bytes: Buffer | string, mtimeMs
   await rename(temp, join(inbox, name));
 }
 
+/** Runs the retries of `kind` waiting in delayed now (as their backoff would, later); returns how many. */
+async function promoteRetries(t: TestDaemon, kind: 'label' | 'cte'): Promise<number> {
+  const ctx = await openContext(t.config, createLogger({ level: 'silent' }), 'test-promote');
+  try {
+    const delayed = await ctx.queues.items[kind].getDelayed();
+    for (const job of delayed) await job.promote().catch(() => undefined);
+    return delayed.length;
+  } finally {
+    await ctx.closers.closeAll();
+  }
+}
+
 describe('document order: the newest document wins', () => {
   it('never sends an older label after the newer one finished, even when the older one was retrying', async () => {
     // The reported case: REV-1's first attempt is answered 503; REV-2 is sent and accepted; REV-1's
     // retry must then end superseded instead of overwriting REV-2.
-    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true }, settings: { delivery: { backoffMs: 1500 } } });
+    // The retry waits 30 s unless brought forward (promoteRetries), so it comes after REV-2 is queued whatever the load.
+    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true }, settings: { delivery: { backoffMs: 30_000 } } });
     const t = running;
     const id = randomUUID();
     const rev1 = await makePdf('REV-1');
@@ -44,6 +57,8 @@ describe('document order: the newest document wins', () => {
     await waitFor(() => t.sandbox.requests().some((r) => r.endpoint === 'label' && r.status === 503), { what: "REV-1's first attempt answered 503" });
     t.sandbox.setFaults({ errorRate: 0 });
     await drop(join(t.spool, 'labels'), `${id}__REV-2.pdf`, rev2);
+    await waitFor(async () => (await listFiles(join(t.spool, 'archive'))).length === 1, { what: 'REV-2 archived', timeoutMs: 20_000 });
+    await waitFor(async () => (await promoteRetries(t, 'label')) > 0, { what: "REV-1's retry brought forward" });
     await waitFor(async () => (await listFiles(join(t.spool, 'archive'))).length === 2, { what: 'both files archived', timeoutMs: 20_000 });
 
     expect(t.sandbox.state.deliveries.get(id)?.label?.sha256).toBe(sha(rev2));
@@ -60,7 +75,7 @@ describe('document order: the newest document wins', () => {
   it('never sends an older CT-e whose newer version was dead-lettered', async () => {
     // The newer CT-e names a delivery the sandbox does not know, so it is dead-lettered: the older
     // one must still not be sent (dead-lettered is a state of the newer document, not a way back).
-    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: false }, settings: { delivery: { backoffMs: 1500, notFoundAttempts: 1 } } });
+    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: false }, settings: { delivery: { backoffMs: 30_000, notFoundAttempts: 1 } } });
     const t = running;
     const id = randomUUID();
     t.sandbox.setFaults({ errorRate: 1 });
@@ -68,6 +83,11 @@ describe('document order: the newest document wins', () => {
     await waitFor(() => t.sandbox.requests().some((r) => r.endpoint === 'cte' && r.status === 503), { what: "the older CT-e's first attempt answered 503" });
     t.sandbox.setFaults({ errorRate: 0 });
     await drop(join(t.spool, 'cte'), `${id}.xml`, makeCteXml({ nCT: '2' }));
+    await waitFor(async () => (await listFiles(join(t.spool, 'failed'))).length === 2, {
+      what: 'the newer CT-e in failed/ with its report',
+      timeoutMs: 20_000,
+    });
+    await waitFor(async () => (await promoteRetries(t, 'cte')) > 0, { what: "the older CT-e's retry brought forward" });
     await waitFor(async () => (await listFiles(join(t.spool, 'archive'))).length === 1 && (await listFiles(join(t.spool, 'failed'))).length === 2, {
       what: 'older archived (superseded), newer in failed/ with its report',
       timeoutMs: 20_000,

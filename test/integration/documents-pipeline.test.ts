@@ -224,7 +224,14 @@ describe('labels and CT-e from the spool to the API', () => {
 
     const ctx = await openContext(t.config, createLogger({ level: 'silent' }), 'test');
     try {
-      const letters = await listDeadLetters(ctx);
+      // The file moves with the outcome; BullMQ moves the job to failed a round trip after it.
+      const letters = await waitFor(
+        async () => {
+          const listed = await listDeadLetters(ctx);
+          return listed.length === 2 ? listed : null;
+        },
+        { what: 'both dead letters listed' },
+      );
       expect(letters.map((l) => l.deliveryId).sort()).toEqual([unknown, cancelled].sort());
       expect(letters.find((l) => l.deliveryId === unknown)).toMatchObject({ kind: 'label', apiCode: 'DELIVERY_NOT_FOUND', attempts: 2 });
       // Fix the cause: the delivery now exists at the API. Replay it.

@@ -81,7 +81,8 @@ describe('collecting events', () => {
     expect(verdicts.results.map((r) => r.status)).toEqual(['duplicate', 'queued']);
     expect(await enqueueLikeCli(t, a, '2026-01-10T08:00:00.000-03:00')).toBe('duplicate');
     expect(await enqueueLikeCli(t, a, '2026-01-10T11:30:00Z')).toBe('queued');
-    await waitFor(() => accepted(t).length === 6, { what: '6 distinct instants sent' });
+    // The API's answers, then their leaves (the sent counter is written in the leave's script, after the answer).
+    await waitFor(async () => accepted(t).length === 6 && (await statsOf(t)).sent.collecting === 6, { what: '6 distinct instants sent and recorded' });
     expect(sent(t).filter((r) => r.isRepeat === true)).toEqual([]);
     const stats = await statsOf(t);
     expect(stats.duplicates.collecting).toBe(5);

@@ -99,9 +99,11 @@ describe('scheduled housekeeping', () => {
     } finally {
       await second.stop();
     }
-    // Two scheduler processes, one pull per tick: no two pulls within the same second.
-    const gaps = hits.slice(1).map((at, i) => at - hits[i]!);
-    expect(Math.min(...gaps)).toBeGreaterThan(500);
+    // Two scheduler processes, one pull per tick (every second): no more pulls than the seconds they
+    // span. Counted over the span, not as the smallest gap: one tick run late (a busy test process)
+    // brings two pulls close together without there being two in one tick.
+    const spanSec = Math.round((hits.at(-1)! - hits[0]!) / 1000);
+    expect(hits.length, `pulls at ${hits.map((at) => at - hits[0]!).join(', ')} ms`).toBeLessThanOrEqual(spanSec + 1);
     const collecting = t.sandbox.requests().filter((r) => r.endpoint === 'collecting');
     expect(collecting).toHaveLength(1);
     expect(collecting[0]?.isRepeat).not.toBe(true);

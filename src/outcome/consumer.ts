@@ -129,7 +129,7 @@ class OutcomeLoop {
     if (!this.deps.isHeld()) return false;
     const failed = await this.applyBatch(batch);
     if (!this.deps.isHeld()) return false;
-    await this.inbox.settle(batch.length, failed, this.deps.clock.now(), this.deps.rideOnSettle);
+    await this.inbox.settle(batch, failed, this.deps.clock.now(), this.deps.rideOnSettle);
     return true;
   }
 

@@ -2,7 +2,8 @@
  * The outcome messages of one spool: how each item that came from a file ended, on its way back to
  * the process that holds the spool (which moves the file). A plain Redis list rather than a BullMQ
  * queue: a message is written once (RPUSH, by the gate's leave script with the answer) and read in
- * batches by the one holder of the spool, who removes a batch (LTRIM) only after applying it. A
+ * batches by the one holder of the spool, who removes a batch only after applying it (SETTLE_BATCH:
+ * by the entries' identity, so a list changed by a failover loses nothing). A
  * holder that dies mid-batch leaves the batch at the head of the list for the next holder; applying
  * an outcome is idempotent, so applying one twice moves nothing twice.
  *
@@ -15,6 +16,7 @@
  * goes back to the list. After the last attempt it is kept in the spool's `failed` list (the newest
  * FAILED_KEPT) and the file stays in `.inflight/`, where the periodic reconcile takes it up again.
  */
+import { hash } from 'node:crypto';
 import type { ChainableCommander } from 'ioredis';
 import type { Keys } from '../store/keys.js';
 import type { OutcomeMessage } from './payloads.js';
@@ -32,6 +34,8 @@ export interface OutcomeEntry {
   failures: number;
   /** Not an outcome message (kept among the failed without being applied). */
   isUnreadable?: boolean;
+  /** SHA-1 of the entry as stored, when it was read from the list: `settle` removes it by this. */
+  storedSha1?: string;
 }
 
 export function outcomeKeys(keys: Keys, spoolId: string): { list: string; retry: string; failed: string } {
@@ -69,16 +73,57 @@ return #due
 `,
 );
 
+// Removes a settled batch from the head of the list: the entries `peek` read, named by their SHA-1s.
+// The head is the batch unless the list changed under it, which only a failover does (the batch was
+// read from the old primary; the new one may lack its newest entries, and hold others pushed since):
+// then only the batch's own entries among the head are removed, and the rest stays to be applied. A
+// count-based LTRIM would have removed messages never applied (their file never moved).
+// KEYS: 1 the list. ARGV: the SHA-1 of each entry of the batch, in list order. Returns how many removed.
+const SETTLE_BATCH = defineScript(
+  'outcomesSettle',
+  `
+local listKey = KEYS[1]
+local n = #ARGV
+local head = redis.call('LRANGE', listKey, 0, n - 1)
+local same = #head == n
+local shas = {}
+for i = 1, #head do
+  shas[i] = redis.sha1hex(head[i])
+  if shas[i] ~= ARGV[i] then same = false end
+end
+if same then
+  redis.call('LTRIM', listKey, n, -1)
+  return n
+end
+local wanted = {}
+for i = 1, n do wanted[ARGV[i]] = (wanted[ARGV[i]] or 0) + 1 end
+local removed = 0
+for i = 1, #head do
+  local left = wanted[shas[i]]
+  if left ~= nil and left > 0 then
+    wanted[shas[i]] = left - 1
+    removed = removed + redis.call('LREM', listKey, 1, head[i])
+  end
+end
+return removed
+`,
+);
+
 /** Consumer side: only the holder of the spool's lease reads and removes. */
 export interface OutcomeInbox {
   /** The oldest `max` messages, not removed (a batch is removed by `settle`). */
   peek(max: number): Promise<OutcomeEntry[]>;
   /**
-   * Removes the first `count` messages (the batch just applied) and schedules the failed ones of
-   * it again, or keeps them as failed for good after MAX_ATTEMPTS; one MULTI, which `ride` may add
-   * to (the journey's file-end steps of the batch).
+   * Removes `batch` (the messages just applied, as `peek` read them) from the list and schedules the
+   * failed ones of it again, or keeps them as failed for good after MAX_ATTEMPTS; one MULTI, which
+   * `ride` may add to (the journey's file-end steps of the batch).
    */
-  settle(count: number, failed: ReadonlyArray<OutcomeEntry & { error: string }>, now: number, ride?: (multi: ChainableCommander) => void): Promise<void>;
+  settle(
+    batch: readonly OutcomeEntry[],
+    failed: ReadonlyArray<OutcomeEntry & { error: string }>,
+    now: number,
+    ride?: (multi: ChainableCommander) => void,
+  ): Promise<void>;
   /** Retries whose time has come go back to the list. */
   moveDue(now: number): Promise<number>;
   /** Waits (on its own connection) until the list holds a message, at most `maxMs`. */
@@ -90,18 +135,20 @@ export interface OutcomeInbox {
 
 export function openOutcomeInbox(redis: RedisConnection, keys: Keys, spoolId: string): OutcomeInbox {
   const k = outcomeKeys(keys, spoolId);
+  SETTLE_BATCH.define(redis);
   // A blocking command holds its connection: the wait gets one of its own, made on first use.
   let blocking: RedisConnection | null = null;
   let isClosed = false;
   return {
     async peek(max) {
-      const raw = await redis.lrange(k.list, 0, max - 1);
-      return raw.map(parseEntry);
+      const stored = await redis.lrangeBuffer(k.list, 0, max - 1);
+      return stored.map((bytes) => ({ ...parseEntry(bytes.toString('utf8')), storedSha1: hash('sha1', bytes, 'hex') }));
     },
-    async settle(count, failed, now, ride) {
+    async settle(batch, failed, now, ride) {
       const multi = redis.multi();
       ride?.(multi);
-      if (count > 0) multi.ltrim(k.list, count, -1);
+      const shas = batch.flatMap((entry) => entry.storedSha1 ?? []);
+      if (shas.length > 0) SETTLE_BATCH.queue(multi, [k.list], shas);
       for (const entry of failed) {
         const failures = entry.failures + 1;
         const stored = JSON.stringify({ message: entry.message, failures } satisfies OutcomeEntry);

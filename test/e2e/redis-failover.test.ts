@@ -19,6 +19,9 @@ import { createE2eEnv, dropFile, listFiles, type E2eEnv } from '../support/e2e-e
 import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type DaemonProcess, type LogLine } from '../support/process.js';
 import { adminOf, startClusterSet, startSentinelSet, type ClusterSet, type SentinelSet } from '../support/redis-topologies.js';
 import { waitFor } from '../support/wait.js';
+import { loadConfig } from '../../src/config/load.js';
+import { createLogger } from '../../src/log.js';
+import { openContext } from '../../src/runtime/context.js';
 
 const DELIVERIES = 60;
 const SEEDS = (process.env['FAILOVER_SEEDS'] ?? process.env['FAILOVER_SEED'] ?? '1').split(',').map(Number);
@@ -144,7 +147,18 @@ describe.each(SEEDS)('seed %i', (seed) => {
         what: 'every file archived',
       }).catch(async (error: Error) => {
         const left = (await listFiles(env.spool)).filter((path) => !path.startsWith('archive/'));
-        throw new Error(`${error.message}\nnot archived: ${left.join(', ')}\n--- daemon 1\n${daemons[0]!.tail(20)}\n--- daemon 2\n${daemons[1]!.tail(20)}`);
+        const stuck = await stuckBatchJobs(daemonEnv, left);
+        const jobIds = stuck.filter((entry) => !entry.startsWith('batch ')).map((entry) => entry.split(' ')[0]!);
+        const about = (line: LogLine): boolean => (line.level ?? 0) >= 40 || jobIds.some((jobId) => JSON.stringify(line).includes(jobId));
+        const lines = daemons.map((daemon, i) =>
+          daemon
+            .logs()
+            .filter(about)
+            .map((line) => `${i + 1} ${JSON.stringify(line)}`),
+        );
+        throw new Error(
+          `${error.message}\nnot archived: ${left.join(', ')}\nbatch jobs not done: ${stuck.join('; ')}\n--- their lines and the warnings\n${lines.flat().join('\n')}\n--- daemon 1\n${daemons[0]!.tail(20)}\n--- daemon 2\n${daemons[1]!.tail(20)}`,
+        );
       });
       console.log(
         `${kind} seed ${seed}: killed after ${answeredBeforeKill} answers, replica lag ${lagSec} s, promotion ${promotedAt - killedAt} ms after the kill, first request ${resumeMs} ms after it`,
@@ -207,3 +221,23 @@ describe.each(SEEDS)('seed %i', (seed) => {
     },
   );
 });
+
+/** The jobs of the in-flight events files' batches that have no done mark, with their BullMQ state (a failure's diagnostic). */
+async function stuckBatchJobs(env: Record<string, string>, left: string[]): Promise<string[]> {
+  const claims = left.filter((path) => path.startsWith('.inflight/events/')).map((path) => path.slice('.inflight/events/'.length).split('~')[0]!);
+  if (claims.length === 0) return [];
+  const ctx = await openContext(loadConfig({ env }), createLogger({ level: 'silent' }), 'diagnostic');
+  try {
+    const out: string[] = [];
+    for (const batchId of claims) {
+      const missing = await ctx.redis.sdiff(ctx.keys.batchJobs(batchId), ctx.keys.batchDone(batchId));
+      out.push(`batch ${batchId}: ${await ctx.redis.scard(ctx.keys.batchJobs(batchId))} jobs, ${await ctx.redis.scard(ctx.keys.batchDone(batchId))} done`);
+      for (const jobId of missing) out.push(`${jobId} ${await ctx.queues.items.collecting.getJobState(jobId)}`);
+    }
+    return out;
+  } catch (error) {
+    return [`(could not read: ${String(error)})`];
+  } finally {
+    await ctx.closers.closeAll();
+  }
+}

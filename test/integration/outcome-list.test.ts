@@ -132,7 +132,7 @@ describe('outcome messages', () => {
     const batch = await inbox.peek(10);
     const now = 1_000_000;
     await inbox.settle(
-      batch.length,
+      batch,
       [
         { ...batch[0]!, error: 'EIO' },
         { ...batch[1]!, failures: MAX_ATTEMPTS - 1, error: 'EIO' },
@@ -146,6 +146,26 @@ describe('outcome messages', () => {
     expect(await inbox.moveDue(now + 999)).toBe(0);
     expect(await inbox.moveDue(now + 1000)).toBe(1);
     expect((await inbox.peek(10)).map((entry) => [entry.message.jobId, entry.failures])).toEqual([[message(1).jobId, 1]]);
+    await inbox.close();
+  });
+
+  it('removes only the batch it applied when the list changed under it (a failover: the new primary lacks the newest, holds others)', async () => {
+    const spoolId = newSpool();
+    const inbox = openOutcomeInbox(redis, keys, spoolId);
+    const k = outcomeKeys(keys, spoolId);
+    for (const n of [1, 2, 3]) await pushOutcome(redis, keys, spoolId, message(n));
+    const batch = await inbox.peek(10);
+    expect(batch.map((entry) => entry.message.jobId)).toEqual([1, 2, 3].map((n) => message(n).jobId));
+    // As the promoted replica has it: message 3 never reached it; 4 and 5 were pushed there since.
+    await redis.rpop(k.list);
+    for (const n of [4, 5]) await pushOutcome(redis, keys, spoolId, message(n));
+    await inbox.settle(batch, [], 1_000_000);
+    expect((await inbox.peek(10)).map((entry) => entry.message.jobId)).toEqual([4, 5].map((n) => message(n).jobId));
+    // The head unchanged: the batch goes as one trim.
+    const next = await inbox.peek(10);
+    await pushOutcome(redis, keys, spoolId, message(6));
+    await inbox.settle(next, [], 1_000_000);
+    expect((await inbox.peek(10)).map((entry) => entry.message.jobId)).toEqual([message(6).jobId]);
     await inbox.close();
   });
 

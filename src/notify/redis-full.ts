@@ -70,6 +70,12 @@ export function watchRedisFull(
   let lastCounts = { late: 0, resent: 0 };
   const timers = new Set<NodeJS.Timeout>();
 
+  /** The owner's calm hold starts (again). The key expires on its own: an owner that dies in the hold does not keep starting processes from writing the token. */
+  const holdFromNow = async (): Promise<void> => {
+    await redis.set(calm, '1', 'PX', 3 * calmHoldMs);
+    calmSince = now();
+  };
+
   // One check at a time: a timer's and a health change's never interleave their reads and writes.
   let checking: Promise<void> = Promise.resolve();
   const tick = (): Promise<void> => (checking = checking.then(check));
@@ -114,16 +120,14 @@ export function watchRedisFull(
       }
       if (owned !== null) {
         if (calmSince === null) {
-          // Expires on its own: an owner that dies in the hold does not keep starting processes from writing the token.
-          await redis.set(calm, '1', 'PX', 3 * calmHoldMs);
-          calmSince = now();
+          await holdFromNow();
+          return;
         }
         if (now() - calmSince < calmHoldMs) return;
         const calmFrom = calmSince;
+        // Gone: another process saw writes refused within the hold, so the episode goes on; hold again from now.
         if ((await redis.exists(calm)) === 0) {
-          // Gone: another process saw writes refused within the hold, so the episode goes on; hold again from now.
-          await redis.set(calm, '1', 'PX', 3 * calmHoldMs);
-          calmSince = now();
+          await holdFromNow();
           return;
         }
         calmSince = null;

@@ -77,8 +77,8 @@ interface SessionState {
   index: InflightIndex;
   outcomes: SpoolOutcomes;
   claimDeps: ClaimDeps;
-  /** The in-flight reconcile under way, and the widest one asked for while it runs (settledBefore), or null. */
-  reconciling: { run: Promise<void>; next: number | null } | null;
+  /** While an in-flight reconcile runs: the widest one asked for meanwhile (its settledBefore), or null. Null when none runs. */
+  reconciling: { next: number | null } | null;
 }
 
 export async function startSpoolSession(deps: SpoolSessionDeps, fence: Fence): Promise<SpoolSession> {
@@ -243,13 +243,12 @@ function reconcile(state: SessionState, settledBefore: number): void {
     state.reconciling.next = Math.max(state.reconciling.next ?? -Infinity, settledBefore);
     return;
   }
-  const run = reconcileInflight(state.claimDeps, state.index, state.deps.logger, settledBefore)
-    .then(() => undefined)
+  state.reconciling = { next: null };
+  reconcileInflight(state.claimDeps, state.index, state.deps.logger, settledBefore)
     .catch((error: unknown) => state.deps.logger.warn({ err: error }, 'in-flight reconcile failed'))
     .finally(() => {
       const next = state.reconciling?.next ?? null;
       state.reconciling = null;
       if (next !== null && state.fence.isHeld()) reconcile(state, next);
     });
-  state.reconciling = { run, next: null };
 }

@@ -12,7 +12,7 @@ import type { JourneyStep } from '../../src/journey/journey-read.js';
 import { createLogger } from '../../src/log.js';
 import { openContext, type Context } from '../../src/runtime/context.js';
 import { makePdf } from '../support/builders.js';
-import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
+import { promoteDelayed, startTestDaemon, type TestDaemon } from '../support/daemon.js';
 import { listFiles } from '../support/e2e-env.js';
 import { runCli, type CliResult } from '../support/process.js';
 import { testRedisUrl } from '../support/redis.js';
@@ -106,9 +106,7 @@ let ctx: Context | undefined;
 /** Runs the label retries waiting in delayed now (as their backoff would, later); returns how many. */
 async function promoteRetries(): Promise<number> {
   ctx ??= await openContext(t.config, createLogger({ level: 'silent' }), 'test-history');
-  const delayed = await ctx.queues.items.label.getDelayed();
-  for (const job of delayed) await job.promote().catch(() => undefined);
-  return delayed.length;
+  return promoteDelayed(ctx.queues.items.label);
 }
 
 describe('carrier-sync history <delivery_id>', () => {

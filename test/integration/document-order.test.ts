@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { openContext } from '../../src/runtime/context.js';
 import { makeCteXml, makePdf } from '../support/builders.js';
-import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
+import { promoteDelayed, startTestDaemon, type TestDaemon } from '../support/daemon.js';
 import { listFiles } from '../support/e2e-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -34,9 +34,7 @@ async function drop(inbox: string, name: string, bytes: Buffer | string, mtimeMs
 async function promoteRetries(t: TestDaemon, kind: 'label' | 'cte'): Promise<number> {
   const ctx = await openContext(t.config, createLogger({ level: 'silent' }), 'test-promote');
   try {
-    const delayed = await ctx.queues.items[kind].getDelayed();
-    for (const job of delayed) await job.promote().catch(() => undefined);
-    return delayed.length;
+    return await promoteDelayed(ctx.queues.items[kind]);
   } finally {
     await ctx.closers.closeAll();
   }

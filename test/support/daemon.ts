@@ -3,6 +3,7 @@
  * sandbox API on loopback, with a temporary spool.
  */
 import { Writable } from 'node:stream';
+import type { Queue } from 'bullmq';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -114,4 +115,16 @@ function merge(base: Record<string, unknown>, over: Record<string, unknown>): Re
         : value;
   }
   return out;
+}
+
+/**
+ * Runs the jobs waiting in `queue`'s delayed set now, as their backoff would later; returns how many
+ * were waiting. A test that needs a retry to come after something else gives it a long backoff and
+ * brings it forward with this once that something happened.
+ */
+export async function promoteDelayed(queue: Queue): Promise<number> {
+  const delayed = await queue.getDelayed();
+  // A job that moved on meanwhile (it ran) cannot be promoted: nothing to do for it.
+  for (const job of delayed) await job.promote().catch(() => undefined);
+  return delayed.length;
 }

@@ -277,6 +277,7 @@ interface ComposeService {
   profiles?: string[];
   stop_grace_period?: string;
   hostname?: string;
+  read_only?: boolean;
 }
 
 interface Compose {
@@ -368,6 +369,9 @@ describe('compose.yaml', () => {
     expect(dependsOn.redis?.condition).toBe('service_healthy');
     // The watcher's spool id is derived from hostname + path: it must survive a re-created container.
     expect(daemon.hostname).toMatch(/\S/);
+    // Nothing is written outside the spool volume: the root filesystem is read-only.
+    expect(daemon.read_only).toBe(true);
+    expect(services['worker']?.read_only).toBe(true);
   });
 
   it('gives the daemon a health check on /healthz (its own or the image HEALTHCHECK)', () => {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { SECRET_VARIABLES } from '../../src/config/load.js';
 import { CHART_DIR, EXAMPLES, exampleFile, helm, render, renderRaw, validateObject, type Example, type K8sObject } from '../support/chart.js';
 import { helmBinary } from '../support/helm.js';
 
@@ -47,6 +48,16 @@ describe('helm lint and template', () => {
       expect(objectsOf(example).length).toBeGreaterThan(3);
       for (const object of objectsOf(example)) expect(() => validateObject(object), `${example}: ${object.kind} ${object.metadata.name}`).not.toThrow();
     }
+  });
+});
+
+describe('the chart itself', () => {
+  it("deploys this version's image by default, one replica", () => {
+    const chart = parseYaml(readFileSync(join(CHART_DIR, 'Chart.yaml'), 'utf8')) as { appVersion: string };
+    const values = parseYaml(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8')) as { replicaCount: number; image: { tag: string } };
+    expect(chart.appVersion).toBe((JSON.parse(read('package.json')) as { version: string }).version);
+    expect(values.image.tag).toBe('');
+    expect(values.replicaCount).toBe(1);
   });
 });
 
@@ -162,6 +173,15 @@ describe('every pod', () => {
         expect(entry.valueFrom.secretKeyRef.name, `${example} ${name}`).toMatch(/\S/);
       }
     }
+    // Every secret the daemon reads is wired from a Secret (Sentinel's password in the Sentinel example)...
+    const sentinelEnv = envOf(containerOf(deploymentsOf('sentinel-tls')[0]!));
+    for (const [name] of SECRET_VARIABLES) expect(sentinelEnv.get(name)?.valueFrom?.secretKeyRef, name).toBeDefined();
+    // ...and refused as a plain setting, with its _FILE variant.
+    const schema = JSON.parse(readFileSync(join(CHART_DIR, 'values.schema.json'), 'utf8')) as {
+      properties: { env: { propertyNames: { not: { enum: string[] } } } };
+    };
+    const refused = schema.properties.env.propertyNames.not.enum;
+    for (const [name] of SECRET_VARIABLES) expect(refused, name).toEqual(expect.arrayContaining([name, `${name}_FILE`, 'REDIS_URL']));
     const env = envOf(containerOf(deploymentsOf('one-replica')[0]!));
     expect(env.get('CARRIER_SYNC_CARRIER_KEY').valueFrom.secretKeyRef).toEqual({ name: 'carrier-sync', key: 'carrier-key', optional: false });
     expect(env.get('CARRIER_SYNC_UI_PASSWORD').valueFrom.secretKeyRef).toEqual({ name: 'carrier-sync', key: 'ui-password', optional: true });

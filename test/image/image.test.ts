@@ -143,6 +143,54 @@ describe('the daemon in the image, read-only root, against Redis and the sandbox
     expect(check.code, check.stderr).toBe(0);
   });
 
+  it('answers `status` run inside it (kubectl exec … node dist/src/main.js status)', async () => {
+    const status = await engine.run(['exec', name, 'node', 'dist/src/main.js', 'status', '--json']);
+    expect(status.code, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toHaveProperty('queues.label');
+  });
+
+  it("runs worker-only (the chart's worker pods): read-only, no spool volume, ready", async () => {
+    const workerPort = await freePort();
+    const worker = `${name}-worker`;
+    const env = {
+      REDIS_URL: testRedisUrl(),
+      CARRIER_SYNC_PREFIX: prefix,
+      CARRIER_SYNC_API_URL: sandbox.url,
+      CARRIER_SYNC_CARRIER_KEY: carrierKey,
+      CARRIER_SYNC_HTTP_PORT: String(workerPort),
+    };
+    const envArgs = Object.entries(env).flatMap(([key, value]) => ['-e', `${key}=${value}`]);
+    try {
+      await must(engine, [
+        'run',
+        '-d',
+        '--name',
+        worker,
+        '--network',
+        'host',
+        '--no-healthcheck',
+        ...runArgs,
+        ...readOnly(),
+        ...envArgs,
+        IMAGE,
+        'start',
+        '--roles',
+        'worker,http',
+      ]);
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${workerPort}/readyz`).catch(() => undefined))?.status === 200, {
+        timeoutMs: 60_000,
+        what: 'the worker /readyz 200',
+      });
+      await must(engine, ['stop', '-t', String(STOP_TIMEOUT_S), worker], (STOP_TIMEOUT_S + 15) * 1000);
+      expect((await must(engine, ['inspect', '--format', '{{.State.ExitCode}}', worker])).trim()).toBe('0');
+      const logs = await engine.run(['logs', worker]);
+      const errors = (logs.stdout + logs.stderr).split('\n').filter((line) => /"level":(50|60)/.test(line));
+      expect(errors).toEqual([]);
+    } finally {
+      await engine.run(['rm', '-f', worker]);
+    }
+  });
+
   it('runs as uid 1000', async () => {
     expect((await must(engine, ['exec', name, 'id', '-u'])).trim()).toBe(String(NODE_UID));
     expect((await must(engine, ['inspect', '--format', '{{.Config.User}}', name])).trim()).toBe('node');

@@ -35,14 +35,14 @@ const STOP_TIMEOUT_MS = 15_000;
 
 export async function ensureManagedRedis(dir: string, port: number, logger: Logger): Promise<ManagedRedis> {
   const dataDir = resolve(dir);
-  await refuseWithoutRedisServer();
-  await mkdir(dataDir, { recursive: true });
   const portFile = join(dataDir, 'port');
   const known = Number((await readFile(portFile, 'utf8').catch(() => '')).trim());
   if (known > 0 && (await answers(known))) {
     logger.info({ dir: dataDir, port: known }, 'using the managed redis-server already running (REDIS_URL is not set)');
     return handleOf(dataDir, known, false, logger);
   }
+  await refuseWithoutRedisServer();
+  await mkdir(dataDir, { recursive: true });
 
   const chosen = port > 0 ? port : await freePort();
   const child = spawn(

@@ -205,6 +205,15 @@ describe('Redis topologies', () => {
     expect(volume.secret).toMatchObject({ secretName: 'redis-ca', items: [{ key: 'ca.crt', path: 'ca.crt' }] });
   });
 
+  it('Sentinel with TLS: worker-only pods get the CA too, and no spool', async () => {
+    const objects = await render('sentinel-tls', ['workers.replicaCount=2']);
+    const workers = objects.find((object) => object.kind === 'Deployment' && component(object) === 'worker')!;
+    expect(workers.spec.template.spec.volumes.map((volume: any) => volume.name)).toEqual(['redis-ca']);
+    expect(containerOf(workers).volumeMounts!.map((mount: any) => mount.name)).toEqual(['redis-ca']);
+    expect(envOf(containerOf(workers)).get('NODE_EXTRA_CA_CERTS').value).toBe('/etc/carrier-sync/redis-ca/ca.crt');
+    expect(envOf(containerOf(workers)).has('CARRIER_SYNC_SPOOL_DIR')).toBe(false);
+  });
+
   it('Cluster: CARRIER_SYNC_REDIS_CLUSTER with the seed nodes and a hash-tag prefix', () => {
     const env = envOf(containerOf(deploymentsOf('cluster')[0]!));
     expect(env.get('CARRIER_SYNC_REDIS_CLUSTER').value).toBe('true');

@@ -6,7 +6,9 @@
 #   docker run -d --hostname carrier-sync --stop-timeout 45 --env-file /etc/carrier-sync/env \
 #     -v carrier-sync-spool:/spool -p 8080:8080 carrier-sync
 #
-# The image has no redis-server: set REDIS_URL (see compose.yaml). Secrets (CARRIER_SYNC_CARRIER_KEY,
+# The image has no redis-server: set REDIS_URL (see compose.yaml); without it, start and every
+# command say so in one line and exit 2. Build with `docker build`, or `podman build --format
+# docker` (podman's default OCI format drops the HEALTHCHECK). Secrets (CARRIER_SYNC_CARRIER_KEY,
 # …) come from the environment or <VAR>_FILE at run time, never from the image. Give `docker stop`
 # more time than the shutdown grace period (shutdown.graceMs, 30 s): --stop-timeout 45, or
 # `stop_grace_period: 45s` in compose. A fixed --hostname keeps the watcher's spool id stable
@@ -21,7 +23,14 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: the `prepare` script (tsc) needs the sources, which are not copied yet; the
 # build runs explicitly below. Keeping the install in its own layer caches it across source edits.
-RUN --mount=type=cache,target=/root/.npm npm ci --ignore-scripts --no-audit --no-fund
+# `npm ls` after `npm ci`: the npm that Node 20 bundles can exit 0 after a registry failure ("Exit
+# handler never called!"), which would cache a layer with a half-installed node_modules; `npm ls`
+# exits non-zero when a package of the lockfile is missing, so the step, and the build, fail.
+# The secret `npm-ca` (optional; `--secret id=npm-ca,src=ca.pem`) is for a network whose TLS goes
+# through a proxy with its own CA: it reaches npm for this step only, never a layer.
+RUN --mount=type=cache,target=/root/.npm --mount=type=secret,id=npm-ca \
+    NODE_EXTRA_CA_CERTS=/run/secrets/npm-ca npm ci --ignore-scripts --no-audit --no-fund \
+    && npm ls --all >/dev/null
 COPY tsconfig.json ./
 COPY src ./src
 COPY config ./config
@@ -31,11 +40,20 @@ RUN npm run build
 # A clean install rather than `npm prune`, so no dev-only file can leak into the runtime image.
 # --ignore-scripts again: `prepare` would run tsc, which is a devDependency. No production
 # dependency needs an install script (msgpackr-extract ships prebuilt binaries and msgpackr falls
-# back to plain JS without them).
+# back to plain JS without them). prune-runtime.mjs then removes what `--omit=dev` keeps but the
+# runtime never loads: optional peers that are our devDependencies (TypeScript, 24 MB, valibot's
+# optional peer through @bull-board/api), source maps and type declarations (29 MB); see its
+# header. `npm ls` before and after: a failed install, or a prune that took too much, fails here.
 FROM node:20-bookworm-slim AS prod-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+COPY deploy/image/prune-runtime.mjs /tmp/prune-runtime.mjs
+RUN --mount=type=cache,target=/root/.npm --mount=type=secret,id=npm-ca \
+    NODE_EXTRA_CA_CERTS=/run/secrets/npm-ca npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+    && npm ls --omit=dev --all >/dev/null \
+    && node /tmp/prune-runtime.mjs /app \
+    && npm ls --omit=dev --all >/dev/null \
+    && test ! -e node_modules/typescript
 
 # ---- runtime ------------------------------------------------------------------------------------
 FROM node:20-bookworm-slim AS runtime
@@ -55,7 +73,9 @@ COPY --from=build /app/dist ./dist
 COPY config ./config
 # The spool belongs to the unprivileged `node` user (uid 1000 in the official image); a named
 # volume mounted at /spool takes this ownership on first use. A bind mount must be writable by
-# uid 1000.
+# uid 1000. The daemon writes nothing outside the spool (with REDIS_URL set; the image has no
+# redis-server to run a managed one), so the container runs with a read-only root filesystem
+# (`docker run --read-only`, Kubernetes `readOnlyRootFilesystem: true`).
 RUN mkdir -p /spool && chown node:node /spool
 USER node
 VOLUME /spool

@@ -11,10 +11,12 @@
  * out first, so a stop loses nothing; the next start reads the data back from `managedDir`.
  */
 import { spawn } from 'node:child_process';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { join, resolve } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
+import { SyncError } from '../errors.js';
 import type { Logger } from '../log.js';
 
 export interface ManagedRedis {
@@ -33,13 +35,14 @@ const STOP_TIMEOUT_MS = 15_000;
 
 export async function ensureManagedRedis(dir: string, port: number, logger: Logger): Promise<ManagedRedis> {
   const dataDir = resolve(dir);
-  await mkdir(dataDir, { recursive: true });
   const portFile = join(dataDir, 'port');
   const known = Number((await readFile(portFile, 'utf8').catch(() => '')).trim());
   if (known > 0 && (await answers(known))) {
     logger.info({ dir: dataDir, port: known }, 'using the managed redis-server already running (REDIS_URL is not set)');
     return handleOf(dataDir, known, false, logger);
   }
+  await refuseWithoutRedisServer();
+  await mkdir(dataDir, { recursive: true });
 
   const chosen = port > 0 ? port : await freePort();
   const child = spawn(
@@ -79,6 +82,25 @@ export async function ensureManagedRedis(dir: string, port: number, logger: Logg
   await writeFile(portFile, `${chosen}\n`);
   logger.info({ dir: dataDir, port: chosen, redisPid: child.pid }, 'started a managed redis-server (REDIS_URL is not set)');
   return handleOf(dataDir, chosen, true, logger);
+}
+
+/**
+ * The container image (and any host without Redis installed) has no redis-server: say that Redis
+ * must be given before touching the disk, instead of failing on the data folder (a read-only
+ * /app in the image) or on the spawn. Checked on PATH, as spawn() would look it up.
+ */
+async function refuseWithoutRedisServer(): Promise<void> {
+  for (const folder of (process.env.PATH ?? '').split(delimiter).filter(Boolean)) {
+    const isExecutable = await access(join(folder, 'redis-server'), constants.X_OK).then(
+      () => true,
+      () => false,
+    );
+    if (isExecutable) return;
+  }
+  throw new SyncError(
+    'CONFIG_INVALID',
+    'REDIS_URL is not set and there is no redis-server on this machine to run one: give carrier-sync its Redis with REDIS_URL (or CARRIER_SYNC_REDIS_SENTINELS)',
+  );
 }
 
 function handleOf(dataDir: string, port: number, isStartedHere: boolean, logger: Logger): ManagedRedis {

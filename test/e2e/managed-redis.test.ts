@@ -5,7 +5,7 @@
  * running daemon) still uses it. Each run has its own temporary working folder, and every
  * redis-server a test caused is ended by its pid afterwards, whatever the outcome.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -113,5 +113,19 @@ describe('the managed redis-server', () => {
     daemon.kill('SIGINT');
     expect(await daemon.exited, daemon.tail()).toEqual({ code: 0, signal: null });
     await gone(pid);
+  });
+
+  it('without a redis-server on the machine (as in the image), one line says Redis must be given, and nothing is written', async () => {
+    const dir = await workDir();
+    const emptyPath = await workDir();
+    for (const command of [['status'], ['start']]) {
+      const result = await runCli(command, { env: { ...ENV, PATH: emptyPath }, cwd: dir });
+      expect(result.code, result.stderr).toBe(2);
+      expect(result.stderr.trim().split('\n'), 'one line').toEqual([
+        'carrier-sync: REDIS_URL is not set and there is no redis-server on this machine to run one: give carrier-sync its Redis with REDIS_URL (or CARRIER_SYNC_REDIS_SENTINELS)',
+      ]);
+      expect(result.stderr, 'the data folder is not tried').not.toContain('EACCES');
+      expect(await readdir(dir), 'nothing written in the working folder').toEqual([]);
+    }
   });
 });

@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { validate } from 'dockerfile-utils';
+import semver from 'semver';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 
@@ -217,6 +218,51 @@ describe('Dockerfile', () => {
   });
 });
 
+describe('Dockerfile: what the image holds', () => {
+  const stages = stagesOf(parseDockerfile(read('Dockerfile')));
+
+  it('fails the step when npm ci fails: every `npm ci` is followed by `npm ls` in the same RUN', () => {
+    // The npm of Node 20 can exit 0 after a registry failure ("Exit handler never called!"); `npm ls`
+    // exits non-zero when a package of the lockfile is missing, so no half-installed layer is cached.
+    const installs = stages.flatMap((stage) => all(stage, 'RUN')).filter((run) => /\bnpm ci\b/.test(run.args));
+    expect(installs.length).toBeGreaterThanOrEqual(2);
+    for (const run of installs) expect(run.args, `line ${run.line}`).toMatch(/\bnpm ci\b[^;|]*&&[^;|]*\bnpm ls\b/);
+  });
+
+  it('prunes optional peers, source maps and type declarations from the runtime node_modules', () => {
+    const runtime = stages.at(-1)!;
+    const from = copyFrom(all(runtime, 'COPY').find((copy) => copyPaths(copy).some((path) => /node_modules\/?$/.test(path)))!);
+    const runs = all(
+      stages.find((stage) => stage.name === from)!,
+      'RUN',
+    ).map((run) => run.args);
+    expect(runs.some((args) => /prune-runtime\.mjs/.test(args))).toBe(true);
+    expect(existsSync(join(ROOT, 'deploy/image/prune-runtime.mjs'))).toBe(true);
+  });
+});
+
+describe('engines, lockfile and base image agree', () => {
+  const pkg = JSON.parse(read('package.json')) as { engines: { node: string } };
+  const lowest = semver.minVersion(pkg.engines.node)!.version;
+
+  it('every package of the lockfile runs on the lowest Node that package.json allows', () => {
+    const lock = JSON.parse(read('package-lock.json')) as { packages: Record<string, { version?: string; engines?: { node?: string } | string[] }> };
+    const refusing = Object.entries(lock.packages)
+      .filter(([path, entry]) => path !== '' && !Array.isArray(entry.engines) && entry.engines?.node !== undefined)
+      .filter(([, entry]) => !semver.satisfies(lowest, (entry.engines as { node: string }).node))
+      .map(([path, entry]) => `${path}@${entry.version} wants node ${(entry.engines as { node: string }).node}`);
+    expect(refusing, `not runnable on node ${lowest}: pin a version that is (package.json overrides)`).toEqual([]);
+  });
+
+  it("the image's base is the Node major of the engines range", () => {
+    const major = semver.major(lowest);
+    for (const stage of stagesOf(parseDockerfile(read('Dockerfile'))).filter((stage) => stage.image.startsWith('node:'))) {
+      expect(stage.image).toMatch(new RegExp(`^node:${major}-`));
+    }
+    expect(read('deploy/image/stand-in-base.sh')).toContain(`node:${major}-bookworm-slim`);
+  });
+});
+
 // ---- compose.yaml -------------------------------------------------------------------------------
 
 interface ComposeService {
@@ -231,6 +277,7 @@ interface ComposeService {
   profiles?: string[];
   stop_grace_period?: string;
   hostname?: string;
+  read_only?: boolean;
 }
 
 interface Compose {
@@ -322,6 +369,9 @@ describe('compose.yaml', () => {
     expect(dependsOn.redis?.condition).toBe('service_healthy');
     // The watcher's spool id is derived from hostname + path: it must survive a re-created container.
     expect(daemon.hostname).toMatch(/\S/);
+    // Nothing is written outside the spool volume: the root filesystem is read-only.
+    expect(daemon.read_only).toBe(true);
+    expect(services['worker']?.read_only).toBe(true);
   });
 
   it('gives the daemon a health check on /healthz (its own or the image HEALTHCHECK)', () => {

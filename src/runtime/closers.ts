@@ -1,6 +1,7 @@
 /**
  * The shutdown stack: whatever opens a resource pushes its close right after opening it; closing
- * runs in reverse order, each step once, and one failing step does not stop the others.
+ * runs in reverse order, each step once, and one failing step does not stop the others. A close
+ * pushed once closing has begun (a start still opening things when the stop came) runs at once.
  */
 import type { Logger } from '../log.js';
 
@@ -12,22 +13,24 @@ export interface Closers {
 export function createClosers(logger: Logger): Closers {
   const stack: Array<{ name: string; close: () => Promise<void> | void }> = [];
   let closing: Promise<void> | undefined;
+  const drain = async (): Promise<void> => {
+    while (stack.length > 0) {
+      const step = stack.pop()!;
+      try {
+        await step.close();
+        logger.debug({ step: step.name }, 'closed');
+      } catch (error) {
+        logger.error({ step: step.name, err: error }, 'close failed');
+      }
+    }
+  };
   return {
     push(name, close) {
       stack.push({ name, close });
+      if (closing !== undefined) closing = closing.then(drain);
     },
     closeAll() {
-      closing ??= (async () => {
-        while (stack.length > 0) {
-          const step = stack.pop()!;
-          try {
-            await step.close();
-            logger.debug({ step: step.name }, 'closed');
-          } catch (error) {
-            logger.error({ step: step.name, err: error }, 'close failed');
-          }
-        }
-      })();
+      closing ??= drain();
       return closing;
     },
   };

@@ -22,9 +22,9 @@ export function cliLogger(config: Readonly<Config>): Logger {
 
 /**
  * How long a command waits for Redis at first before it gives up (one line, exit 1): the command
- * ends within 10 s with the load and the close around it.
+ * ends within 10 s with the load and the close around it, on a busy machine too.
  */
-const CLI_CONTACT_TIMEOUT_MS = 8000;
+const CLI_CONTACT_TIMEOUT_MS = 6000;
 
 export async function withContext<T>(command: Command, run: (ctx: Context) => Promise<T>): Promise<T> {
   const config = configOf(command);

@@ -75,7 +75,10 @@ function obeySignals(daemon: DaemonHandle, logger: Logger): Promise<void> {
         return;
       }
       logger.info({ signal }, 'signal received');
-      void daemon.stop().then(resolve);
+      void daemon.stop().then(() => {
+        if (daemon.stopOutcome() === 'grace-expired') process.exitCode = 1;
+        resolve();
+      });
     };
     for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
   });

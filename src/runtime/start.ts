@@ -50,7 +50,11 @@ export interface DaemonHandle {
   opsUrl(): string | null;
   /** True once stop() was called: a start that then fails was abandoned, not broken. */
   isStopRequested(): boolean;
+  /** After stop(): 'clean', or 'grace-expired' when the grace period ran out before every step closed. */
+  stopOutcome(): StopOutcome | null;
 }
+
+export type StopOutcome = 'clean' | 'grace-expired';
 
 /** What the start-up steps build and the shutdown reads, filled in step by step. */
 interface DaemonState {
@@ -63,6 +67,7 @@ interface DaemonState {
   /** The shutdown stack, the daemon's from the first step (a stop during the start closes what is open). */
   closers: Closers;
   phase: 'starting' | 'started' | 'failed';
+  stopOutcome: StopOutcome | null;
   /** The ops port until Redis answers (http role). */
   waiting: WaitingServer | null;
   ops: OpsServer | null;
@@ -82,6 +87,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
     stopSignal: new AbortController(),
     closers: createClosers(logger),
     phase: 'starting',
+    stopOutcome: null,
     waiting: null,
     ops: null,
     stopIntake: [],
@@ -98,6 +104,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
     ready,
     opsUrl: () => state.ops?.url ?? null,
     isStopRequested: () => state.isStopRequested,
+    stopOutcome: () => state.stopOutcome,
     stop() {
       state.isStopRequested = true;
       state.stopSignal.abort();
@@ -216,18 +223,38 @@ async function startRoles(state: DaemonState, ctx: Context, observeRequest: Obse
 }
 
 async function shutDown(state: DaemonState, ready: Promise<void>): Promise<void> {
-  const { logger } = state;
+  const { logger, config } = state;
   const phase = state.phase;
   // A start that failed has no work in flight: close what it opened, and say nothing more (the
-  // failure is the one line the operator needs). One still under way (waiting for Redis) is
-  // abandoned: stop() aborted its wait; what it opened is closed, then it is over.
-  if (phase !== 'started') {
+  // failure is the one line the operator needs).
+  if (phase === 'failed') {
     await state.closers.closeAll();
-    if (phase === 'failed') return;
-    await settledWithin(ready, state.config.shutdown.graceMs);
-    logger.info('shut down cleanly (stopped while starting)');
     return;
   }
+  // Whatever hangs (a Redis that is gone, full or failing over, an API that does not answer, a
+  // full disk), the process is out within the grace period: nothing is lost by leaving (what was
+  // in flight is taken up again at the next start), and an operator's stop is obeyed.
+  const orderly = phase === 'started' ? stopStarted(state) : stopStarting(state, ready);
+  if (await settledWithin(orderly, config.shutdown.graceMs)) {
+    state.stopOutcome = 'clean';
+    logger.info(phase === 'started' ? 'shut down cleanly' : 'shut down cleanly (stopped while starting)');
+    return;
+  }
+  state.stopOutcome = 'grace-expired';
+  logger.warn(
+    { graceMs: config.shutdown.graceMs, closing: state.closers.current() },
+    'grace period over: exiting before every step closed (what was in flight is taken up again at the next start)',
+  );
+}
+
+/** A start under way (waiting for Redis) is abandoned: stop() aborted its wait; what it opened is closed. */
+async function stopStarting(state: DaemonState, ready: Promise<void>): Promise<void> {
+  await state.closers.closeAll();
+  await ready.catch(() => {});
+}
+
+async function stopStarted(state: DaemonState): Promise<void> {
+  const { logger } = state;
   logger.info('shutting down: no new files, finishing in-flight work');
   for (const step of state.stopIntake) {
     try {
@@ -237,12 +264,18 @@ async function shutDown(state: DaemonState, ready: Promise<void>): Promise<void>
     }
   }
   await state.closers.closeAll();
-  logger.info('shut down cleanly');
 }
 
-/** Resolves when `promise` settles or after `ms`, whichever comes first. */
-async function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {
+/** True when `promise` settles within `ms`; false when the time ran out first. */
+async function settledWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([promise.catch(() => {}), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  const isSettled = await Promise.race([
+    promise.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
+  ]);
   clearTimeout(timer);
+  return isSettled;
 }

@@ -25,6 +25,7 @@ import { createStats, type Stats } from '../store/stats.js';
 import { createClosers, type Closers } from './closers.js';
 import { ensureManagedRedis } from './managed-redis.js';
 import { awaitContact, type ContactOptions } from './redis-contact.js';
+import { parseInfo } from '../store/redis-info.js';
 
 export interface Context {
   config: Readonly<Config>;
@@ -196,7 +197,7 @@ export async function checkRedisDurability(redis: RedisConnection, allowEviction
 /** From INFO, which managed Redis services keep when they disable CONFIG; null when unreadable. */
 async function readEvictionPolicy(redis: RedisConnection, logger: Logger): Promise<string | null> {
   try {
-    const policy = /^maxmemory_policy:(\S+)/m.exec(await redis.info('memory'))?.[1];
+    const policy = parseInfo(await redis.info('memory')).get('maxmemory_policy');
     if (policy !== undefined) return policy;
     logger.warn('Redis INFO has no maxmemory_policy: eviction not checked');
   } catch (error) {

@@ -16,6 +16,7 @@ import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
+import { infoNumber, parseInfo } from '../store/redis-info.js';
 
 export interface ManagedRedis {
   url: string;
@@ -123,7 +124,7 @@ async function stopUnlessShared(dataDir: string, port: number, logger: Logger): 
       logger.info({ port, clients: others.length, names: [...new Set(others)] }, 'left the managed redis-server running: other clients use it');
       return;
     }
-    redisPid = Number(/^process_id:(\d+)/m.exec(await admin.info('server'))?.[1] ?? 0);
+    redisPid = infoNumber(parseInfo(await admin.info('server')), 'process_id') ?? 0;
     // No reply on success: the server closes the connection as it goes.
     await admin.call('SHUTDOWN').catch((error: Error) => {
       if (!/Connection is closed|ECONNRESET/.test(error.message)) throw error;

@@ -137,7 +137,9 @@ async function openWaitingServer(state: DaemonState): Promise<void> {
   const waiting = await startWaitingServer(config.http.host, config.http.port, 'starting: connecting to Redis');
   state.waiting = waiting;
   state.closers.push('waiting ops server', () => waiting.close());
-  logger.info({ url: waiting.url }, 'ops server listening (starting: /readyz answers 503 until Redis answers)');
+  // Said only if Redis keeps it waiting (the warn line carries its URL): a start refused at once
+  // (an evicting Redis) stays the one line the operator needs.
+  logger.debug({ url: waiting.url }, 'ops server listening (starting: /readyz answers 503 until Redis answers)');
 }
 
 /** The shared context (Redis, queues), checked and upgraded; Redis waited for (one warn line). */
@@ -148,7 +150,7 @@ async function openShared(state: DaemonState): Promise<Context> {
     contact: {
       signal: state.stopSignal.signal,
       onWaiting: (reason) => {
-        logger.warn(reason);
+        logger.warn(state.waiting === null ? {} : { opsUrl: state.waiting.url }, reason);
         state.waiting?.setReason(reason);
       },
     },

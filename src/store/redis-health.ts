@@ -29,6 +29,7 @@ import { Cluster } from 'ioredis';
 import type { Logger } from '../log.js';
 import type { RedisConnection } from './redis.js';
 import { codeOf, troubleOf, type RedisTrouble } from './redis-errors.js';
+import { infoNumber, parseInfo } from './redis-info.js';
 
 export { isConnectionError, isFailoverError, isRedisUnavailable, isWritesRefusedError, type RedisTrouble } from './redis-errors.js';
 
@@ -238,10 +239,10 @@ export function trackRedisHealth(redis: RedisConnection, logger: Logger, options
 async function hasHeadroom(redis: RedisConnection): Promise<boolean> {
   if (redis instanceof Cluster) return true;
   try {
-    const info = await redis.info('memory');
-    const used = Number(/^used_memory:(\d+)/m.exec(info)?.[1]);
-    const max = Number(/^maxmemory:(\d+)/m.exec(info)?.[1]);
-    if (!Number.isFinite(used) || !Number.isFinite(max) || max === 0) return true;
+    const info = parseInfo(await redis.info('memory'));
+    const used = infoNumber(info, 'used_memory');
+    const max = infoNumber(info, 'maxmemory');
+    if (used === null || max === null || max === 0) return true;
     return used <= max * (1 - OOM_HEADROOM);
   } catch {
     return true;

@@ -21,6 +21,7 @@
 import type { RedisKind, RedisTarget } from '../config/redis-target.js';
 import type { RedisConnection } from './redis.js';
 import { defineScript } from './script.js';
+import { infoNumber, infoReplicas, parseInfo } from './redis-info.js';
 
 export interface Topology {
   kind: RedisKind;
@@ -87,19 +88,16 @@ async function readPrimary(redis: RedisConnection, target: RedisTarget, prefix: 
   const [clientInfo, replication] = await Promise.all([node.call('CLIENT', 'INFO') as Promise<string>, node.info('replication')]);
   const address = /\bladdr=(\S+)/.exec(clientInfo)?.[1];
   if (address === undefined) return null;
-  const field = (name: string): string | undefined => new RegExp(`^${name}:(\\S*)`, 'm').exec(replication)?.[1];
+  const info = parseInfo(replication);
   return {
     address,
-    replId: field('master_replid') ?? '',
-    isPromoted: Number(field('second_repl_offset') ?? -1) >= 0,
-    replicas: [...replication.matchAll(/^slave\d+:(\S+)/gm)].map(([, line]) => {
-      const fields = Object.fromEntries(line!.split(',').map((pair) => pair.split('=') as [string, string]));
-      return {
-        address: `${fields['ip']}:${fields['port']}`,
-        state: fields['state'] ?? '?',
-        lagSec: fields['lag'] === undefined ? null : Number(fields['lag']),
-      };
-    }),
+    replId: info.get('master_replid') ?? '',
+    isPromoted: (infoNumber(info, 'second_repl_offset') ?? -1) >= 0,
+    replicas: infoReplicas(info).map((fields) => ({
+      address: `${fields['ip']}:${fields['port']}`,
+      state: fields['state'] ?? '?',
+      lagSec: fields['lag'] === undefined ? null : Number(fields['lag']),
+    })),
   };
 }
 

@@ -11,7 +11,6 @@ import { startOwnRedis, type OwnRedis } from '../support/own-redis.js';
 import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type DaemonProcess } from '../support/process.js';
 
 const PASSWORD = 'late-secret-7f3a';
-const WAITING = 'ops server listening (starting: /readyz answers 503 until Redis answers)';
 
 let env: E2eEnv | undefined;
 let redis: OwnRedis | undefined;
@@ -29,8 +28,13 @@ async function setUp(): Promise<{ env: E2eEnv; redis: OwnRedis; url: string }> {
   return { env, redis, url: redis.url.replace('redis://', `redis://:${PASSWORD}@`) };
 }
 
+/** The ops server's URL, from the warn line that says Redis does not answer (it comes within 2 s). */
 async function opsUrlOf(daemon: DaemonProcess): Promise<string> {
-  return String((await daemon.waitForLog((line) => line.msg === WAITING, { timeoutMs: 2000, what: 'the ops port within 2 s' }))['url']);
+  const line = await daemon.waitForLog((candidate) => candidate.level === 40 && typeof candidate['opsUrl'] === 'string', {
+    timeoutMs: 2000,
+    what: 'the warn line with the ops port within 2 s',
+  });
+  return String(line['opsUrl']);
 }
 
 async function get(url: string): Promise<{ status: number; body: Record<string, unknown> }> {

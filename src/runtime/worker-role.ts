@@ -8,7 +8,7 @@ import { apiClientFor } from './api-client.js';
 import { rateLimiterFor } from '../gate/limiter.js';
 import { createPushGate, pushGateOptions } from '../gate/push-gate.js';
 import { ITEM_KINDS } from '../store/keys.js';
-import type { ItemJob } from '../queue/payloads.js';
+import type { ItemJob } from '../store/payloads.js';
 import { createProcessor } from '../push/processor.js';
 import { isAnswerUnavailable } from '../push/answer-write.js';
 import { createKeptAnswers } from '../push/kept-answers.js';

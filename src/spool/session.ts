@@ -17,7 +17,7 @@ import type { Batches } from '../queue/batches.js';
 import type { EnqueueDeps } from '../queue/enqueue.js';
 import type { ReportContent } from '../queue/failure-report.js';
 import { ITEM_KIND_OF, SPOOL_KINDS, type Keys, type SpoolKind } from '../store/keys.js';
-import type { OutcomeMessage } from '../queue/payloads.js';
+import type { OutcomeMessage } from '../store/payloads.js';
 import type { RedisConnection } from '../store/redis.js';
 import { addStat } from '../store/stats.js';
 import type { JourneyWriter } from '../journey/journey.js';

@@ -2,7 +2,9 @@
  * `npm start` and the terminal (issue 35): npm runs the script through `sh -c`; the script `exec`s
  * node, so the daemon is npm's own child and gets what npm forwards. A SIGTERM to npm's process
  * stops the daemon cleanly, and the managed redis-server with it; closing the terminal (SIGHUP to
- * the whole process group, as the terminal sends it) is a clean stop too. Runs in the repository
+ * the whole process group, as the terminal sends it) is a clean stop too, also once the daemon's
+ * stderr is gone with the terminal (its writes fail: before, an uncaught EPIPE/EIO ended it with
+ * exit 1 and left the managed redis-server running). `npm start` runs in the repository
  * (npm needs its package.json), with the spool and the managed Redis's data in a folder of its own.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -71,4 +73,24 @@ describe('npm start', () => {
     await expectStoppedCleanly(npm, daemonPid, redisPid);
     expect(npm.logs().find((line) => line.msg === 'signal received')?.['signal']).toBe('SIGHUP');
   });
+});
+
+describe('a closed terminal', () => {
+  it(
+    'stderr gone (the terminal closed) does not cut the clean stop short: SIGHUP still exits 0 and stops the managed redis-server',
+    { timeout: 60_000 },
+    async () => {
+      dir = await mkdtemp(join(tmpdir(), 'cs-closed-terminal-'));
+      const env = { CARRIER_SYNC_HTTP_PORT: '0', CARRIER_SYNC_SPOOL_DIR: join(dir, 'spool'), CARRIER_SYNC_REDIS_DIR: join(dir, 'redis'), LOG_LEVEL: 'info' };
+      const daemon = spawnDaemon(env, { cwd: dir });
+      await waitUntilStarted(daemon, 30_000);
+      const redisPid = await managedRedisPidIn(join(dir, 'redis'));
+      redisPids.add(redisPid!);
+      // What a closed terminal does to the daemon's writes: they fail (EPIPE here, EIO on a tty).
+      daemon.child.stderr!.destroy();
+      daemon.kill('SIGHUP');
+      expect(await daemon.exited).toEqual({ code: 0, signal: null });
+      await waitFor(() => !isAlive(redisPid!), { timeoutMs: 15_000, what: 'the managed redis-server to be gone' });
+    },
+  );
 });

@@ -71,7 +71,8 @@ async function expectSignalsObeyed([one, two]: DaemonProcess[], isInState: (msg:
   const firstExit = await one!.exited;
   expect(Date.now() - firstAt, `the first signal: out within the grace period\n${one!.tail()}`).toBeLessThan(GRACE_MS + SLACK_MS);
   // A clean stop (0), not the grace period's hard end (1): every step closed in time. With Redis
-  // gone, a step may wait for it (the spool lease's last renewal) until that hard end: exit 1.
+  // gone, the spool lease's last renewal may wait up to spool.leaseMs (5 s) for it: close to this
+  // test's grace period (6 s) on a loaded machine, so the hard end (exit 1) is tolerated there.
   expect(firstExit.signal, one!.tail()).toBeNull();
   expect(isCleanRequired ? [0] : [0, 1], one!.tail()).toContain(firstExit.code);
   expect(one!.logs().map((line) => line.msg)).toContain('signal received');

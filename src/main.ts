@@ -49,6 +49,9 @@ function flushed(stream: NodeJS.WriteStream): Promise<void> {
 
 // A reader that closes the pipe early (`carrier-sync dlq list | head`) is not a failure of ours.
 process.stdout.on('error', () => {});
+// Nor a closed terminal (EIO) or a log reader gone (EPIPE): the daemon's SIGHUP stop must still be
+// clean (its lines are lost, nothing else), not an uncaught 'error' that ends it at once.
+process.stderr.on('error', () => {});
 
 async function run(): Promise<never> {
   let code: number;

@@ -129,7 +129,7 @@ export function createHttp(options: HttpOptions): Http {
   return {
     send,
     close() {
-      closing ??= pool.close();
+      closing ??= closePool(pool);
       return closing;
     },
   };
@@ -154,4 +154,20 @@ export function readJson<T>(response: HttpResponse, isExpected: (value: unknown)
 export function encodePathParam(value: string): string {
   const encoded = encodeURIComponent(value);
   return encoded === '.' || encoded === '..' ? encoded.replaceAll('.', '%2E') : encoded;
+}
+
+/** A request still pending this long after the close began is given up. */
+const CLOSE_WAIT_MS = 1000;
+
+/**
+ * Closes politely (requests under way finish), and gives up what is still pending after
+ * CLOSE_WAIT_MS: the pool is closed after the workers, so a request still pending then belongs to a
+ * job the shutdown left (an API that never answers); its item is sent again after the restart.
+ */
+async function closePool(pool: UndiciPool): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)));
+  await Promise.race([pool.close(), waited]);
+  clearTimeout(timer);
+  if (!pool.destroyed) await pool.destroy();
 }

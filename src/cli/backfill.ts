@@ -37,7 +37,7 @@ export function registerBackfill(program: Command): void {
         import('../queue/queues.js'),
         import('../spool/claim.js'),
         import('../i18n/reason.js'),
-        import('../queue/payloads.js'),
+        import('../store/payloads.js'),
         import('../spool/paths.js'),
         import('../validate/spool-name.js'),
       ]);

@@ -13,7 +13,7 @@ export function registerEnqueue(program: Command): void {
     .action(async (options: { deliveryId: string; eventAt: string }, command: Command) => {
       const [{ enqueueEvents }, { collectingJobOf }, { checkEventRecord }] = await Promise.all([
         import('../queue/enqueue.js'),
-        import('../queue/payloads.js'),
+        import('../store/payloads.js'),
         import('../validate/event-record.js'),
       ]);
       const verdict = checkEventRecord({ delivery_id: options.deliveryId, event_at: options.eventAt });

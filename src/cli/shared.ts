@@ -20,10 +20,16 @@ export function cliLogger(config: Readonly<Config>): Logger {
   return createLogger({ level, isPretty: process.stderr.isTTY === true });
 }
 
+/**
+ * How long a command waits for Redis at first before it gives up (one line, exit 1): the command
+ * ends within 10 s with the load and the close around it, on a busy machine too.
+ */
+const CLI_CONTACT_TIMEOUT_MS = 6000;
+
 export async function withContext<T>(command: Command, run: (ctx: Context) => Promise<T>): Promise<T> {
   const config = configOf(command);
   const { openContext } = await import('../runtime/context.js');
-  const ctx = await openContext(config, cliLogger(config), 'cli');
+  const ctx = await openContext(config, cliLogger(config), 'cli', { contact: { timeoutMs: CLI_CONTACT_TIMEOUT_MS } });
   try {
     return await run(ctx);
   } finally {

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { isSyncError } from '../errors.js';
-import { createLogger } from '../log.js';
+import { createLogger, type Logger } from '../log.js';
 import { routeConsoleToLog } from '../runtime/console-to-log.js';
-import type { Role } from '../runtime/start.js';
+import type { DaemonHandle, Role } from '../runtime/start.js';
 import { UsageError } from './usage-error.js';
 
 /** The daemon's roles (runtime/start.ts has the same list; kept here so --help loads nothing heavy). */
@@ -12,7 +12,7 @@ import { configOf } from './shared.js';
 export function registerStart(program: Command): void {
   program
     .command('start')
-    .description('run the daemon (all roles by default); SIGTERM/SIGINT shut it down gracefully, a second signal at once')
+    .description('run the daemon (all roles by default); SIGTERM/SIGINT/SIGHUP shut it down gracefully, a second signal at once')
     .option('--roles <list>', `comma-separated roles to run: ${ROLES.join(', ')}`, ROLES.join(','))
     .action(async (options: { roles: string }, command: Command) => {
       const { startDaemon } = await import('../runtime/start.js');
@@ -28,29 +28,19 @@ export function registerStart(program: Command): void {
       // Libraries' console lines and Node's warnings become log lines too (runtime/console-to-log.ts).
       const restoreConsole = routeConsoleToLog(logger);
       const daemon = startDaemon(config, roles as Role[], logger);
-      let signals = 0;
-      const stopped = new Promise<void>((resolve) => {
-        const onSignal = (signal: NodeJS.Signals): void => {
-          signals += 1;
-          if (signals > 1) {
-            logger.warn({ signal }, 'second signal: exiting at once');
-            logger.flush();
-            process.exitCode = 130;
-            resolve();
-            return;
-          }
-          logger.info({ signal }, 'signal received');
-          void daemon.stop().then(resolve);
-        };
-        process.on('SIGTERM', onSignal);
-        process.on('SIGINT', onSignal);
-      });
-      try {
-        await daemon.ready;
-      } catch (error) {
+      const stopped = obeySignals(daemon, logger);
+      // Whichever comes first: the start's end (the daemon then runs until a signal) or a signal
+      // (during the start too: waiting for a Redis that does not answer is no reason to ignore it).
+      const started = daemon.ready.then(
+        () => null,
+        (error: unknown) => ({ error }),
+      );
+      const first = await Promise.race([started, stopped.then(() => 'stopped' as const)]);
+      if (first !== null && first !== 'stopped' && !daemon.isStopRequested()) {
         // A refusal (an evicting Redis, a bad API URL) is main.ts's one line and exit code 2.
         // Anything else is one log line, whole, and exit code 1: no second, plain-text line from
         // main.ts among the JSON ones.
+        const { error } = first;
         const isRefusal = isSyncError(error) && error.code === 'CONFIG_INVALID';
         if (!isRefusal) logger.fatal({ err: error }, 'start failed');
         await daemon.stop();
@@ -63,4 +53,33 @@ export function registerStart(program: Command): void {
       restoreConsole();
       logger.flush();
     });
+}
+
+/** Signals that stop the daemon: a terminal's Ctrl-C, an orchestrator's stop, a closed terminal. */
+const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
+
+/**
+ * The first stop signal shuts the daemon down (within the grace period); a second exits at once
+ * (main.ts calls process.exit once the action returns). Resolves when the process may end.
+ */
+function obeySignals(daemon: DaemonHandle, logger: Logger): Promise<void> {
+  let signals = 0;
+  return new Promise<void>((resolve) => {
+    const onSignal = (signal: NodeJS.Signals): void => {
+      signals += 1;
+      if (signals > 1) {
+        logger.warn({ signal }, 'second signal: exiting at once');
+        logger.flush();
+        process.exitCode = 130;
+        resolve();
+        return;
+      }
+      logger.info({ signal }, 'signal received');
+      void daemon.stop().then(() => {
+        if (daemon.stopOutcome() === 'grace-expired') process.exitCode = 1;
+        resolve();
+      });
+    };
+    for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
+  });
 }

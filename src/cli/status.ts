@@ -7,6 +7,7 @@ import { describeDeployment, HOLDER_FILE, isLive, readHolderFile } from '../spoo
 import { rateLimiterFor } from '../gate/limiter.js';
 import { carrierKeyOf } from '../runtime/api-target.js';
 import { describeTopology, readTopology } from '../store/topology.js';
+import { localTimeText } from './local-time.js';
 import type { Context } from '../runtime/context.js';
 import { print, withContext } from './shared.js';
 
@@ -118,7 +119,7 @@ function printStatus(report: StatusReport): void {
   print(
     `\nrate limiter: ${rl.inWindow ?? '?'} of ${rl.ratePerMinute} per minute in the window${rl.pausedForMs ? `, paused ${rl.pausedForMs} ms by a 429` : ''}`,
   );
-  print(`\nredis: ${describeTopology(report.topology)}`);
+  print(`\nredis: ${describeTopology(report.topology, localTimeText)}`);
   for (const spool of report.spools) {
     const { holder } = spool;
     print(

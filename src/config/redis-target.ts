@@ -113,3 +113,14 @@ function addressOf(url: URL): string {
   const db = /^\/\d+$/.test(url.pathname) ? url.pathname : '';
   return `${url.protocol}//${url.hostname}:${url.port || '6379'}${db}`;
 }
+
+/**
+ * The setting that gave Redis' address, for the line an operator reads when Redis does not answer
+ * (a typo there is the usual cause). `isManaged`: REDIS_URL unset, the managed redis-server's.
+ */
+export function redisSettingOf(redis: Pick<RedisConfig, 'cluster' | 'sentinels'>, isManaged: boolean): string {
+  if (redis.sentinels.length > 0) return 'CARRIER_SYNC_REDIS_SENTINELS (redis.sentinels)';
+  if (isManaged) return 'the managed redis-server (REDIS_URL unset)';
+  if (redis.cluster) return 'REDIS_URL (redis.url), the Cluster seed nodes';
+  return 'REDIS_URL (redis.url)';
+}

@@ -116,7 +116,8 @@ export function keepOwnerAlive(redis: RedisConnection, keys: Keys, timing: Owner
     async close() {
       clearInterval(timer);
       redis.off('ready', onReady);
-      await redis.del(key).catch(() => undefined);
+      // Not while Redis is away: the DEL would wait for it; the key expires by its TTL anyway.
+      if (redis.status === 'ready') await redis.del(key).catch(() => undefined);
     },
   };
 }

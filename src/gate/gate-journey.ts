@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { eventRef, KIND_CODE, SELF, stepJson, type StoredStep } from '../journey/journey.js';
-import type { ItemJob, ItemResult } from '../queue/payloads.js';
+import type { ItemJob, ItemResult } from '../store/payloads.js';
 import { claimRecord } from './event-claims.js';
 
 /** A slot whose request was made: its member, and `performance.now()` when the answer (or failure) came. */

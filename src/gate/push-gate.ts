@@ -31,7 +31,7 @@ import { compactContentId, compactGeneration, documentBucketSec, documentField }
 import { historyTtlSec, journalArgs } from '../journey/journey.js';
 import { keyIdOf, type ItemKind, type Keys } from '../store/keys.js';
 import { maxRequestMsOf, sinceMs } from './limiter.js';
-import type { CollectingJob, ItemJob, ItemResult, LabelJob, CteJob } from '../queue/payloads.js';
+import type { CollectingJob, ItemJob, ItemResult, LabelJob, CteJob } from '../store/payloads.js';
 import type { RedisConnection } from '../store/redis.js';
 import { ENTER_DOCUMENT, ENTER_EVENT, LEAVE_DOCUMENT, LEAVE_EVENT } from './push-gate-scripts.js';
 import { ATTEMPT_RECORD_TTL_MS, ownerTiming, SELF_OWNER } from './attempt-owner.js';

@@ -31,6 +31,7 @@
 import type { Logger } from '../log.js';
 import { Cluster } from 'ioredis';
 import type { RedisConnection } from '../store/redis.js';
+import { infoNumber, parseInfo } from '../store/redis-info.js';
 
 /** How long a request waits for a replica's acknowledgement; a healthy one answers in a millisecond or two. */
 export const REPLICA_WAIT_MS = 500;
@@ -67,11 +68,8 @@ async function primaryView(redis: RedisConnection, slotKey: string): Promise<Pri
     const [master = '', ...replicas] = redis.slots[slot] ?? [];
     return { primary: master, replicas: replicas.length };
   }
-  const info = await redis.info('replication');
-  return {
-    primary: /^master_replid:(\w+)/m.exec(info)?.[1] ?? '',
-    replicas: Number(/^connected_slaves:(\d+)/m.exec(info)?.[1] ?? 0),
-  };
+  const info = parseInfo(await redis.info('replication'));
+  return { primary: info.get('master_replid') ?? '', replicas: infoNumber(info, 'connected_slaves') ?? 0 };
 }
 
 /**

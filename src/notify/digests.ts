@@ -11,7 +11,7 @@ import type { Job } from 'bullmq';
 import { readRefusals } from '../store/activity.js';
 import type { AttemptLog } from '../queue/attempts.js';
 import { ITEM_KINDS, type ItemKind, type Keys } from '../store/keys.js';
-import type { ItemJob } from '../queue/payloads.js';
+import type { ItemJob } from '../store/payloads.js';
 import type { QueueSet } from '../queue/queues.js';
 import type { Translate } from '../i18n/translate.js';
 import type { RedisConnection } from '../store/redis.js';

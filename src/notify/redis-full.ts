@@ -47,6 +47,32 @@ export interface RedisFullWatch {
   close(): void;
 }
 
+/** What the watch's steps share: where to write, whom to tell, and the episode this process owns. */
+interface WatchState {
+  redis: RedisConnection;
+  keys: Keys;
+  health: RedisHealth;
+  sender: Sender;
+  origin: Origin;
+  now: () => number;
+  logger: Logger;
+  t: Translate;
+  token: string;
+  calm: string;
+  calmHoldMs: number;
+  failoverSettleMs: number;
+  /** The episode this process sent "firing" for, until it sends "resolved". */
+  owned: RedisEpisode | null;
+  /** While owning: when this process wrote the calm key (its own episode over), or null. */
+  calmSince: number | null;
+  /** The refusal episode the last check saw. */
+  seen: RedisEpisode | null;
+  hasToken: boolean;
+  /** The answer counters as last read while Redis was well: the baseline of a failover's message. */
+  lastCounts: { late: number; resent: number };
+  timers: Set<NodeJS.Timeout>;
+}
+
 export function watchRedisFull(
   redis: RedisConnection,
   keys: Keys,
@@ -57,142 +83,132 @@ export function watchRedisFull(
   logger: Logger,
   options: { failoverSettleMs?: number; calmHoldMs?: number; t?: Translate } = {},
 ): RedisFullWatch {
-  const t = options.t ?? translator('en');
-  const token = keys.notifyState('redis-full', 'token');
-  const calm = keys.notifyState('redis-full', 'calm');
-  const calmHoldMs = options.calmHoldMs ?? CALM_HOLD_MS;
-  let owned: RedisEpisode | null = null;
-  /** While owning: when this process wrote the calm key (its own episode over), or null. */
-  let calmSince: number | null = null;
-  let seen: RedisEpisode | null = null;
-  let hasToken = false;
-  /** The answer counters as last read while Redis was well: the baseline of a failover's message. */
-  let lastCounts = { late: 0, resent: 0 };
-  const timers = new Set<NodeJS.Timeout>();
-
-  /** The owner's calm hold starts (again). The key expires on its own: an owner that dies in the hold does not keep starting processes from writing the token. */
-  const holdFromNow = async (): Promise<void> => {
-    await redis.set(calm, '1', 'PX', 3 * calmHoldMs);
-    calmSince = now();
+  const state: WatchState = {
+    ...{ redis, keys, health, sender, origin, now, logger },
+    t: options.t ?? translator('en'),
+    token: keys.notifyState('redis-full', 'token'),
+    calm: keys.notifyState('redis-full', 'calm'),
+    calmHoldMs: options.calmHoldMs ?? CALM_HOLD_MS,
+    failoverSettleMs: options.failoverSettleMs ?? FAILOVER_SETTLE_MS,
+    owned: null,
+    calmSince: null,
+    seen: null,
+    hasToken: false,
+    lastCounts: { late: 0, resent: 0 },
+    timers: new Set(),
   };
-
   // One check at a time: a timer's and a health change's never interleave their reads and writes.
   let checking: Promise<void> = Promise.resolve();
-  const tick = (): Promise<void> => (checking = checking.then(check));
-
-  const check = async (): Promise<void> => {
-    if (redis.status !== 'ready') return;
-    const refused = health.writesRefused();
-    try {
-      if (refused !== null) {
-        calmSince = null;
-        if (seen === refused) {
-          await redis.del(calm);
-          return;
-        }
-        seen = refused;
-        const [tokenDeleted] = await Promise.all([redis.del(token), redis.del(calm)]);
-        if (tokenDeleted === 1) {
-          owned = refused;
-          sender.send(
-            makeNotification(
-              origin,
-              'redis-full',
-              'firing',
-              t('notify.redisFull.firing', { code: refused.code }),
-              {
-                since: new Date(refused.since).toISOString(),
-                reason: refused.message.split('. script:')[0],
-                action: t('notify.redisFull.action'),
-              },
-              now(),
-            ),
-          );
-        }
-        return;
-      }
-      seen = null;
-      if (!hasToken) {
-        // At start: a token for the first episode, unless one is under way (another owner holds it).
-        // (An owner in its calm hold holds it too: the calm key stands for it.)
-        if (health.current() === null && (await redis.exists(calm)) === 0) await redis.set(token, '1', 'NX');
-        hasToken = true;
-      }
-      if (owned !== null) {
-        if (calmSince === null) {
-          await holdFromNow();
-          return;
-        }
-        if (now() - calmSince < calmHoldMs) return;
-        const calmFrom = calmSince;
-        // Gone: another process saw writes refused within the hold, so the episode goes on; hold again from now.
-        if ((await redis.exists(calm)) === 0) {
-          await holdFromNow();
-          return;
-        }
-        calmSince = null;
-        const episode = owned;
-        const lasted = Math.max(0, calmFrom - episode.since);
-        owned = null;
-        sender.send(
-          makeNotification(
-            origin,
-            'redis-full',
-            'resolved',
-            t('notify.redisFull.resolved', { duration: durationText(lasted) }),
-            { since: new Date(episode.since).toISOString(), lastedSec: Math.round(lasted / 1000) },
-            now(),
-          ),
-        );
-        await redis.set(token, '1');
-      }
-      if (health.current() === null) lastCounts = await readCounts(redis, keys);
-    } catch (error) {
-      logger.debug({ err: error }, 'redis-full check failed');
-    }
-  };
-
-  health.onFailoverEnded((failover) => {
-    void (async () => {
-      try {
-        // One claim for every process's end of the same failover: they end seconds apart (each after its own probes), on either side of a minute maybe.
-        const claimed = await redis.set(keys.notifyState('redis-failover', 'claim'), String(process.pid), 'PX', FAILOVER_CLAIM_MS, 'NX');
-        if (claimed !== 'OK') return;
-        const before = lastCounts;
-        const timer = setTimeout(() => {
-          timers.delete(timer);
-          void readCounts(redis, keys).then(
-            (after) => {
-              const recorded = Math.max(0, after.late - before.late);
-              const resent = Math.max(0, after.resent - before.resent);
-              sender.send(
-                makeNotification(
-                  origin,
-                  'redis-failover',
-                  'firing',
-                  t('notify.redisFailover.firing', { duration: durationText(failover.durationMs), recorded, resent }),
-                  { at: new Date(failover.at).toISOString(), durationMs: failover.durationMs, answersRecordedAfter: recorded, sentAgain: resent },
-                  now(),
-                ),
-              );
-            },
-            (error: unknown) => logger.debug({ err: error }, 'reading the failover counts failed'),
-          );
-        }, options.failoverSettleMs ?? FAILOVER_SETTLE_MS);
-        timer.unref();
-        timers.add(timer);
-      } catch (error) {
-        logger.debug({ err: error }, 'claiming the failover message failed');
-      }
-    })();
-  });
-
+  health.onFailoverEnded((failover) => void claimFailover(state, failover));
   return {
-    tick,
+    tick: () => (checking = checking.then(() => check(state))),
     close() {
-      for (const timer of timers) clearTimeout(timer);
+      for (const timer of state.timers) clearTimeout(timer);
     },
   };
+}
+
+async function check(state: WatchState): Promise<void> {
+  if (state.redis.status !== 'ready') return;
+  const refused = state.health.writesRefused();
+  try {
+    if (refused !== null) await whileRefused(state, refused);
+    else await whileTaken(state);
+  } catch (error) {
+    state.logger.debug({ err: error }, 'redis-full check failed');
+  }
+}
+
+/** Writes refused: the first check of an episode tries to own it (the token's DEL); every check breaks the calm hold. */
+async function whileRefused(state: WatchState, refused: RedisEpisode): Promise<void> {
+  const { redis } = state;
+  state.calmSince = null;
+  if (state.seen === refused) {
+    await redis.del(state.calm);
+    return;
+  }
+  state.seen = refused;
+  const [tokenDeleted] = await Promise.all([redis.del(state.token), redis.del(state.calm)]);
+  if (tokenDeleted !== 1) return;
+  state.owned = refused;
+  const details = { since: new Date(refused.since).toISOString(), reason: refused.message.split('. script:')[0], action: state.t('notify.redisFull.action') };
+  const summary = state.t('notify.redisFull.firing', { code: refused.code });
+  state.sender.send(makeNotification(state.origin, 'redis-full', 'firing', summary, details, state.now()));
+}
+
+/** Writes taken: the token written at start, the owner's calm hold, then the failover baseline. */
+async function whileTaken(state: WatchState): Promise<void> {
+  state.seen = null;
+  if (!state.hasToken) {
+    // At start: a token for the first episode, unless one is under way (another owner holds it).
+    // (An owner in its calm hold holds it too: the calm key stands for it.)
+    if (state.health.current() === null && (await state.redis.exists(state.calm)) === 0) await state.redis.set(state.token, '1', 'NX');
+    state.hasToken = true;
+  }
+  if (state.owned !== null && !(await isResolvedAfterHold(state, state.owned))) return;
+  if (state.health.current() === null) state.lastCounts = await readCounts(state.redis, state.keys);
+}
+
+/** The owner's calm hold: false while it lasts (or starts again); true once "resolved" is sent. */
+async function isResolvedAfterHold(state: WatchState, episode: RedisEpisode): Promise<boolean> {
+  const calmFrom = state.calmSince;
+  if (calmFrom === null) {
+    await holdFromNow(state);
+    return false;
+  }
+  if (state.now() - calmFrom < state.calmHoldMs) return false;
+  // Gone: another process saw writes refused within the hold, so the episode goes on; hold again from now.
+  if ((await state.redis.exists(state.calm)) === 0) {
+    await holdFromNow(state);
+    return false;
+  }
+  state.calmSince = null;
+  state.owned = null;
+  const lasted = Math.max(0, calmFrom - episode.since);
+  const summary = state.t('notify.redisFull.resolved', { duration: durationText(lasted) });
+  const details = { since: new Date(episode.since).toISOString(), lastedSec: Math.round(lasted / 1000) };
+  state.sender.send(makeNotification(state.origin, 'redis-full', 'resolved', summary, details, state.now()));
+  await state.redis.set(state.token, '1');
+  return true;
+}
+
+/** The owner's calm hold starts (again). The key expires on its own: an owner that dies in the hold does not keep starting processes from writing the token. */
+async function holdFromNow(state: WatchState): Promise<void> {
+  await state.redis.set(state.calm, '1', 'PX', 3 * state.calmHoldMs);
+  state.calmSince = state.now();
+}
+
+/** A failover ended here: the first process to claim it sends its message, a settle time later. */
+async function claimFailover(state: WatchState, failover: { at: number; durationMs: number }): Promise<void> {
+  try {
+    // One claim for every process's end of the same failover: they end seconds apart (each after its own probes), on either side of a minute maybe.
+    const claimed = await state.redis.set(state.keys.notifyState('redis-failover', 'claim'), String(process.pid), 'PX', FAILOVER_CLAIM_MS, 'NX');
+    if (claimed !== 'OK') return;
+    const before = state.lastCounts;
+    const timer = setTimeout(() => {
+      state.timers.delete(timer);
+      void sendFailover(state, failover, before);
+    }, state.failoverSettleMs);
+    timer.unref();
+    state.timers.add(timer);
+  } catch (error) {
+    state.logger.debug({ err: error }, 'claiming the failover message failed');
+  }
+}
+
+async function sendFailover(state: WatchState, failover: { at: number; durationMs: number }, before: { late: number; resent: number }): Promise<void> {
+  let after: { late: number; resent: number };
+  try {
+    after = await readCounts(state.redis, state.keys);
+  } catch (error) {
+    state.logger.debug({ err: error }, 'reading the failover counts failed');
+    return;
+  }
+  const recorded = Math.max(0, after.late - before.late);
+  const resent = Math.max(0, after.resent - before.resent);
+  const summary = state.t('notify.redisFailover.firing', { duration: durationText(failover.durationMs), recorded, resent });
+  const details = { at: new Date(failover.at).toISOString(), durationMs: failover.durationMs, answersRecordedAfter: recorded, sentAgain: resent };
+  state.sender.send(makeNotification(state.origin, 'redis-failover', 'firing', summary, details, state.now()));
 }
 
 /** The deployment's answer counters: kept answers written late, requests sent again after their owner died. */

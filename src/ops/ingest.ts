@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../log.js';
 import { enqueueEvents, type EnqueueDeps } from '../queue/enqueue.js';
-import { collectingJobOf, type CollectingJob } from '../queue/payloads.js';
+import { collectingJobOf, type CollectingJob } from '../store/payloads.js';
 import { checkEventRecord } from '../validate/event-record.js';
 import { isBearerAccepted } from './secrets.js';
 

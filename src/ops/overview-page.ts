@@ -118,7 +118,7 @@ function renderState(o: Overview, t: Translate): string {
         : spoolHolder(o.spoolId, holder, t);
   const topology = o.details?.topology ?? null;
   // Under the spool line, in the same column: beside it, it took the headline's width.
-  const redis = topology === null ? '' : `<br>Redis <b data-figure="redis-topology">${escape(topologyLine(topology, t))}</b>`;
+  const redis = topology === null ? '' : `<br>Redis <b data-figure="redis-topology">${topologyLine(topology, t)}</b>`;
   return `<div class="state state-${o.state.code}" data-state="${o.state.code}"><span class="dot"></span><div><div class="headline" data-figure="state">${escape(headlineOf(o, t))}${since}</div>${detail}</div></div><div class="spool">${spool}${redis}</div>`;
 }
 
@@ -131,14 +131,25 @@ function spoolHolder(spoolId: string, holder: NonNullable<OverviewDetails['spool
   return `${held}${since}${version}`;
 }
 
-/** Redis' topology in the page's language (`status` prints store/topology.ts's English line). */
-function topologyLine(topology: Topology, t: Translate): string {
+/** Redis' topology in the page's language, as HTML (`status` prints store/topology.ts's English line). */
+export function topologyLine(topology: Topology, t: Translate): string {
   const replicas =
     topology.replicas.length === 0
       ? t('ui.redis.noReplicas')
-      : t('ui.redis.replicas', { list: topology.replicas.map((r) => `${r.address} (${r.state}${r.lagSec === null ? '' : `, lag ${r.lagSec} s`})`).join(', ') });
-  const failover = topology.lastFailover === null ? t('ui.redis.noFailover') : t('ui.redis.lastFailover', topology.lastFailover);
-  return t('ui.redis.line', { kind: topology.kind, primary: topology.primary ?? t('ui.redis.unknown'), replicas, failover });
+      : t('ui.redis.replicas', {
+          list: escape(topology.replicas.map((r) => `${r.address} (${r.state}${r.lagSec === null ? '' : `, lag ${r.lagSec} s`})`).join(', ')),
+        });
+  const last = topology.lastFailover;
+  // The time in the browser's local time, as every time on the page (timeTag).
+  const failover =
+    last === null
+      ? t('ui.redis.noFailover')
+      : t('ui.redis.lastFailover', {
+          at: timeTag(last.at, `${last.at.slice(0, 10)} ${last.at.slice(11, 19)} UTC`),
+          from: escape(last.from),
+          to: escape(last.to),
+        });
+  return t('ui.redis.line', { kind: topology.kind, primary: escape(topology.primary ?? t('ui.redis.unknown')), replicas, failover });
 }
 
 /** The state's headline in the page's language, from its code (the JSON keeps the English one). */

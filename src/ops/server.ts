@@ -25,6 +25,7 @@ import { registerIngest, tooLargeMessage } from './ingest.js';
 import type { OverviewSources } from './overview-data.js';
 import { createAttemptLog } from '../queue/attempts.js';
 import type { ReadinessState } from './readiness.js';
+import { reachableHost } from './reachable-host.js';
 
 export interface OpsServerOptions {
   host: string;
@@ -46,6 +47,8 @@ export interface OpsServerOptions {
     'authGate' | 'ratePerMinute' | 'maxQueued' | 'spoolId' | 'inboxCounts' | 'spoolDisk' | 'redisWritesRefused' | 'lang' | 'topology'
   >;
   logger: Logger;
+  /** Run just before listening: the waiting server (waiting-server.ts) hands the port over. */
+  beforeListen?: () => Promise<void>;
 }
 
 export interface OpsServer {
@@ -86,6 +89,7 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
   });
 
   try {
+    await options.beforeListen?.();
     await app.listen({ host: options.host, port: options.port });
   } catch (error) {
     await app.close();
@@ -179,11 +183,4 @@ function dashboardOptions(options: OpsServerOptions, isDraining: () => boolean):
     },
     logger: options.logger,
   };
-}
-
-/** The host a client on this machine uses to reach a server bound to `host`. */
-function reachableHost(host: string): string {
-  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
-  if (host === '::') return '[::1]';
-  return host.includes(':') ? `[${host}]` : host;
 }

@@ -14,7 +14,7 @@ import type { Logger } from '../log.js';
 import type { Batches, BatchState } from '../queue/batches.js';
 import { deadLetterFactsOfOutcome, deadLetterReport, eventsFileReport, type ErrorReport, type ReportContent } from '../queue/failure-report.js';
 import { SPOOL_KIND_OF, type SpoolKind } from '../store/keys.js';
-import type { OutcomeMessage } from '../queue/payloads.js';
+import type { OutcomeMessage } from '../store/payloads.js';
 import { originalName, type SpoolPaths } from '../spool/paths.js';
 import type { Disk } from '../spool/file-calls.js';
 import { failInto, listDir, moveInto, REPORT } from './files.js';

@@ -13,7 +13,7 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Keys } from '../store/keys.js';
 import { openOutcomeInbox, type OutcomeEntry, type OutcomeInbox } from '../queue/outcome-list.js';
-import type { OutcomeMessage } from '../queue/payloads.js';
+import type { OutcomeMessage } from '../store/payloads.js';
 import type { RedisConnection } from '../store/redis.js';
 
 /** Messages taken at once; applied BATCH_CONCURRENCY at a time (moves of one name are serialized in files.ts). */

@@ -10,7 +10,7 @@ import type { Logger } from '../log.js';
 import type { Keys } from '../store/keys.js';
 import { legacyOutcomeQueueName } from '../store/keys.js';
 import { pushOutcome } from '../queue/outcome-list.js';
-import type { OutcomeMessage } from '../queue/payloads.js';
+import type { OutcomeMessage } from '../store/payloads.js';
 import type { RedisConnection } from '../store/redis.js';
 
 export async function carryOverLegacyOutcomes(redis: RedisConnection, keys: Keys, spoolId: string, logger: Logger): Promise<number> {

@@ -8,7 +8,7 @@
 import type { Job } from 'bullmq';
 import type { SyncError } from '../errors.js';
 import type { AttemptRecord } from '../queue/attempts.js';
-import type { ItemJob, ItemResult, OutcomeMessage } from '../queue/payloads.js';
+import type { ItemJob, ItemResult, OutcomeMessage } from '../store/payloads.js';
 import { outcomeEntryJson, outcomeKeys } from '../queue/outcome-list.js';
 import type { AttemptAnswer, SlotUse } from '../gate/push-gate.js';
 import type { PushDeps } from './deps.js';

@@ -21,7 +21,7 @@ import { isSyncError, SyncError } from '../errors.js';
 import { countActivity } from '../store/activity.js';
 import { wakeEvent } from '../gate/event-wake.js';
 import type { AttemptRecord } from '../queue/attempts.js';
-import type { ItemJob, ItemResult } from '../queue/payloads.js';
+import type { ItemJob, ItemResult } from '../store/payloads.js';
 import type { AttemptAnswer, GateVerdict, SlotUse } from '../gate/push-gate.js';
 import type { PushDeps } from './deps.js';
 import { writeAnswer } from './answer-write.js';

@@ -1,6 +1,6 @@
 /** One API call per item kind: job payload in, the API's verdict out (or a SyncError thrown). */
 import type { ApiClient } from '../api/index.js';
-import type { ItemJob, ItemResult } from '../queue/payloads.js';
+import type { ItemJob, ItemResult } from '../store/payloads.js';
 
 export async function sendItem(client: ApiClient, item: ItemJob): Promise<Extract<ItemResult, 'accepted' | 'repeat'>> {
   switch (item.kind) {

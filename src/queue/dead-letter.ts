@@ -10,7 +10,7 @@ import type { DeadLetterFacts } from './failure-report.js';
 import { appendSteps, prepareJourney, type JourneyEntry } from '../journey/journey.js';
 import { documentSteps, eventSteps } from './job-steps.js';
 import { ITEM_KINDS, type ItemKind, type Keys } from '../store/keys.js';
-import type { ItemJob } from './payloads.js';
+import type { ItemJob } from '../store/payloads.js';
 import type { QueueSet } from './queues.js';
 import type { RedisConnection } from '../store/redis.js';
 

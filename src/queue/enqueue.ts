@@ -11,7 +11,7 @@ import type { Clock } from '../clock.js';
 import type { DedupMemory } from '../gate/event-claims.js';
 import type { Keys } from '../store/keys.js';
 import { queueDocumentOrders } from '../gate/document-record.js';
-import type { CollectingJob, CteJob, LabelJob } from './payloads.js';
+import type { CollectingJob, CteJob, LabelJob } from '../store/payloads.js';
 import type { QueueSet } from './queues.js';
 import { addStat, type Stats } from '../store/stats.js';
 import { appendSteps, prepareJourney, type JourneyEntry } from '../journey/journey.js';

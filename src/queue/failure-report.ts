@@ -17,7 +17,7 @@
 import type { StoredReason } from '../errors.js';
 import { describeFailure } from '../i18n/reason.js';
 import { say, type Lang } from '../i18n/translate.js';
-import type { OutcomeMessage } from './payloads.js';
+import type { OutcomeMessage } from '../store/payloads.js';
 
 /** Why an item failed: our code and message, and what the API said, when it said anything. */
 export interface ReportBody {

@@ -5,7 +5,7 @@
  */
 import type { StoredReason } from '../errors.js';
 import { eventRef, KIND_CODE, SELF, type JourneyEntry, type StoredStep } from '../journey/journey.js';
-import type { CollectingJob, CteJob, LabelJob } from './payloads.js';
+import type { CollectingJob, CteJob, LabelJob } from '../store/payloads.js';
 
 /** A file as it was claimed: its whole hash, size and mtime. */
 export interface SeenFile {

@@ -19,7 +19,7 @@
 import { hash } from 'node:crypto';
 import type { ChainableCommander } from 'ioredis';
 import type { Keys } from '../store/keys.js';
-import type { OutcomeMessage } from './payloads.js';
+import type { OutcomeMessage } from '../store/payloads.js';
 import type { RedisConnection } from '../store/redis.js';
 import { defineScript } from '../store/script.js';
 

@@ -12,7 +12,7 @@ import { Queue } from './bullmq.js';
 import type { RedisConnection } from '../store/redis.js';
 import type { DeliveryConfig } from '../config/schema.js';
 import { HOUSEKEEPING_QUEUE, ITEM_KINDS, type ItemKind } from '../store/keys.js';
-import type { ItemJob } from './payloads.js';
+import type { ItemJob } from '../store/payloads.js';
 
 export interface QueueSet {
   items: Readonly<Record<ItemKind, Queue<ItemJob>>>;

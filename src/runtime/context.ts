@@ -16,14 +16,16 @@ import type { EnqueueDeps } from '../queue/enqueue.js';
 import { createKeys, ITEM_KINDS, type Keys } from '../store/keys.js';
 import { openQueues, type QueueSet } from '../queue/queues.js';
 import { closeRedis, connectRedis } from '../store/redis.js';
-import { checkTrust, firstContact, isRefusal } from '../store/first-contact.js';
+import { checkTrust } from '../store/first-contact.js';
 import { notePrimary } from '../store/topology.js';
-import { redisTargetOf, type RedisTarget } from '../config/redis-target.js';
+import { redisSettingOf, redisTargetOf, type RedisTarget } from '../config/redis-target.js';
 import { trackRedisHealth, type RedisHealth } from '../store/redis-health.js';
 import { historyTtlSec } from '../journey/journey.js';
 import { createStats, type Stats } from '../store/stats.js';
 import { createClosers, type Closers } from './closers.js';
 import { ensureManagedRedis } from './managed-redis.js';
+import { awaitContact, type ContactOptions } from './redis-contact.js';
+import { parseInfo } from '../store/redis-info.js';
 
 export interface Context {
   config: Readonly<Config>;
@@ -58,11 +60,19 @@ function isAutoPipelined(target: RedisTarget): boolean {
   return target.kind === 'single';
 }
 
-export async function openContext(config: Readonly<Config>, logger: Logger, name: string): Promise<Context> {
-  const closers = createClosers(logger);
+export interface OpenOptions {
+  /** The shutdown stack to push onto (the daemon's, which it may close while this still opens). */
+  closers?: Closers;
+  /** How the first contact with Redis waits (runtime/redis-contact.ts). */
+  contact?: ContactOptions;
+}
+
+export async function openContext(config: Readonly<Config>, logger: Logger, name: string, options: OpenOptions = {}): Promise<Context> {
+  const closers = options.closers ?? createClosers(logger);
   try {
     let url = config.redis.url;
-    if (url === null && config.redis.sentinels.length === 0) {
+    const isManaged = url === null && config.redis.sentinels.length === 0;
+    if (isManaged) {
       const managed = await ensureManagedRedis(config.redis.managedDir, config.redis.managedPort, logger);
       // First on the stack, so it runs last: after every connection of this process is closed.
       closers.push('managed redis-server', () => managed.stop());
@@ -85,16 +95,15 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
     let isContacted = false;
     for (const connection of new Set([redis, bullRedis])) {
       connection.on('error', (error) => {
-        // A refusal at first contact (untrusted certificate, wrong password) is the start's one error line.
-        if (!isContacted && isRefusal(error)) return;
+        // Before the first contact, awaitContact says what is wrong, in one line.
+        if (!isContacted) return;
         if (!health.report(error, 'connection')) logger.warn({ err: error }, 'redis connection error');
       });
     }
     closers.push('redis', () => closeRedis(redis));
     if (bullRedis !== redis) closers.push('redis (bullmq)', () => closeRedis(bullRedis));
     closers.push('redis health', () => health.close());
-    await firstContact(redis, redisTarget);
-    await bullRedis.ping();
+    await awaitContact([...new Set([redis, bullRedis])], redisTarget, redisSettingOf(config.redis, isManaged), options.contact ?? {});
     isContacted = true;
     noteEachPrimary(redis, redisTarget, keys, config.prefix, logger);
     const queues = openQueues(bullRedis, config.prefix, config.delivery);
@@ -188,7 +197,7 @@ export async function checkRedisDurability(redis: RedisConnection, allowEviction
 /** From INFO, which managed Redis services keep when they disable CONFIG; null when unreadable. */
 async function readEvictionPolicy(redis: RedisConnection, logger: Logger): Promise<string | null> {
   try {
-    const policy = /^maxmemory_policy:(\S+)/m.exec(await redis.info('memory'))?.[1];
+    const policy = parseInfo(await redis.info('memory')).get('maxmemory_policy');
     if (policy !== undefined) return policy;
     logger.warn('Redis INFO has no maxmemory_policy: eviction not checked');
   } catch (error) {

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from '../log.js';
 import { enqueueEvents } from '../queue/enqueue.js';
-import { collectingJobOf } from '../queue/payloads.js';
+import { collectingJobOf } from '../store/payloads.js';
 import { checkEventRecord } from '../validate/event-record.js';
 import type { Context } from './context.js';
 

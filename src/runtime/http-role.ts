@@ -16,6 +16,8 @@ export interface HttpRoleDeps {
   readiness: () => Promise<ReadinessState>;
   /** The overview shows the spool disk's state only in a process that watches the spool. */
   hasWatcher: boolean;
+  /** The port held by the waiting server, which it hands over just before the full server listens. */
+  handover?: { port: number; close: () => Promise<void> };
 }
 
 export async function startHttpRole(ctx: Context, deps: HttpRoleDeps): Promise<OpsServer> {
@@ -24,7 +26,7 @@ export async function startHttpRole(ctx: Context, deps: HttpRoleDeps): Promise<O
   const { startOpsServer } = await import('../ops/server.js');
   const server = await startOpsServer({
     host: config.http.host,
-    port: config.http.port,
+    port: deps.handover?.port ?? config.http.port,
     uiPassword: config.http.uiPassword,
     ingestToken: config.http.ingestToken,
     maxIngestBytes: config.http.maxIngestBytes,
@@ -44,6 +46,7 @@ export async function startHttpRole(ctx: Context, deps: HttpRoleDeps): Promise<O
       redisWritesRefused: () => ctx.health.writesRefused(),
     },
     logger: logger.child({ mod: 'ops' }),
+    ...(deps.handover === undefined ? {} : { beforeListen: deps.handover.close }),
   });
   ctx.closers.push('ops server', () => server.close());
   return server;

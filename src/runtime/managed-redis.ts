@@ -18,6 +18,7 @@ import { delimiter, join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { SyncError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { infoNumber, parseInfo } from '../store/redis-info.js';
 
 export interface ManagedRedis {
   url: string;
@@ -145,7 +146,7 @@ async function stopUnlessShared(dataDir: string, port: number, logger: Logger): 
       logger.info({ port, clients: others.length, names: [...new Set(others)] }, 'left the managed redis-server running: other clients use it');
       return;
     }
-    redisPid = Number(/^process_id:(\d+)/m.exec(await admin.info('server'))?.[1] ?? 0);
+    redisPid = infoNumber(parseInfo(await admin.info('server')), 'process_id') ?? 0;
     // No reply on success: the server closes the connection as it goes.
     await admin.call('SHUTDOWN').catch((error: Error) => {
       if (!/Connection is closed|ECONNRESET/.test(error.message)) throw error;

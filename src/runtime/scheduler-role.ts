@@ -12,6 +12,8 @@ import type { ApiTarget } from './api-target.js';
 import type { Context } from './context.js';
 import { runHousekeeping, HOUSEKEEPING_JOBS } from './housekeeping.js';
 import { startNotifications } from './notify-role.js';
+import { inFlightGraceMs } from './closers.js';
+import { closeWorkers } from './close-workers.js';
 
 export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan: () => Promise<void>): Promise<void> {
   const { config, logger } = ctx;
@@ -36,7 +38,7 @@ export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan
   worker.on('error', (error) => {
     if (!ctx.health.report(error, 'worker:housekeeping')) log.error({ err: error }, 'housekeeping worker error');
   });
-  ctx.closers.push('housekeeping worker', () => worker.close());
+  ctx.closers.push('housekeeping worker', () => closeWorkers([worker], inFlightGraceMs(ctx.config.shutdown.graceMs), ctx.health, log));
 
   // The 401 probe: while the gate is closed, open it for one item once the backoff has passed (the
   // push gate lets exactly one item through; its answer clears or closes the gate again).

@@ -6,8 +6,12 @@
  * when this process used one and no other client still does. After the intake steps, the
  * order is the shutdown stack's, reversed from the order things were opened.
  *
- * Start-up is named steps over one state object, in order: open the shared context (checked,
- * upgraded) → readiness and metrics, then the ops server (http role) → the watcher, worker and scheduler roles.
+ * Start-up is named steps over one state object, in order: the waiting ops server (http role:
+ * /healthz 200, /readyz 503 saying why, from the first second) → open the shared context (waits for
+ * Redis as long as it takes, one warn line naming the address and its setting; checked, upgraded)
+ * → readiness and metrics, then the full ops server, which takes the waiting one's port → the
+ * watcher, worker and scheduler roles. A stop during the start abandons it: what was opened is
+ * closed (the shutdown stack is the daemon's from the first step) and the process exits 0.
  * Each role's modules are imported when the role starts: a worker-only process never loads the
  * spool watcher, the validators, the ops server or notifications (issue 29: idle RSS). Metrics
  * exist only in a process with the http role, the one place they are read (`/metrics`): without
@@ -27,6 +31,9 @@ import type { OpsServer } from '../ops/server.js';
 import { spoolDisk } from '../spool/disk-state.js';
 import { resolveApiTarget } from './api-target.js';
 import { checkRedisDurability, openContext, type Context } from './context.js';
+import { createClosers, type Closers } from './closers.js';
+import { ContactAbandoned } from './redis-contact.js';
+import type { WaitingServer } from '../ops/waiting-server.js';
 
 /** What the API client reports after each request: the http role's request metrics, or nothing. */
 type ObserveRequest = Metrics['observeRequest'];
@@ -41,7 +48,13 @@ export interface DaemonHandle {
   stop(): Promise<void>;
   /** The ops server's URL once ready (http role only). */
   opsUrl(): string | null;
+  /** True once stop() was called: a start that then fails was abandoned, not broken. */
+  isStopRequested(): boolean;
+  /** After stop(): 'clean', or 'grace-expired' when the grace period ran out before every step closed. */
+  stopOutcome(): StopOutcome | null;
 }
+
+export type StopOutcome = 'clean' | 'grace-expired';
 
 /** What the start-up steps build and the shutdown reads, filled in step by step. */
 interface DaemonState {
@@ -49,8 +62,15 @@ interface DaemonState {
   roles: readonly Role[];
   logger: Logger;
   isStopRequested: boolean;
+  /** Aborted by the first stop: ends the wait for Redis at start. */
+  stopSignal: AbortController;
+  /** The shutdown stack, the daemon's from the first step (a stop during the start closes what is open). */
+  closers: Closers;
+  phase: 'starting' | 'started' | 'failed';
+  stopOutcome: StopOutcome | null;
+  /** The ops port until Redis answers (http role). */
+  waiting: WaitingServer | null;
   ops: OpsServer | null;
-  closeAll: (() => Promise<void>) | null;
   /** Run first on shutdown, before the stack: what takes in new work (ingest, /readyz, the spool watcher). */
   stopIntake: Array<() => void | Promise<void>>;
   isDraining: boolean;
@@ -64,19 +84,30 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
     roles,
     logger,
     isStopRequested: false,
+    stopSignal: new AbortController(),
+    closers: createClosers(logger),
+    phase: 'starting',
+    stopOutcome: null,
+    waiting: null,
     ops: null,
-    closeAll: null,
     stopIntake: [],
     isDraining: false,
     spoolLease: null,
   };
   const ready = start(state);
+  ready.then(
+    () => (state.phase = 'started'),
+    () => (state.phase = 'failed'),
+  );
   let stopping: Promise<void> | undefined;
   return {
     ready,
     opsUrl: () => state.ops?.url ?? null,
+    isStopRequested: () => state.isStopRequested,
+    stopOutcome: () => state.stopOutcome,
     stop() {
       state.isStopRequested = true;
+      state.stopSignal.abort();
       stopping ??= shutDown(state, ready);
       return stopping;
     },
@@ -85,7 +116,9 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
 
 async function start(state: DaemonState): Promise<void> {
   const { config, roles, logger } = state;
+  if (roles.includes('http')) await openWaitingServer(state);
   const ctx = await openShared(state);
+  if (state.isStopRequested) throw new ContactAbandoned();
   let observeRequest: ObserveRequest = () => {};
   if (roles.includes('http')) {
     const { metrics, readiness } = await watchHealth(state, ctx);
@@ -97,11 +130,32 @@ async function start(state: DaemonState): Promise<void> {
   if (state.isStopRequested) await ctx.closers.closeAll();
 }
 
-/** The shared context (Redis, queues, the shutdown stack), checked and upgraded. */
+/** The ops port from the first second, answering while Redis does not (ops/waiting-server.ts). */
+async function openWaitingServer(state: DaemonState): Promise<void> {
+  const { config, logger } = state;
+  const { startWaitingServer } = await import('../ops/waiting-server.js');
+  const waiting = await startWaitingServer(config.http.host, config.http.port, 'starting: connecting to Redis');
+  state.waiting = waiting;
+  state.closers.push('waiting ops server', () => waiting.close());
+  // Said only if Redis keeps it waiting (the warn line carries its URL): a start refused at once
+  // (an evicting Redis) stays the one line the operator needs.
+  logger.debug({ url: waiting.url }, 'ops server listening (starting: /readyz answers 503 until Redis answers)');
+}
+
+/** The shared context (Redis, queues), checked and upgraded; Redis waited for (one warn line). */
 async function openShared(state: DaemonState): Promise<Context> {
   const { config, roles, logger } = state;
-  const ctx = await openContext(config, logger, roles.join('+'));
-  state.closeAll = () => ctx.closers.closeAll();
+  const ctx = await openContext(config, logger, roles.join('+'), {
+    closers: state.closers,
+    contact: {
+      signal: state.stopSignal.signal,
+      onWaiting: (reason) => {
+        logger.warn(state.waiting === null ? {} : { opsUrl: state.waiting.url }, reason);
+        state.waiting?.setReason(reason);
+      },
+    },
+  });
+  state.waiting?.setReason('starting: Redis answered; starting the roles');
   await checkRedisDurability(ctx.redis, config.redis.allowEviction, logger);
   // Before any item reaches the push gate or is queued: what an earlier version left in Redis.
   await runDeploymentUpgrades(ctx, logger);
@@ -140,7 +194,9 @@ async function watchHealth(state: DaemonState, ctx: Context): Promise<{ metrics:
 
 async function startHttp(state: DaemonState, ctx: Context, metrics: Metrics, readiness: () => Promise<ReadinessState>): Promise<void> {
   const { startHttpRole } = await import('./http-role.js');
-  const server = await startHttpRole(ctx, { metrics, readiness, hasWatcher: state.roles.includes('watcher') });
+  const waiting = state.waiting;
+  const handover = waiting === null ? {} : { handover: { port: waiting.port, close: () => waiting.close() } };
+  const server = await startHttpRole(ctx, { metrics, readiness, hasWatcher: state.roles.includes('watcher'), ...handover });
   state.ops = server;
   state.stopIntake.push(() => {
     state.isDraining = true;
@@ -169,18 +225,38 @@ async function startRoles(state: DaemonState, ctx: Context, observeRequest: Obse
 }
 
 async function shutDown(state: DaemonState, ready: Promise<void>): Promise<void> {
-  const { logger } = state;
-  // A start that failed has no work in flight: close what it opened, and say nothing more
-  // (the failure is the one line the operator needs).
-  if (
-    !(await ready.then(
-      () => true,
-      () => false,
-    ))
-  ) {
-    await state.closeAll?.();
+  const { logger, config } = state;
+  const phase = state.phase;
+  // A start that failed has no work in flight: close what it opened, and say nothing more (the
+  // failure is the one line the operator needs).
+  if (phase === 'failed') {
+    await state.closers.closeAll();
     return;
   }
+  // Whatever hangs (a Redis that is gone, full or failing over, an API that does not answer, a
+  // full disk), the process is out within the grace period: nothing is lost by leaving (what was
+  // in flight is taken up again at the next start), and an operator's stop is obeyed.
+  const orderly = phase === 'started' ? stopStarted(state) : stopStarting(state, ready);
+  if (await settledWithin(orderly, config.shutdown.graceMs)) {
+    state.stopOutcome = 'clean';
+    logger.info(phase === 'started' ? 'shut down cleanly' : 'shut down cleanly (stopped while starting)');
+    return;
+  }
+  state.stopOutcome = 'grace-expired';
+  logger.warn(
+    { graceMs: config.shutdown.graceMs, closing: state.closers.current() },
+    'grace period over: exiting before every step closed (what was in flight is taken up again at the next start)',
+  );
+}
+
+/** A start under way (waiting for Redis) is abandoned: stop() aborted its wait; what it opened is closed. */
+async function stopStarting(state: DaemonState, ready: Promise<void>): Promise<void> {
+  await state.closers.closeAll();
+  await ready.catch(() => {});
+}
+
+async function stopStarted(state: DaemonState): Promise<void> {
+  const { logger } = state;
   logger.info('shutting down: no new files, finishing in-flight work');
   for (const step of state.stopIntake) {
     try {
@@ -189,6 +265,19 @@ async function shutDown(state: DaemonState, ready: Promise<void>): Promise<void>
       logger.error({ err: error }, 'stopping intake failed');
     }
   }
-  await state.closeAll?.();
-  logger.info('shut down cleanly');
+  await state.closers.closeAll();
+}
+
+/** True when `promise` settles within `ms`; false when the time ran out first. */
+async function settledWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const isSettled = await Promise.race([
+    promise.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
+  ]);
+  clearTimeout(timer);
+  return isSettled;
 }

@@ -8,7 +8,7 @@ import { apiClientFor } from './api-client.js';
 import { rateLimiterFor } from '../gate/limiter.js';
 import { createPushGate, pushGateOptions } from '../gate/push-gate.js';
 import { ITEM_KINDS } from '../store/keys.js';
-import type { ItemJob } from '../queue/payloads.js';
+import type { ItemJob } from '../store/payloads.js';
 import { createProcessor } from '../push/processor.js';
 import { isAnswerUnavailable } from '../push/answer-write.js';
 import { createKeptAnswers } from '../push/kept-answers.js';
@@ -17,6 +17,8 @@ import { REPLICA_WAIT_MS, watchReplicas } from '../gate/replica-wait.js';
 import { isRedisUnavailable } from '../store/redis-health.js';
 import type { ApiTarget } from './api-target.js';
 import type { Context } from './context.js';
+import { inFlightGraceMs } from './closers.js';
+import { closeWorkers } from './close-workers.js';
 import type { Metrics } from '../ops/metrics.js';
 
 /** BullMQ's words for a job whose lock lapsed: a renewal that failed, a finish without the lock (or after another run took the job). */
@@ -90,21 +92,6 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, observeRe
     });
     workers.push(worker);
   }
-  ctx.closers.push('workers', () => closeWorkers(workers, config.shutdown.graceMs, log));
+  ctx.closers.push('workers', () => closeWorkers(workers, inFlightGraceMs(config.shutdown.graceMs), ctx.health, log));
   log.info({ kinds: ITEM_KINDS, concurrency: config.delivery.concurrency, api: target.url, ratePerMinute: config.delivery.ratePerMinute }, 'workers started');
-}
-
-/** Lets in-flight jobs finish within the grace period, then closes anyway (they stall and are taken up again). */
-async function closeWorkers(workers: Worker[], graceMs: number, log: { warn: (o: object, m: string) => void }): Promise<void> {
-  const graceful = Promise.all(workers.map((worker) => worker.close()));
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<'expired'>((resolve) => {
-    timer = setTimeout(() => resolve('expired'), graceMs);
-    timer.unref();
-  });
-  if ((await Promise.race([graceful, expired])) === 'expired') {
-    log.warn({ graceMs }, 'grace period over: closing workers with jobs still active (they will be taken up again)');
-    await Promise.all(workers.map((worker) => worker.close(true)));
-  }
-  clearTimeout(timer);
 }

@@ -17,7 +17,7 @@ import type { Batches } from '../queue/batches.js';
 import { refusalReport, type ReportContent } from '../queue/failure-report.js';
 import { enqueueDocument, enqueueEvents, type EnqueueDeps } from '../queue/enqueue.js';
 import type { SpoolKind } from '../store/keys.js';
-import { collectingJobOf, type CteJob, type LabelJob } from '../queue/payloads.js';
+import { collectingJobOf, type CteJob, type LabelJob } from '../store/payloads.js';
 import type { parseEventsFile } from '../validate/events-file.js';
 import { parseSpoolName } from '../validate/spool-name.js';
 import { documentGeneration } from '../gate/document-record.js';

@@ -17,7 +17,7 @@ import type { Batches } from '../queue/batches.js';
 import type { EnqueueDeps } from '../queue/enqueue.js';
 import type { ReportContent } from '../queue/failure-report.js';
 import { ITEM_KIND_OF, SPOOL_KINDS, type Keys, type SpoolKind } from '../store/keys.js';
-import type { OutcomeMessage } from '../queue/payloads.js';
+import type { OutcomeMessage } from '../store/payloads.js';
 import type { RedisConnection } from '../store/redis.js';
 import { addStat } from '../store/stats.js';
 import type { JourneyWriter } from '../journey/journey.js';
@@ -116,7 +116,8 @@ export async function startSpoolSession(deps: SpoolSessionDeps, fence: Fence): P
         // On shutdown this runs after the item workers closed: the outcomes they wrote while
         // finishing their in-flight jobs are applied (files moved) first, within OUTCOME_DRAIN_MS.
         // What is left is applied by the next holder of the spool.
-        if (isShutdown) await outcomeConsumer.drain(OUTCOME_DRAIN_MS);
+        // Not while Redis is away: nothing can be read or applied, the drain would only wait out its bound.
+        if (isShutdown && deps.redis.status === 'ready') await outcomeConsumer.drain(OUTCOME_DRAIN_MS);
         await outcomeConsumer.stop();
         await deps.journey?.flush();
       })();

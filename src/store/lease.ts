@@ -32,7 +32,10 @@ export interface Lease {
   acquire(holder: LeaseHolder, leaseMs: number): Promise<AcquireResult>;
   /** Extends the lease if `holderId` still holds it; false when it does not (expired or taken). */
   renew(holderId: string, leaseMs: number): Promise<boolean>;
-  /** Deletes the lease if `holderId` holds it; another holder's lease is left alone. */
+  /**
+   * Deletes the lease if `holderId` holds it; another holder's lease is left alone. False at once
+   * while Redis is away (a stop must not wait for it: the lease then expires on its own).
+   */
   release(holderId: string): Promise<boolean>;
   /** The current holder and the lease's remaining time, or null when nobody holds it. */
   read(): Promise<(ReadHolder & { ttlMs: number }) | null>;
@@ -112,6 +115,7 @@ export function createLease(redis: RedisConnection, key: string): Lease {
       return Number(await RENEW(redis, [key], [holderId, leaseMs])) === 1;
     },
     async release(holderId) {
+      if (redis.status !== 'ready') return false;
       return Number(await RELEASE(redis, [key], [holderId])) === 1;
     },
     async read() {

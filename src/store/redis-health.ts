@@ -29,6 +29,7 @@ import { Cluster } from 'ioredis';
 import type { Logger } from '../log.js';
 import type { RedisConnection } from './redis.js';
 import { codeOf, troubleOf, type RedisTrouble } from './redis-errors.js';
+import { infoNumber, parseInfo } from './redis-info.js';
 
 export { isConnectionError, isFailoverError, isRedisUnavailable, isWritesRefusedError, type RedisTrouble } from './redis-errors.js';
 
@@ -101,134 +102,159 @@ export interface HealthOptions {
   now?: () => number;
 }
 
-export function trackRedisHealth(redis: RedisConnection, logger: Logger, options: HealthOptions = {}): RedisHealth {
-  const now = options.now ?? (() => Date.now());
-  const probeKey = options.probeKey ?? 'carrier-sync:health-probe';
-  let episode: RedisEpisode | null = null;
-  let absorbed = 0;
-  let outages = 0;
-  let lastFailover: { at: number; durationMs: number } | null = null;
-  let lastEndedAt = -Infinity;
-  let lastErrorAt = -Infinity;
-  let quietProbes = 0;
-  let probe: NodeJS.Timeout | undefined;
-  const writable = new Set<(ended: RedisEpisode) => void>();
-  const changed: Array<(episode: RedisEpisode | null) => void> = [];
-  const failovers: Array<(failover: { at: number; durationMs: number }) => void> = [];
+/** What the tracker's steps share: the episode under way and who listens. */
+interface HealthState {
+  redis: RedisConnection;
+  logger: Logger;
+  now: () => number;
+  probeKey: string;
+  episode: RedisEpisode | null;
+  /** Errors the episode under way absorbed (its end line says how many). */
+  absorbed: number;
+  outages: number;
+  lastFailover: { at: number; durationMs: number } | null;
+  lastEndedAt: number;
+  lastErrorAt: number;
+  quietProbes: number;
+  probe: NodeJS.Timeout | undefined;
+  writable: Set<(ended: RedisEpisode) => void>;
+  changed: Array<(episode: RedisEpisode | null) => void>;
+  failovers: Array<(failover: { at: number; durationMs: number }) => void>;
+}
 
-  const end = (): void => {
-    if (episode === null) return;
-    const ended = episode;
-    const [message, field] = INFO[episode.kind];
-    const durationMs = Math.round(now() - episode.since);
-    logger.info({ [field]: durationMs, errors: absorbed }, message);
-    const wasFailover = episode.kind === 'failover';
-    recoveries += 1;
-    lastEndedAt = now();
-    episode = null;
-    if (wasFailover) {
-      lastFailover = { at: now(), durationMs };
-      for (const listener of failovers) listener(lastFailover);
-    }
-    clearInterval(probe);
-    for (const listener of changed) listener(null);
-    for (const listener of writable) listener(ended);
-  };
-  // A Redis at its memory limit flaps: a write that frees memory (a trim, a deletion) lets the next
-  // few through, which fill it again. The episode ends only after QUIET_PROBES probe writes in a
-  // row succeeded with no refusal seen meanwhile, so one episode is one pair of lines.
-  const startProbe = (): void => {
-    clearInterval(probe);
-    quietProbes = 0;
-    probe = setInterval(() => {
-      if (redis.status !== 'ready') return;
-      const sentAt = now();
-      redis.set(probeKey, '1', 'PX', 10_000).then(
-        async () => {
-          const roomy = episode?.code !== 'OOM' || (await hasHeadroom(redis));
-          quietProbes = lastErrorAt < sentAt && roomy ? quietProbes + 1 : 0;
-          if (quietProbes >= QUIET_PROBES) end();
-        },
-        (error: unknown) => {
-          if (troubleOf(error) !== null) absorbed += 1;
-          quietProbes = 0;
-        },
-      );
-    }, PROBE_MS);
-    probe.unref();
-  };
-  const startEpisode = (kind: RedisTrouble, error: unknown, source: string): true => {
-    episode = { kind, since: now(), code: codeOf(error as Error), message: (error as Error).message };
-    lastErrorAt = now();
-    absorbed = 1;
-    if (kind === 'unreachable') outages += 1;
-    else startProbe();
-    logger.warn({ source, code: episode.code, err: error }, WARN[kind]);
-    for (const listener of changed) listener(episode);
-    return true;
+export function trackRedisHealth(redis: RedisConnection, logger: Logger, options: HealthOptions = {}): RedisHealth {
+  const state: HealthState = {
+    redis,
+    logger,
+    now: options.now ?? (() => Date.now()),
+    probeKey: options.probeKey ?? 'carrier-sync:health-probe',
+    episode: null,
+    absorbed: 0,
+    outages: 0,
+    lastFailover: null,
+    lastEndedAt: -Infinity,
+    lastErrorAt: -Infinity,
+    quietProbes: 0,
+    probe: undefined,
+    writable: new Set(),
+    changed: [],
+    failovers: [],
   };
   const onReady = (): void => {
-    if (episode?.kind !== 'unreachable') return;
-    end();
+    if (state.episode?.kind === 'unreachable') endEpisode(state);
   };
   redis.on('ready', onReady);
-
-  const health: RedisHealth = {
-    report(error, source) {
-      const kind = troubleOf(error);
-      if (kind === null) return false;
-      if (kind === 'unreachable' && episode === null && redis.status === 'ready') {
-        // On a Cluster the main connection stays ready when one node dies: a lost connection then
-        // is a master going away, and its replica's promotion follows (a failover, ended by probe
-        // writes to the deployment's slot). Elsewhere: a worker's own connection catching up after
-        // the main one is back.
-        if (redis instanceof Cluster) return startEpisode('failover', error, source);
-        logger.debug({ source, err: error }, 'Redis connection error');
-        return true;
-      }
-      // Within an episode (of any kind: a failover often shows as a lost connection first; it then
-      // ends as a failover, when the new primary takes a write, not when a connection is ready).
-      if (episode !== null) {
-        if (episode.kind === 'unreachable' && kind === 'failover') {
-          episode.kind = 'failover';
-          startProbe();
-        }
-        absorbed += 1;
-        lastErrorAt = now();
-        logger.debug({ source, err: error }, 'Redis error within an episode');
-        return true;
-      }
-      return startEpisode(kind, error, source);
-    },
-    isDown: () => episode?.kind === 'unreachable',
-    isWritable: () => episode === null,
-    writesRefused: () => (episode?.kind === 'writes-refused' ? episode : null),
-    current: () => episode,
-    isTroubled: (withinMs) => episode !== null || now() - lastEndedAt <= withinMs,
-    lastFailover: () => lastFailover,
-    outages: () => outages,
+  // A Cluster's connections to its nodes report here, not as the Cluster's own errors: a master
+  // killed shows only as its node's lost connection (the Cluster stays ready), so without this the
+  // failover was never an episode and every job lock it cost was an error line.
+  const onNodeError = (error: unknown): void => void report(state, error, 'cluster-node');
+  if (redis instanceof Cluster) redis.on('node error', onNodeError);
+  return {
+    report: (error, source) => report(state, error, source),
+    isDown: () => state.episode?.kind === 'unreachable',
+    isWritable: () => state.episode === null,
+    writesRefused: () => (state.episode?.kind === 'writes-refused' ? state.episode : null),
+    current: () => state.episode,
+    isTroubled: (withinMs) => state.episode !== null || state.now() - state.lastEndedAt <= withinMs,
+    lastFailover: () => state.lastFailover,
+    outages: () => state.outages,
     onWritable(listener) {
-      writable.add(listener);
-      return () => writable.delete(listener);
+      state.writable.add(listener);
+      return () => state.writable.delete(listener);
     },
-    onChange(listener) {
-      changed.push(listener);
-    },
-    onFailoverEnded(listener) {
-      failovers.push(listener);
-    },
+    onChange: (listener) => void state.changed.push(listener),
+    onFailoverEnded: (listener) => void state.failovers.push(listener),
     close() {
-      clearInterval(probe);
+      clearInterval(state.probe);
       redis.off('ready', onReady);
       redis.off('node error', onNodeError);
     },
   };
-  // A Cluster's connections to its nodes report here, not as the Cluster's own errors: a master
-  // killed shows only as its node's lost connection (the Cluster stays ready), so without this the
-  // failover was never an episode and every job lock it cost was an error line.
-  const onNodeError = (error: unknown): void => void health.report(error, 'cluster-node');
-  if (redis instanceof Cluster) redis.on('node error', onNodeError);
-  return health;
+}
+
+/** An error from any connection, queue or worker of this process: true when it is about Redis' availability. */
+function report(state: HealthState, error: unknown, source: string): boolean {
+  const kind = troubleOf(error);
+  if (kind === null) return false;
+  const { episode, redis, logger } = state;
+  if (kind === 'unreachable' && episode === null && redis.status === 'ready') {
+    // On a Cluster the main connection stays ready when one node dies: a lost connection then
+    // is a master going away, and its replica's promotion follows (a failover, ended by probe
+    // writes to the deployment's slot). Elsewhere: a worker's own connection catching up after
+    // the main one is back.
+    if (redis instanceof Cluster) return startEpisode(state, 'failover', error, source);
+    logger.debug({ source, err: error }, 'Redis connection error');
+    return true;
+  }
+  if (episode === null) return startEpisode(state, kind, error, source);
+  // Within an episode (of any kind: a failover often shows as a lost connection first; it then
+  // ends as a failover, when the new primary takes a write, not when a connection is ready).
+  if (episode.kind === 'unreachable' && kind === 'failover') {
+    episode.kind = 'failover';
+    startProbe(state);
+  }
+  state.absorbed += 1;
+  state.lastErrorAt = state.now();
+  logger.debug({ source, err: error }, 'Redis error within an episode');
+  return true;
+}
+
+function startEpisode(state: HealthState, kind: RedisTrouble, error: unknown, source: string): true {
+  const episode: RedisEpisode = { kind, since: state.now(), code: codeOf(error as Error), message: (error as Error).message };
+  Object.assign(state, { episode, lastErrorAt: state.now(), absorbed: 1 });
+  if (kind === 'unreachable') state.outages += 1;
+  else startProbe(state);
+  state.logger.warn({ source, code: episode.code, err: error }, WARN[kind]);
+  for (const listener of state.changed) listener(episode);
+  return true;
+}
+
+function endEpisode(state: HealthState): void {
+  const ended = state.episode;
+  if (ended === null) return;
+  const [message, field] = INFO[ended.kind];
+  const durationMs = Math.round(state.now() - ended.since);
+  state.logger.info({ [field]: durationMs, errors: state.absorbed }, message);
+  recoveries += 1;
+  state.lastEndedAt = state.now();
+  state.episode = null;
+  if (ended.kind === 'failover') {
+    const failover = { at: state.now(), durationMs };
+    state.lastFailover = failover;
+    for (const listener of state.failovers) listener(failover);
+  }
+  clearInterval(state.probe);
+  for (const listener of state.changed) listener(null);
+  for (const listener of state.writable) listener(ended);
+}
+
+/**
+ * A Redis at its memory limit flaps: a write that frees memory (a trim, a deletion) lets the next
+ * few through, which fill it again. The episode ends only after QUIET_PROBES probe writes in a row
+ * succeeded with no refusal seen meanwhile, so one episode is one pair of lines.
+ */
+function startProbe(state: HealthState): void {
+  clearInterval(state.probe);
+  state.quietProbes = 0;
+  state.probe = setInterval(() => probeOnce(state), PROBE_MS);
+  state.probe.unref();
+}
+
+function probeOnce(state: HealthState): void {
+  const { redis } = state;
+  if (redis.status !== 'ready') return;
+  const sentAt = state.now();
+  redis.set(state.probeKey, '1', 'PX', 10_000).then(
+    async () => {
+      const isRoomy = state.episode?.code !== 'OOM' || (await hasHeadroom(redis));
+      state.quietProbes = state.lastErrorAt < sentAt && isRoomy ? state.quietProbes + 1 : 0;
+      if (state.quietProbes >= QUIET_PROBES) endEpisode(state);
+    },
+    (error: unknown) => {
+      if (troubleOf(error) !== null) state.absorbed += 1;
+      state.quietProbes = 0;
+    },
+  );
 }
 
 /**
@@ -238,10 +264,10 @@ export function trackRedisHealth(redis: RedisConnection, logger: Logger, options
 async function hasHeadroom(redis: RedisConnection): Promise<boolean> {
   if (redis instanceof Cluster) return true;
   try {
-    const info = await redis.info('memory');
-    const used = Number(/^used_memory:(\d+)/m.exec(info)?.[1]);
-    const max = Number(/^maxmemory:(\d+)/m.exec(info)?.[1]);
-    if (!Number.isFinite(used) || !Number.isFinite(max) || max === 0) return true;
+    const info = parseInfo(await redis.info('memory'));
+    const used = infoNumber(info, 'used_memory');
+    const max = infoNumber(info, 'maxmemory');
+    if (used === null || max === null || max === 0) return true;
     return used <= max * (1 - OOM_HEADROOM);
   } catch {
     return true;

@@ -8,14 +8,20 @@
  *
  * The last failover is carrier-sync's own record, not Sentinel's (Sentinel keeps no time of its
  * last failover; INFO only says that a node was promoted, not when): each process notes the
- * primary it reaches, at every (re)connect and every `status`, in one hash under the prefix. When
- * a process finds a different primary there, and the new one either has another address or was
- * promoted (INFO's second_repl_offset is set: it carries on another primary's history), that is
- * a failover, timed when the first process saw it. A restart of the same primary is not one.
+ * primary it reaches, at every (re)connect and every `status`, in one hash under the prefix.
+ *
+ * The rule (README "Redis failover"), the same in single, Sentinel and Cluster mode: a failover is
+ * a promotion, nothing else. The primary now reached has another replication id than the one noted
+ * AND was promoted: INFO's second_repl_offset is set, so it carries on another primary's history
+ * (Sentinel's or Cluster's failover, a managed service's behind one name, REPLICAOF NO ONE). It is
+ * timed when the first process saw it. Not a failover: a primary restarted (a new replication id,
+ * never promoted), on the same address or another one (the managed redis-server back on a new port
+ * with the same data), or reached by another address (a new DNS name, a proxy).
  */
 import type { RedisKind, RedisTarget } from '../config/redis-target.js';
 import type { RedisConnection } from './redis.js';
 import { defineScript } from './script.js';
+import { infoNumber, infoReplicas, parseInfo } from './redis-info.js';
 
 export interface Topology {
   kind: RedisKind;
@@ -39,7 +45,7 @@ local previous = redis.call('HGET', topology, 'primary')
 local previousId = redis.call('HGET', topology, 'replId')
 if previous == address and previousId == replId then return 0 end
 redis.call('HSET', topology, 'primary', address, 'replId', replId, 'seenAt', nowMs)
-if previous and (previous ~= address or promoted == '1') then
+if previous and previousId ~= replId and promoted == '1' then
   redis.call('HSET', topology, 'failoverAt', nowMs, 'failoverFrom', previous)
   return 1
 end
@@ -82,19 +88,16 @@ async function readPrimary(redis: RedisConnection, target: RedisTarget, prefix: 
   const [clientInfo, replication] = await Promise.all([node.call('CLIENT', 'INFO') as Promise<string>, node.info('replication')]);
   const address = /\bladdr=(\S+)/.exec(clientInfo)?.[1];
   if (address === undefined) return null;
-  const field = (name: string): string | undefined => new RegExp(`^${name}:(\\S*)`, 'm').exec(replication)?.[1];
+  const info = parseInfo(replication);
   return {
     address,
-    replId: field('master_replid') ?? '',
-    isPromoted: Number(field('second_repl_offset') ?? -1) >= 0,
-    replicas: [...replication.matchAll(/^slave\d+:(\S+)/gm)].map(([, line]) => {
-      const fields = Object.fromEntries(line!.split(',').map((pair) => pair.split('=') as [string, string]));
-      return {
-        address: `${fields['ip']}:${fields['port']}`,
-        state: fields['state'] ?? '?',
-        lagSec: fields['lag'] === undefined ? null : Number(fields['lag']),
-      };
-    }),
+    replId: info.get('master_replid') ?? '',
+    isPromoted: (infoNumber(info, 'second_repl_offset') ?? -1) >= 0,
+    replicas: infoReplicas(info).map((fields) => ({
+      address: `${fields['ip']}:${fields['port']}`,
+      state: fields['state'] ?? '?',
+      lagSec: fields['lag'] === undefined ? null : Number(fields['lag']),
+    })),
   };
 }
 
@@ -109,8 +112,11 @@ async function slotMaster(redis: RedisConnection, prefix: string) {
   return redis.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === owner) ?? null;
 }
 
-/** One line for `status`: `sentinel, primary 10.0.0.5:6379; replicas 10.0.0.6:6379 (online, lag 0 s); last failover …`. */
-export function describeTopology(topology: Topology): string {
+/**
+ * One line for `status`: `sentinel, primary 10.0.0.5:6379; replicas 10.0.0.6:6379 (online, lag 0 s); last failover …`.
+ * `timeText` writes the failover's time as a person reads it (status: the machine's local time).
+ */
+export function describeTopology(topology: Topology, timeText: (iso: string) => string = (iso) => iso): string {
   const replicas =
     topology.replicas.length === 0
       ? 'no replicas'
@@ -118,6 +124,6 @@ export function describeTopology(topology: Topology): string {
   const failover =
     topology.lastFailover === null
       ? 'no failover seen'
-      : `last failover ${topology.lastFailover.at} (from ${topology.lastFailover.from} to ${topology.lastFailover.to})`;
+      : `last failover ${timeText(topology.lastFailover.at)} (from ${topology.lastFailover.from} to ${topology.lastFailover.to})`;
   return `${topology.kind}, primary ${topology.primary ?? 'unknown'}; ${replicas}; ${failover}`;
 }

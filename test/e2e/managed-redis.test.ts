@@ -1,8 +1,8 @@
 /**
  * The managed redis-server's lifecycle (README, "The two commands"): with REDIS_URL unset the
  * binary runs its own under `./var/redis`; a clean stop stops it; a `kill -9` leaves it and the next
- * start reuses it; CLI commands start it on demand and stop it when done, unless someone else (a
- * running daemon) still uses it. Each run has its own temporary working folder, and every
+ * start reuses it; back on another port with its data it is not a failover; CLI commands start it
+ * on demand and stop it when done, unless someone else (a running daemon) still uses it. Each run has its own temporary working folder, and every
  * redis-server a test caused is ended by its pid afterwards, whatever the outcome.
  */
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
@@ -83,6 +83,26 @@ describe('the managed redis-server', () => {
     second.kill('SIGTERM');
     expect(await second.exited, second.tail()).toEqual({ code: 0, signal: null });
     await gone(pid);
+  });
+
+  it('back on another port with the same data after a clean stop: not a failover (status says none)', async () => {
+    const dir = await workDir();
+    const first = await startIn(dir);
+    const firstPort = first.logs().find((line) => line.msg === STARTED)?.['port'];
+    const firstPid = await redisPidOf(dir);
+    first.kill('SIGINT');
+    expect(await first.exited, first.tail()).toEqual({ code: 0, signal: null });
+    await gone(firstPid);
+
+    const second = await startIn(dir);
+    await redisPidOf(dir);
+    const secondPort = second.logs().find((line) => line.msg === STARTED)?.['port'];
+    expect(secondPort, 'a free port picked again').not.toBe(firstPort);
+    const result = await runCli(['status'], { env: ENV, cwd: dir, timeoutMs: 30_000 });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^redis: single, primary 127\.0\.0\.1:\d+; no replicas; no failover seen$/m);
+    second.kill('SIGINT');
+    expect(await second.exited, second.tail()).toEqual({ code: 0, signal: null });
   });
 
   it('a CLI command starts it on demand and stops it when done', async () => {

@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLAIM_BUCKET_SEC, claimRecord, createDedupMemory } from '../../src/gate/event-claims.js';
 import { createKeys } from '../../src/store/keys.js';
-import type { CollectingJob } from '../../src/queue/payloads.js';
+import type { CollectingJob } from '../../src/store/payloads.js';
 import { createPushGate, type PushGate } from '../../src/gate/push-gate.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 

@@ -12,7 +12,7 @@ import { afterEach, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { enqueueEvents } from '../../src/queue/enqueue.js';
 import { createKeys } from '../../src/store/keys.js';
-import { collectingJobOf } from '../../src/queue/payloads.js';
+import { collectingJobOf } from '../../src/store/payloads.js';
 import { openContext } from '../../src/runtime/context.js';
 import { checkEventRecord } from '../../src/validate/event-record.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { enqueueDocument } from '../../src/queue/enqueue.js';
-import type { LabelJob } from '../../src/queue/payloads.js';
+import type { LabelJob } from '../../src/store/payloads.js';
 import { documentGeneration } from '../../src/gate/document-record.js';
 import { openContext } from '../../src/runtime/context.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';

@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { wakeEvent } from '../../src/gate/event-wake.js';
 import { createKeys } from '../../src/store/keys.js';
-import { collectingJobOf, type CollectingJob } from '../../src/queue/payloads.js';
+import { collectingJobOf, type CollectingJob } from '../../src/store/payloads.js';
 import { createPushGate, type PushGate } from '../../src/gate/push-gate.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';

@@ -18,7 +18,7 @@ import { afterEach, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { createPushGate, pushGateOptions } from '../../src/gate/push-gate.js';
 import { collectingJobId, enqueueEvents } from '../../src/queue/enqueue.js';
-import { collectingJobOf } from '../../src/queue/payloads.js';
+import { collectingJobOf } from '../../src/store/payloads.js';
 import { openContext } from '../../src/runtime/context.js';
 import { startDaemon } from '../../src/runtime/start.js';
 import { readSpoolIdFile } from '../../src/spool/lease/spool-id.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { enqueueEvents } from '../../src/queue/enqueue.js';
-import { collectingJobOf } from '../../src/queue/payloads.js';
+import { collectingJobOf } from '../../src/store/payloads.js';
 import { openContext } from '../../src/runtime/context.js';
 import { startDaemon } from '../../src/runtime/start.js';
 import { checkEventRecord } from '../../src/validate/event-record.js';

@@ -10,7 +10,7 @@ import { systemClock } from '../../src/clock.js';
 import { silentLogger } from '../../src/log.js';
 import { createKeys, legacyOutcomeQueueName } from '../../src/store/keys.js';
 import { MAX_ATTEMPTS, openOutcomeInbox, outcomeKeys, pushOutcome, retryDelayMs } from '../../src/queue/outcome-list.js';
-import type { OutcomeMessage } from '../../src/queue/payloads.js';
+import type { OutcomeMessage } from '../../src/store/payloads.js';
 import { closeRedis, connectRedis } from '../../src/store/redis.js';
 import { startOutcomeConsumer, type OutcomeConsumer } from '../../src/outcome/consumer.js';
 import { carryOverLegacyOutcomes } from '../../src/outcome/legacy-outcomes.js';

@@ -14,7 +14,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { watchReplicas, type ReplicaWait } from '../../src/gate/replica-wait.js';
 import { createPushGate, type PushGate } from '../../src/gate/push-gate.js';
-import { collectingJobOf, type CollectingJob } from '../../src/queue/payloads.js';
+import { collectingJobOf, type CollectingJob } from '../../src/store/payloads.js';
 import { createKeys } from '../../src/store/keys.js';
 import { freePort } from '../support/redis-process.js';
 import { waitFor } from '../support/wait.js';

@@ -25,6 +25,8 @@ export interface OwnRedisOptions {
   maxmemoryPolicy?: string;
   /** More redis-server arguments, e.g. `['--rename-command', 'CONFIG', '']`. */
   extraArgs?: string[];
+  /** False: the port is chosen, the server not started until `start()` (a Redis that comes late). */
+  isStartedNow?: boolean;
 }
 
 export async function startOwnRedis(options: OwnRedisOptions = {}): Promise<OwnRedis> {
@@ -57,13 +59,14 @@ export async function startOwnRedis(options: OwnRedisOptions = {}): Promise<OwnR
     );
     const deadline = Date.now() + 10_000;
     for (;;) {
-      const probe = new Redis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      const probe = new Redis({ port, lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
       probe.on('error', () => {});
       try {
         await probe.connect();
         if ((await probe.ping()) === 'PONG') return;
-      } catch {
-        if (Date.now() > deadline) throw new Error('own redis-server did not start');
+      } catch (error) {
+        if (/NOAUTH/.test(String(error))) return; // up, with --requirepass
+        if (Date.now() > deadline) throw new Error('own redis-server did not start', { cause: error });
         await new Promise((resolve) => setTimeout(resolve, 50));
       } finally {
         probe.disconnect();
@@ -80,9 +83,13 @@ export async function startOwnRedis(options: OwnRedisOptions = {}): Promise<OwnR
     await admin.call('SHUTDOWN').catch(() => undefined);
     if (running.exitCode === null) running.kill('SIGTERM');
     admin.disconnect();
+    // A SHUTDOWN can fail (Redis keeps running: seen just after a replica's promotion, its AOF
+    // rewrite under way); the server is the test's own, so it is then killed.
+    const timer = setTimeout(() => running.kill('SIGKILL'), 5000);
     await exited;
+    clearTimeout(timer);
   };
-  await start();
+  if (options.isStartedNow !== false) await start();
   return {
     url: `redis://127.0.0.1:${port}`,
     async restart() {

@@ -91,12 +91,17 @@ export interface SpawnOptions {
   /** Default `['start']`; put `--config <path>` here. */
   args?: readonly string[];
   cwd?: string;
+  /** Another program than the built binary (e.g. `npm start`): its file; `args` are then its arguments. */
+  file?: string;
+  /** In a process group of its own (a terminal's session): the test can signal the whole group. */
+  isOwnGroup?: boolean;
 }
 
 /** Starts a long-running command (the daemon by default). Wait for `carrier-sync started` with waitForLog. */
 export function spawnDaemon(env: ProcessEnv, options: SpawnOptions = {}): DaemonProcess {
   const args = options.args ?? ['start'];
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? tmpdir(), env: envOf(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const [file, argv] = options.file === undefined ? [process.execPath, [BIN, ...args]] : [options.file, args];
+  const child = spawn(file, argv, { cwd: options.cwd ?? tmpdir(), env: envOf(env), stdio: ['ignore', 'pipe', 'pipe'], detached: options.isOwnGroup === true });
   const stdoutLines: string[] = [];
   const stderrLines: string[] = [];
   const parsed: LogLine[] = [];

@@ -13,7 +13,7 @@ import {
   refusalReport,
   REPORT_KEYS,
 } from '../../src/queue/failure-report.js';
-import type { OutcomeMessage } from '../../src/queue/payloads.js';
+import type { OutcomeMessage } from '../../src/store/payloads.js';
 import { reasonOf, refusal } from '../../src/i18n/reason.js';
 
 const PLACE = { file: 'x.pdf', kind: 'labels', at: '2026-11-23T10:00:00.000Z', claim: null };

@@ -545,8 +545,9 @@ describe('launch lines', () => {
     expect(NODE_FLAGS).toEqual(['--max-semi-space-size=4', '--heap-growing-percent=50']);
   });
 
-  it('npm start launches the bin with the same node flags as its shebang', () => {
-    expect(pkg.scripts['start']).toBe(['node', ...NODE_FLAGS, pkg.bin['carrier-sync'], 'start'].join(' '));
+  it('npm start execs the bin with the same node flags as its shebang', () => {
+    // exec: the daemon replaces npm's shell, so the signals npm forwards reach it (test/e2e/npm-start.test.ts).
+    expect(pkg.scripts['start']).toBe(['exec', 'node', ...NODE_FLAGS, pkg.bin['carrier-sync'], 'start'].join(' '));
   });
 
   it('the built bin keeps the shebang and runs with its flags', () => {

@@ -12,7 +12,7 @@ import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { createLogger } from '../../../src/log.js';
 import { itemJobOptions } from '../../../src/queue/queues.js';
-import { collectingJobOf } from '../../../src/queue/payloads.js';
+import { collectingJobOf } from '../../../src/store/payloads.js';
 import { openContext } from '../../../src/runtime/context.js';
 import { startSandbox } from '../../../src/sandbox/server.js';
 import { checkEventRecord } from '../../../src/validate/event-record.js';

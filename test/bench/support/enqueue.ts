@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { enqueueEvents, type EnqueueDeps } from '../../../src/queue/enqueue.js';
-import { collectingJobOf } from '../../../src/queue/payloads.js';
+import { collectingJobOf } from '../../../src/store/payloads.js';
 import { checkEventRecord } from '../../../src/validate/event-record.js';
 import type { EventLine } from './inputs.js';
 

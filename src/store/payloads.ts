@@ -2,7 +2,7 @@
  * What travels in the queues. A job carries everything its push needs, so workers need no
  * access to the spool; `origin` says where the item came from so the outcome can find its file.
  */
-import type { ItemKind } from '../store/keys.js';
+import type { ItemKind } from './keys.js';
 
 export interface FileOrigin {
   /** 'backfill': a file enqueued in place by `carrier-sync backfill`; it is not moved afterwards. */

@@ -301,7 +301,7 @@ export const EN = {
   'ui.notify.lastSent': 'last message sent',
   'ui.notify.lastFailed': 'last failed attempt',
   'ui.notify.noneYet': 'none yet',
-  'ui.notify.empty': 'no channel configured (see README, "Notifications")',
+  'ui.notify.empty': 'no channel configured (see docs/operations.md, "Notifications")',
   'ui.script.refreshFailed': 'refresh failed: {error}',
   'ui.script.notAnswering': 'Not answering: this process is stopping or unreachable',
   'ui.script.numbersFrom': '{error}; the numbers below are from {time}',

@@ -2,7 +2,7 @@
  * The Brazilian Portuguese catalog, for the warehouse staff who read carrier-sync most. Every key of
  * catalog-en.ts, with the same placeholders (a unit test checks it), in the words of Brazilian
  * logistics: etiqueta, CT-e, DACTE, chave de acesso, remetente/destinatário, CNPJ/CPF, coleta,
- * transportadora, entrega (README, "Glossário pt-BR"). Field paths (infCte/dest/CNPJ), codes and
+ * transportadora, entrega (docs/language.md, "Glossário pt-BR"). Field paths (infCte/dest/CNPJ), codes and
  * commands stay as they are: they are what a person types or looks for.
  */
 import type { MessageKey } from './catalog-en.js';
@@ -297,7 +297,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'ui.notify.lastSent': 'última mensagem enviada',
   'ui.notify.lastFailed': 'última tentativa com falha',
   'ui.notify.noneYet': 'nenhuma ainda',
-  'ui.notify.empty': 'nenhum canal configurado (veja no README a seção sobre notificações)',
+  'ui.notify.empty': 'nenhum canal configurado (veja em docs/operations.md a seção sobre notificações)',
   'ui.script.refreshFailed': 'falha ao atualizar: {error}',
   'ui.script.notAnswering': 'Sem resposta: este processo está parando ou inacessível',
   'ui.script.numbersFrom': '{error}; os números abaixo são de {time}',

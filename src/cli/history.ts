@@ -2,6 +2,8 @@ import type { Command } from 'commander';
 import type { JourneyStep } from '../journey/journey-read.js';
 import { ITEM_KINDS, type ItemKind } from '../store/keys.js';
 import type { Lang, Translate } from '../i18n/translate.js';
+import { kindName } from '../i18n/kind-name.js';
+import { localTime, shortened } from '../i18n/local-time.js';
 import { UsageError } from './usage-error.js';
 import { withContext } from './shared.js';
 
@@ -59,7 +61,7 @@ export function registerHistory(program: Command): void {
         await write(`${nothingText(lookup, kind, t)}\n`);
         return;
       }
-      await write(timeline(shown, (step) => describeStep(step, lang), t));
+      await write(timeline(shown, (step) => describeStep(step, lang, { time: (iso) => localTime(iso, { ms: true }), long: (value) => shortened(value) }), t));
     });
 }
 
@@ -102,7 +104,7 @@ function nothingText(lookup: Lookup, kind: ItemKind | null, t: Translate): strin
     case 'sha256':
       return t('history.nothingSha', { sha256: lookup.prefix });
     case 'range':
-      return t('history.nothingRange', { since: new Date(lookup.sinceMs).toISOString(), until: new Date(lookup.untilMs).toISOString() });
+      return t('history.nothingRange', { since: localTime(lookup.sinceMs), until: localTime(lookup.untilMs) });
   }
 }
 
@@ -114,8 +116,8 @@ function timeline(steps: readonly JourneyStep[], describe: (step: JourneyStep) =
   for (const [deliveryId, own] of byDelivery) {
     lines.push(t('history.delivery', { delivery: deliveryId }));
     for (const step of own) {
-      const item = step.kind === 'collecting' ? t('history.collecting', { eventAt: step.event_at ?? '' }) : `${step.kind} ${step.file ?? ''}`;
-      lines.push(`  ${step.at}  ${item.padEnd(28)}  ${describe(step)}`);
+      const item = step.kind === 'collecting' ? t('history.collecting', { eventAt: step.event_at ?? '' }) : `${kindName(step.kind, t)} ${step.file ?? ''}`;
+      lines.push(`  ${localTime(step.at, { ms: true })}  ${item.padEnd(28)}  ${describe(step)}`);
     }
     lines.push('');
   }

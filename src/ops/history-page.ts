@@ -7,6 +7,7 @@
 import { isMessageKey, translator, type Lang, type Translate } from '../i18n/translate.js';
 import type { JourneyStep } from '../journey/journey-read.js';
 import { describeStep } from '../journey/step-text.js';
+import { shortened } from '../i18n/local-time.js';
 import { escape, kindName, searchForm, timeTag } from './overview-page.js';
 
 const TONE: Readonly<Record<string, string>> = {
@@ -43,6 +44,18 @@ function stepName(step: string, t: Translate): string {
   return isMessageKey(key) ? t(key) : step;
 }
 
+/**
+ * A step's text as HTML: its times as `<time>` (shown in the browser's time zone, UTC on hover), its
+ * long numbers (sha256, generation) cut, the whole value on hover. Marked while the text is built,
+ * then escaped, then the marks become tags.
+ */
+function stepHtml(step: JourneyStep, lang: Lang): string {
+  const text = describeStep(step, lang, { time: (iso) => `\u0001${iso}\u0001`, long: (value) => `\u0002${value}\u0002` });
+  return escape(text)
+    .replace(/\u0001([^\u0001]*)\u0001/g, (_, iso: string) => timeTag(iso, iso))
+    .replace(/\u0002([^\u0002]*)\u0002/g, (_, value: string) => `<span class="long" title="${value}">${shortened(value)}</span>`);
+}
+
 export function renderHistoryPage(view: HistoryView, base: string, lang: Lang = 'en'): string {
   const t = translator(lang);
   const title = t(view.lookup.by === 'delivery' ? 'ui.history.delivery' : 'ui.history.file', { [view.lookup.by]: view.lookup.name });
@@ -54,7 +67,7 @@ export function renderHistoryPage(view: HistoryView, base: string, lang: Lang = 
         .map((s) => {
           const item = s.kind === 'collecting' ? `event_at ${s.event_at ?? '?'}` : (s.file ?? '');
           const when = timeTag(s.at, s.at.replace('T', ' ').slice(0, 23));
-          return `<tr class="step ${toneOf(s)}" data-step="${escape(s.step)}"><td class="when">${when}</td><td>${escape(kindName(s.kind, t))}</td><td class="file" title="${escape(item)}">${escape(item)}</td><td><b>${escape(stepName(s.step, t))}</b></td><td class="reason">${escape(describeStep(s, lang))}</td></tr>`;
+          return `<tr class="step ${toneOf(s)}" data-step="${escape(s.step)}"><td class="when">${when}</td><td>${escape(kindName(s.kind, t))}</td><td class="file" title="${escape(item)}">${escape(item)}</td><td><b>${escape(stepName(s.step, t))}</b></td><td class="reason">${stepHtml(s, lang)}</td></tr>`;
         })
         .join('');
       const heading = escape(t('ui.history.delivery', { delivery: deliveryId }));

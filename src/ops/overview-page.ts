@@ -9,10 +9,11 @@
  * browser's time zone, with the UTC time on hover. Reasons are rendered from their kept key.
  */
 import { describeFailure } from '../i18n/reason.js';
+import { kindName } from '../i18n/kind-name.js';
 import { translator, type Lang, type Translate } from '../i18n/translate.js';
 import type { BacklogRow, CodeCount, DeadLetterRow, Overview, OverviewDetails } from './overview-data.js';
 import type { Refusal } from '../store/activity.js';
-import type { Topology } from '../store/topology.js';
+import { describeTopology, type Topology } from '../store/topology.js';
 
 export const REFRESH_MS = 5000;
 
@@ -118,7 +119,7 @@ function renderState(o: Overview, t: Translate): string {
         : spoolHolder(o.spoolId, holder, t);
   const topology = o.details?.topology ?? null;
   // Under the spool line, in the same column: beside it, it took the headline's width.
-  const redis = topology === null ? '' : `<br>Redis <b data-figure="redis-topology">${escape(topologyLine(topology, t))}</b>`;
+  const redis = topology === null ? '' : `<br>Redis <b data-figure="redis-topology">${topologyLine(topology, t)}</b>`;
   return `<div class="state state-${o.state.code}" data-state="${o.state.code}"><span class="dot"></span><div><div class="headline" data-figure="state">${escape(headlineOf(o, t))}${since}</div>${detail}</div></div><div class="spool">${spool}${redis}</div>`;
 }
 
@@ -132,13 +133,10 @@ function spoolHolder(spoolId: string, holder: NonNullable<OverviewDetails['spool
 }
 
 /** Redis' topology in the page's language (`status` prints store/topology.ts's English line). */
+/** The Redis line: escaped text, with its failover time as a `<time>` the page shows in local time. */
 function topologyLine(topology: Topology, t: Translate): string {
-  const replicas =
-    topology.replicas.length === 0
-      ? t('ui.redis.noReplicas')
-      : t('ui.redis.replicas', { list: topology.replicas.map((r) => `${r.address} (${r.state}${r.lagSec === null ? '' : `, lag ${r.lagSec} s`})`).join(', ') });
-  const failover = topology.lastFailover === null ? t('ui.redis.noFailover') : t('ui.redis.lastFailover', topology.lastFailover);
-  return t('ui.redis.line', { kind: topology.kind, primary: topology.primary ?? t('ui.redis.unknown'), replicas, failover });
+  const marked = describeTopology(topology, t, (iso) => `\u0000${iso}\u0000`);
+  return escape(marked).replace(/\u0000([^\u0000]*)\u0000/g, (_, iso: string) => timeTag(iso, iso));
 }
 
 /** The state's headline in the page's language, from its code (the JSON keeps the English one). */
@@ -265,9 +263,9 @@ function renderDeadLetters(dl: { total: number; byCode: CodeCount[]; codesOf: nu
 <div class="scroll"><table class="list"><colgroup><col class="c-when"><col class="c-file"><col class="c-code"><col><col class="c-act"></colgroup><thead><tr><th>${t('ui.col.time')}</th><th>${t('ui.col.fileOrDelivery')}</th><th>${t('ui.col.code')}</th><th>${t('ui.col.reason')}</th><th></th></tr></thead><tbody>${rows === '' ? `<tr><td colspan="5" class="empty">${t('ui.dead.empty')}</td></tr>` : rows}</tbody></table></div>`;
 }
 
-/** A dead letter's reason: in English the message as before; otherwise the code's meaning with the API's message. */
+/** A dead letter's reason, as `dlq list` renders it: in English the message; otherwise our code's meaning with the API's message. */
 function deadReason(x: DeadLetterRow, lang: Lang): string {
-  return describeFailure(lang, { code: x.code, message: x.message });
+  return describeFailure(lang, { code: x.errorCode, message: x.message });
 }
 
 function renderNotifications(channels: OverviewDetails['notifications'], t: Translate): string {
@@ -305,10 +303,6 @@ export function timeTag(iso: string, utcText: string): string {
   return `<time datetime="${escape(iso)}" title="${escape(iso)}">${escape(utcText)}</time>`;
 }
 
-/** A kind of item as a person calls it. */
-export function kindName(kind: string, t: Translate): string {
-  return kind === 'label' ? t('ui.kind.label') : kind === 'cte' ? t('ui.kind.cte') : kind === 'collecting' ? t('ui.kind.collecting') : kind;
-}
 
 /** `HH:MM:SS UTC`; the date too when it is not today. */
 function clockTime(iso: string | null): string {
@@ -343,3 +337,5 @@ export function searchForm(base: string, value: string, t: Translate): string {
 export function escape(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
+
+export { kindName };

@@ -13,6 +13,7 @@
  * promoted (INFO's second_repl_offset is set: it carries on another primary's history), that is
  * a failover, timed when the first process saw it. A restart of the same primary is not one.
  */
+import type { Translate } from '../i18n/translate.js';
 import type { RedisKind, RedisTarget } from '../config/redis-target.js';
 import type { RedisConnection } from './redis.js';
 import { defineScript } from './script.js';
@@ -110,14 +111,17 @@ async function slotMaster(redis: RedisConnection, prefix: string) {
 }
 
 /** One line for `status`: `sentinel, primary 10.0.0.5:6379; replicas 10.0.0.6:6379 (online, lag 0 s); last failover …`. */
-export function describeTopology(topology: Topology): string {
+/** The topology in one line a person reads, in the language of `t` (status, the overview). */
+export function describeTopology(topology: Topology, t: Translate, timeText: (iso: string) => string = (iso) => iso): string {
   const replicas =
     topology.replicas.length === 0
-      ? 'no replicas'
-      : `replicas ${topology.replicas.map((r) => `${r.address} (${r.state}${r.lagSec === null ? '' : `, lag ${r.lagSec} s`})`).join(', ')}`;
-  const failover =
-    topology.lastFailover === null
-      ? 'no failover seen'
-      : `last failover ${topology.lastFailover.at} (from ${topology.lastFailover.from} to ${topology.lastFailover.to})`;
-  return `${topology.kind}, primary ${topology.primary ?? 'unknown'}; ${replicas}; ${failover}`;
+      ? t('ui.redis.noReplicas')
+      : t('ui.redis.replicas', {
+          list: topology.replicas
+            .map((r) => (r.lagSec === null ? t('ui.redis.replica', { address: r.address, state: r.state }) : t('ui.redis.replicaLag', { address: r.address, state: r.state, lag: String(r.lagSec) })))
+            .join(', '),
+        });
+  const last = topology.lastFailover;
+  const failover = last === null ? t('ui.redis.noFailover') : t('ui.redis.lastFailover', { at: timeText(last.at), from: last.from, to: last.to });
+  return t('ui.redis.line', { kind: t('ui.redis.kind', { kind: topology.kind }), primary: topology.primary ?? t('ui.redis.unknown'), replicas, failover });
 }

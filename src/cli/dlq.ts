@@ -77,7 +77,10 @@ export function registerDlq(program: Command): void {
       if (olderThanMs === null && options.olderThan !== undefined)
         throw new UsageError(`--older-than: "${options.olderThan}" is not a duration like 30d, 12h, 15m, 45s`);
       const { purgeDeadLetters } = await import('../queue/dead-letter.js');
-      const { purged, lang } = await withContext(command, async (ctx) => ({ purged: await purgeDeadLetters(ctx, olderThanMs, Date.now()), lang: ctx.config.lang }));
+      const { purged, lang } = await withContext(command, async (ctx) => ({
+        purged: await purgeDeadLetters(ctx, olderThanMs, Date.now()),
+        lang: ctx.config.lang,
+      }));
       print((await translatorOf(lang))('cli.dlq.purged', { count: String(purged.length) }));
     });
 }

@@ -123,13 +123,20 @@ function queueTable(report: StatusReport, t: Translate): string {
   const first = Math.max(11, t('cli.status.queue').length);
   const line = (name: string, cells: string[], tail: string): string =>
     `${name.padEnd(first)} ${cells.map((cell, i) => cell.padStart(widths[i]!)).join(' ')}${tail}`;
-  const header = line(t('cli.status.queue'), COLUMNS.map(([, key]) => t(key)), '');
+  const header = line(
+    t('cli.status.queue'),
+    COLUMNS.map(([, key]) => t(key)),
+    '',
+  );
   const rows = Object.entries(report.queues).map(([kind, c]) =>
-    line(kindName(kind, t), COLUMNS.map(([field]) => String(c[field])), `  ${c['paused'] === true ? t('cli.status.paused') : ''}`),
+    line(
+      kindName(kind, t),
+      COLUMNS.map(([field]) => String(c[field])),
+      `  ${c['paused'] === true ? t('cli.status.paused') : ''}`,
+    ),
   );
   return [header, ...rows].join('\n');
 }
-
 
 function printStatus(report: StatusReport, lang: Lang): void {
   const t = translator(lang);
@@ -156,7 +163,9 @@ function printStatus(report: StatusReport, lang: Lang): void {
   if (report.schedulers.length > 0) {
     print(`\n${t('cli.status.schedulers')}`);
     for (const s of report.schedulers)
-      print(`  ${s.id.padEnd(18)} ${String(s.pattern).padEnd(16)} ${String(s.tz).padEnd(6)} ${t('cli.status.next', { next: s.next === null ? '-' : localTime(s.next) })}`);
+      print(
+        `  ${s.id.padEnd(18)} ${String(s.pattern).padEnd(16)} ${String(s.tz).padEnd(6)} ${t('cli.status.next', { next: s.next === null ? '-' : localTime(s.next) })}`,
+      );
   }
 }
 

@@ -117,9 +117,12 @@ export const EN = {
   'reason.event.rowTooNarrow': '{fields, plural, one {# field} other {# fields}}, the header has {columns}; give every row one field per header column',
   'reason.event.fileInvalidLines': '{count, plural, one {# invalid line} other {# invalid lines}}',
   // Spool names and files.
-  'reason.spool.extension': '{kind}/{file}: it must end in {extension}; name the file {kind, select, labels {<delivery_id>.pdf or <delivery_id>__<external_id>.pdf} other {<delivery_id>.xml}}',
-  'reason.spool.deliveryId': '{kind}/{file}: the delivery id {value} must be 1–128 characters of A–Z, a–z, 0–9, "_" and "-"; name the file {kind, select, labels {<delivery_id>.pdf or <delivery_id>__<external_id>.pdf} other {<delivery_id>.xml}}',
-  'reason.spool.externalId': '{kind}/{file}: the external id {value} must be 1–128 characters of A–Z, a–z, 0–9, "_", "-" and "." without ".."; name the file {kind, select, labels {<delivery_id>.pdf or <delivery_id>__<external_id>.pdf} other {<delivery_id>.xml}}',
+  'reason.spool.extension':
+    '{kind}/{file}: it must end in {extension}; name the file {kind, select, labels {<delivery_id>.pdf or <delivery_id>__<external_id>.pdf} other {<delivery_id>.xml}}',
+  'reason.spool.deliveryId':
+    '{kind}/{file}: the delivery id {value} must be 1–128 characters of A–Z, a–z, 0–9, "_" and "-"; name the file {kind, select, labels {<delivery_id>.pdf or <delivery_id>__<external_id>.pdf} other {<delivery_id>.xml}}',
+  'reason.spool.externalId':
+    '{kind}/{file}: the external id {value} must be 1–128 characters of A–Z, a–z, 0–9, "_", "-" and "." without ".."; name the file {kind, select, labels {<delivery_id>.pdf or <delivery_id>__<external_id>.pdf} other {<delivery_id>.xml}}',
   'reason.spool.eventsExtension': '{file}: events files must end in .ndjson, .jsonl or .csv',
   'reason.spool.tooLarge': '{file} is {bytes} bytes; the limit is {max}',
   'reason.spool.symlink': '{file} is a symbolic link; drop regular files only',

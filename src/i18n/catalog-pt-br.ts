@@ -41,7 +41,8 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'reason.withDetail': '{meaning}: {detail}',
   'reason.api': '{meaning} (HTTP {status}, {apiCode}): {apiMessage}',
   'reason.apiNoCode': '{meaning} (HTTP {status}): {apiMessage}',
-  'reason.notFoundHint': 'a API não conhece este id de entrega: confira o nome do arquivo, ou reenvie com `carrier-sync dlq retry` quando a entrega já existir na API',
+  'reason.notFoundHint':
+    'a API não conhece este id de entrega: confira o nome do arquivo, ou reenvie com `carrier-sync dlq retry` quando a entrega já existir na API',
   'reason.label.tooLarge': 'a etiqueta tem {bytes} bytes, acima do limite de {max}; exporte-a menor (menos páginas, imagens comprimidas)',
   'reason.label.empty': 'o arquivo da etiqueta está vazio; grave o PDF por completo antes de movê-lo para a pasta de entrada',
   'reason.label.unreadableStructure': 'a estrutura do PDF não pode ser lida ({detail}); exporte ou salve a etiqueta de novo',
@@ -51,7 +52,8 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'reason.label.dataUriNotBase64': 'o arquivo começa com data:application/pdf;base64, mas o que vem depois não é base64 válido; salve o PDF puro no lugar',
   'reason.label.noEof':
     'o arquivo não tem o marcador %%EOF: está cortado ou não terminou de ser gravado; a API exige que o arquivo TERMINE com %%EOF: exporte-o de novo por completo',
-  'reason.label.trailingData': 'há {bytes} bytes depois do último %%EOF e nem todos são preenchimento (o primeiro byte que não é preenchimento, {firstByte}, está na posição {offset}); a API exige que o arquivo TERMINE com %%EOF: remova-os (ou salve o PDF de novo)',
+  'reason.label.trailingData':
+    'há {bytes} bytes depois do último %%EOF e nem todos são preenchimento (o primeiro byte que não é preenchimento, {firstByte}, está na posição {offset}); a API exige que o arquivo TERMINE com %%EOF: remova-os (ou salve o PDF de novo)',
   'reason.label.bytesBeforeHeader':
     '{bytes, plural, one {# byte vem} other {# bytes vêm}} antes do cabeçalho %PDF-; a API exige que o arquivo COMECE com %PDF: remova-os',
   'reason.label.headerNoVersion': 'o cabeçalho {header} não tem versão no formato %PDF-<dígito>.<dígito>; exporte o PDF de novo',
@@ -114,9 +116,12 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'reason.event.rowTooWide': '{fields, plural, one {# campo} other {# campos}}, o cabeçalho tem {columns}; coloque entre aspas um valor que contém vírgula',
   'reason.event.rowTooNarrow': '{fields, plural, one {# campo} other {# campos}}, o cabeçalho tem {columns}; dê a cada linha um campo por coluna do cabeçalho',
   'reason.event.fileInvalidLines': '{count, plural, one {# linha inválida} other {# linhas inválidas}}',
-  'reason.spool.extension': '{kind}/{file}: o nome deve terminar em {extension}; nomeie o arquivo {kind, select, labels {<delivery_id>.pdf ou <delivery_id>__<external_id>.pdf} other {<delivery_id>.xml}}',
-  'reason.spool.deliveryId': '{kind}/{file}: o id da entrega {value} deve ter de 1 a 128 caracteres entre A–Z, a–z, 0–9, "_" e "-"; nomeie o arquivo {kind, select, labels {<delivery_id>.pdf ou <delivery_id>__<external_id>.pdf} other {<delivery_id>.xml}}',
-  'reason.spool.externalId': '{kind}/{file}: o id externo {value} deve ter de 1 a 128 caracteres entre A–Z, a–z, 0–9, "_", "-" e "." sem ".."; nomeie o arquivo {kind, select, labels {<delivery_id>.pdf ou <delivery_id>__<external_id>.pdf} other {<delivery_id>.xml}}',
+  'reason.spool.extension':
+    '{kind}/{file}: o nome deve terminar em {extension}; nomeie o arquivo {kind, select, labels {<delivery_id>.pdf ou <delivery_id>__<external_id>.pdf} other {<delivery_id>.xml}}',
+  'reason.spool.deliveryId':
+    '{kind}/{file}: o id da entrega {value} deve ter de 1 a 128 caracteres entre A–Z, a–z, 0–9, "_" e "-"; nomeie o arquivo {kind, select, labels {<delivery_id>.pdf ou <delivery_id>__<external_id>.pdf} other {<delivery_id>.xml}}',
+  'reason.spool.externalId':
+    '{kind}/{file}: o id externo {value} deve ter de 1 a 128 caracteres entre A–Z, a–z, 0–9, "_", "-" e "." sem ".."; nomeie o arquivo {kind, select, labels {<delivery_id>.pdf ou <delivery_id>__<external_id>.pdf} other {<delivery_id>.xml}}',
   'reason.spool.eventsExtension': '{file}: arquivos de eventos de coleta devem terminar em .ndjson, .jsonl ou .csv',
   'reason.spool.tooLarge': '{file} tem {bytes} bytes; o limite é {max}',
   'reason.spool.symlink': '{file} é um link simbólico; coloque só arquivos comuns',
@@ -154,7 +159,8 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'notify.redis.firing': 'O Redis está inacessível há {duration}: nada é recebido nem enviado até ele responder',
   'notify.redis.note': 'enviado por cada processo com o papel scheduler, por conta própria',
   'notify.redis.resolved': 'O Redis voltou a responder (depois de {duration})',
-  'notify.deadLetters.summary': '{total, plural, one {# item terminou em falha definitiva} other {# itens terminaram em falha definitiva}} desde {since}: a API os recusou ou as tentativas acabaram',
+  'notify.deadLetters.summary':
+    '{total, plural, one {# item terminou em falha definitiva} other {# itens terminaram em falha definitiva}} desde {since}: a API os recusou ou as tentativas acabaram',
   'notify.deadLetters.action': '`carrier-sync dlq list` mostra-os; `carrier-sync dlq retry` envia-os de novo depois de corrigidos',
   'notify.refused.summary':
     '{total, plural, one {# arquivo recusado} other {# arquivos recusados}} localmente (inválidos, nunca enviados) e movidos para failed/',
@@ -176,11 +182,13 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'history.refused': 'recusado localmente: {code}: {reason}',
   'history.queued': 'na fila (geração {generation})',
   'history.receivedFile': 'recebido de {file} linha {line}',
-  'history.received': 'recebido {source, select, enqueue {pelo comando enqueue} pull {pela busca agendada} backfill {pelo comando backfill} other {de {source}}}',
+  'history.received':
+    'recebido {source, select, enqueue {pelo comando enqueue} pull {pela busca agendada} backfill {pelo comando backfill} other {de {source}}}',
   'history.held': 'retido até a hora prevista, {dueAt}',
   'history.duplicateOf': 'duplicado de {of}: não enviado',
   'history.duplicateOfLine': 'duplicado de {file} linha {line} (event_at {eventAt}, recebido em {at}): não enviado',
-  'history.duplicateOfSource': 'duplicado de {source, select, enqueue {um evento do comando enqueue} pull {um evento da busca agendada} backfill {um evento do comando backfill} other {{source}}} (event_at {eventAt}, recebido em {at}): não enviado',
+  'history.duplicateOfSource':
+    'duplicado de {source, select, enqueue {um evento do comando enqueue} pull {um evento da busca agendada} backfill {um evento do comando backfill} other {{source}}} (event_at {eventAt}, recebido em {at}): não enviado',
   'history.duplicate': 'duplicado: {message}',
   'history.duplicateTaken': 'duplicado: event_at já recebido',
   'history.attempt': 'tentativa {n}: {answer}',
@@ -268,7 +276,8 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'cli.status.versionUnknown': 'versão não registrada',
   'cli.status.foreignLive':
     '!! spool {path}: vigiado por outra implantação ({other}; pid {pid} em {host}, válido até {until}); esta implantação ({self}) não o vigia',
-  'cli.status.foreignExpired': 'spool {path}: vigiado por último por outra implantação ({other}), expirou em {until}: um processo desta implantação pode assumi-lo',
+  'cli.status.foreignExpired':
+    'spool {path}: vigiado por último por outra implantação ({other}), expirou em {until}: um processo desta implantação pode assumi-lo',
   'cli.status.schedulers': 'agendamentos:',
   'cli.status.next': 'próximo {next}',
   'ui.chart.title': 'Requisições à API por minuto, última hora',

@@ -23,11 +23,6 @@ function offsetOf(date: Date): string {
   return `${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
 }
 
-/** Text that may hold ISO times (a message someone wrote): each one made local, the rest kept. */
-export function localTimesIn(text: string): string {
-  return text.replace(/\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})/g, (iso) => localTime(iso, { ms: /\.\d/.test(iso) }));
-}
-
 /** A long internal number cut for reading (`017957094309698…`); the whole value stays in --json and on hover. */
 export function shortened(value: string, keep = 12): string {
   return value.length <= keep + 1 ? value : `${value.slice(0, keep)}…`;

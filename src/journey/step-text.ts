@@ -89,7 +89,11 @@ function attemptText(step: JourneyStep, t: (key: MessageKey, values?: MessageVal
 }
 
 /** `duplicate of first.ndjson line 1 (event_at …, <when it came>): not sent`, in the reader's words. */
-function duplicateText(ref: NonNullable<JourneyStep['duplicateOfRef']>, t: (key: MessageKey, values?: MessageValues) => string, time: (iso: string) => string): string {
+function duplicateText(
+  ref: NonNullable<JourneyStep['duplicateOfRef']>,
+  t: (key: MessageKey, values?: MessageValues) => string,
+  time: (iso: string) => string,
+): string {
   const values = { eventAt: ref.eventAt, at: time(ref.at) };
   if (ref.file !== undefined) return t('history.duplicateOfLine', { ...values, file: ref.file, line: ref.line === undefined ? '?' : String(ref.line) });
   return t('history.duplicateOfSource', { ...values, source: ref.source ?? '?' });

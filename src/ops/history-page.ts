@@ -7,8 +7,8 @@
 import { isMessageKey, translator, type Lang, type Translate } from '../i18n/translate.js';
 import type { JourneyStep } from '../journey/journey-read.js';
 import { describeStep } from '../journey/step-text.js';
-import { shortened } from '../i18n/local-time.js';
 import { escape, kindName, searchForm, timeTag } from './overview-page.js';
+import { markLong, marksToHtml, markTime } from './text-marks.js';
 
 const TONE: Readonly<Record<string, string>> = {
   accepted: 'ok',
@@ -44,16 +44,9 @@ function stepName(step: string, t: Translate): string {
   return isMessageKey(key) ? t(key) : step;
 }
 
-/**
- * A step's text as HTML: its times as `<time>` (shown in the browser's time zone, UTC on hover), its
- * long numbers (sha256, generation) cut, the whole value on hover. Marked while the text is built,
- * then escaped, then the marks become tags.
- */
+/** A step's text as HTML: its times as `<time>` (local in the browser, UTC on hover), its long numbers cut (whole on hover). */
 function stepHtml(step: JourneyStep, lang: Lang): string {
-  const text = describeStep(step, lang, { time: (iso) => `\u0001${iso}\u0001`, long: (value) => `\u0002${value}\u0002` });
-  return escape(text)
-    .replace(/\u0001([^\u0001]*)\u0001/g, (_, iso: string) => timeTag(iso, iso))
-    .replace(/\u0002([^\u0002]*)\u0002/g, (_, value: string) => `<span class="long" title="${value}">${shortened(value)}</span>`);
+  return marksToHtml(describeStep(step, lang, { time: markTime, long: markLong }), escape, timeTag);
 }
 
 export function renderHistoryPage(view: HistoryView, base: string, lang: Lang = 'en'): string {

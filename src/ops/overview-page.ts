@@ -10,6 +10,7 @@
  */
 import { describeFailure } from '../i18n/reason.js';
 import { kindName } from '../i18n/kind-name.js';
+import { marksToHtml, markTime } from './text-marks.js';
 import { translator, type Lang, type Translate } from '../i18n/translate.js';
 import type { BacklogRow, CodeCount, DeadLetterRow, Overview, OverviewDetails } from './overview-data.js';
 import type { Refusal } from '../store/activity.js';
@@ -135,8 +136,7 @@ function spoolHolder(spoolId: string, holder: NonNullable<OverviewDetails['spool
 /** Redis' topology in the page's language (`status` prints store/topology.ts's English line). */
 /** The Redis line: escaped text, with its failover time as a `<time>` the page shows in local time. */
 function topologyLine(topology: Topology, t: Translate): string {
-  const marked = describeTopology(topology, t, (iso) => `\u0000${iso}\u0000`);
-  return escape(marked).replace(/\u0000([^\u0000]*)\u0000/g, (_, iso: string) => timeTag(iso, iso));
+  return marksToHtml(describeTopology(topology, t, markTime), escape, timeTag);
 }
 
 /** The state's headline in the page's language, from its code (the JSON keeps the English one). */
@@ -302,7 +302,6 @@ function unavailable(t: Translate): string {
 export function timeTag(iso: string, utcText: string): string {
   return `<time datetime="${escape(iso)}" title="${escape(iso)}">${escape(utcText)}</time>`;
 }
-
 
 /** `HH:MM:SS UTC`; the date too when it is not today. */
 function clockTime(iso: string | null): string {

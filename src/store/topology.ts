@@ -118,7 +118,11 @@ export function describeTopology(topology: Topology, t: Translate, timeText: (is
       ? t('ui.redis.noReplicas')
       : t('ui.redis.replicas', {
           list: topology.replicas
-            .map((r) => (r.lagSec === null ? t('ui.redis.replica', { address: r.address, state: r.state }) : t('ui.redis.replicaLag', { address: r.address, state: r.state, lag: String(r.lagSec) })))
+            .map((r) =>
+              r.lagSec === null
+                ? t('ui.redis.replica', { address: r.address, state: r.state })
+                : t('ui.redis.replicaLag', { address: r.address, state: r.state, lag: String(r.lagSec) }),
+            )
             .join(', '),
         });
   const last = topology.lastFailover;

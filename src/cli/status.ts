@@ -178,6 +178,7 @@ function spoolLine(spool: StatusReport['spools'][number], t: Translate): string 
     host: holder.host,
     version: holder.version ?? t('cli.status.versionUnknown'),
     since: localTime(holder.since),
-    left: (holder.leaseLeftMs / 1000).toFixed(1),
+    // A number: written the reader's way (4.8 s, 4,8 s).
+    left: Math.round(holder.leaseLeftMs / 100) / 10,
   });
 }

@@ -328,7 +328,7 @@ export const EN = {
   'ui.dead.journey': 'journey',
   'ui.dead.journeyHint': "this delivery's journey",
   'ui.notify.title': 'Notifications',
-  'ui.notify.note': 'channels the processes with the scheduler role send through (`carrier-sync notify test` tries them)',
+  'ui.notify.note': 'channels the processes with the scheduler role send through (carrier-sync notify test tries them)',
   'ui.notify.channel': 'channel',
   'ui.notify.to': 'to',
   'ui.notify.lastSent': 'last message sent',

@@ -326,7 +326,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'ui.dead.journey': 'histórico',
   'ui.dead.journeyHint': 'o histórico desta entrega',
   'ui.notify.title': 'Notificações',
-  'ui.notify.note': 'canais pelos quais os processos com o papel scheduler enviam (`carrier-sync notify test` os testa)',
+  'ui.notify.note': 'canais pelos quais os processos com o papel scheduler enviam (o comando carrier-sync notify test os testa)',
   'ui.notify.channel': 'canal',
   'ui.notify.to': 'para',
   'ui.notify.lastSent': 'última mensagem enviada',

@@ -7,7 +7,7 @@
 import { isMessageKey, translator, type Lang, type Translate } from '../i18n/translate.js';
 import type { JourneyStep } from '../journey/journey-read.js';
 import { describeStep } from '../journey/step-text.js';
-import { escape, kindName, searchForm, timeTag } from './overview-page.js';
+import { escape, kindName, searchForm, timeTag, UTC_OFFSET } from './overview-page.js';
 import { markLong, marksToHtml, markTime } from './text-marks.js';
 
 const TONE: Readonly<Record<string, string>> = {
@@ -64,7 +64,9 @@ export function renderHistoryPage(view: HistoryView, base: string, lang: Lang = 
         })
         .join('');
       const heading = escape(t('ui.history.delivery', { delivery: deliveryId }));
-      const head = [t('ui.col.time'), t('ui.col.kind'), t('ui.history.item'), t('ui.history.step'), t('ui.history.what')].map((h) => `<th>${h}</th>`).join('');
+      const head = [`${t('ui.col.time')}${UTC_OFFSET}`, t('ui.col.kind'), t('ui.history.item'), t('ui.history.step'), t('ui.history.what')]
+        .map((h) => `<th>${h}</th>`)
+        .join('');
       return `<section class="card journey" data-delivery="${escape(deliveryId)}"><h2><a href="${base}/history/${encodeURIComponent(deliveryId)}">${heading}</a> <small>${t('ui.history.steps', { count: steps.length })}</small></h2>
 <table class="timeline"><colgroup><col class="c-at"><col class="c-kind"><col class="c-item"><col class="c-step"><col></colgroup><thead><tr>${head}</tr></thead><tbody>${rows}</tbody></table></section>`;
     })

@@ -30,7 +30,8 @@ export function renderParts(overview: Overview, base: string, lang: Lang = 'en')
     refusals: d === null ? unavailable(t) : renderRefusals(d.refusals, base, lang),
     'dead-letters': d === null ? unavailable(t) : renderDeadLetters(d.deadLetters, base, lang),
     notifications: d === null ? unavailable(t) : renderNotifications(d.notifications, t),
-    updated: t('ui.updated', { time: timeTag(overview.at, clockTime(overview.at)) }),
+    // The page's times are the browser's local time: its offset is said once, here.
+    updated: `${t('ui.updated', { time: timeTag(overview.at, clockTime(overview.at)) })}${UTC_OFFSET}`,
   };
 }
 
@@ -264,7 +265,7 @@ function renderDeadLetters(dl: { total: number; byCode: CodeCount[]; codesOf: nu
 }
 
 /** A dead letter's reason, as `dlq list` renders it: in English the message; otherwise our code's meaning with the API's message. */
-function deadReason(x: DeadLetterRow, lang: Lang): string {
+export function deadReason(x: DeadLetterRow, lang: Lang): string {
   return describeFailure(lang, { code: x.errorCode, message: x.message });
 }
 
@@ -299,6 +300,9 @@ function unavailable(t: Translate): string {
 }
 
 /** A time as the page shows it: UTC text inside `<time datetime>`, which the page's script turns into the browser's local time (UTC on hover). */
+/** Where the page's script writes the browser's UTC offset (` (UTC−03:00)`) beside a column of local times. */
+export const UTC_OFFSET = '<span class="tz" data-utc-offset></span>';
+
 export function timeTag(iso: string, utcText: string): string {
   return `<time datetime="${escape(iso)}" title="${escape(iso)}">${escape(utcText)}</time>`;
 }

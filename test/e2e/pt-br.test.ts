@@ -13,6 +13,7 @@ import { REPORT_KEYS } from '../../src/queue/failure-report.js';
 import { makeCteXml, makePdf } from '../support/builders.js';
 import { createE2eEnv, dropFile, listFiles, type E2eEnv } from '../support/e2e-env.js';
 import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted } from '../support/process.js';
+import { englishWordsIn } from '../support/english-words.js';
 import { waitFor } from '../support/wait.js';
 
 const PT = { CARRIER_SYNC_LANG: 'pt-BR' };
@@ -104,9 +105,9 @@ describe('CARRIER_SYNC_LANG=pt-BR', () => {
     expect(verdict?.reason).toBe(verdict?.message);
 
     const dlq = await runCli(env.args('dlq', 'list'), { env: { ...env.env, ...PT } });
-    expect(dlq.stdout).toContain(`tipo label  entrega ${ids.unknown}`);
+    expect(dlq.stdout).toContain(`tipo etiqueta  entrega ${ids.unknown}`);
     expect(dlq.stdout).toMatch(/API_NOT_FOUND \/ DELIVERY_NOT_FOUND \(HTTP 404\): a API não conhece a entrega: /);
-    expect(dlq.stdout).toContain('1 item nas falhas definitivas');
+    expect(dlq.stdout).toContain('1 falha definitiva');
 
     // The move's step is written after the move (journey-files.ts), within a flush.
     const history = await waitFor(
@@ -119,5 +120,20 @@ describe('CARRIER_SYNC_LANG=pt-BR', () => {
     expect(history.stdout).toContain(`entrega ${ids.truncated}`);
     expect(history.stdout).toContain('recusado localmente: LABEL_TRUNCATED: o arquivo não tem o marcador %%EOF');
     expect(history.stdout).toContain(`arquivo movido para failed/labels/${ids.truncated}.pdf`);
+    expect(history.stdout).toContain(`etiqueta ${ids.truncated}.pdf`);
+
+    const status = await runCli(env.args('status'), { env: { ...env.env, ...PT } });
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(/^fila +aguardando +adiados +enviando +concluídos/);
+    expect(status.stdout).toMatch(/\netiqueta +\d+/);
+    expect(status.stdout).toMatch(/\nlimite de requisições: \d+ de 300 por minuto na janela/);
+    expect(status.stdout).toContain('\nRedis: servidor único, primário ');
+
+    // No English beyond the kept terms, once the API's own words (quoted as it gave them) are set aside.
+    const apiWords = [...new Set([...dlq.stdout.matchAll(/DELIVERY_NOT_FOUND \(HTTP 404\): a API não conhece a entrega: (.*)/g)].map((m) => m[1]!))];
+    for (const [command, output] of Object.entries({ validate: pt.stdout, 'dlq list': dlq.stdout, history: history.stdout, status: status.stdout })) {
+      const prose = apiWords.reduce((text, words) => text.split(words).join(' '), output);
+      expect(englishWordsIn(prose), `English words in ${command}:\n${output}`).toEqual([]);
+    }
   });
 });

@@ -171,6 +171,9 @@ export const EN = {
   // An events file's report.
   'reason.events.deadLettered': '{count} of {total} events were dead-lettered',
   'reason.events.invalidLinesSent': '{count, plural, one {# invalid line} other {# invalid lines}}; the valid records were sent',
+  'reason.events.linesNotSent': '{count, plural, one {# invalid line} other {# invalid lines}}, not sent (the valid records were sent): {first}',
+  'reason.events.atLine': 'line {line}: {reason}',
+  'history.invalidLines': 'file {file}, read {at}: {count, plural, one {# invalid line} other {# invalid lines}}, not sent (the valid records were sent)',
   // carrier-sync dlq list (text output).
   'cli.dlq.none': 'no dead-lettered items',
   'cli.dlq.where': 'kind {kind}  delivery {delivery}  file {file}',

@@ -169,6 +169,11 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'notify.openOverview': 'abrir o painel',
   'reason.events.deadLettered': '{count} de {total} eventos de coleta terminaram em falha definitiva',
   'reason.events.invalidLinesSent': '{count, plural, one {# linha inválida} other {# linhas inválidas}}; os registros válidos foram enviados',
+  'reason.events.linesNotSent':
+    '{count, plural, one {# linha inválida, não enviada} other {# linhas inválidas, não enviadas}} (os registros válidos foram enviados): {first}',
+  'reason.events.atLine': 'linha {line}: {reason}',
+  'history.invalidLines':
+    'arquivo {file}, lido em {at}: {count, plural, one {# linha inválida, não enviada} other {# linhas inválidas, não enviadas}} (os registros válidos foram enviados)',
   'cli.dlq.none': 'nenhuma falha definitiva',
   'cli.dlq.where': 'tipo {kind}  entrega {delivery}  arquivo {file}',
   'cli.dlq.when': 'tentativas {attempts}  primeira {first}  última {last}',

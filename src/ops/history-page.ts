@@ -7,6 +7,8 @@
 import { isMessageKey, translator, type Lang, type Translate } from '../i18n/translate.js';
 import type { JourneyStep } from '../journey/journey-read.js';
 import { describeStep } from '../journey/step-text.js';
+import { lineReason, type InvalidLinesRecord } from '../journey/events-file-lines.js';
+import { renderReason } from '../i18n/reason.js';
 import { escape, kindName, searchForm, timeTag, UTC_OFFSET } from './overview-page.js';
 import { markLong, marksToHtml, markTime } from './text-marks.js';
 
@@ -36,6 +38,8 @@ export interface HistoryView {
   retentionDays: number;
   /** The JSON beside the page (a delivery's), or null for a search. */
   jsonHref: string | null;
+  /** A file search: the invalid lines of events files of that name (they have no delivery, so no journey). */
+  invalidLines?: readonly InvalidLinesRecord[];
 }
 
 /** A step's name as a person reads it (`data-step` keeps the one scripts and tests match on). */
@@ -47,6 +51,21 @@ function stepName(step: string, t: Translate): string {
 /** A step's text as HTML: its times as `<time>` (local in the browser, UTC on hover), its long numbers cut (whole on hover). */
 function stepHtml(step: JourneyStep, lang: Lang): string {
   return marksToHtml(describeStep(step, lang, { time: markTime, long: markLong }), escape, timeTag);
+}
+
+/** One card per events file read with invalid lines: when, how many, the first lines and why. */
+function invalidLinesCards(records: readonly InvalidLinesRecord[], lang: Lang): string {
+  const t = translator(lang);
+  return records
+    .map((record) => {
+      const heading = marksToHtml(t('history.invalidLines', { file: record.file, at: markTime(record.at), count: record.count }), escape, timeTag);
+      const rows = record.lines
+        .map((line) => `<li data-invalid-line="${line.line}"><code>${escape(line.code)}</code> ${escape(renderReason(lang, lineReason(line)))}</li>`)
+        .join('');
+      const more = record.count > record.lines.length ? '<li>…</li>' : '';
+      return `<section class="card invalid-lines" data-events-file="${escape(record.file)}"><h2>${heading}</h2><ul>${rows}${more}</ul></section>`;
+    })
+    .join('\n');
 }
 
 export function renderHistoryPage(view: HistoryView, base: string, lang: Lang = 'en'): string {
@@ -89,7 +108,8 @@ export function renderHistoryPage(view: HistoryView, base: string, lang: Lang = 
 </header>
 <main>
   <h1 class="page-title">${escape(title)} <small>${t('ui.history.title', { days: view.retentionDays })}${json}</small></h1>
-  ${view.steps.length === 0 ? empty : groups}
+  ${invalidLinesCards(view.invalidLines ?? [], lang)}
+  ${view.steps.length === 0 && (view.invalidLines ?? []).length === 0 ? empty : groups}
 </main>
 <script src="${base}/assets/local-time.js"></script>
 </body>

@@ -8,6 +8,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { langOfAcceptLanguage, type Lang } from '../i18n/translate.js';
 import { findByFile, readJourney } from '../journey/journey-read.js';
+import { readInvalidLines } from '../journey/events-file-lines.js';
 import type { Keys } from '../store/keys.js';
 import type { RedisConnection } from '../store/redis.js';
 import { renderHistoryPage } from './history-page.js';
@@ -35,8 +36,13 @@ export function registerHistory(scope: FastifyInstance, options: HistoryRouteOpt
     const query = (request.query.q ?? '').trim();
     if (query === '') return reply.redirect(base);
     if (!FILE_NAME.test(query)) return reply.redirect(`${base}/history/${encodeURIComponent(query)}`);
-    const steps = await findByFile(redis, keys, [query], retentionDays, options.now());
-    const page = html(renderHistoryPage({ lookup: { by: 'file', name: query }, query, steps, retentionDays, jsonHref: null }, base, langOf(request)));
+    const [steps, invalidLines] = await Promise.all([
+      findByFile(redis, keys, [query], retentionDays, options.now()),
+      readInvalidLines(redis, keys, query, retentionDays, options.now()),
+    ]);
+    const page = html(
+      renderHistoryPage({ lookup: { by: 'file', name: query }, query, steps, retentionDays, jsonHref: null, invalidLines }, base, langOf(request)),
+    );
     return reply.type(page.type).header('cache-control', 'no-store').send(page.body);
   });
 

@@ -20,6 +20,7 @@ const PT = { CARRIER_SYNC_LANG: 'pt-BR' };
 const TRUNCATED = 'test/fixtures/labels/bad-no-eof.pdf';
 
 let env: E2eEnv;
+let opsUrl = '';
 const ids = { truncated: 'CUT-0042', cte: randomUUID(), unknown: randomUUID() };
 
 async function report(path: string): Promise<Record<string, unknown>> {
@@ -30,6 +31,7 @@ beforeAll(async () => {
   env = await createE2eEnv();
   const daemon = spawnDaemon({ ...env.env, ...PT }, { args: env.args('start') });
   await waitUntilStarted(daemon);
+  opsUrl = String(daemon.logs().find((line) => line.msg === 'carrier-sync started')?.['opsUrl']);
   const good = env.sandbox.state.addDelivery().id;
   await dropFile(join(env.spool, 'labels'), `${ids.truncated}.pdf`, await readFile(TRUNCATED));
   await dropFile(join(env.spool, 'cte'), `${ids.cte}.xml`, makeCteXml({ destCpf: '11111111111' }));
@@ -84,6 +86,7 @@ describe('CARRIER_SYNC_LANG=pt-BR', () => {
   it("an events file's report gives each invalid line a Portuguese reason", async () => {
     const body = await report('events/coletas.ndjson.error.json');
     expect(body['reason']).toBe('1 linha inválida; os registros válidos foram enviados');
+    expect(body['archivedTo']).toMatch(/^archive\/events\/\d{4}-\d\d-\d\d\/coletas\.ndjson$/);
     expect(body['invalidLines']).toEqual([
       {
         line: 2,
@@ -92,6 +95,26 @@ describe('CARRIER_SYNC_LANG=pt-BR', () => {
         reason: 'event_at "2026-03-01T10:00:00" não tem fuso horário (UTC); acrescente Z ou ±hh:mm (nunca adivinhamos o fuso)',
       },
     ]);
+  });
+
+  it("an events file's invalid lines are found by its name: history --file and the overview's refused list", async () => {
+    const lines = await runCli(env.args('history', '--file', 'coletas.ndjson'), { env: { ...env.env, ...PT } });
+    expect(lines.code, lines.stderr).toBe(0);
+    expect(lines.stdout).toMatch(
+      /^arquivo coletas\.ndjson, lido em \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d: 1 linha inválida, não enviada \(os registros válidos foram enviados\)\n/,
+    );
+    expect(lines.stdout).toContain('\n  linha 2: event_at "2026-03-01T10:00:00" não tem fuso horário (UTC)');
+    expect(lines.stdout).toContain('recebido de coletas.ndjson linha 1');
+
+    const overview = (await (await fetch(`${opsUrl}/ui/overview.json`)).json()) as { details: { refusals: { latest: Array<Record<string, unknown>> } } };
+    const row = overview.details.refusals.latest.find((refusal) => refusal['file'] === 'coletas.ndjson');
+    expect(row).toMatchObject({ kind: 'events', code: 'EVENT_BAD_TIME' });
+    expect(row?.['reason']).toMatch(/^1 invalid line, not sent \(the valid records were sent\): line 2: event_at "2026-03-01T10:00:00" has no UTC offset/);
+    const page = await (await fetch(`${opsUrl}/ui`, { headers: { 'accept-language': 'pt-BR' } })).text();
+    expect(page).toContain('1 linha inválida, não enviada (os registros válidos foram enviados): linha 2: event_at');
+    const search = await (await fetch(`${opsUrl}/ui/history?q=coletas.ndjson`, { headers: { 'accept-language': 'pt-BR' } })).text();
+    expect(search).toContain('data-events-file="coletas.ndjson"');
+    expect(search).toContain('data-invalid-line="2"');
   });
 
   it('validate, dlq list and history print Portuguese; the same validate without the variable prints English', async () => {

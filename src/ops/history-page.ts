@@ -10,7 +10,9 @@ import { describeStep } from '../journey/step-text.js';
 import { lineReason, type InvalidLinesRecord } from '../journey/events-file-lines.js';
 import { renderReason } from '../i18n/reason.js';
 import { escape, kindName, searchForm, timeTag, UTC_OFFSET } from './overview-page.js';
+import { REPLAY_HEADER } from './overview-assets.js';
 import { markLong, marksToHtml, markTime } from './text-marks.js';
+import type { ItemState } from './item-states.js';
 
 const TONE: Readonly<Record<string, string>> = {
   accepted: 'ok',
@@ -40,6 +42,8 @@ export interface HistoryView {
   jsonHref: string | null;
   /** A file search: the invalid lines of events files of that name (they have no delivery, so no journey). */
   invalidLines?: readonly InvalidLinesRecord[];
+  /** A delivery's page: where each of its items stands now. */
+  current?: readonly ItemState[];
 }
 
 /** A step's name as a person reads it (`data-step` keeps the one scripts and tests match on). */
@@ -52,6 +56,32 @@ function stepName(step: string, t: Translate): string {
 function stepHtml(step: JourneyStep, lang: Lang): string {
   return marksToHtml(describeStep(step, lang, { time: markTime, long: markLong }), escape, timeTag);
 }
+
+/** The card the delivery's page opens with: each item's state now; a dead letter's replay button (the overview's route). */
+function currentCard(states: readonly ItemState[], lang: Lang): string {
+  if (states.length === 0) return '';
+  const t = translator(lang);
+  const rows = states
+    .map((s) => {
+      const replay =
+        s.deadLetterId === null ? '' : `<button type="button" class="replay" data-replay-id="${escape(s.deadLetterId)}">${t('ui.dead.replay')}</button>`;
+      return `<tr class="now ${STATE_TONE[s.state]}" data-item-state="${s.state}"><td>${escape(kindName(s.kind, t))}</td><td class="file" title="${escape(s.item)}">${escape(s.item)}</td><td><b>${escape(t(`ui.itemState.${s.state}`))}</b></td><td class="when">${timeTag(s.at, s.at.replace('T', ' ').slice(0, 19))}</td><td>${replay}</td></tr>`;
+    })
+    .join('');
+  const head = [t('ui.col.kind'), t('ui.history.item'), t('ui.history.state'), `${t('ui.history.since')}${UTC_OFFSET}`, '']
+    .map((h) => `<th>${h}</th>`)
+    .join('');
+  return `<section class="card current" data-part="current"><h2>${t('ui.history.now')}</h2><table class="timeline current"><colgroup><col class="c-kind"><col class="c-item"><col class="c-step"><col class="c-at"><col></colgroup><thead><tr>${head}</tr></thead><tbody>${rows}</tbody></table></section>`;
+}
+
+const STATE_TONE: Readonly<Record<ItemState['state'], string>> = {
+  accepted: 'ok',
+  waiting: 'warn',
+  'dead-lettered': 'bad',
+  refused: 'bad',
+  superseded: 'muted',
+  duplicate: 'muted',
+};
 
 /** One card per events file read with invalid lines: when, how many, the first lines and why. */
 function invalidLinesCards(records: readonly InvalidLinesRecord[], lang: Lang): string {
@@ -100,7 +130,7 @@ export function renderHistoryPage(view: HistoryView, base: string, lang: Lang = 
 <title>carrier-sync · ${escape(title)}</title>
 <link rel="stylesheet" href="${base}/assets/overview.css">
 </head>
-<body data-base="${base}">
+<body data-base="${base}" data-replay-failed="${escape(t('ui.history.replayFailed', { error: '{error}' }))}">
 <header class="top">
   <span class="brand">carrier-sync</span>
   <nav><a href="${base}">${t('ui.nav.overview')}</a><a class="current" href="${base}/history?q=${encodeURIComponent(view.query)}">${t('ui.nav.history')}</a><a href="${base}/queues">${t('ui.nav.queues')}</a></nav>
@@ -108,11 +138,41 @@ export function renderHistoryPage(view: HistoryView, base: string, lang: Lang = 
 </header>
 <main>
   <h1 class="page-title">${escape(title)} <small>${t('ui.history.title', { days: view.retentionDays })}${json}</small></h1>
+  ${currentCard(view.current ?? [], lang)}
   ${invalidLinesCards(view.invalidLines ?? [], lang)}
   ${view.steps.length === 0 && (view.invalidLines ?? []).length === 0 ? empty : groups}
 </main>
 <script src="${base}/assets/local-time.js"></script>
+<script src="${base}/assets/history.js"></script>
 </body>
 </html>
 `;
 }
+
+/**
+ * The history page's script: a dead letter's replay button posts to the overview's replay route
+ * (same protection, same header that only the page sends), then reloads the page to show the item
+ * waiting again; a refusal is shown in an alert with the server's message.
+ */
+export const HISTORY_JS = `(function () {
+  'use strict';
+  var base = document.body.dataset.base;
+  document.addEventListener('click', async function (event) {
+    var button = event.target.closest('button[data-replay-id]');
+    if (!button) return;
+    button.disabled = true;
+    try {
+      var response = await fetch(base + '/dead-letters/replay', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', '${REPLAY_HEADER}': 'replay' },
+        body: JSON.stringify({ id: button.dataset.replayId })
+      });
+      var out = await response.json().catch(function () { return {}; });
+      if (response.ok) { window.location.reload(); return; }
+      window.alert((document.body.dataset.replayFailed || '{error}').replace('{error}', out.message || response.status));
+    } finally {
+      button.disabled = false;
+    }
+  });
+})();
+`;

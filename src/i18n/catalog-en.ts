@@ -145,6 +145,8 @@ export const EN = {
   'notify.title': '[{state}] {condition}: {summary}',
   'notify.footer': 'at {at} · host {host} · carrier-sync {version}',
   'notify.noDetails': 'no details',
+  // A detail's key in the e-mail and Slack text (the webhook's JSON keeps its keys).
+  'notify.detailKey': '{key, select, other {{key}}}',
   'notify.resolvedAfter': '{summary} (after {duration})',
   'notify.apiKey.firing': 'The API refuses our key (401): sending is paused until it accepts it again',
   'notify.apiKey.action': 'check CARRIER_SYNC_CARRIER_KEY; a probe retries with backoff, or run `carrier-sync resume` after fixing it',

@@ -142,6 +142,8 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'notify.title': '[{state}] {condition}: {summary}',
   'notify.footer': 'em {at} · host {host} · carrier-sync {version}',
   'notify.noDetails': 'sem detalhes',
+  'notify.detailKey':
+    '{key, select, action {o que fazer} endpoint {envio} reason {motivo} since {desde} probesRefused {sondagens recusadas} episode {episódio} lastedSec {duração (s)} total {total} from {de} to {até} groups {grupos} overview {painel} waiting {aguardando} spoolId {spool} spoolDir {pasta do spool} free {livre} freeBytes {bytes livres} freePercent {livre (%)} minFreeBytes {mínimo livre (bytes)} minFreePercent {mínimo livre (%)} host {host} pid {pid} redis {Redis} message {mensagem} code {código} answersRecordedAfter {respostas registradas depois} sentAgain {reenviadas} duration {duração} other {{key}}}',
   'notify.resolvedAfter': '{summary} (depois de {duration})',
   'notify.apiKey.firing': 'A API recusa a nossa chave de API (401): o envio está pausado até ela voltar a aceitá-la',
   'notify.apiKey.action': 'confira CARRIER_SYNC_CARRIER_KEY; uma sondagem tenta de novo com espera crescente, ou rode `carrier-sync resume` depois de corrigir',

@@ -84,7 +84,14 @@ describe('CARRIER_SYNC_LANG=pt-BR', () => {
   });
 
   it("an events file's report gives each invalid line a Portuguese reason", async () => {
-    const body = await report('events/coletas.ndjson.error.json');
+    // The lines report is written again once the file is archived, saying where it went.
+    const body = await waitFor(
+      async () => {
+        const read = await report('events/coletas.ndjson.error.json');
+        return read['archivedTo'] === null ? null : read;
+      },
+      { what: "the lines report naming the archived file's place" },
+    );
     expect(body['reason']).toBe('1 linha inválida; os registros válidos foram enviados');
     expect(body['archivedTo']).toMatch(/^archive\/events\/\d{4}-\d\d-\d\d\/coletas\.ndjson$/);
     expect(body['invalidLines']).toEqual([

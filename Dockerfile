@@ -12,7 +12,7 @@
 # …) come from the environment or <VAR>_FILE at run time, never from the image. Give `docker stop`
 # more time than the shutdown grace period (shutdown.graceMs, 30 s): --stop-timeout 45, or
 # `stop_grace_period: 45s` in compose. A fixed --hostname keeps the watcher's spool id stable
-# across re-created containers. See docs/deploy.md.
+# across re-created containers. See docs/production-redis.md.
 #
 # Only the files the build needs are copied (no `COPY . .`), so a local node_modules/, dist/,
 # spool/ or var/ never ends up in the image even without a .dockerignore.

@@ -1,5 +1,8 @@
 import type { Command } from 'commander';
 import { historyTtlSec } from '../journey/journey.js';
+import { kindName } from '../i18n/kind-name.js';
+import { localTime } from '../i18n/local-time.js';
+import type { Lang, Translate } from '../i18n/translate.js';
 import { UsageError } from './usage-error.js';
 import { parseDuration, print, withContext } from './shared.js';
 
@@ -28,8 +31,12 @@ export function registerDlq(program: Command): void {
       for (const l of letters) {
         // The code, the API's code and status are on the line already: the reason is the meaning and the message.
         const reason = describeFailure(lang, { code: l.errorCode, message: l.message });
-        const where = t('cli.dlq.where', { kind: l.kind, delivery: l.deliveryId, file: l.fileName ?? '-' });
-        const when = t('cli.dlq.when', { attempts: String(l.attempts), first: l.firstFailureAt ?? '-', last: l.lastFailureAt ?? '-' });
+        const where = t('cli.dlq.where', { kind: kindName(l.kind, t), delivery: l.deliveryId, file: l.fileName ?? '-' });
+        const when = t('cli.dlq.when', {
+          attempts: String(l.attempts),
+          first: l.firstFailureAt === null ? '-' : localTime(l.firstFailureAt),
+          last: l.lastFailureAt === null ? '-' : localTime(l.lastFailureAt),
+        });
         print(
           `${l.id}\n  ${where}\n  ${l.errorCode}${l.apiCode === null ? '' : ` / ${l.apiCode}`}${l.status === null ? '' : ` (HTTP ${l.status})`}: ${reason}\n  ${when}`,
         );
@@ -44,18 +51,20 @@ export function registerDlq(program: Command): void {
     .action(async (ids: string[], options: { all?: boolean }, command: Command) => {
       if ((options.all === true) === ids.length > 0) throw new UsageError('dlq retry: give ids or --all (not both)');
       const { retryDeadLetters } = await import('../queue/dead-letter.js');
-      const { retried, missing } = await withContext(command, (ctx) =>
-        retryDeadLetters(ctx, options.all === true ? 'all' : ids, {
+      const { retried, missing, lang } = await withContext(command, async (ctx) => ({
+        lang: ctx.config.lang,
+        ...(await retryDeadLetters(ctx, options.all === true ? 'all' : ids, {
           redis: ctx.redis,
           keys: ctx.keys,
           historyTtlSec: historyTtlSec(ctx.config.history.retentionDays),
           by: 'cli',
           nowMs: Date.now(),
-        }),
-      );
-      print(`retried ${retried.length}${retried.length > 0 ? `: ${retried.join(', ')}` : ''}`);
+        })),
+      }));
+      const t = await translatorOf(lang);
+      print(`${t('cli.dlq.retried', { count: String(retried.length) })}${retried.length > 0 ? `: ${retried.join(', ')}` : ''}`);
       if (missing.length > 0) {
-        print(`not dead-lettered (unknown id): ${missing.join(', ')}`);
+        print(t('cli.dlq.unknownIds', { ids: missing.join(', ') }));
         process.exitCode = 1;
       }
     });
@@ -68,7 +77,14 @@ export function registerDlq(program: Command): void {
       if (olderThanMs === null && options.olderThan !== undefined)
         throw new UsageError(`--older-than: "${options.olderThan}" is not a duration like 30d, 12h, 15m, 45s`);
       const { purgeDeadLetters } = await import('../queue/dead-letter.js');
-      const purged = await withContext(command, (ctx) => purgeDeadLetters(ctx, olderThanMs, Date.now()));
-      print(`purged ${purged.length}`);
+      const { purged, lang } = await withContext(command, async (ctx) => ({
+        purged: await purgeDeadLetters(ctx, olderThanMs, Date.now()),
+        lang: ctx.config.lang,
+      }));
+      print((await translatorOf(lang))('cli.dlq.purged', { count: String(purged.length) }));
     });
+}
+
+async function translatorOf(lang: Lang): Promise<Translate> {
+  return (await import('../i18n/translate.js')).translator(lang);
 }

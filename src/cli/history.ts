@@ -1,7 +1,10 @@
 import type { Command } from 'commander';
+import type { InvalidLinesRecord } from '../journey/events-file-lines.js';
 import type { JourneyStep } from '../journey/journey-read.js';
 import { ITEM_KINDS, type ItemKind } from '../store/keys.js';
 import type { Lang, Translate } from '../i18n/translate.js';
+import { kindName } from '../i18n/kind-name.js';
+import { localTime, shortened } from '../i18n/local-time.js';
 import { UsageError } from './usage-error.js';
 import { withContext } from './shared.js';
 
@@ -32,8 +35,13 @@ export function registerHistory(program: Command): void {
       const lookup = lookupOf(deliveryId, options);
       const kind = kindOf(options.kind);
       let lang: Lang = 'en';
+      let invalidLines: InvalidLinesRecord[] = [];
       const steps = await withContext(command, async (ctx) => {
         lang = ctx.config.lang;
+        if (lookup.by === 'file' && options.json !== true) {
+          const { readInvalidLines } = await import('../journey/events-file-lines.js');
+          invalidLines = await readInvalidLines(ctx.redis, ctx.keys, lookup.name, ctx.config.history.retentionDays, Date.now());
+        }
         const read = await import('../journey/journey-read.js');
         const days = ctx.config.history.retentionDays;
         const window = { retentionDays: days, nowMs: Date.now() };
@@ -55,11 +63,12 @@ export function registerHistory(program: Command): void {
       }
       const [{ describeStep }, { translator }] = await Promise.all([import('../journey/step-text.js'), import('../i18n/translate.js')]);
       const t = translator(lang);
+      if (invalidLines.length > 0) await write(await invalidLinesText(invalidLines, lang));
       if (shown.length === 0) {
-        await write(`${nothingText(lookup, kind, t)}\n`);
+        if (invalidLines.length === 0) await write(`${nothingText(lookup, kind, t)}\n`);
         return;
       }
-      await write(timeline(shown, (step) => describeStep(step, lang), t));
+      await write(timeline(shown, (step) => describeStep(step, lang, { time: (iso) => localTime(iso, { ms: true }), long: (value) => shortened(value) }), t));
     });
 }
 
@@ -102,8 +111,25 @@ function nothingText(lookup: Lookup, kind: ItemKind | null, t: Translate): strin
     case 'sha256':
       return t('history.nothingSha', { sha256: lookup.prefix });
     case 'range':
-      return t('history.nothingRange', { since: new Date(lookup.sinceMs).toISOString(), until: new Date(lookup.untilMs).toISOString() });
+      return t('history.nothingRange', { since: localTime(lookup.sinceMs), until: localTime(lookup.untilMs) });
   }
+}
+
+/** An events file's invalid lines (they have no delivery, so no journey): a heading and a line each, as kept. */
+async function invalidLinesText(records: readonly InvalidLinesRecord[], lang: Lang): Promise<string> {
+  const [{ lineReason }, { renderReason }, { translator }] = await Promise.all([
+    import('../journey/events-file-lines.js'),
+    import('../i18n/reason.js'),
+    import('../i18n/translate.js'),
+  ]);
+  const t = translator(lang);
+  const lines: string[] = [];
+  for (const record of records) {
+    lines.push(t('history.invalidLines', { file: record.file, at: localTime(record.at), count: record.count }));
+    for (const line of record.lines) lines.push(`  ${renderReason(lang, lineReason(line))}`);
+    if (record.count > record.lines.length) lines.push('  …');
+  }
+  return `${lines.join('\n')}\n\n`;
 }
 
 /** Steps grouped by delivery, then by item (kind and file or event_at), each a line. */
@@ -114,8 +140,8 @@ function timeline(steps: readonly JourneyStep[], describe: (step: JourneyStep) =
   for (const [deliveryId, own] of byDelivery) {
     lines.push(t('history.delivery', { delivery: deliveryId }));
     for (const step of own) {
-      const item = step.kind === 'collecting' ? t('history.collecting', { eventAt: step.event_at ?? '' }) : `${step.kind} ${step.file ?? ''}`;
-      lines.push(`  ${step.at}  ${item.padEnd(28)}  ${describe(step)}`);
+      const item = step.kind === 'collecting' ? t('history.collecting', { eventAt: step.event_at ?? '' }) : `${kindName(step.kind, t)} ${step.file ?? ''}`;
+      lines.push(`  ${localTime(step.at, { ms: true })}  ${item.padEnd(28)}  ${describe(step)}`);
     }
     lines.push('');
   }

@@ -7,7 +7,9 @@ import { describeDeployment, HOLDER_FILE, isLive, readHolderFile } from '../spoo
 import { rateLimiterFor } from '../gate/limiter.js';
 import { carrierKeyOf } from '../runtime/api-target.js';
 import { describeTopology, readTopology } from '../store/topology.js';
-import { localTimeText } from './local-time.js';
+import { kindName } from '../i18n/kind-name.js';
+import { localTime } from '../i18n/local-time.js';
+import { translator, type Lang, type Translate } from '../i18n/translate.js';
 import type { Context } from '../runtime/context.js';
 import { print, withContext } from './shared.js';
 
@@ -20,9 +22,9 @@ export function registerStatus(program: Command): void {
     )
     .option('--json', 'print JSON')
     .action(async (options: { json?: boolean }, command: Command) => {
-      const report = await withContext(command, readStatus);
+      const { report, lang } = await withContext(command, async (ctx) => ({ report: await readStatus(ctx), lang: ctx.config.lang }));
       if (options.json === true) print(JSON.stringify(report, null, 2));
-      else printStatus(report);
+      else printStatus(report, lang);
     });
 }
 
@@ -105,38 +107,78 @@ async function readSpoolHolderFile(ctx: Context) {
   };
 }
 
-function printStatus(report: StatusReport): void {
-  const rows = Object.entries(report.queues).map(
-    ([kind, c]) =>
-      `${kind.padEnd(11)} ${String(c['waiting']).padStart(8)} ${String(c['delayed']).padStart(8)} ${String(c['active']).padStart(7)} ${String(c['completed']).padStart(10)} ${String(c['failed']).padStart(7)} ${String(c['deadLettered']).padStart(6)} ${String(c['duplicates']).padStart(6)}  ${c['paused'] === true ? 'PAUSED' : ''}`,
+const COLUMNS = [
+  ['waiting', 'cli.status.waiting', 8],
+  ['delayed', 'cli.status.delayed', 8],
+  ['active', 'cli.status.active', 7],
+  ['completed', 'cli.status.completed', 10],
+  ['failed', 'cli.status.failed', 7],
+  ['deadLettered', 'cli.status.deadLettered', 6],
+  ['duplicates', 'cli.status.duplicates', 6],
+] as const;
+
+/** The queues' table: a column as wide as its heading in the reader's language, or its usual width. */
+function queueTable(report: StatusReport, t: Translate): string {
+  const widths = COLUMNS.map(([, key, width]) => Math.max(width, t(key).length));
+  const first = Math.max(11, t('cli.status.queue').length);
+  const line = (name: string, cells: string[], tail: string): string =>
+    `${name.padEnd(first)} ${cells.map((cell, i) => cell.padStart(widths[i]!)).join(' ')}${tail}`;
+  const header = line(
+    t('cli.status.queue'),
+    COLUMNS.map(([, key]) => t(key)),
+    '',
   );
-  print(['queue        waiting  delayed  active  completed  failed    dlq   dups', ...rows].join('\n'));
+  const rows = Object.entries(report.queues).map(([kind, c]) =>
+    line(
+      kindName(kind, t),
+      COLUMNS.map(([field]) => String(c[field])),
+      `  ${c['paused'] === true ? t('cli.status.paused') : ''}`,
+    ),
+  );
+  return [header, ...rows].join('\n');
+}
+
+function printStatus(report: StatusReport, lang: Lang): void {
+  const t = translator(lang);
+  print(queueTable(report, t));
   if (report.authFailure !== null)
-    print(
-      `\n!! queues paused: the API refused the key (401) at ${report.authFailure.at}: ${report.authFailure.message}\n   fix the key, then run \`carrier-sync resume\` (a probe also retries with backoff)`,
-    );
+    print(`\n${t('cli.status.authPaused', { at: localTime(report.authFailure.at), message: report.authFailure.message })}\n   ${t('cli.status.authAction')}`);
   const rl = report.rateLimiter;
-  print(
-    `\nrate limiter: ${rl.inWindow ?? '?'} of ${rl.ratePerMinute} per minute in the window${rl.pausedForMs ? `, paused ${rl.pausedForMs} ms by a 429` : ''}`,
-  );
-  print(`\nredis: ${describeTopology(report.topology, localTimeText)}`);
-  for (const spool of report.spools) {
-    const { holder } = spool;
-    print(
-      `\nspool ${spool.id}: ${holder === null ? 'no process holds it (no watcher running, or one is taking over)' : `held by pid ${holder.pid} on ${holder.host} (carrier-sync ${holder.version ?? 'version not recorded'}) since ${holder.since} (lease ${(holder.leaseLeftMs / 1000).toFixed(1)} s left)`}`,
-    );
-  }
+  // Numbers as text: ICU would group their digits (a pid of 12345 is no "12,345").
+  const window = { inWindow: String(rl.inWindow ?? '?'), limit: String(rl.ratePerMinute), ms: String(rl.pausedForMs ?? 0) };
+  print(`\n${t(rl.pausedForMs ? 'cli.status.limiterPaused' : 'cli.status.limiter', window)}`);
+  print(`\n${t('cli.status.redis', { topology: describeTopology(report.topology, t, (iso) => localTime(iso, { ms: true })) })}`);
+  for (const spool of report.spools) print(`\n${spoolLine(spool, t)}`);
   const file = report.spoolHolderFile;
   if (file?.isOtherDeployment === true) {
-    const self = describeDeployment(report);
+    const values = { path: file.path, other: describeDeployment(file.holder), until: localTime(file.holder.expiresAt) };
     print(
-      file.isLive
-        ? `\n!! spool ${file.path}: held by another deployment (${describeDeployment(file.holder)}; pid ${file.holder.pid} on ${file.holder.host}, live until ${file.holder.expiresAt}); this deployment (${self}) does not watch it`
-        : `\nspool ${file.path}: last held by another deployment (${describeDeployment(file.holder)}), expired at ${file.holder.expiresAt}: a watcher of this deployment may take it`,
+      `\n${
+        file.isLive
+          ? t('cli.status.foreignLive', { ...values, pid: String(file.holder.pid), host: file.holder.host, self: describeDeployment(report) })
+          : t('cli.status.foreignExpired', values)
+      }`,
     );
   }
   if (report.schedulers.length > 0) {
-    print('\nschedulers:');
-    for (const s of report.schedulers) print(`  ${s.id.padEnd(18)} ${String(s.pattern).padEnd(16)} ${String(s.tz).padEnd(6)} next ${s.next ?? '-'}`);
+    print(`\n${t('cli.status.schedulers')}`);
+    for (const s of report.schedulers)
+      print(
+        `  ${s.id.padEnd(18)} ${String(s.pattern).padEnd(16)} ${String(s.tz).padEnd(6)} ${t('cli.status.next', { next: s.next === null ? '-' : localTime(s.next) })}`,
+      );
   }
+}
+
+function spoolLine(spool: StatusReport['spools'][number], t: Translate): string {
+  const { holder } = spool;
+  if (holder === null) return t('cli.status.spoolFree', { spool: spool.id });
+  return t('cli.status.spoolHeld', {
+    spool: spool.id,
+    pid: String(holder.pid),
+    host: holder.host,
+    version: holder.version ?? t('cli.status.versionUnknown'),
+    since: localTime(holder.since),
+    // A number: written the reader's way (4.8 s, 4,8 s).
+    left: Math.round(holder.leaseLeftMs / 100) / 10,
+  });
 }

@@ -9,7 +9,7 @@
  * retention and expires a retention after it ends; a record written again moves to the current
  * bucket, so it lives at least `retentionSec` (at most 1⅛ of it) after its last write, and a
  * lookup reads the newest of the 9 buckets that can hold it. Many small records in few packed
- * hashes cost ~40–70 bytes each; a key per delivery costs ~250 (README, "Key layout of the document record").
+ * hashes cost ~40–70 bytes each; a key per delivery costs ~250 (docs/internals.md, "Key layout of the document record").
  */
 import { hash } from 'node:crypto';
 import type { ItemKind, Keys } from '../store/keys.js';

@@ -13,7 +13,7 @@
  *    cannot block the retry.
  * The memory outlives BullMQ's job records (BullMQ forgets a job id once the job is removed).
  *
- * Layout (README, "Key layout of the event_at claims"): a claim is a 12-byte record, `<event: 8
+ * Layout (docs/internals.md, "Key layout of the event_at claims"): a claim is a 12-byte record, `<event: 8
  * bytes><owner: 4 bytes>` (`claimRecord`), appended to one string per shard and time bucket,
  * `event-claims:<shard>:<bucket>` (`CLAIM_SHARDS` shards by delivery; a bucket spans
  * `CLAIM_BUCKET_SEC`, 10 days, and expires `retention` after it ends, so a claim lives at least the
@@ -21,7 +21,7 @@
  * claim of the last `retention` (10 for 90 days) and finds the event's 8 bytes at a record's start.
  * About 13–21 bytes a claim kept, against ~100–200 in a hash per delivery (BENCHMARKS.md, issue 23).
  * Claims of the earlier layout (`dedup:<delivery>` hashes: instant → source id, `done:<source>`)
- * are read where no record is found, until they expire on their own (README, "Upgrading").
+ * are read where no record is found, until they expire on their own (docs/internals.md, "Upgrading").
  */
 import { hash } from 'node:crypto';
 import type { RedisConnection } from '../store/redis.js';

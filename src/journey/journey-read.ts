@@ -36,6 +36,8 @@ export interface JourneyStep {
   source?: string;
   line?: number;
   duplicateOf?: string;
+  /** What `duplicateOf` says, in parts, so a reader can word it in its language: the earlier record's file and line (or source), its event_at, when it came. */
+  duplicateOfRef?: { file?: string; line?: number; source?: string; eventAt: string; at: string };
   dueAt?: string;
   path?: string;
   by?: string;
@@ -198,7 +200,15 @@ function withFacts(base: JourneyStep, step: StoredStep, known: Known): JourneySt
   }
   if (step.s === 'duplicate' && step.i !== undefined && step.r === undefined) {
     const first = known.firstOfInstant.get(step.i);
-    if (first !== undefined) view.duplicateOf = `${sourceText(first)} (event_at ${first.e ?? '?'}, ${isoOf(first.t ?? 0)})`;
+    if (first !== undefined) {
+      view.duplicateOf = `${sourceText(first)} (event_at ${first.e ?? '?'}, ${isoOf(first.t ?? 0)})`;
+      const isFile = first.src === 'file' || (first.src === undefined && first.f !== undefined);
+      view.duplicateOfRef = {
+        ...(isFile ? { file: first.f ?? '?', ...(first.l === undefined ? {} : { line: first.l }) } : { source: first.src ?? '?' }),
+        eventAt: first.e ?? '?',
+        at: isoOf(first.t ?? 0),
+      };
+    }
   }
   return view;
 }

@@ -3,7 +3,7 @@
  * superseded, accepted, dead-lettered, replayed, archived, failed…), written by whichever process
  * did the step, read by `carrier-sync history` and the overview (journey-read.ts).
  *
- * Key layout (README, "Where is delivery X?"):
+ * Key layout (docs/internals.md, "Redis keys"):
  *  - `journey:<epoch day>` — one hash per UTC day: field = delivery id, value = that day's steps of
  *    the delivery, compact JSON records (`StoredStep`: short field names, no delivery id, the time
  *    in epoch ms) joined by newlines, oldest first. It expires a retention after the day ends:
@@ -32,7 +32,7 @@ import { defineScript } from '../store/script.js';
 
 export const DAY_MS = 86_400_000;
 
-/** A step as stored: short field names (README lists them), the delivery id in the key's name. */
+/** A step as stored: short field names (docs/internals.md lists them), the delivery id in the key's name. */
 export interface StoredStep {
   /**
    * Set by the writer (Lua: Redis' clock): ms since the start of the step's UTC day (its key's

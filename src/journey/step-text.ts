@@ -7,12 +7,21 @@ import { describeFailure } from '../i18n/reason.js';
 import { say, type Lang, type MessageKey, type MessageValues } from '../i18n/translate.js';
 import type { JourneyStep } from './journey-read.js';
 
-export function describeStep(step: JourneyStep, lang: Lang = 'en'): string {
+/** How a step's text writes a time and a long internal number (sha256, generation): the CLI and the page differ. */
+export interface StepFormat {
+  time: (iso: string) => string;
+  long: (value: string) => string;
+}
+
+const AS_STORED: StepFormat = { time: (iso) => iso, long: (value) => value };
+
+export function describeStep(step: JourneyStep, lang: Lang = 'en', format: StepFormat = AS_STORED): string {
   const t = (key: MessageKey, values?: MessageValues): string => say(lang, key, values);
+  const { time, long } = format;
   const codes = [step.code, step.apiCode].filter((c) => c !== undefined).join(' / ');
   switch (step.step) {
     case 'seen':
-      return t('history.seen', { size: String(step.size ?? '?'), sha256: step.sha256 ?? '?', mtime: step.mtime ?? '?' });
+      return t('history.seen', { size: String(step.size ?? '?'), sha256: long(step.sha256 ?? '?'), mtime: step.mtime === undefined ? '?' : time(step.mtime) });
     case 'claimed':
       return t('history.claimed', { host: step.host ?? '?', pid: String(step.pid ?? '?') });
     case 'valid':
@@ -23,14 +32,15 @@ export function describeStep(step: JourneyStep, lang: Lang = 'en'): string {
         reason: describeFailure(lang, { code: step.code ?? '?', message: step.message ?? '', reason: step.reason }),
       });
     case 'queued':
-      return t('history.queued', { generation: step.generation ?? '-' });
+      return t('history.queued', { generation: step.generation === undefined ? '-' : long(step.generation) });
     case 'received':
       return step.source === 'file'
         ? t('history.receivedFile', { file: step.file ?? '?', line: String(step.line ?? '?') })
         : t('history.received', { source: step.source ?? '?' });
     case 'held':
-      return t('history.held', { dueAt: step.dueAt ?? '?' });
+      return t('history.held', { dueAt: step.dueAt === undefined ? '?' : time(step.dueAt) });
     case 'duplicate':
+      if (step.duplicateOfRef !== undefined) return duplicateText(step.duplicateOfRef, t, time);
       if (step.duplicateOf !== undefined) return t('history.duplicateOf', { of: step.duplicateOf });
       return step.message === undefined ? t('history.duplicateTaken') : t('history.duplicate', { message: step.message });
     case 'attempt':
@@ -76,4 +86,15 @@ function attemptText(step: JourneyStep, t: (key: MessageKey, values?: MessageVal
           .join(' ');
   const n = String(step.attempt ?? '');
   return step.host === undefined ? t('history.attempt', { n, answer }) : t('history.attemptBy', { n, host: step.host, pid: String(step.pid ?? '?'), answer });
+}
+
+/** `duplicate of first.ndjson line 1 (event_at …, <when it came>): not sent`, in the reader's words. */
+function duplicateText(
+  ref: NonNullable<JourneyStep['duplicateOfRef']>,
+  t: (key: MessageKey, values?: MessageValues) => string,
+  time: (iso: string) => string,
+): string {
+  const values = { eventAt: ref.eventAt, at: time(ref.at) };
+  if (ref.file !== undefined) return t('history.duplicateOfLine', { ...values, file: ref.file, line: ref.line === undefined ? '?' : String(ref.line) });
+  return t('history.duplicateOfSource', { ...values, source: ref.source ?? '?' });
 }

@@ -79,13 +79,17 @@ export function titleOf(n: Notification, t: Translate): string {
   return t('notify.title', { state: t(STATE_WORD[n.state]), condition: n.condition, summary: n.summary });
 }
 
-/** The details as `key: value` lines; a list of groups (a digest's) as one indented line each. */
-export function detailLines(details: Record<string, unknown>): string[] {
+/**
+ * The details as `key: value` lines, each key named in the reader's language (the webhook's JSON
+ * keeps the keys); a list of groups (a digest's) as one indented line each.
+ */
+export function detailLines(details: Record<string, unknown>, t?: Translate): string[] {
   return Object.entries(details).flatMap(([key, value]) => {
+    const name = t === undefined ? key : t('notify.detailKey', { key });
     if (Array.isArray(value) && value.every((item) => item !== null && typeof item === 'object' && !Array.isArray(item))) {
-      return [`${key}:`, ...value.map((item) => `  - ${groupLine(item as Record<string, unknown>)}`)];
+      return [`${name}:`, ...value.map((item) => `  - ${groupLine(item as Record<string, unknown>)}`)];
     }
-    return [`${key}: ${typeof value === 'string' ? value : JSON.stringify(value)}`];
+    return [`${name}: ${typeof value === 'string' ? value : JSON.stringify(value)}`];
   });
 }
 
@@ -105,7 +109,7 @@ function groupLine(group: Record<string, unknown>): string {
 
 /** The whole message as plain text (the e-mail body). */
 export function plainTextOf(n: Notification, t: Translate): string {
-  return [titleOf(n, t), '', ...detailLines(n.details), '', footerOf(n, t), ''].join('\n');
+  return [titleOf(n, t), '', ...detailLines(n.details, t), '', footerOf(n, t), ''].join('\n');
 }
 
 /** `at <time> · host <host> · carrier-sync <version>`. */

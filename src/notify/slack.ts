@@ -29,9 +29,11 @@ export function escapeMrkdwn(text: string): string {
 const cut = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
 
 export function slackPayloadOf(n: Notification, t: Translate): SlackPayload {
-  const lines = detailLines(n.details).map((line) => {
-    const link = /^(overview): (https?:\/\/\S+)$/.exec(line);
-    return link === null ? escapeMrkdwn(line) : `<${link[2]!}|${escapeMrkdwn(t('notify.openOverview'))}>`;
+  const overview = n.details['overview'];
+  const lines = detailLines(n.details, t).map((line) => {
+    // The overview's link (a digest's) as a link named for a person.
+    const link = /^[^:]+: (https?:\/\/\S+)$/.exec(line);
+    return link === null || link[1] !== overview ? escapeMrkdwn(line) : `<${link[1]}|${escapeMrkdwn(t('notify.openOverview'))}>`;
   });
   const title = titleOf(n, t);
   return {

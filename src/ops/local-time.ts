@@ -35,7 +35,20 @@ export const LOCAL_TIME_JS = `(function () {
       el.setAttribute('data-local', '');
     });
   }
-  window.carrierSyncLocalTimes = localTimes;
+  /** The browser's offset from UTC now, as ' (UTC−03:00)', beside each column of local times. */
+  function utcOffsets(root) {
+    var minutes = -new Date().getTimezoneOffset();
+    var abs = Math.abs(minutes);
+    var text = ' (UTC' + (minutes < 0 ? '\u2212' : '+') + String(Math.floor(abs / 60)).padStart(2, '0') + ':' + String(abs % 60).padStart(2, '0') + ')';
+    (root || document).querySelectorAll('[data-utc-offset]').forEach(function (el) {
+      el.textContent = text;
+    });
+  }
+  window.carrierSyncLocalTimes = function (root) {
+    localTimes(root);
+    utcOffsets(root);
+  };
+  utcOffsets(document);
   localTimes(document);
 })();
 `;

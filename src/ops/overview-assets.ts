@@ -73,6 +73,7 @@ form.search button { font:inherit; font-size:13px; border:0; border-radius:6px; 
 .page-title { font-size:16px; margin:4px 0; } .page-title small { font-weight:400; font-size:12px; color:var(--muted); margin-left:6px; }
 table.timeline { font-size:12.5px; table-layout:fixed; } col.c-at { width:178px; } col.c-kind { width:76px; } col.c-item { width:28%; } col.c-step { width:120px; }
 table.timeline td.file { overflow:hidden; text-overflow:ellipsis; white-space:nowrap; } table.timeline td.when { font-variant-numeric:tabular-nums; color:var(--muted); }
+tr.now.ok td:nth-child(3) { color:var(--green); } tr.now.bad td:nth-child(3) { color:var(--red); } tr.now.warn td:nth-child(3) { color:var(--amber); } tr.now.muted td:nth-child(3) { color:var(--muted); }
 tr.step.ok td:nth-child(4) { color:var(--green); } tr.step.bad td:nth-child(4) { color:var(--red); } tr.step.warn td:nth-child(4) { color:var(--amber); } tr.step.muted td:nth-child(4) { color:var(--muted); }
 a.journey { font-size:12px; } table.list col.c-act { width:118px; }
 table.timeline td.reason { overflow-wrap:anywhere; }

@@ -96,6 +96,8 @@ export interface DeadLetterRow {
   fileName: string | null;
   /** What the page groups by: the API's code when it sent one, else ours. */
   code: string;
+  /** Ours (API_NOT_FOUND, …): what the reason is rendered from, as `dlq list` does. */
+  errorCode: string;
   message: string;
   status: number | null;
   attempts: number;
@@ -217,6 +219,7 @@ async function readDetails(sources: OverviewSources, now: number): Promise<Overv
     deliveryId: l.deliveryId,
     fileName: l.fileName,
     code: l.apiCode ?? l.errorCode,
+    errorCode: l.errorCode,
     message: l.message,
     status: l.status,
     attempts: l.attempts,

@@ -9,10 +9,12 @@
  * browser's time zone, with the UTC time on hover. Reasons are rendered from their kept key.
  */
 import { describeFailure } from '../i18n/reason.js';
+import { kindName } from '../i18n/kind-name.js';
+import { marksToHtml, markTime } from './text-marks.js';
 import { translator, type Lang, type Translate } from '../i18n/translate.js';
 import type { BacklogRow, CodeCount, DeadLetterRow, Overview, OverviewDetails } from './overview-data.js';
 import type { Refusal } from '../store/activity.js';
-import type { Topology } from '../store/topology.js';
+import { describeTopology, type Topology } from '../store/topology.js';
 
 export const REFRESH_MS = 5000;
 
@@ -28,7 +30,8 @@ export function renderParts(overview: Overview, base: string, lang: Lang = 'en')
     refusals: d === null ? unavailable(t) : renderRefusals(d.refusals, base, lang),
     'dead-letters': d === null ? unavailable(t) : renderDeadLetters(d.deadLetters, base, lang),
     notifications: d === null ? unavailable(t) : renderNotifications(d.notifications, t),
-    updated: t('ui.updated', { time: timeTag(overview.at, clockTime(overview.at)) }),
+    // The page's times are the browser's local time: its offset is said once, here.
+    updated: `${t('ui.updated', { time: timeTag(overview.at, clockTime(overview.at)) })}${UTC_OFFSET}`,
   };
 }
 
@@ -131,25 +134,10 @@ function spoolHolder(spoolId: string, holder: NonNullable<OverviewDetails['spool
   return `${held}${since}${version}`;
 }
 
-/** Redis' topology in the page's language, as HTML (`status` prints store/topology.ts's English line). */
+/** Redis' topology in the page's language (`status` prints store/topology.ts's English line). */
+/** The Redis line: escaped text, with its failover time as a `<time>` the page shows in local time. */
 export function topologyLine(topology: Topology, t: Translate): string {
-  const replicas =
-    topology.replicas.length === 0
-      ? t('ui.redis.noReplicas')
-      : t('ui.redis.replicas', {
-          list: escape(topology.replicas.map((r) => `${r.address} (${r.state}${r.lagSec === null ? '' : `, lag ${r.lagSec} s`})`).join(', ')),
-        });
-  const last = topology.lastFailover;
-  // The time in the browser's local time, as every time on the page (timeTag).
-  const failover =
-    last === null
-      ? t('ui.redis.noFailover')
-      : t('ui.redis.lastFailover', {
-          at: timeTag(last.at, `${last.at.slice(0, 10)} ${last.at.slice(11, 19)} UTC`),
-          from: escape(last.from),
-          to: escape(last.to),
-        });
-  return t('ui.redis.line', { kind: topology.kind, primary: escape(topology.primary ?? t('ui.redis.unknown')), replicas, failover });
+  return marksToHtml(describeTopology(topology, t, markTime), escape, timeTag);
 }
 
 /** The state's headline in the page's language, from its code (the JSON keeps the English one). */
@@ -276,9 +264,9 @@ function renderDeadLetters(dl: { total: number; byCode: CodeCount[]; codesOf: nu
 <div class="scroll"><table class="list"><colgroup><col class="c-when"><col class="c-file"><col class="c-code"><col><col class="c-act"></colgroup><thead><tr><th>${t('ui.col.time')}</th><th>${t('ui.col.fileOrDelivery')}</th><th>${t('ui.col.code')}</th><th>${t('ui.col.reason')}</th><th></th></tr></thead><tbody>${rows === '' ? `<tr><td colspan="5" class="empty">${t('ui.dead.empty')}</td></tr>` : rows}</tbody></table></div>`;
 }
 
-/** A dead letter's reason: in English the message as before; otherwise the code's meaning with the API's message. */
-function deadReason(x: DeadLetterRow, lang: Lang): string {
-  return describeFailure(lang, { code: x.code, message: x.message });
+/** A dead letter's reason, as `dlq list` renders it: in English the message; otherwise our code's meaning with the API's message. */
+export function deadReason(x: DeadLetterRow, lang: Lang): string {
+  return describeFailure(lang, { code: x.errorCode, message: x.message });
 }
 
 function renderNotifications(channels: OverviewDetails['notifications'], t: Translate): string {
@@ -312,13 +300,11 @@ function unavailable(t: Translate): string {
 }
 
 /** A time as the page shows it: UTC text inside `<time datetime>`, which the page's script turns into the browser's local time (UTC on hover). */
+/** Where the page's script writes the browser's UTC offset (` (UTC−03:00)`) beside a column of local times. */
+export const UTC_OFFSET = '<span class="tz" data-utc-offset></span>';
+
 export function timeTag(iso: string, utcText: string): string {
   return `<time datetime="${escape(iso)}" title="${escape(iso)}">${escape(utcText)}</time>`;
-}
-
-/** A kind of item as a person calls it. */
-export function kindName(kind: string, t: Translate): string {
-  return kind === 'label' ? t('ui.kind.label') : kind === 'cte' ? t('ui.kind.cte') : kind === 'collecting' ? t('ui.kind.collecting') : kind;
 }
 
 /** `HH:MM:SS UTC`; the date too when it is not today. */
@@ -354,3 +340,5 @@ export function searchForm(base: string, value: string, t: Translate): string {
 export function escape(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
+
+export { kindName };

@@ -10,6 +10,7 @@
  * (a cross-site form cannot send one, and a cross-site fetch with it needs a CORS preflight we never
  * grant) and, when the browser names an Origin, that origin must be this server.
  */
+import { HISTORY_JS } from './history-page.js';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -39,6 +40,7 @@ export function registerOverview(scope: FastifyInstance, options: OverviewOption
     'overview.css': { type: 'text/css; charset=utf-8', body: OVERVIEW_CSS },
     'overview.js': { type: 'text/javascript; charset=utf-8', body: OVERVIEW_JS },
     'local-time.js': { type: 'text/javascript; charset=utf-8', body: LOCAL_TIME_JS },
+    'history.js': { type: 'text/javascript; charset=utf-8', body: HISTORY_JS },
   };
 
   // The browser's Accept-Language first, then CARRIER_SYNC_LANG; the JSON stays as it is.

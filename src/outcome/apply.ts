@@ -8,7 +8,7 @@ import type { SyncError } from '../errors.js';
 import { reasonOf, refusal } from '../i18n/reason.js';
 import type { Lang } from '../i18n/translate.js';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Batches, BatchState } from '../queue/batches.js';
@@ -17,7 +17,7 @@ import { SPOOL_KIND_OF, type SpoolKind } from '../store/keys.js';
 import type { OutcomeMessage } from '../store/payloads.js';
 import { originalName, type SpoolPaths } from '../spool/paths.js';
 import type { Disk } from '../spool/file-calls.js';
-import { failInto, listDir, moveInto, REPORT } from './files.js';
+import { failInto, listDir, moveInto, noteArchived, REPORT } from './files.js';
 
 export interface InflightIndex {
   /** In-flight file names (in `.inflight/<kind>/`) of one content id. */
@@ -55,7 +55,9 @@ export interface Outcomes {
 
 export function createOutcomes(deps: OutcomeDeps): Outcomes {
   return {
-    archive: (kind, path, fileName) => archive(deps, kind, path, fileName),
+    archive: async (kind, path, fileName) => {
+      await archive(deps, kind, path, fileName);
+    },
     reject: (kind, path, fileName, report) => reject(deps, kind, path, fileName, report),
     finishBatch: (batchId) => finishBatch(deps, batchId),
     apply: (message) => applyOutcome(deps, message),
@@ -64,10 +66,11 @@ export function createOutcomes(deps: OutcomeDeps): Outcomes {
 
 const now = (deps: OutcomeDeps): Date => new Date(deps.clock.now());
 
-async function archive(deps: OutcomeDeps, kind: SpoolKind, path: string, fileName: string): Promise<void> {
+async function archive(deps: OutcomeDeps, kind: SpoolKind, path: string, fileName: string): Promise<string | null> {
   const target = await moveInto(path, deps.paths.archive(kind, now(deps)), fileName, deps.disk);
   if (target !== null) deps.logger.info({ kind, file: fileName, to: target }, 'file archived');
   if (target !== null) deps.journey?.ended(kind, fileName, 'archived', path, target);
+  return target;
 }
 
 async function reject(deps: OutcomeDeps, kind: SpoolKind, path: string, fileName: string, report: ReportContent): Promise<void> {
@@ -160,8 +163,10 @@ async function moveEventsFile(deps: OutcomeDeps, state: BatchState, path: string
     const content = batchReport(state, refusal('EVENT_BAD_RECORD', reasonOf('reason.events.invalidLinesSent', { count: info.rejects.length })));
     const report = { kind: 'events', at: now(deps).toISOString(), content, lang: deps.lang ?? 'en' };
     const target = await failInto(path, deps.paths.failed('events'), info.fileName, report, deps.disk);
-    // The lines report stays in failed/; the file itself was accepted and belongs in archive/.
-    if (target !== null) await archive(deps, 'events', target, info.fileName);
+    // The lines report stays in failed/; the file itself was accepted and belongs in archive/. The
+    // report then says where it went (a crash between the two leaves it saying null, the file beside it).
+    const archived = target === null ? null : await archive(deps, 'events', target, info.fileName);
+    if (target !== null && archived !== null) await noteArchived(`${target}${REPORT}`, relative(deps.paths.root, archived), deps.disk);
   } else await archive(deps, 'events', path, info.fileName);
 }
 
@@ -173,6 +178,7 @@ function batchReport(state: BatchState, error: SyncError): ReportContent {
       deadLettered: state.deadLettered.map((dead) => ({ line: dead.line, ...deadLetterReport(dead) })),
       duplicates: state.info.duplicates,
       accepted: state.total - state.deadLettered.length,
+      archivedTo: null,
     },
   );
 }

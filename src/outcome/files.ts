@@ -130,6 +130,13 @@ async function writeErrorReport(path: string, report: ErrorReport, fs: FileCalls
   }
 }
 
+/** An events file's lines report, once the file was archived: it says where the file went (written whole again). */
+export async function noteArchived(reportPath: string, archivedTo: string, disk: Disk = 'share'): Promise<void> {
+  const fs = fileCallsOf(disk);
+  const report = JSON.parse(await readFile(reportPath, 'utf8')) as ErrorReport;
+  await writeErrorReport(reportPath, { ...report, archivedTo }, fs);
+}
+
 /** What is still waiting to be decided when the spool owner starts. */
 export interface Pending {
   /** Claim ids of the files in `.inflight/<kind>/`. */

@@ -57,6 +57,8 @@ export interface EventsFileDetails {
   duplicates: number;
   /** Valid records the API took (sent, or already known to it). */
   accepted: number;
+  /** An events file archived with invalid lines: where the file went (from the spool root); null while it is beside its report. */
+  archivedTo: string | null;
 }
 
 export type ReportContent = ReportBody | (ReportBody & EventsFileDetails);
@@ -76,6 +78,7 @@ export type ErrorReport = ReportPlace &
     deadLettered: Array<{ line: number } & WrittenBody>;
     duplicates: number;
     accepted: number;
+    archivedTo: string | null;
   }>;
 
 /** The keys of every report, in the order they are written. */
@@ -99,7 +102,7 @@ export const REPORT_KEYS = [
   'claim',
 ] as const;
 /** The extra keys of an events file's report. */
-export const EVENTS_REPORT_KEYS = ['invalidLines', 'deadLettered', 'duplicates', 'accepted'] as const;
+export const EVENTS_REPORT_KEYS = ['invalidLines', 'deadLettered', 'duplicates', 'accepted', 'archivedTo'] as const;
 
 /** The report as written: every key present, in one order, `reason` and `hint` in `lang`. The only place a report is assembled. */
 export function errorReport(place: ReportPlace, content: ReportContent, lang: Lang = 'en'): ErrorReport {
@@ -111,13 +114,14 @@ export function errorReport(place: ReportPlace, content: ReportContent, lang: La
     claim: place.claim,
   };
   if ('invalidLines' in content) {
-    const { invalidLines, deadLettered, duplicates, accepted } = content;
+    const { invalidLines, deadLettered, duplicates, accepted, archivedTo } = content;
     return {
       ...report,
       invalidLines: invalidLines.map(({ line, code, message, reason }) => ({ line, code, message, reason: describeFailure(lang, { code, message, reason }) })),
       deadLettered: deadLettered.map((entry) => ({ line: entry.line, ...bodyOf(entry, lang) })),
       duplicates,
       accepted,
+      archivedTo,
     };
   }
   return report;

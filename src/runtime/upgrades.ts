@@ -6,7 +6,7 @@
  * HGET. A step is idempotent: two processes starting together may both run it.
  *
  * When a step may go: once every deployment runs a version newer than its `from` and has started
- * at least once with a version that has the step (README, "Upgrading").
+ * at least once with a version that has the step (docs/internals.md, "Upgrading").
  */
 import type { Logger } from '../log.js';
 import { carryOverDocumentRecords } from '../gate/document-record.js';

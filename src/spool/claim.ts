@@ -24,6 +24,7 @@ import { documentGeneration } from '../gate/document-record.js';
 import type { JourneyWriter } from '../journey/journey.js';
 import { refusedSteps, type SeenFile } from '../queue/job-steps.js';
 import { diskOf, fileCallsOf } from './file-calls.js';
+import { noteInvalidLines } from './invalid-lines.js';
 import { claimStampOf, inflightName, newClaimId, type SpoolPaths } from './paths.js';
 
 /** Where files go that do not become jobs; the outcome stage implements it. */
@@ -212,6 +213,7 @@ async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: s
     const enqueued = await enqueueEvents(deps.enqueue, jobs);
     await deps.enqueue.stats.add('received', 'collecting', rejects.length);
     await deps.enqueue.stats.add('failed', 'collecting', rejects.length);
+    await noteInvalidLines(deps.enqueue, fileName, rejects);
     // Records this file's earlier claim sent (a re-read after a crash) are its own jobs, finished:
     // the batch counts them (its done set has them), and they are no duplicates.
     const sent = new Set(enqueued.alreadySent.map(({ index }) => index));

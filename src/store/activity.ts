@@ -74,6 +74,16 @@ export function addRefusal(chain: ChainableCommander, keys: Keys, refusal: Refus
     .ltrim(keys.refusalLatest, 0, REFUSALS_KEPT - 1);
 }
 
+/**
+ * A file that was not refused but had lines refused (an events file with invalid lines): shown in
+ * the overview's latest refusals, without counting as a refused file (its lines are counted as
+ * failed items where they are read).
+ */
+export function addRefusalNote(chain: ChainableCommander, keys: Keys, refusal: Refusal): ChainableCommander {
+  const kept: Refusal = { ...refusal, reason: refusal.reason.length > REASON_MAX_CHARS ? `${refusal.reason.slice(0, REASON_MAX_CHARS - 1)}…` : refusal.reason };
+  return chain.lpush(keys.refusalLatest, JSON.stringify(kept)).ltrim(keys.refusalLatest, 0, REFUSALS_KEPT - 1);
+}
+
 export interface ActivityMinute {
   /** Epoch seconds of the minute's start. */
   at: number;

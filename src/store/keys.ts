@@ -135,6 +135,8 @@ export interface Keys {
   /** The indexes' earlier layout, one sorted set a day (`<file name>\n<delivery id>`, `<sha256 16 hex>\n<file name>`): read, no longer written. */
   journeyFilesUnsharded(epochDay: number): string;
   journeyHashesUnsharded(epochDay: number): string;
+  /** Per epoch day: an events file's invalid lines (hash: file name → JSON; journey/events-file-lines.ts). */
+  eventsFileLines(epochDay: number): string;
 }
 
 export function createKeys(prefix: string): Keys {
@@ -190,6 +192,7 @@ export function createKeys(prefix: string): Keys {
     journeyHashes: (epochDay, shard) => k('journey-sha', String(epochDay), shard),
     journeyFilesUnsharded: (epochDay) => k('journey-files', String(epochDay)),
     journeyHashesUnsharded: (epochDay) => k('journey-sha', String(epochDay)),
+    eventsFileLines: (epochDay) => k('events-file-lines', String(epochDay)),
   };
 }
 

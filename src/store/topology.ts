@@ -18,6 +18,7 @@
  * never promoted), on the same address or another one (the managed redis-server back on a new port
  * with the same data), or reached by another address (a new DNS name, a proxy).
  */
+import type { Translate } from '../i18n/translate.js';
 import type { RedisKind, RedisTarget } from '../config/redis-target.js';
 import type { RedisConnection } from './redis.js';
 import { defineScript } from './script.js';
@@ -112,18 +113,22 @@ async function slotMaster(redis: RedisConnection, prefix: string) {
   return redis.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === owner) ?? null;
 }
 
-/**
- * One line for `status`: `sentinel, primary 10.0.0.5:6379; replicas 10.0.0.6:6379 (online, lag 0 s); last failover …`.
- * `timeText` writes the failover's time as a person reads it (status: the machine's local time).
- */
-export function describeTopology(topology: Topology, timeText: (iso: string) => string = (iso) => iso): string {
+/** One line for `status`: `sentinel, primary 10.0.0.5:6379; replicas 10.0.0.6:6379 (online, lag 0 s); last failover …`. */
+/** The topology in one line a person reads, in the language of `t` (status, the overview). */
+export function describeTopology(topology: Topology, t: Translate, timeText: (iso: string) => string = (iso) => iso): string {
   const replicas =
     topology.replicas.length === 0
-      ? 'no replicas'
-      : `replicas ${topology.replicas.map((r) => `${r.address} (${r.state}${r.lagSec === null ? '' : `, lag ${r.lagSec} s`})`).join(', ')}`;
-  const failover =
-    topology.lastFailover === null
-      ? 'no failover seen'
-      : `last failover ${timeText(topology.lastFailover.at)} (from ${topology.lastFailover.from} to ${topology.lastFailover.to})`;
-  return `${topology.kind}, primary ${topology.primary ?? 'unknown'}; ${replicas}; ${failover}`;
+      ? t('ui.redis.noReplicas')
+      : t('ui.redis.replicas', {
+          list: topology.replicas
+            .map((r) =>
+              r.lagSec === null
+                ? t('ui.redis.replica', { address: r.address, state: r.state })
+                : t('ui.redis.replicaLag', { address: r.address, state: r.state, lag: String(r.lagSec) }),
+            )
+            .join(', '),
+        });
+  const last = topology.lastFailover;
+  const failover = last === null ? t('ui.redis.noFailover') : t('ui.redis.lastFailover', { at: timeText(last.at), from: last.from, to: last.to });
+  return t('ui.redis.line', { kind: t('ui.redis.kind', { kind: topology.kind }), primary: topology.primary ?? t('ui.redis.unknown'), replicas, failover });
 }

@@ -17,10 +17,6 @@ export interface SpoolName {
 
 const EXTERNAL_ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
 const EXTENSION: Readonly<Record<SpoolKind, string>> = { labels: '.pdf', cte: '.xml' };
-const SHAPE: Readonly<Record<SpoolKind, string>> = {
-  labels: '<delivery_id>.pdf or <delivery_id>__<external_id>.pdf',
-  cte: '<delivery_id>.xml',
-};
 
 export function parseSpoolName(kind: SpoolKind, fileName: string): Verdict<SpoolName> {
   const extension = EXTENSION[kind];
@@ -48,6 +44,7 @@ export function isIgnoredName(fileName: string): boolean {
 
 function bad(kind: SpoolKind, fileName: string, key: MessageKey, values: Record<string, string>): Verdict<SpoolName> {
   const shown = fileName.length > 80 ? `${fileName.slice(0, 80)}…` : fileName;
-  const reason = { key, values: { ...values, kind, file: shown, shape: SHAPE[kind] } };
+  // The message shows the name's shape from `kind` (a select), in the reader's language.
+  const reason = { key, values: { ...values, kind, file: shown } };
   return reject(refusal('SPOOL_BAD_NAME', reason, { params: { kind, fileName: shown } }));
 }

@@ -92,6 +92,29 @@ describe('the journey on the overview', () => {
     expect(await page.locator('tr.step[data-step="replayed"] td.reason').innerText()).toBe('replayed from the overview');
   });
 
+  it("opens with each item's state; a dead letter's replay button there puts it back to work", async () => {
+    await page.goto(`${base}/ui/history/${ids.good}`);
+    expect(
+      await page.locator('[data-part="current"] tr[data-item-state]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-item-state'))),
+    ).toEqual(['accepted']);
+    // The overview's replay (the test before) sends it again; the delivery still unknown, it is dead-lettered again.
+    await page.goto(`${base}/ui/history/${ids.dead}`);
+    const dead = page.locator('[data-part="current"] tr[data-item-state="dead-lettered"]');
+    await expect.poll(async () => page.reload().then(async () => dead.locator('button[data-replay-id]').count()), { timeout: 20_000 }).toBe(1);
+    expect(await dead.locator('td.file').innerText()).toBe(`${ids.dead}.pdf`);
+    await page.screenshot({ path: join(ARTIFACTS, 'history-current-dead-letter.png'), fullPage: true });
+    // The delivery comes to exist, so the replay is accepted this time.
+    t.sandbox.state.addDelivery({ id: ids.dead });
+    await dead.locator('button[data-replay-id]').click();
+    await expect
+      .poll(async () => page.reload().then(async () => page.locator('[data-part="current"] tr[data-item-state]').getAttribute('data-item-state')), {
+        timeout: 15_000,
+      })
+      .toBe('accepted');
+    // Two replays now, both from the pages: the overview's and this one.
+    expect(await page.locator('tr.step[data-step="replayed"] td.reason').allInnerTexts()).toEqual(['replayed from the overview', 'replayed from the overview']);
+  });
+
   it('serves the same steps as JSON beside the page, behind the UI password', async () => {
     const url = `${base}/ui/history/${ids.good}.json`;
     expect((await fetch(url)).status).toBe(401);

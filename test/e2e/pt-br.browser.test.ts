@@ -16,6 +16,7 @@ import { PT_BR } from '../../src/i18n/catalog-pt-br.js';
 import { makePdf } from '../support/builders.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
 import { listFiles } from '../support/e2e-env.js';
+import { englishWordsIn } from '../support/english-words.js';
 import { waitFor } from '../support/wait.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -105,6 +106,8 @@ describe('the pages in pt-BR', () => {
     expect(await time.innerText()).toContain(local);
     expect(await time.getAttribute('title')).toBe(`${new Date(iso).toISOString()} (UTC)`);
     expect(local).not.toBe(iso.slice(11, 19)); // São Paulo is not UTC: the test can tell the two apart
+    expect(await page.locator('[data-part="updated"] [data-utc-offset]').innerText()).toBe(' (UTC\u221203:00)');
+    expect(englishWordsIn(text), text).toEqual([]);
     await page.screenshot({ path: join(ARTIFACTS, 'pt-br-overview.png'), fullPage: true });
   });
 
@@ -113,7 +116,7 @@ describe('the pages in pt-BR', () => {
     const updated = page.locator('[data-part="updated"]');
     const first = await updated.innerText();
     await expect.poll(async () => updated.innerText(), { timeout: 15_000 }).not.toBe(first);
-    expect(await updated.innerText()).toMatch(/^atualizado \d{2}:\d{2}:\d{2}$/);
+    expect(await updated.innerText()).toMatch(/^atualizado \d{2}:\d{2}:\d{2} \(UTC\u221203:00\)$/);
     expect(await page.locator('[data-part="refusals"] td.when time[data-local]').count()).toBe(1);
   });
 
@@ -129,12 +132,18 @@ describe('the pages in pt-BR', () => {
     const iso = (await time.getAttribute('datetime')) ?? '';
     expect(await time.innerText()).toMatch(/^\d{2}\/\d{2}\/\d{4},? \d{2}:\d{2}:\d{2},\d{3}$/);
     expect(await time.getAttribute('title')).toBe(`${iso} (UTC)`);
+    // The file's mtime inside the step's text is local too, the UTC time on hover; the sha256 is cut, whole on hover.
+    const seen = rows.nth(0).locator('td.reason');
+    expect(await seen.locator('time').innerText()).toMatch(/^\d{2}\/\d{2}\/\d{4},? \d{2}:\d{2}:\d{2},\d{3}$/);
+    expect(await seen.locator('span.long').getAttribute('title')).toMatch(/^[0-9a-f]{64}$/);
+    expect(await seen.locator('span.long').innerText()).toMatch(/^[0-9a-f]{12}…$/);
+    expect(englishWordsIn(text), text).toEqual([]);
     await page.screenshot({ path: join(ARTIFACTS, 'pt-br-history.png'), fullPage: true });
 
     await page.goto(`${base}/ui/history/${ids.good}`);
     expect(await page.locator('tr.step td:nth-child(4)').allInnerTexts()).toEqual([
       'visto',
-      'recolhido',
+      'reservado',
       'válido',
       'na fila',
       'tentativa',
@@ -143,6 +152,7 @@ describe('the pages in pt-BR', () => {
     ]);
     const good = await page.locator('body').innerText();
     expect(ENGLISH_UI.filter((phrase) => hasWord(good, phrase))).toEqual([]);
+    expect(englishWordsIn(good), good).toEqual([]);
   });
 
   it('a browser that asks for English gets English from the same daemon', async () => {

@@ -13,12 +13,14 @@ import { REPORT_KEYS } from '../../src/queue/failure-report.js';
 import { makeCteXml, makePdf } from '../support/builders.js';
 import { createE2eEnv, dropFile, listFiles, type E2eEnv } from '../support/e2e-env.js';
 import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted } from '../support/process.js';
+import { englishWordsIn } from '../support/english-words.js';
 import { waitFor } from '../support/wait.js';
 
 const PT = { CARRIER_SYNC_LANG: 'pt-BR' };
 const TRUNCATED = 'test/fixtures/labels/bad-no-eof.pdf';
 
 let env: E2eEnv;
+let opsUrl = '';
 const ids = { truncated: 'CUT-0042', cte: randomUUID(), unknown: randomUUID() };
 
 async function report(path: string): Promise<Record<string, unknown>> {
@@ -29,6 +31,7 @@ beforeAll(async () => {
   env = await createE2eEnv();
   const daemon = spawnDaemon({ ...env.env, ...PT }, { args: env.args('start') });
   await waitUntilStarted(daemon);
+  opsUrl = String(daemon.logs().find((line) => line.msg === 'carrier-sync started')?.['opsUrl']);
   const good = env.sandbox.state.addDelivery().id;
   await dropFile(join(env.spool, 'labels'), `${ids.truncated}.pdf`, await readFile(TRUNCATED));
   await dropFile(join(env.spool, 'cte'), `${ids.cte}.xml`, makeCteXml({ destCpf: '11111111111' }));
@@ -81,8 +84,16 @@ describe('CARRIER_SYNC_LANG=pt-BR', () => {
   });
 
   it("an events file's report gives each invalid line a Portuguese reason", async () => {
-    const body = await report('events/coletas.ndjson.error.json');
+    // The lines report is written again once the file is archived, saying where it went.
+    const body = await waitFor(
+      async () => {
+        const read = await report('events/coletas.ndjson.error.json');
+        return read['archivedTo'] === null ? null : read;
+      },
+      { what: "the lines report naming the archived file's place" },
+    );
     expect(body['reason']).toBe('1 linha inválida; os registros válidos foram enviados');
+    expect(body['archivedTo']).toMatch(/^archive\/events\/\d{4}-\d\d-\d\d\/coletas\.ndjson$/);
     expect(body['invalidLines']).toEqual([
       {
         line: 2,
@@ -91,6 +102,26 @@ describe('CARRIER_SYNC_LANG=pt-BR', () => {
         reason: 'event_at "2026-03-01T10:00:00" não tem fuso horário (UTC); acrescente Z ou ±hh:mm (nunca adivinhamos o fuso)',
       },
     ]);
+  });
+
+  it("an events file's invalid lines are found by its name: history --file and the overview's refused list", async () => {
+    const lines = await runCli(env.args('history', '--file', 'coletas.ndjson'), { env: { ...env.env, ...PT } });
+    expect(lines.code, lines.stderr).toBe(0);
+    expect(lines.stdout).toMatch(
+      /^arquivo coletas\.ndjson, lido em \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d: 1 linha inválida, não enviada \(os registros válidos foram enviados\)\n/,
+    );
+    expect(lines.stdout).toContain('\n  linha 2: event_at "2026-03-01T10:00:00" não tem fuso horário (UTC)');
+    expect(lines.stdout).toContain('recebido de coletas.ndjson linha 1');
+
+    const overview = (await (await fetch(`${opsUrl}/ui/overview.json`)).json()) as { details: { refusals: { latest: Array<Record<string, unknown>> } } };
+    const row = overview.details.refusals.latest.find((refusal) => refusal['file'] === 'coletas.ndjson');
+    expect(row).toMatchObject({ kind: 'events', code: 'EVENT_BAD_TIME' });
+    expect(row?.['reason']).toMatch(/^1 invalid line, not sent \(the valid records were sent\): line 2: event_at "2026-03-01T10:00:00" has no UTC offset/);
+    const page = await (await fetch(`${opsUrl}/ui`, { headers: { 'accept-language': 'pt-BR' } })).text();
+    expect(page).toContain('1 linha inválida, não enviada (os registros válidos foram enviados): linha 2: event_at');
+    const search = await (await fetch(`${opsUrl}/ui/history?q=coletas.ndjson`, { headers: { 'accept-language': 'pt-BR' } })).text();
+    expect(search).toContain('data-events-file="coletas.ndjson"');
+    expect(search).toContain('data-invalid-line="2"');
   });
 
   it('validate, dlq list and history print Portuguese; the same validate without the variable prints English', async () => {
@@ -104,9 +135,9 @@ describe('CARRIER_SYNC_LANG=pt-BR', () => {
     expect(verdict?.reason).toBe(verdict?.message);
 
     const dlq = await runCli(env.args('dlq', 'list'), { env: { ...env.env, ...PT } });
-    expect(dlq.stdout).toContain(`tipo label  entrega ${ids.unknown}`);
+    expect(dlq.stdout).toContain(`tipo etiqueta  entrega ${ids.unknown}`);
     expect(dlq.stdout).toMatch(/API_NOT_FOUND \/ DELIVERY_NOT_FOUND \(HTTP 404\): a API não conhece a entrega: /);
-    expect(dlq.stdout).toContain('1 item nas falhas definitivas');
+    expect(dlq.stdout).toContain('1 falha definitiva');
 
     // The move's step is written after the move (journey-files.ts), within a flush.
     const history = await waitFor(
@@ -119,5 +150,20 @@ describe('CARRIER_SYNC_LANG=pt-BR', () => {
     expect(history.stdout).toContain(`entrega ${ids.truncated}`);
     expect(history.stdout).toContain('recusado localmente: LABEL_TRUNCATED: o arquivo não tem o marcador %%EOF');
     expect(history.stdout).toContain(`arquivo movido para failed/labels/${ids.truncated}.pdf`);
+    expect(history.stdout).toContain(`etiqueta ${ids.truncated}.pdf`);
+
+    const status = await runCli(env.args('status'), { env: { ...env.env, ...PT } });
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(/^fila +aguardando +adiados +enviando +concluídos/);
+    expect(status.stdout).toMatch(/\netiqueta +\d+/);
+    expect(status.stdout).toMatch(/\nlimite de requisições: \d+ de 300 por minuto na janela/);
+    expect(status.stdout).toContain('\nRedis: servidor único, primário ');
+
+    // No English beyond the kept terms, once the API's own words (quoted as it gave them) are set aside.
+    const apiWords = [...new Set([...dlq.stdout.matchAll(/DELIVERY_NOT_FOUND \(HTTP 404\): a API não conhece a entrega: (.*)/g)].map((m) => m[1]!))];
+    for (const [command, output] of Object.entries({ validate: pt.stdout, 'dlq list': dlq.stdout, history: history.stdout, status: status.stdout })) {
+      const prose = apiWords.reduce((text, words) => text.split(words).join(' '), output);
+      expect(englishWordsIn(prose), `English words in ${command}:\n${output}`).toEqual([]);
+    }
   });
 });

@@ -78,7 +78,14 @@ describe('.error.json: one format for every writer', () => {
     const localLabel = await read('labels', notPdf);
     const localEvents = await read('events', 'notes.txt');
     const outcomeDead = await read('labels', `${cancelled}.pdf`);
-    const badLines = await read('events', 'bad-lines.ndjson');
+    // The lines report is rewritten once its file is archived, saying where it went.
+    const badLines = await waitFor(
+      async () => {
+        const report = await read('events', 'bad-lines.ndjson');
+        return report['archivedTo'] === null ? null : report;
+      },
+      { what: "the lines report naming the archived file's place" },
+    );
     const deadEvents = await read('events', 'dead.csv');
     for (const report of [localLabel, localEvents, outcomeDead]) expect(Object.keys(report)).toEqual([...REPORT_KEYS]);
     for (const report of [badLines, deadEvents]) expect(Object.keys(report)).toEqual([...REPORT_KEYS, ...EVENTS_REPORT_KEYS]);
@@ -98,6 +105,9 @@ describe('.error.json: one format for every writer', () => {
     });
     for (const key of ['firstFailureAt', 'lastFailureAt'] as const) expect(outcomeDead[key]).toMatch(/^\d{4}-\d\d-\d\dT/);
     expect(badLines).toMatchObject({ code: 'EVENT_BAD_RECORD', invalidLines: [{ line: 2, code: 'EVENT_BAD_TIME' }], deadLettered: [], accepted: 1 });
+    expect(badLines['archivedTo']).toMatch(/^archive\/events\/\d{4}-\d\d-\d\d\/bad-lines\.ndjson$/);
+    expect(await readFile(join(t.spool, String(badLines['archivedTo'])), 'utf8')).toContain(good1);
+    expect(deadEvents['archivedTo']).toBeNull();
     const deadEntries = deadEvents['deadLettered'] as Report[];
     expect(deadEntries.map((entry) => Object.keys(entry))).toEqual([['line', ...BODY_KEYS]]);
     expect(deadEntries[0]).toMatchObject({

@@ -10,7 +10,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { singleTarget } from '../../src/config/redis-target.js';
 import { createKeys } from '../../src/store/keys.js';
 import { describeTopology, notePrimary, readTopology } from '../../src/store/topology.js';
-import { localTimeText } from '../../src/cli/local-time.js';
+import { localTime } from '../../src/i18n/local-time.js';
+import { translator } from '../../src/i18n/translate.js';
 import { startOwnRedis, type OwnRedis } from '../support/own-redis.js';
 import { uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
@@ -47,7 +48,7 @@ describe('the last failover', () => {
     expect(await redis.hget(topologyKey, 'replId'), 'a restart is a new replication id').not.toBe(before);
     const topology = await readTopology(redis, singleTarget(own.url), topologyKey, prefix);
     expect(topology.lastFailover).toBeNull();
-    expect(describeTopology(topology)).toContain('no failover seen');
+    expect(describeTopology(topology, translator('en'))).toContain('no failover seen');
   });
 
   it('the same data on another port (the managed redis-server restarted) is not a failover', async () => {
@@ -79,7 +80,7 @@ describe('the last failover', () => {
     const tz = process.env['TZ'];
     process.env['TZ'] = 'America/Sao_Paulo';
     try {
-      const line = describeTopology(topology, localTimeText);
+      const line = describeTopology(topology, translator('en'), (iso) => localTime(iso));
       const local = new Date(Date.parse(at!) - 3 * 3_600_000).toISOString();
       expect(line).toContain(`last failover ${local.slice(0, 10)} ${local.slice(11, 19)} -03:00 (from 127.0.0.1:`);
     } finally {

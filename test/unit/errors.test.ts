@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { DISPOSITIONS, ERROR_CODES, SyncError } from '../../src/errors.js';
 
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const operations = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
 
 describe('error codes', () => {
   it('has a disposition for every code, and local refusals are never sent', () => {
@@ -14,8 +14,8 @@ describe('error codes', () => {
     for (const code of ['API_UNAVAILABLE', 'NETWORK', 'TIMEOUT', 'API_NOT_FOUND'] as const) expect(DISPOSITIONS[code], code).toBe('retry');
   });
 
-  it('lists every code in the README error table', () => {
-    for (const code of ERROR_CODES) expect(readme, code).toContain(`| \`${code}\` |`);
+  it('lists every code in the error table of docs/operations.md', () => {
+    for (const code of ERROR_CODES) expect(operations, code).toContain(`| \`${code}\` |`);
   });
 
   it('takes its disposition from the table unless the thrower knows better', () => {

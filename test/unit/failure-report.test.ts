@@ -112,6 +112,7 @@ describe('the .error.json format', () => {
           deadLettered: [dead],
           duplicates: 0,
           accepted: 2,
+          archivedTo: null,
         },
       ),
     );

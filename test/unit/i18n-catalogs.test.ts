@@ -24,7 +24,7 @@ function placeholders(message: string): string[] {
 }
 
 /** Messages that are the same in both languages on purpose: they hold only placeholders and punctuation. */
-const SAME_IN_BOTH = new Set<MessageKey>(['reason.withDetail', 'reason.api', 'reason.apiNoCode', 'notify.title', 'ui.kind.cte']);
+const SAME_IN_BOTH = new Set<MessageKey>(['reason.withDetail', 'reason.api', 'reason.apiNoCode', 'notify.title', 'ui.kind.cte', 'ui.redis.replica']);
 
 const keys = Object.keys(EN) as MessageKey[];
 

@@ -87,11 +87,15 @@ describe('the e-mail', () => {
     expect(mail.text).toContain('overview: http://wh-box-1:8080/ui');
   });
 
-  it('speaks CARRIER_SYNC_LANG: state word, footer and the overview link in pt-BR; condition, codes and keys as they are', () => {
+  it('speaks CARRIER_SYNC_LANG: state word, footer, detail names and the overview link in pt-BR; condition and codes as they are', () => {
     const pt = translator('pt-BR');
     const mail = emailContentOf(digest, pt);
     expect(mail.subject).toBe(`carrier-sync [RESUMO] dead-letters: ${digest.summary}`);
     expect(mail.text).toContain('  - collecting DELIVERY_NOT_FOUND × 2: d-1, d-2');
+    // The details' names are Portuguese in the text; the webhook's JSON keeps its keys.
+    expect(mail.text).toContain('\ntotal: 3\ngrupos:\n');
+    expect(mail.text).toContain('\npainel: http://wh-box-1:8080/ui\n');
+    expect(JSON.parse(webhookBodyOf(digest)).details).toHaveProperty('groups');
     expect(mail.text).toContain(`em ${digest.at} · host wh-box-1 · carrier-sync`);
     const section = slackPayloadOf(digest, pt).blocks[1];
     expect(section?.type === 'section' ? section.text.text : '').toContain('<http://wh-box-1:8080/ui|abrir o painel>');

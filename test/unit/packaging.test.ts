@@ -1,7 +1,7 @@
 /**
  * Packaging checks that run without a Docker engine: the Dockerfile is linted with
  * dockerfile-utils and read instruction by instruction; compose.yaml and the example systemd unit
- * are parsed and held to what docs/deploy.md promises (durable Redis, non-root image, health
+ * are parsed and held to what docs/production-redis.md promises (durable Redis, non-root image, health
  * check, graceful stop longer than the shutdown grace period, no real secrets).
  */
 import { spawnSync } from 'node:child_process';

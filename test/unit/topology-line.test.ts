@@ -14,7 +14,7 @@ describe('the overview’s Redis line', () => {
       replicas: [{ address: '10.0.0.5:6379', state: 'online', lagSec: 0 }],
       lastFailover: { at: '2026-11-26T16:10:16.786Z', from: '10.0.0.5:6379', to: '<b>10.0.0.6:6379' },
     };
-    const time = '<time datetime="2026-11-26T16:10:16.786Z" title="2026-11-26T16:10:16.786Z">2026-11-26 16:10:16 UTC</time>';
+    const time = '<time datetime="2026-11-26T16:10:16.786Z" title="2026-11-26T16:10:16.786Z">2026-11-26T16:10:16.786Z</time>';
     expect(topologyLine(topology, translator('en'))).toBe(
       `sentinel, primary 10.0.0.6:6379; replicas 10.0.0.5:6379 (online, lag 0 s); last failover ${time} (from 10.0.0.5:6379 to &#60;b&#62;10.0.0.6:6379)`,
     );

@@ -1,5 +1,5 @@
 /**
- * README's "Inside: `src/`" tree names every module of src/ with its one idea, and nothing that is
+ * docs/internals.md's map of `src/` names every module of src/ with its one idea, and nothing that is
  * not there: the map a newcomer reads first stays true (issue 20).
  */
 import { readdir, readFile } from 'node:fs/promises';
@@ -10,10 +10,10 @@ const ROOT = new URL('../..', import.meta.url).pathname;
 
 /** The `src/` tree of the Inside section: each line `<indent><name>[/]  <idea>`, two spaces a level. */
 async function treeInReadme(): Promise<Array<{ path: string; idea: string }>> {
-  const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Inside'));
+  const readme = await readFile(join(ROOT, 'docs/internals.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## The map of'));
   const block = /```\n(src\/\n[\s\S]*?)```/.exec(section)?.[1];
-  if (block === undefined) throw new Error('README: no src/ tree in the Inside section');
+  if (block === undefined) throw new Error('docs/internals.md: no src/ tree in "The map of src/"');
   const folders: string[] = [];
   const entries: Array<{ path: string; idea: string }> = [];
   for (const line of block.split('\n').slice(1)) {
@@ -38,7 +38,7 @@ async function modules(dir: string): Promise<string[]> {
   return out;
 }
 
-it("README's Inside tree names every module of src/ and its idea, and no module that is gone", async () => {
+it("docs/internals.md's map of src/ names every module of src/ and its idea, and no module that is gone", async () => {
   const tree = await treeInReadme();
   const named = tree.map((entry) => entry.path).sort();
   expect(named).toEqual((await modules(join(ROOT, 'src'))).sort());

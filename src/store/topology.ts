@@ -10,7 +10,7 @@
  * last failover; INFO only says that a node was promoted, not when): each process notes the
  * primary it reaches, at every (re)connect and every `status`, in one hash under the prefix.
  *
- * The rule (README "Redis failover"), the same in single, Sentinel and Cluster mode: a failover is
+ * The rule (docs/redis-failover.md), the same in single, Sentinel and Cluster mode: a failover is
  * a promotion, nothing else. The primary now reached has another replication id than the one noted
  * AND was promoted: INFO's second_repl_offset is set, so it carries on another primary's history
  * (Sentinel's or Cluster's failover, a managed service's behind one name, REPLICAOF NO ONE). It is

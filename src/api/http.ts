@@ -9,6 +9,7 @@ import type { Dispatcher, Pool as UndiciPool } from 'undici';
 import { systemClock, type Clock } from '../clock.js';
 import { SyncError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
+import { injectTraceHeaders, inSpan, isTracingOn, markError, SpanKind } from '../trace.js';
 import { fromTransportError, toSyncError, unreadableSuccess } from './errors.js';
 import type { EndpointName, ResponseSample, ResponseSampleStatus } from './types.js';
 
@@ -96,6 +97,35 @@ export function createHttp(options: HttpOptions): Http {
     }
   };
 
+  const server = { 'server.address': base.hostname, 'server.port': Number(base.port || (base.protocol === 'https:' ? 443 : 80)) };
+
+  /** The request as a CLIENT span (HTTP semconv), its traceparent sent along; url.full has no userinfo or key. */
+  function tracedSend(request: HttpRequest): Promise<HttpResponse> {
+    const attributes = {
+      'http.request.method': request.method,
+      'url.full': base.origin + prefix + request.path,
+      ...server,
+      'carrier_sync.endpoint': request.endpoint,
+    };
+    // An answer with a status is marked below (error.type: the status); a failure without one, by inSpan (error.type: its code).
+    const isError = (error: unknown): boolean => !(error instanceof SyncError && error.status !== undefined);
+    return inSpan(request.method, { kind: SpanKind.CLIENT, attributes, isError }, async (span) => {
+      const headers: Record<string, string> = { ...request.headers };
+      injectTraceHeaders(headers);
+      try {
+        const response = await send({ ...request, headers });
+        span.setAttribute('http.response.status_code', response.status);
+        return response;
+      } catch (error) {
+        if (error instanceof SyncError && error.status !== undefined) {
+          span.setAttribute('http.response.status_code', error.status);
+          markError(span, error, String(error.status));
+        }
+        throw error;
+      }
+    });
+  }
+
   async function send(request: HttpRequest): Promise<HttpResponse> {
     const { endpoint } = request;
     if (closing !== undefined) throw new SyncError('NETWORK', `${endpoint}: API client is closed`);
@@ -127,7 +157,7 @@ export function createHttp(options: HttpOptions): Http {
   }
 
   return {
-    send,
+    send: (request) => (isTracingOn() ? tracedSend(request) : send(request)),
     close() {
       closing ??= pool.close();
       return closing;

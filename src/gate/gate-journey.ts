@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { eventRef, KIND_CODE, SELF, stepJson, type StoredStep } from '../journey/journey.js';
 import type { ItemJob, ItemResult } from '../queue/payloads.js';
 import { claimRecord } from './event-claims.js';
+import { activeTraceId } from '../trace.js';
 
 /** A slot whose request was made: its member, and `performance.now()` when the answer (or failure) came. */
 export interface SlotUse {
@@ -105,7 +106,15 @@ export function leaveSteps(item: ItemJob, slot: SlotUse | null, result: ItemResu
 
 /** The journey's step of an attempt that goes: its id, its number, and this process. */
 export function goStep(base: Pick<StoredStep, 'k' | 'h' | 'i'>, member: string, attempt: number | undefined): string {
-  return stepJson({ ...base, s: 'attempt', a: attemptIdOf(member), ...(attempt === undefined ? {} : { n: attempt }), w: SELF });
+  const traceId = activeTraceId();
+  return stepJson({
+    ...base,
+    s: 'attempt',
+    a: attemptIdOf(member),
+    ...(attempt === undefined ? {} : { n: attempt }),
+    w: SELF,
+    ...(traceId === undefined ? {} : { tr: traceId }),
+  });
 }
 
 /** The journey's step of a job sent again because its previous attempt's owner died with the answer. */

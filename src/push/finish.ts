@@ -12,6 +12,7 @@ import type { ItemJob, ItemResult, OutcomeMessage } from '../queue/payloads.js';
 import { outcomeEntryJson, outcomeKeys } from '../queue/outcome-list.js';
 import type { AttemptAnswer, SlotUse } from '../gate/push-gate.js';
 import type { PushDeps } from './deps.js';
+import { inSpan } from '../trace.js';
 
 export async function finishItem(
   deps: PushDeps,
@@ -32,10 +33,14 @@ export async function finishItem(
     item.origin.source === 'spool'
       ? { list: outcomeKeys(deps.keys, item.origin.spoolId).list, entry: outcomeEntryJson(outcomeOf(deps, job, result, history, error)) }
       : undefined;
-  await deps.gate.leave(item, jobId, slot, result, answer, {
-    ...(outcome === undefined ? {} : { outcome }),
-    ...(failure === undefined ? {} : { failure: deps.attempts.append(jobId, failure) }),
-  });
+  // The item's end, in its trace: accepted, duplicate (the API's repeat), superseded or dead-lettered.
+  const end = result === 'repeat' ? 'duplicate' : result;
+  await inSpan(`settle ${end}`, { attributes: { 'carrier_sync.result': end, 'carrier_sync.attempt': job.attemptsMade + 1 } }, () =>
+    deps.gate.leave(item, jobId, slot, result, answer, {
+      ...(outcome === undefined ? {} : { outcome }),
+      ...(failure === undefined ? {} : { failure: deps.attempts.append(jobId, failure) }),
+    }),
+  );
   if (result === 'repeat') deps.logger.warn({ kind: item.kind, deliveryId: item.deliveryId, jobId }, 'API reported the event_at as a repeat');
 }
 
@@ -58,5 +63,6 @@ function outcomeOf(
     ...(error === undefined ? {} : { error: error.toJSON() }),
     ...(history[0] === undefined ? {} : { firstFailureAt: history[0].at }),
     ...(history.length === 0 ? {} : { lastFailureAt: history[history.length - 1]?.at }),
+    ...(item.trace === undefined ? {} : { trace: item.trace }),
   };
 }

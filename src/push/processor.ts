@@ -27,6 +27,7 @@ import type { PushDeps } from './deps.js';
 import { writeAnswer } from './answer-write.js';
 import { finishItem } from './finish.js';
 import { sendItem } from './send.js';
+import { contextOf, inSpan, isTracingOn, itemAttributes, messagingAttributes, spanContextOf, SpanKind } from '../trace.js';
 
 /** Longest a job holds its worker slot waiting for the shared limiter before stepping aside. */
 const MAX_SLOT_WAIT_MS = 15_000;
@@ -42,6 +43,37 @@ const UNREPLICATED_ANSWER: AttemptAnswer = { durationMs: 0, message: 'not sent: 
 const PROBE_MAX_MS = 300_000;
 
 export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: string) => Promise<string> {
+  const run = processJob(deps);
+  return (job, token) => (isTracingOn() ? traced(job, () => run(job, token)) : run(job, token));
+}
+
+/**
+ * One run of a job as a CONSUMER span, the child of the span that queued it and linked to it: an
+ * item's retries stay in the item's one trace (at most its attempts and steps aside: small), and
+ * tools that follow the messaging conventions' link find the enqueue too. A job queued without a
+ * trace (tracing was off) starts a trace of its own. A step aside (DelayedError) is no error.
+ */
+function traced(job: Job<ItemJob>, run: () => Promise<string>): Promise<string> {
+  const item = job.data;
+  const producer = spanContextOf(item.trace);
+  const attributes = { ...messagingAttributes(item.kind, 'process', String(job.id)), ...itemAttributes(item), 'carrier_sync.attempt': job.attemptsMade + 1 };
+  const options = { kind: SpanKind.CONSUMER, attributes, links: producer === undefined ? [] : [{ context: producer }], parent: contextOf(item.trace) };
+  return inSpan(`process ${item.kind}`, { ...options, isError: (error) => !(error instanceof DelayedError) }, async (span) => {
+    try {
+      const result = await run();
+      span.setAttribute('carrier_sync.result', result);
+      return result;
+    } catch (error) {
+      span.setAttribute(
+        'carrier_sync.result',
+        error instanceof DelayedError ? 'stepped-aside' : error instanceof UnrecoverableError ? 'dead-lettered' : 'failed',
+      );
+      throw error;
+    }
+  });
+}
+
+function processJob(deps: PushDeps): (job: Job<ItemJob>, token?: string) => Promise<string> {
   return async (job, token) => {
     const item = job.data;
     const jobId = String(job.id);

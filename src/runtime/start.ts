@@ -27,6 +27,7 @@ import type { OpsServer } from '../ops/server.js';
 import { spoolDisk } from '../spool/disk-state.js';
 import { resolveApiTarget } from './api-target.js';
 import { checkRedisDurability, openContext, type Context } from './context.js';
+import { startTracing, type Tracing } from './tracing.js';
 
 /** What the API client reports after each request: the http role's request metrics, or nothing. */
 type ObserveRequest = Metrics['observeRequest'];
@@ -56,6 +57,8 @@ interface DaemonState {
   isDraining: boolean;
   /** Who holds the spool (watcher role only), for /readyz. */
   spoolLease: (() => Promise<SpoolReadiness>) | null;
+  /** Tracing (OTEL_* settings), when an endpoint is set: started first, its last spans sent last. */
+  tracing: Tracing | null;
 }
 
 export function startDaemon(config: Readonly<Config>, roles: readonly Role[], logger: Logger): DaemonHandle {
@@ -69,6 +72,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
     stopIntake: [],
     isDraining: false,
     spoolLease: null,
+    tracing: null,
   };
   const ready = start(state);
   let stopping: Promise<void> | undefined;
@@ -85,6 +89,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
 
 async function start(state: DaemonState): Promise<void> {
   const { config, roles, logger } = state;
+  state.tracing = await startTracing(process.env, logger);
   const ctx = await openShared(state);
   let observeRequest: ObserveRequest = () => {};
   if (roles.includes('http')) {
@@ -132,6 +137,7 @@ async function watchHealth(state: DaemonState, ctx: Context): Promise<{ metrics:
     maxQueued: config.delivery.maxQueued,
     ...(roles.includes('watcher') ? { spoolDisk } : {}),
     redisOutages: () => ctx.health.outages(),
+    ...(state.tracing === null ? {} : { spansDropped: state.tracing.dropped }),
     redisWritesRefused: () => ctx.health.writesRefused() !== null,
     notificationCounts: () => readSendCounts(ctx.redis, ctx.keys),
   });
@@ -179,6 +185,7 @@ async function shutDown(state: DaemonState, ready: Promise<void>): Promise<void>
     ))
   ) {
     await state.closeAll?.();
+    await state.tracing?.shutdown();
     return;
   }
   logger.info('shutting down: no new files, finishing in-flight work');
@@ -190,5 +197,6 @@ async function shutDown(state: DaemonState, ready: Promise<void>): Promise<void>
     }
   }
   await state.closeAll?.();
+  await state.tracing?.shutdown();
   logger.info('shut down cleanly');
 }

@@ -24,6 +24,7 @@ import { documentGeneration } from '../gate/document-record.js';
 import type { JourneyWriter } from '../journey/journey.js';
 import { refusedSteps, type SeenFile } from '../queue/job-steps.js';
 import { diskOf, fileCallsOf } from './file-calls.js';
+import { inSpan, markError } from '../trace.js';
 import { claimStampOf, inflightName, newClaimId, type SpoolPaths } from './paths.js';
 
 /** Where files go that do not become jobs; the outcome stage implements it. */
@@ -71,6 +72,17 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   // mtime must be writeStableMs old too (the watcher already waited writeStableMs without events).
   const isUnchanged = seen.size < 0 ? Date.now() - stat.mtimeMs >= deps.spool.writeStableMs : stat.size === seen.size && stat.mtimeMs === seen.mtimeMs;
   if (!isUnchanged) return 'changed';
+  // The item's trace starts here: a stable file, about to be read (docs/tracing.md).
+  return inSpan(`claim ${kind}`, { attributes: { 'carrier_sync.spool_kind': kind, 'carrier_sync.file': fileName } }, async (span) => {
+    const result = await claimStable(deps, kind, fileName, path, stat);
+    span.setAttribute('carrier_sync.claim.result', result);
+    return result;
+  });
+}
+
+/** A stable file: read, checked, then refused or moved in flight and queued. */
+async function claimStable(deps: ClaimDeps, kind: SpoolKind, fileName: string, path: string, stat: { size: number; mtimeMs: number }): Promise<ClaimResult> {
+  const fs = fileCallsOf(diskOf(deps.spool));
   const limit = limitOf(deps.spool, kind);
   if (stat.size > limit.bytes) {
     await refuse(deps, kind, path, fileName, refused(kind, fileName, refusal(limit.code, reasonOf('reason.spool.tooLarge', { file: fileName, bytes: String(stat.size), max: String(limit.bytes) }))));
@@ -108,7 +120,16 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
 }
 
 /** Takes up a file found in .inflight/ (a claim interrupted by a crash, or a lost outcome). */
-export async function resumeInflight(deps: ClaimDeps, kind: SpoolKind, name: string, claimId: string, fileName: string): Promise<ClaimResult> {
+export function resumeInflight(deps: ClaimDeps, kind: SpoolKind, name: string, claimId: string, fileName: string): Promise<ClaimResult> {
+  const attributes = { 'carrier_sync.spool_kind': kind, 'carrier_sync.file': fileName, 'carrier_sync.resumed': true };
+  return inSpan(`claim ${kind}`, { attributes }, async (span) => {
+    const result = await resumeClaim(deps, kind, name, claimId, fileName);
+    span.setAttribute('carrier_sync.claim.result', result);
+    return result;
+  });
+}
+
+async function resumeClaim(deps: ClaimDeps, kind: SpoolKind, name: string, claimId: string, fileName: string): Promise<ClaimResult> {
   const path = join(deps.paths.inflight(kind), name);
   const bytes = await readFile(path);
   // A rename keeps the mtime: the generation is the one the first claim gave it.
@@ -136,15 +157,35 @@ function refused(kind: SpoolKind, fileName: string, error: { code: string; messa
 
 export type Prepared = { document: LabelJob | CteJob } | { events: ReturnType<typeof parseEventsFile> & { batchId: string } } | { error: SyncError };
 
+type PrepareDeps = Pick<ClaimDeps, 'spool' | 'clock' | 'logger'> & { paths: Pick<SpoolPaths, 'spoolId'> };
+
 /** Checks a file's bytes and builds what will be queued; used by claims and by `backfill`. */
-export async function prepare(
-  deps: Pick<ClaimDeps, 'spool' | 'clock' | 'logger'> & { paths: Pick<SpoolPaths, 'spoolId'> },
+export function prepare(
+  deps: PrepareDeps,
   kind: SpoolKind,
   fileName: string,
   bytes: Buffer,
   claimId: string,
   mtimeMs: number,
   source: 'spool' | 'backfill' = 'spool',
+): Promise<Prepared> {
+  return inSpan(`validate ${kind}`, { attributes: { 'carrier_sync.spool_kind': kind, 'carrier_sync.file': fileName, 'carrier_sync.bytes': bytes.length } }, async (span) => {
+    const prepared = await check(deps, kind, fileName, bytes, claimId, mtimeMs, source);
+    if ('error' in prepared) markError(span, prepared.error);
+    else if ('events' in prepared) span.setAttributes({ 'carrier_sync.events.valid': prepared.events.records.length, 'carrier_sync.events.invalid': prepared.events.rejects.length });
+    else span.setAttribute('carrier_sync.delivery_id', prepared.document.deliveryId);
+    return prepared;
+  });
+}
+
+async function check(
+  deps: PrepareDeps,
+  kind: SpoolKind,
+  fileName: string,
+  bytes: Buffer,
+  claimId: string,
+  mtimeMs: number,
+  source: 'spool' | 'backfill',
 ): Promise<Prepared> {
   const receivedAt = new Date(deps.clock.now()).toISOString();
   const origin = { source, spoolId: deps.paths.spoolId, fileName, contentId: claimId.slice(0, 16) };

@@ -119,12 +119,14 @@ export function withSpan<T>(span: Span, work: () => T): T {
   return context.with(trace.setSpan(context.active(), span), work);
 }
 
-const NO_IDS: Readonly<Record<string, never>> = Object.freeze({});
-
-/** The trace_id and span_id of the active span, for a log line; nothing when no span is active. */
-export function logTraceFields(): Readonly<Record<string, string>> {
+/**
+ * The trace_id and span_id of the active span, for a log line (pino's mixin); nothing when no span
+ * is active. A fresh object each time: pino writes into what a mixin returns.
+ */
+export function logTraceFields(): Record<string, string> {
+  if (!isOn) return {};
   const ids = trace.getActiveSpan()?.spanContext();
-  if (ids === undefined || !trace.isSpanContextValid(ids)) return NO_IDS;
+  if (ids === undefined || !trace.isSpanContextValid(ids)) return {};
   return { trace_id: ids.traceId, span_id: ids.spanId };
 }
 

@@ -36,6 +36,7 @@ export interface Tracing {
 }
 
 const DEFAULT_MAX_QUEUE = 2048;
+const DEFAULT_BATCH = 512;
 const SHUTDOWN_BOUND_MS = 3_000;
 /** A repeated message of the SDK's (an exporter that is down says so every batch) is logged once a minute. */
 const DIAG_QUIET_MS = 60_000;
@@ -70,7 +71,9 @@ export async function startTracing(env: Env, logger: Logger): Promise<Tracing | 
   const dropped: SpansDropped = { queueFull: 0, exportFailed: 0 };
   const maxQueueSize = positiveInt(env.OTEL_BSP_MAX_QUEUE_SIZE) ?? DEFAULT_MAX_QUEUE;
   const exporter = countingExporter(new OTLPTraceExporter(), dropped);
-  const batch = new BatchSpanProcessor(exporter.exporter, { maxQueueSize });
+  // A batch is at most the queue (the SDK's default batch, 512, would exceed a smaller queue).
+  const maxExportBatchSize = Math.min(positiveInt(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE) ?? DEFAULT_BATCH, maxQueueSize);
+  const batch = new BatchSpanProcessor(exporter.exporter, { maxQueueSize, maxExportBatchSize });
   const resource = resources
     .resourceFromAttributes({ 'service.name': 'carrier-sync', 'service.version': appVersion() })
     .merge(resources.detectResources({ detectors: [resources.envDetector] }));

@@ -32,8 +32,10 @@ export function registerHistory(program: Command): void {
       const lookup = lookupOf(deliveryId, options);
       const kind = kindOf(options.kind);
       let lang: Lang = 'en';
+      let traceUrl: string | null = null;
       const steps = await withContext(command, async (ctx) => {
         lang = ctx.config.lang;
+        traceUrl = ctx.config.history.traceUrl;
         const read = await import('../journey/journey-read.js');
         const days = ctx.config.history.retentionDays;
         const window = { retentionDays: days, nowMs: Date.now() };
@@ -53,13 +55,16 @@ export function registerHistory(program: Command): void {
         for (const step of shown) await write(`${JSON.stringify(step)}\n`);
         return;
       }
-      const [{ describeStep }, { translator }] = await Promise.all([import('../journey/step-text.js'), import('../i18n/translate.js')]);
+      const [{ describeStep, traceLinkOf }, { translator }] = await Promise.all([import('../journey/step-text.js'), import('../i18n/translate.js')]);
       const t = translator(lang);
       if (shown.length === 0) {
         await write(`${nothingText(lookup, kind, t)}\n`);
         return;
       }
-      await write(timeline(shown, (step) => describeStep(step, lang), t));
+      // An attempt's trace follows its answer: a link when CARRIER_SYNC_TRACE_URL is set, the id otherwise.
+      const traced = (step: JourneyStep): string =>
+        step.trace_id === undefined ? '' : ` · ${t('history.trace', { trace: traceLinkOf(step.trace_id, traceUrl) })}`;
+      await write(timeline(shown, (step) => describeStep(step, lang) + traced(step), t));
     });
 }
 

@@ -7,6 +7,11 @@ import { describeFailure } from '../i18n/reason.js';
 import { say, type Lang, type MessageKey, type MessageValues } from '../i18n/translate.js';
 import type { JourneyStep } from './journey-read.js';
 
+/** An attempt's trace as the reader follows it: the template with `{traceId}` replaced, or the id itself. */
+export function traceLinkOf(traceId: string, template: string | null): string {
+  return template === null ? traceId : template.replaceAll('{traceId}', traceId);
+}
+
 export function describeStep(step: JourneyStep, lang: Lang = 'en'): string {
   const t = (key: MessageKey, values?: MessageValues): string => say(lang, key, values);
   const codes = [step.code, step.apiCode].filter((c) => c !== undefined).join(' / ');

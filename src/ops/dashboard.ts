@@ -131,5 +131,13 @@ async function startBoard(options: DashboardOptions): Promise<FastifyInstance> {
 
 function historyRouteOptions(basePath: string, sources: OverviewSources): HistoryRouteOptions {
   const retentionDays = sources.historyTtlSec === undefined ? 30 : Math.round(sources.historyTtlSec / 86_400);
-  return { basePath, redis: sources.redis, keys: sources.keys, retentionDays, now: () => sources.clock.now(), lang: sources.lang ?? 'en' };
+  return {
+    basePath,
+    redis: sources.redis,
+    keys: sources.keys,
+    retentionDays,
+    now: () => sources.clock.now(),
+    lang: sources.lang ?? 'en',
+    traceUrl: sources.traceUrl ?? null,
+  };
 }

@@ -20,13 +20,15 @@ export interface HistoryRouteOptions {
   now(): number;
   /** CARRIER_SYNC_LANG, when the browser's Accept-Language names no language we speak. */
   lang: Lang;
+  /** CARRIER_SYNC_TRACE_URL: an attempt's trace id becomes a link through it. */
+  traceUrl: string | null;
 }
 
 /** A query that names a file rather than a delivery: it ends in one of the spool's extensions. */
 const FILE_NAME = /\.(pdf|xml|ndjson|jsonl|csv)$/i;
 
 export function registerHistory(scope: FastifyInstance, options: HistoryRouteOptions): void {
-  const { basePath: base, redis, keys, retentionDays } = options;
+  const { basePath: base, redis, keys, retentionDays, traceUrl } = options;
   const html = (body: string) => ({ type: 'text/html; charset=utf-8', body });
 
   const langOf = (request: FastifyRequest): Lang => langOfAcceptLanguage(request.headers['accept-language'], options.lang);
@@ -36,7 +38,7 @@ export function registerHistory(scope: FastifyInstance, options: HistoryRouteOpt
     if (query === '') return reply.redirect(base);
     if (!FILE_NAME.test(query)) return reply.redirect(`${base}/history/${encodeURIComponent(query)}`);
     const steps = await findByFile(redis, keys, [query], retentionDays, options.now());
-    const page = html(renderHistoryPage({ lookup: { by: 'file', name: query }, query, steps, retentionDays, jsonHref: null }, base, langOf(request)));
+    const page = html(renderHistoryPage({ lookup: { by: 'file', name: query }, query, steps, retentionDays, jsonHref: null, traceUrl }, base, langOf(request)));
     return reply.type(page.type).header('cache-control', 'no-store').send(page.body);
   });
 
@@ -48,7 +50,7 @@ export function registerHistory(scope: FastifyInstance, options: HistoryRouteOpt
     if (isJson) return { deliveryId, retentionDays, steps };
     const jsonHref = `${base}/history/${encodeURIComponent(deliveryId)}.json`;
     const page = html(
-      renderHistoryPage({ lookup: { by: 'delivery', name: deliveryId }, query: deliveryId, steps, retentionDays, jsonHref }, base, langOf(request)),
+      renderHistoryPage({ lookup: { by: 'delivery', name: deliveryId }, query: deliveryId, steps, retentionDays, jsonHref, traceUrl }, base, langOf(request)),
     );
     return reply.type(page.type).send(page.body);
   });

@@ -43,7 +43,7 @@ export interface OpsServerOptions {
   /** What the `/ui` overview needs beyond the enqueue deps. */
   overview: Pick<
     OverviewSources,
-    'authGate' | 'ratePerMinute' | 'maxQueued' | 'spoolId' | 'inboxCounts' | 'spoolDisk' | 'redisWritesRefused' | 'lang' | 'topology'
+    'authGate' | 'ratePerMinute' | 'maxQueued' | 'spoolId' | 'inboxCounts' | 'spoolDisk' | 'redisWritesRefused' | 'lang' | 'topology' | 'traceUrl'
   >;
   logger: Logger;
 }

@@ -16,6 +16,7 @@ import { killAllDaemons, runCli, spawnDaemon, type DaemonProcess } from '../supp
 import { waitFor } from '../support/wait.js';
 
 const KIND = { internal: 1, client: 3, producer: 4, consumer: 5 } as const;
+const TRACE_URL = { CARRIER_SYNC_TRACE_URL: 'https://tempo.example/trace/{traceId}?orgId=1' };
 
 let env: E2eEnv;
 let receiver: OtlpReceiver;
@@ -27,7 +28,12 @@ beforeAll(async () => {
   receiver = await startOtlpReceiver();
   env = await createE2eEnv();
   // Retries after 2 s: the 503 test turns the fault off well before the second attempt.
-  ({ daemon, opsUrl } = await startTraced({ OTEL_BSP_MAX_QUEUE_SIZE: '64', OTEL_EXPORTER_OTLP_TIMEOUT: '1000', CARRIER_SYNC_BACKOFF_MS: '2000' }));
+  ({ daemon, opsUrl } = await startTraced({
+    OTEL_BSP_MAX_QUEUE_SIZE: '64',
+    OTEL_EXPORTER_OTLP_TIMEOUT: '1000',
+    CARRIER_SYNC_BACKOFF_MS: '2000',
+    ...TRACE_URL,
+  }));
 }, 60_000);
 afterAll(async () => {
   if (daemon.isRunning()) {
@@ -175,6 +181,11 @@ describe('traces of items', () => {
       [503, traceId],
       [200, traceId],
     ]);
+    // CARRIER_SYNC_TRACE_URL makes the id a link: in `history` and on the timeline page.
+    const text = await runCli(env.args('history', id), { env: { ...env.env, ...TRACE_URL }, timeoutMs: 15_000 });
+    expect(text.stdout).toMatch(new RegExp(`attempt 1 by \\S+ pid \\d+: HTTP 503 .* · trace https://tempo\\.example/trace/${traceId}\\?orgId=1\\n`));
+    const page = await (await fetch(`${opsUrl}/ui/history/${id}`)).text();
+    expect(page).toContain(`href="https://tempo.example/trace/${traceId}?orgId=1"`);
   }, 90_000);
 
   it('with the receiver stopped, every file still goes through, and spans beyond the queue bound are dropped and counted', async () => {

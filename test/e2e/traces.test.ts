@@ -6,6 +6,7 @@
  * receiver gone the work goes on and the export queue's bound drops (and counts) spans.
  */
 import { randomUUID } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JourneyStep } from '../../src/journey/journey-read.js';
@@ -252,4 +253,35 @@ describe('traces of items', () => {
       [200, publish.traceId],
     ]);
   }, 90_000);
+});
+
+describe('tracing off', () => {
+  it('without an endpoint, the daemon works and never loads the OpenTelemetry SDK or an exporter (only the API, whose calls are no-ops)', async () => {
+    const off = await createE2eEnv();
+    // A module hook in the daemon writes down every @opentelemetry module it resolves.
+    const seenFile = join(off.dir, 'otel-modules.txt');
+    const hooks = `import { appendFileSync } from 'node:fs';
+export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, context);
+  if (resolved.url.includes('/@opentelemetry/')) appendFileSync(${JSON.stringify(seenFile)}, resolved.url + '\\n');
+  return resolved;
+}`;
+    const register = join(off.dir, 'watch-otel.mjs');
+    await writeFile(register, `import { register } from 'node:module';\nregister(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hooks)}`)});\n`);
+    try {
+      const plain = spawnDaemon({ ...off.env, NODE_OPTIONS: `--import=${register}` }, { args: off.args('start') });
+      await plain.waitForLog((line) => line.msg === 'carrier-sync started', { timeoutMs: 30_000, what: 'daemon started' });
+      const id = off.sandbox.state.addDelivery().id;
+      await dropFile(join(off.spool, 'labels'), `${id}.pdf`, await makePdf('untraced'));
+      await waitFor(async () => (await listFiles(join(off.spool, 'archive'))).length === 1, { what: 'the label archived', timeoutMs: 30_000 });
+      expect(off.sandbox.requests().find((request) => request.endpoint === 'label')?.traceparent).toBeUndefined();
+      expect(plain.logs().some((line) => 'trace_id' in line)).toBe(false);
+      const packages = new Set((await readFile(seenFile, 'utf8')).split('\n').flatMap((url) => /\/@opentelemetry\/([^/]+)\//.exec(url)?.[1] ?? []));
+      expect([...packages]).toEqual(['api']);
+      plain.kill('SIGTERM');
+      await plain.exited;
+    } finally {
+      await off.close();
+    }
+  }, 60_000);
 });

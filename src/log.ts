@@ -1,5 +1,4 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
-import { logTraceFields } from './trace.js';
 
 export type { Logger };
 
@@ -64,8 +63,6 @@ export function createLogger(options: LogOptions): Logger {
     level: options.level,
     formatters: { log: (object) => scrubSecrets(object) },
     base: { pid: process.pid },
-    // A line written inside a span names it (trace_id, span_id): the tracing tool joins it to the trace.
-    mixin: logTraceFields,
   };
   if (options.isPretty === true) {
     return pino({

@@ -120,25 +120,39 @@ export function injectTraceHeaders(headers: Record<string, string>, within: Cont
 }
 
 /** Runs `work` with `span` as the active span (for spans started by hand and ended elsewhere). */
-export function withSpan<T>(span: Span, work: () => T): T {
+export function withSpan<T>(span: Span | undefined, work: () => T): T {
+  if (!isOn || span === undefined) return work();
   return context.with(trace.setSpan(context.active(), span), work);
 }
 
-/**
- * The trace_id and span_id of the active span, for a log line (pino's mixin); nothing when no span
- * is active. A fresh object each time: pino writes into what a mixin returns.
- */
-export function logTraceFields(): Record<string, string> {
-  if (!isOn) return {};
-  const ids = trace.getActiveSpan()?.spanContext();
-  if (ids === undefined || !trace.isSpanContextValid(ids)) return {};
-  return { trace_id: ids.traceId, span_id: ids.spanId };
+/** The trace id a traceparent names, or undefined. */
+export function traceIdOf(traceparent: string | undefined): string | undefined {
+  return spanContextOf(traceparent)?.traceId;
 }
 
-/** The trace id of the active span, or undefined (tracing off, or outside a span). */
-export function activeTraceId(): string | undefined {
-  const ids = trace.getActiveSpan()?.spanContext();
-  return ids !== undefined && trace.isSpanContextValid(ids) ? ids.traceId : undefined;
+/** The context whose active span is `span`: the parent of spans started in it. */
+export function contextOfSpan(span: Span | undefined): Context | undefined {
+  return span === undefined ? undefined : trace.setSpan(context.active(), span);
+}
+
+/**
+ * `logger` with the span's trace_id and span_id on every line, for work that goes on after an
+ * await (the active span is known only in a call's synchronous part: see runtime/tracing.ts).
+ */
+export function loggerIn<L extends { child(bindings: Record<string, string>): L }>(logger: L, span: Span): L {
+  const ids = span.spanContext();
+  return span.isRecording() ? logger.child({ trace_id: ids.traceId, span_id: ids.spanId }) : logger;
+}
+
+const boundSpans = new WeakMap<object, Span>();
+
+/** Remembers the span of a piece of work (a job's run) for the code that handles it further on. */
+export function bindSpan(owner: object, span: Span): void {
+  boundSpans.set(owner, span);
+}
+
+export function spanBoundTo(owner: object): Span | undefined {
+  return boundSpans.get(owner);
 }
 
 /** What an item's spans say of it (never its bytes, keys or tokens). */

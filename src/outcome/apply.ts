@@ -18,7 +18,7 @@ import type { OutcomeMessage } from '../queue/payloads.js';
 import { originalName, type SpoolPaths } from '../spool/paths.js';
 import type { Disk } from '../spool/file-calls.js';
 import { failInto, listDir, moveInto, REPORT } from './files.js';
-import { contextOf, inSpan } from '../trace.js';
+import { contextOf, inSpan, loggerIn } from '../trace.js';
 
 export interface InflightIndex {
   /** In-flight file names (in `.inflight/<kind>/`) of one content id. */
@@ -102,7 +102,9 @@ async function applyOutcome(deps: OutcomeDeps, message: OutcomeMessage): Promise
     'carrier_sync.file': origin.fileName,
     'carrier_sync.result': message.result,
   };
-  await inSpan(`${end} ${SPOOL_KIND_OF[message.kind]}`, { parent: contextOf(message.trace), attributes }, () => applyDocument(deps, document));
+  await inSpan(`${end} ${SPOOL_KIND_OF[message.kind]}`, { parent: contextOf(message.trace), attributes }, (span) =>
+    applyDocument({ ...deps, logger: loggerIn(deps.logger, span) }, document),
+  );
 }
 
 async function applyDocument(deps: OutcomeDeps, message: OutcomeMessage & { origin: { contentId: string; fileName: string } }): Promise<void> {

@@ -12,7 +12,7 @@ import type { ItemJob, ItemResult, OutcomeMessage } from '../queue/payloads.js';
 import { outcomeEntryJson, outcomeKeys } from '../queue/outcome-list.js';
 import type { AttemptAnswer, SlotUse } from '../gate/push-gate.js';
 import type { PushDeps } from './deps.js';
-import { inSpan } from '../trace.js';
+import { contextOfSpan, inSpan, spanBoundTo } from '../trace.js';
 
 export async function finishItem(
   deps: PushDeps,
@@ -35,7 +35,9 @@ export async function finishItem(
       : undefined;
   // The item's end, in its trace: accepted, duplicate (the API's repeat), superseded or dead-lettered.
   const end = result === 'repeat' ? 'duplicate' : result;
-  await inSpan(`settle ${end}`, { attributes: { 'carrier_sync.result': end, 'carrier_sync.attempt': job.attemptsMade + 1 } }, () =>
+  const parent = contextOfSpan(spanBoundTo(job));
+  const attributes = { 'carrier_sync.result': end, 'carrier_sync.attempt': job.attemptsMade + 1 };
+  await inSpan(`settle ${end}`, { attributes, ...(parent === undefined ? {} : { parent }) }, () =>
     deps.gate.leave(item, jobId, slot, result, answer, {
       ...(outcome === undefined ? {} : { outcome }),
       ...(failure === undefined ? {} : { failure: deps.attempts.append(jobId, failure) }),

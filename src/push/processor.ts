@@ -27,7 +27,20 @@ import type { PushDeps } from './deps.js';
 import { writeAnswer } from './answer-write.js';
 import { finishItem } from './finish.js';
 import { sendItem } from './send.js';
-import { contextOf, inSpan, isTracingOn, itemAttributes, messagingAttributes, spanContextOf, SpanKind } from '../trace.js';
+import {
+  bindSpan,
+  contextOf,
+  inSpan,
+  isTracingOn,
+  itemAttributes,
+  loggerIn,
+  messagingAttributes,
+  spanBoundTo,
+  spanContextOf,
+  SpanKind,
+  withSpan,
+  type Span,
+} from '../trace.js';
 
 /** Longest a job holds its worker slot waiting for the shared limiter before stepping aside. */
 const MAX_SLOT_WAIT_MS = 15_000;
@@ -44,7 +57,14 @@ const PROBE_MAX_MS = 300_000;
 
 export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: string) => Promise<string> {
   const run = processJob(deps);
-  return (job, token) => (isTracingOn() ? traced(job, () => run(job, token)) : run(job, token));
+  return (job, token) =>
+    isTracingOn()
+      ? traced(job, (span) => {
+          // This run's span, for its request and its end (sent within it), and on its log lines.
+          bindSpan(job, span);
+          return processJob({ ...deps, logger: loggerIn(deps.logger, span) })(job, token);
+        })
+      : run(job, token);
 }
 
 /**
@@ -53,14 +73,14 @@ export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: str
  * tools that follow the messaging conventions' link find the enqueue too. A job queued without a
  * trace (tracing was off) starts a trace of its own. A step aside (DelayedError) is no error.
  */
-function traced(job: Job<ItemJob>, run: () => Promise<string>): Promise<string> {
+function traced(job: Job<ItemJob>, run: (span: Span) => Promise<string>): Promise<string> {
   const item = job.data;
   const producer = spanContextOf(item.trace);
   const attributes = { ...messagingAttributes(item.kind, 'process', String(job.id)), ...itemAttributes(item), 'carrier_sync.attempt': job.attemptsMade + 1 };
   const options = { kind: SpanKind.CONSUMER, attributes, links: producer === undefined ? [] : [{ context: producer }], parent: contextOf(item.trace) };
   return inSpan(`process ${item.kind}`, { ...options, isError: (error) => !(error instanceof DelayedError) }, async (span) => {
     try {
-      const result = await run();
+      const result = await run(span);
       span.setAttribute('carrier_sync.result', result);
       return result;
     } catch (error) {
@@ -130,7 +150,8 @@ async function send(
   let result: Extract<ItemResult, 'accepted' | 'repeat'>;
   const sentAt = performance.now();
   try {
-    result = await sendItem(deps.client, item);
+    // The request's span is a child of this run's (started in the call's synchronous part).
+    result = await withSpan(spanBoundTo(job), () => sendItem(deps.client, item));
   } catch (error) {
     const used: SlotUse = { slot, respondedAt: performance.now() };
     const syncError = toSyncError(error);

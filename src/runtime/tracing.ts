@@ -4,6 +4,9 @@
  * true: without one, the SDK and its exporters are never imported (the spans of src/trace.ts stay
  * the API's no-ops) and an idle daemon's memory and CPU are what they were.
  *
+ * Spans are made by src/trace.ts, through the API; the context is handed on explicitly across
+ * awaits (synchronousContext below), so no AsyncLocalStorage runs.
+ *
  * The standard OTEL_* variables are read by the SDK's own parts, as their docs say: the exporters
  * (endpoint, OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT, _COMPRESSION), the provider (OTEL_TRACES_SAMPLER,
  * _ARG, span limits), the batch processor (OTEL_BSP_*) and the resource (OTEL_SERVICE_NAME,
@@ -58,9 +61,8 @@ export async function startTracing(env: Env, logger: Logger): Promise<Tracing | 
     return null;
   }
   const api = await import('@opentelemetry/api');
-  const [{ BasicTracerProvider, BatchSpanProcessor }, { AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }, resources] = await Promise.all([
+  const [{ BasicTracerProvider, BatchSpanProcessor }, { W3CTraceContextPropagator }, resources] = await Promise.all([
     import('@opentelemetry/sdk-trace-base'),
-    import('@opentelemetry/context-async-hooks'),
     import('@opentelemetry/core'),
     import('@opentelemetry/resources'),
   ]);
@@ -79,7 +81,7 @@ export async function startTracing(env: Env, logger: Logger): Promise<Tracing | 
     .merge(resources.detectResources({ detectors: [resources.envDetector] }));
   const provider = new BasicTracerProvider({ resource, spanProcessors: [boundedQueue(batch, maxQueueSize, exporter.handed, dropped)] });
 
-  api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  api.context.setGlobalContextManager(synchronousContext(api.ROOT_CONTEXT));
   api.propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   api.trace.setGlobalTracerProvider(provider);
   markTracingOn();
@@ -93,6 +95,37 @@ export async function startTracing(env: Env, logger: Logger): Promise<Tracing | 
         logger.warn({ err: error }, 'tracing: the last spans could not be sent');
       });
       return stopping;
+    },
+  };
+}
+
+/**
+ * The active context during a call's synchronous part only, as a stack (OpenTelemetry's own
+ * StackContextManager, which the browser SDK uses). Not AsyncLocalStorage: on Node 20 that
+ * installs a promise hook run for every promise of the process, ~3 % of the daemon's CPU on the mixed
+ * drop for nothing (the profile in BENCHMARKS.md, issue 38). Our spans hand their context on
+ * explicitly where an await comes between (src/trace.ts: withSpan, contextOfSpan, loggerIn).
+ */
+function synchronousContext(root: Context): OtelApi.ContextManager {
+  let current = root;
+  return {
+    active: () => current,
+    with(next, work, thisArg, ...args) {
+      const before = current;
+      current = next;
+      try {
+        return work.call(thisArg, ...args);
+      } finally {
+        current = before;
+      }
+    },
+    bind: (_context, target) => target,
+    enable() {
+      return this;
+    },
+    disable() {
+      current = root;
+      return this;
     },
   };
 }

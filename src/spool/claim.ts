@@ -24,7 +24,7 @@ import { documentGeneration } from '../gate/document-record.js';
 import type { JourneyWriter } from '../journey/journey.js';
 import { refusedSteps, type SeenFile } from '../queue/job-steps.js';
 import { diskOf, fileCallsOf } from './file-calls.js';
-import { inSpan, markError } from '../trace.js';
+import { inSpan, isTracingOn, loggerIn, markError, withSpan, type Span } from '../trace.js';
 import { claimStampOf, inflightName, newClaimId, type SpoolPaths } from './paths.js';
 
 /** Where files go that do not become jobs; the outcome stage implements it. */
@@ -74,14 +74,21 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   if (!isUnchanged) return 'changed';
   // The item's trace starts here: a stable file, about to be read (docs/tracing.md).
   return inSpan(`claim ${kind}`, { attributes: { 'carrier_sync.spool_kind': kind, 'carrier_sync.file': fileName } }, async (span) => {
-    const result = await claimStable(deps, kind, fileName, path, stat);
+    const result = await claimStable(inClaim(deps, span), kind, fileName, path, stat, span);
     span.setAttribute('carrier_sync.claim.result', result);
     return result;
   });
 }
 
 /** A stable file: read, checked, then refused or moved in flight and queued. */
-async function claimStable(deps: ClaimDeps, kind: SpoolKind, fileName: string, path: string, stat: { size: number; mtimeMs: number }): Promise<ClaimResult> {
+async function claimStable(
+  deps: ClaimDeps,
+  kind: SpoolKind,
+  fileName: string,
+  path: string,
+  stat: { size: number; mtimeMs: number },
+  span: Span,
+): Promise<ClaimResult> {
   const fs = fileCallsOf(diskOf(deps.spool));
   const limit = limitOf(deps.spool, kind);
   if (stat.size > limit.bytes) {
@@ -95,7 +102,8 @@ async function claimStable(deps: ClaimDeps, kind: SpoolKind, fileName: string, p
   // Hashed once: the claim id starts with the hash, the journey keeps all of it.
   const file: SeenFile = { sha256: hash('sha256', bytes, 'hex'), size: bytes.length, mtimeMs: stat.mtimeMs };
   const claimId = newClaimId(bytes, file.sha256);
-  const prepared = await prepare(deps, kind, fileName, bytes, claimId, stat.mtimeMs);
+  // The claim's span is the parent of the validation's and the enqueue's (started in the calls' synchronous part).
+  const prepared = await withSpan(span, () => prepare(deps, kind, fileName, bytes, claimId, stat.mtimeMs));
   if ('error' in prepared) {
     await refuse(deps, kind, path, fileName, refused(kind, fileName, prepared.error), file);
     return 'refused';
@@ -107,7 +115,7 @@ async function claimStable(deps: ClaimDeps, kind: SpoolKind, fileName: string, p
   await fs.rename(path, inflightPath);
   deps.track(kind, name);
   try {
-    return await queue(deps, kind, name, fileName, prepared, file);
+    return await withSpan(span, () => queue(deps, kind, name, fileName, prepared, file));
   } catch (error) {
     // Redis went away between the rename and the add: put the file back so it is claimed again;
     // if even that fails, the in-flight reconcile takes it up.
@@ -123,24 +131,29 @@ async function claimStable(deps: ClaimDeps, kind: SpoolKind, fileName: string, p
 export function resumeInflight(deps: ClaimDeps, kind: SpoolKind, name: string, claimId: string, fileName: string): Promise<ClaimResult> {
   const attributes = { 'carrier_sync.spool_kind': kind, 'carrier_sync.file': fileName, 'carrier_sync.resumed': true };
   return inSpan(`claim ${kind}`, { attributes }, async (span) => {
-    const result = await resumeClaim(deps, kind, name, claimId, fileName);
+    const result = await resumeClaim(inClaim(deps, span), kind, name, claimId, fileName, span);
     span.setAttribute('carrier_sync.claim.result', result);
     return result;
   });
 }
 
-async function resumeClaim(deps: ClaimDeps, kind: SpoolKind, name: string, claimId: string, fileName: string): Promise<ClaimResult> {
+async function resumeClaim(deps: ClaimDeps, kind: SpoolKind, name: string, claimId: string, fileName: string, span: Span): Promise<ClaimResult> {
   const path = join(deps.paths.inflight(kind), name);
   const bytes = await readFile(path);
   // A rename keeps the mtime: the generation is the one the first claim gave it.
   const { mtimeMs } = await lstat(path);
-  const prepared = await prepare(deps, kind, fileName, bytes, claimId, mtimeMs);
+  const prepared = await withSpan(span, () => prepare(deps, kind, fileName, bytes, claimId, mtimeMs));
   if ('error' in prepared) {
     await deps.sink.reject(kind, path, fileName, refused(kind, fileName, prepared.error));
     return 'refused';
   }
   deps.track(kind, name);
-  return queue(deps, kind, name, fileName, prepared);
+  return withSpan(span, () => queue(deps, kind, name, fileName, prepared));
+}
+
+/** The claim's log lines name its trace (tracing on). */
+function inClaim(deps: ClaimDeps, span: Span): ClaimDeps {
+  return isTracingOn() ? { ...deps, logger: loggerIn(deps.logger, span) } : deps;
 }
 
 /** A file to failed/ with its report; its journey says so (seen, when it was read, and refused). */

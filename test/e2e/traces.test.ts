@@ -148,6 +148,8 @@ describe('traces of items', () => {
     // Logs and the journey join the trace.
     const sent = daemon.logs().find((line) => line.msg === 'item sent' && line['deliveryId'] === label);
     expect(sent).toMatchObject({ trace_id: labelTrace });
+    const archived = daemon.logs().find((line) => line.msg === 'file archived' && line['file'] === `${label}.pdf`);
+    expect(archived).toMatchObject({ trace_id: labelTrace });
     const attempt = (await historyOf(label)).find((step) => step.step === 'attempt');
     expect(attempt).toMatchObject({ trace_id: labelTrace, status: 200 });
 

@@ -130,11 +130,6 @@ export function traceIdOf(traceparent: string | undefined): string | undefined {
   return spanContextOf(traceparent)?.traceId;
 }
 
-/** The context whose active span is `span`: the parent of spans started in it. */
-export function contextOfSpan(span: Span | undefined): Context | undefined {
-  return span === undefined ? undefined : trace.setSpan(context.active(), span);
-}
-
 /**
  * `logger` with the span's trace_id and span_id on every line, for work that goes on after an
  * await (the active span is known only in a call's synchronous part: see runtime/tracing.ts).
@@ -179,7 +174,6 @@ export function messagingAttributes(queue: string, operation: 'send' | 'process'
     'messaging.system': 'bullmq',
     'messaging.destination.name': queue,
     'messaging.operation.type': operation,
-    'messaging.operation.name': operation === 'send' ? 'publish' : 'process',
     ...(messageId === undefined ? {} : { 'messaging.message.id': messageId }),
   };
 }

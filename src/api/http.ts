@@ -105,7 +105,6 @@ export function createHttp(options: HttpOptions): Http {
       'http.request.method': request.method,
       'url.full': base.origin + prefix + request.path,
       ...server,
-      'carrier_sync.endpoint': request.endpoint,
     };
     // An answer with a status is marked below (error.type: the status); a failure without one, by inSpan (error.type: its code).
     const isError = (error: unknown): boolean => !(error instanceof SyncError && error.status !== undefined);

@@ -12,7 +12,7 @@ import type { ItemJob, ItemResult, OutcomeMessage } from '../queue/payloads.js';
 import { outcomeEntryJson, outcomeKeys } from '../queue/outcome-list.js';
 import type { AttemptAnswer, SlotUse } from '../gate/push-gate.js';
 import type { PushDeps } from './deps.js';
-import { contextOfSpan, inSpan, spanBoundTo } from '../trace.js';
+import { spanBoundTo } from '../trace.js';
 
 export async function finishItem(
   deps: PushDeps,
@@ -33,16 +33,13 @@ export async function finishItem(
     item.origin.source === 'spool'
       ? { list: outcomeKeys(deps.keys, item.origin.spoolId).list, entry: outcomeEntryJson(outcomeOf(deps, job, result, history, error)) }
       : undefined;
-  // The item's end, in its trace: accepted, duplicate (the API's repeat), superseded or dead-lettered.
-  const end = result === 'repeat' ? 'duplicate' : result;
-  const parent = contextOfSpan(spanBoundTo(job));
-  const attributes = { 'carrier_sync.result': end, 'carrier_sync.attempt': job.attemptsMade + 1 };
-  await inSpan(`settle ${end}`, { attributes, ...(parent === undefined ? {} : { parent }) }, () =>
-    deps.gate.leave(item, jobId, slot, result, answer, {
-      ...(outcome === undefined ? {} : { outcome }),
-      ...(failure === undefined ? {} : { failure: deps.attempts.append(jobId, failure) }),
-    }),
-  );
+  await deps.gate.leave(item, jobId, slot, result, answer, {
+    ...(outcome === undefined ? {} : { outcome }),
+    ...(failure === undefined ? {} : { failure: deps.attempts.append(jobId, failure) }),
+  });
+  // The item's end, in its trace: an event on the run's span (a span of its own cost as much as the
+  // request's; BENCHMARKS.md, issue 38): accepted, duplicate (the API's repeat), superseded or dead-lettered.
+  spanBoundTo(job)?.addEvent(`settled ${result === 'repeat' ? 'duplicate' : result}`);
   if (result === 'repeat') deps.logger.warn({ kind: item.kind, deliveryId: item.deliveryId, jobId }, 'API reported the event_at as a repeat');
 }
 

@@ -104,7 +104,7 @@ export async function startTracing(env: Env, logger: Logger): Promise<Tracing | 
  * StackContextManager, which the browser SDK uses). Not AsyncLocalStorage: on Node 20 that
  * installs a promise hook run for every promise of the process, ~3 % of the daemon's CPU on the mixed
  * drop for nothing (the profile in BENCHMARKS.md, issue 38). Our spans hand their context on
- * explicitly where an await comes between (src/trace.ts: withSpan, contextOfSpan, loggerIn).
+ * explicitly where an await comes between (src/trace.ts: withSpan, bindSpan, loggerIn).
  */
 function synchronousContext(root: Context): OtelApi.ContextManager {
   let current = root;

@@ -31,7 +31,7 @@ beforeAll(async () => {
   // Retries after 2 s: the 503 test turns the fault off well before the second attempt.
   ({ daemon, opsUrl } = await startTraced({
     OTEL_BSP_MAX_QUEUE_SIZE: '64',
-    OTEL_EXPORTER_OTLP_TIMEOUT: '1000',
+    OTEL_EXPORTER_OTLP_TIMEOUT: '15000',
     CARRIER_SYNC_BACKOFF_MS: '2000',
     ...TRACE_URL,
   }));
@@ -76,6 +76,13 @@ const one = (spans: readonly ReceivedSpan[], name: string): ReceivedSpan => {
 const traceOfFile = (file: string, name: string): string | undefined =>
   receiver.spans().find((span) => span.name === name && span.attributes['carrier_sync.file'] === file)?.traceId;
 
+/** This daemon's dropped-span counters, from /metrics. */
+async function droppedSpans(): Promise<{ queueFull: number; exportFailed: number }> {
+  const text = await (await fetch(`${opsUrl}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+  const count = (reason: string): number => Number(new RegExp(`carrier_sync_trace_spans_dropped_total\\{reason="${reason}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+  return { queueFull: count('queue_full'), exportFailed: count('export_failed') };
+}
+
 async function historyOf(deliveryId: string): Promise<JourneyStep[]> {
   const result = await runCli(env.args('history', deliveryId, '--json'), { env: env.env, timeoutMs: 15_000 });
   expect(result.code, result.stderr).toBe(0);
@@ -85,7 +92,7 @@ async function historyOf(deliveryId: string): Promise<JourneyStep[]> {
     .map((line) => JSON.parse(line) as JourneyStep);
 }
 
-/** The document trip every label and CT-e shares: claim → validate → publish → process → POST → settle → archive. */
+/** The document trip every label and CT-e shares: claim → validate → publish → process (settled) → POST → archive. */
 function expectDocumentTrip(spans: readonly ReceivedSpan[], spoolKind: string, kind: string, deliveryId: string, method = 'POST'): { client: ReceivedSpan } {
   const claim = one(spans, `claim ${spoolKind}`);
   expect(claim.parentSpanId).toBe('');
@@ -106,7 +113,7 @@ function expectDocumentTrip(spans: readonly ReceivedSpan[], spoolKind: string, k
   expect(client).toMatchObject({ kind: KIND.client, parentSpanId: process.spanId });
   expect(client.attributes).toMatchObject({ 'http.request.method': method, 'http.response.status_code': 200, 'server.address': '127.0.0.1' });
   expect(String(client.attributes['url.full'])).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1\/delivery\//);
-  expect(one(spans, 'settle accepted').parentSpanId).toBe(process.spanId);
+  expect(process.events).toEqual(['settled accepted']);
   expect(one(spans, `archive ${spoolKind}`).parentSpanId).toBe(publish.spanId);
   return { client };
 }
@@ -140,8 +147,9 @@ describe('traces of items', () => {
     const fileClaim = receiver.spans().find((span) => span.name === 'claim events' && span.attributes['carrier_sync.file'] === 'traced.ndjson');
     expect(eventPublish).toMatchObject({ kind: KIND.producer, parentSpanId: '', links: [{ traceId: fileClaim?.traceId, spanId: fileClaim?.spanId }] });
     expect(eventPublish.traceId).not.toBe(fileClaim?.traceId);
-    const eventSpans = await waitFor(() => (named(inTrace(eventPublish.traceId), 'settle accepted').length === 1 ? inTrace(eventPublish.traceId) : null));
+    const eventSpans = await waitFor(() => (named(inTrace(eventPublish.traceId), 'process collecting').length === 1 ? inTrace(eventPublish.traceId) : null));
     const eventProcess = one(eventSpans, 'process collecting');
+    expect(eventProcess.events).toEqual(['settled accepted']);
     expect(eventProcess.parentSpanId).toBe(eventPublish.spanId);
     expect(one(eventSpans, 'POST').attributes['url.full']).toMatch(/\/v1\/delivery\/collecting$/);
 
@@ -191,28 +199,32 @@ describe('traces of items', () => {
     expect(page).toContain(`href="https://tempo.example/trace/${traceId}?orgId=1"`);
   }, 90_000);
 
-  it('with the receiver stopped, every file still goes through, and spans beyond the queue bound are dropped and counted', async () => {
-    await receiver.stop();
+  it('with the receiver stalled, refusing, then gone, every file still goes through; spans beyond the queue bound are dropped and counted', async () => {
+    // Stalled: the first export (a batch of at most 64 spans) waits its timeout (15 s here) while
+    // the burst's other spans (about 6 a label: 240) pile up past the queue's bound (64).
+    receiver.answer('hang');
     try {
-      const ids = Array.from({ length: 20 }, () => env.sandbox.state.addDelivery().id);
+      const ids = Array.from({ length: 40 }, () => env.sandbox.state.addDelivery().id);
       const before = (await listFiles(join(env.spool, 'archive'))).length;
-      for (const id of ids) await dropFile(join(env.spool, 'labels'), `${id}.pdf`, await makePdf(`unexported ${randomUUID()}`));
+      const pdfs = await Promise.all(ids.map(() => makePdf(`unexported ${randomUUID()}`)));
+      await Promise.all(ids.map((id, i) => dropFile(join(env.spool, 'labels'), `${id}.pdf`, pdfs[i] as Buffer)));
       await waitFor(async () => (await listFiles(join(env.spool, 'archive'))).length === before + ids.length, {
         what: 'every label archived',
         timeoutMs: 30_000,
       });
-      const dropped = await waitFor(
-        async () => {
-          const text = await (await fetch(`${opsUrl}/metrics`)).text();
-          const count = (reason: string): number =>
-            Number(new RegExp(`carrier_sync_trace_spans_dropped_total\\{reason="${reason}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
-          return count('queue_full') > 0 && count('export_failed') > 0 ? { queueFull: count('queue_full'), exportFailed: count('export_failed') } : null;
-        },
-        { what: 'dropped spans counted', timeoutMs: 20_000 },
-      );
-      // 20 labels make about 7 spans each: far more than the bound of 64 wait while nothing is taken.
-      expect(dropped.queueFull).toBeGreaterThan(0);
+      expect((await droppedSpans()).queueFull).toBeGreaterThan(0);
+      // Refusing: a batch the endpoint will not take is given up and counted.
+      receiver.answer('refuse');
+      await waitFor(async () => (await droppedSpans()).exportFailed > 0, { what: 'spans of a refused export counted', timeoutMs: 20_000 });
+      // Gone: the port refuses connections; the work goes on.
+      await receiver.stop();
+      const more = env.sandbox.state.addDelivery().id;
+      await dropFile(join(env.spool, 'labels'), `${more}.pdf`, await makePdf('receiver gone'));
+      await waitFor(async () => (await listFiles(join(env.spool, 'archive'))).length === before + ids.length + 1, {
+        what: 'a label archived with the receiver gone',
+      });
     } finally {
+      receiver.answer('ok');
       await receiver.start();
     }
   }, 90_000);

@@ -1,9 +1,11 @@
 /**
  * A small OTLP/HTTP trace receiver on loopback (http/json, as OpenTelemetry's own exporter tests
  * use): it keeps every span it is sent, flattened, for assertions. `stop()` closes it (an exporter
- * then finds the port refused), `start()` opens it again on the same port.
+ * then finds the port refused), `start()` opens it again on the same port; `answer('hang')` takes
+ * requests and answers none (a backend slow to the point of stalling), `answer('refuse')` answers
+ * 400 (an export given up at once), `answer('ok')` takes spans again (held requests are dropped).
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface ReceivedSpan {
@@ -15,6 +17,8 @@ export interface ReceivedSpan {
   kind: number;
   attributes: Record<string, string | number | boolean>;
   links: Array<{ traceId: string; spanId: string }>;
+  /** The names of the span's events. */
+  events: string[];
   /** OTLP status code: 0 unset, 1 ok, 2 error. */
   statusCode: number;
   service: string;
@@ -28,6 +32,7 @@ export interface OtlpReceiver {
   requests(): number;
   stop(): Promise<void>;
   start(): Promise<void>;
+  answer(mode: 'ok' | 'hang' | 'refuse'): void;
 }
 
 type AnyValue = { stringValue?: string; intValue?: string | number; boolValue?: boolean; doubleValue?: number };
@@ -43,6 +48,7 @@ interface WireSpan {
   kind: number;
   attributes?: KeyValue[];
   links?: Array<{ traceId: string; spanId: string }>;
+  events?: Array<{ name: string }>;
   status?: { code?: number };
 }
 interface ExportRequest {
@@ -54,12 +60,23 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   let requests = 0;
   let port = 0;
   let server: Server | null = null;
+  let mode: 'ok' | 'hang' | 'refuse' = 'ok';
+  const held = new Set<ServerResponse>();
 
   const open = async (): Promise<void> => {
+    if (server !== null) return;
     const next = createServer((request, response) => {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
       request.on('end', () => {
+        if (mode === 'hang') {
+          held.add(response);
+          return;
+        }
+        if (mode === 'refuse') {
+          response.writeHead(400, { 'content-type': 'application/json' }).end('{"message":"refused by the test"}');
+          return;
+        }
         if (request.method !== 'POST' || request.url !== '/v1/traces' || !String(request.headers['content-type']).includes('json')) {
           response.writeHead(415).end();
           return;
@@ -87,6 +104,12 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       await new Promise<void>((resolve) => current.close(() => resolve()));
     },
     start: open,
+    answer(next) {
+      mode = next;
+      if (next === 'hang') return;
+      for (const response of held) response.destroy();
+      held.clear();
+    },
   };
 }
 
@@ -104,6 +127,7 @@ function flatten(body: ExportRequest): ReceivedSpan[] {
           kind: span.kind,
           attributes: attributesOf(span.attributes),
           links: (span.links ?? []).map(({ traceId, spanId }) => ({ traceId, spanId })),
+          events: (span.events ?? []).map(({ name }) => name),
           statusCode: span.status?.code ?? 0,
           service,
         });

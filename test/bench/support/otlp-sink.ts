@@ -1,6 +1,6 @@
 /**
- * BENCH_TRACING=1: every spawned daemon traces (every item sampled) to this sink, an OTLP/HTTP
- * endpoint on loopback in the bench process that takes any export (protobuf, the default protocol,
+ * BENCH_TRACING=1: every spawned daemon traces (every item sampled; with BENCH_TRACING_RATIO=0.1,
+ * one in ten) to this sink, an OTLP/HTTP endpoint on loopback in the bench process that takes any export (protobuf, the default protocol,
  * or JSON) and keeps nothing: the daemon pays for its spans, the sink costs it nothing.
  * Run it with --compare against a build before tracing for "tracing on" against "no tracing".
  */
@@ -28,5 +28,9 @@ export async function tracingEnv(): Promise<Record<string, string>> {
     });
   });
   const { url } = await sink;
-  return { OTEL_EXPORTER_OTLP_ENDPOINT: url, OTEL_TRACES_SAMPLER: 'always_on' };
+  // BENCH_TRACING_RATIO=0.1: one item in ten sampled (parentbased_traceidratio), as docs/tracing.md suggests.
+  const ratio = process.env['BENCH_TRACING_RATIO'];
+  const sampler: Record<string, string> =
+    ratio === undefined ? { OTEL_TRACES_SAMPLER: 'always_on' } : { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: ratio };
+  return { OTEL_EXPORTER_OTLP_ENDPOINT: url, ...sampler };
 }

@@ -7,10 +7,12 @@
  *   claim <kind> (a file; INTERNAL, the root)
  *     validate <kind>
  *     publish <queue> (PRODUCER; its traceparent rides in the job's data)
- *   process <queue> (CONSUMER, one per run of the job: a child of the publish span, and linked to it)
- *     POST (CLIENT: the API request, with traceparent)
- *     settle <result>
- *   archive / fail (the file's end, by the spool's owner: a child of the publish span)
+ *     process <queue> (CONSUMER, one per run of the job: a child of the publish span, and linked
+ *                      to it; its event `settled <result>` is the item's end)
+ *       POST / PUT (CLIENT: the API request, with traceparent)
+ *     archive / fail <kind> (the file's move, by the spool's owner)
+ * A span is active only in a call's synchronous part (runtime/tracing.ts says why); across an await
+ * it is handed on explicitly: withSpan, bindSpan / spanBoundTo, loggerIn.
  * Events of a file are items of their own: each event's publish span starts a trace of its own,
  * linked to the file's claim, so a file of 10,000 events is 10,000 small traces, not one giant one.
  */
@@ -107,11 +109,6 @@ export function contextOf(traceparent: string | undefined): Context {
 export function activeLinks(): Link[] {
   const ids = trace.getActiveSpan()?.spanContext();
   return ids !== undefined && trace.isSpanContextValid(ids) ? [{ context: ids }] : [];
-}
-
-/** The active span, if one records. */
-export function activeSpan(): Span | undefined {
-  return trace.getActiveSpan();
 }
 
 /** Writes the active context's propagation headers (traceparent, tracestate) into `headers`. */

@@ -183,7 +183,7 @@ export function prepare(
   source: 'spool' | 'backfill' = 'spool',
 ): Promise<Prepared> {
   return inSpan(`validate ${kind}`, { attributes: { 'carrier_sync.spool_kind': kind, 'carrier_sync.file': fileName, 'carrier_sync.bytes': bytes.length } }, async (span) => {
-    const prepared = await check(deps, kind, fileName, bytes, claimId, mtimeMs, source);
+    const prepared = await check(deps, { kind, fileName, bytes, claimId, mtimeMs, source });
     if ('error' in prepared) markError(span, prepared.error);
     else if ('events' in prepared) span.setAttributes({ 'carrier_sync.events.valid': prepared.events.records.length, 'carrier_sync.events.invalid': prepared.events.rejects.length });
     else span.setAttribute('carrier_sync.delivery_id', prepared.document.deliveryId);
@@ -191,15 +191,17 @@ export function prepare(
   });
 }
 
-async function check(
-  deps: PrepareDeps,
-  kind: SpoolKind,
-  fileName: string,
-  bytes: Buffer,
-  claimId: string,
-  mtimeMs: number,
-  source: 'spool' | 'backfill',
-): Promise<Prepared> {
+/** What `prepare` checks: a file's bytes, its name and kind, and what its claim gave it. */
+interface CheckedFile {
+  kind: SpoolKind;
+  fileName: string;
+  bytes: Buffer;
+  claimId: string;
+  mtimeMs: number;
+  source: 'spool' | 'backfill';
+}
+
+async function check(deps: PrepareDeps, { kind, fileName, bytes, claimId, mtimeMs, source }: CheckedFile): Promise<Prepared> {
   const receivedAt = new Date(deps.clock.now()).toISOString();
   const origin = { source, spoolId: deps.paths.spoolId, fileName, contentId: claimId.slice(0, 16) };
   const generation = documentGeneration(mtimeMs, claimStampOf(claimId));

@@ -9,6 +9,7 @@ import type { Dispatcher, Pool as UndiciPool } from 'undici';
 import { systemClock, type Clock } from '../clock.js';
 import { SyncError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
+import { injectTraceHeaders, inSpan, isTracingOn, markError, SpanKind } from '../trace.js';
 import { fromTransportError, toSyncError, unreadableSuccess } from './errors.js';
 import type { EndpointName, ResponseSample, ResponseSampleStatus } from './types.js';
 
@@ -60,10 +61,10 @@ export interface Http {
   close(): Promise<void>;
 }
 
-export function createHttp(options: HttpOptions): Http {
+function parseBaseUrl(baseUrl: string): URL {
   let base: URL;
   try {
-    base = new URL(options.baseUrl);
+    base = new URL(baseUrl);
   } catch (error) {
     // The URL itself is left out of the message: it may carry credentials.
     throw new SyncError('CONFIG_INVALID', 'API base URL is not a valid URL', { cause: error });
@@ -71,6 +72,43 @@ export function createHttp(options: HttpOptions): Http {
   if (base.protocol !== 'http:' && base.protocol !== 'https:') {
     throw new SyncError('CONFIG_INVALID', `API base URL must be http or https, not ${base.protocol}`);
   }
+  return base;
+}
+
+/** Where requests go, as the CLIENT span names it: the origin and base path (never a key), and the server. */
+interface TraceTarget {
+  origin: string;
+  server: { 'server.address': string; 'server.port': number };
+}
+
+/** The request as a CLIENT span (HTTP semconv), its traceparent sent along; url.full has no userinfo or key. */
+function tracedSend(send: (request: HttpRequest) => Promise<HttpResponse>, target: TraceTarget, request: HttpRequest): Promise<HttpResponse> {
+  const attributes = {
+    'http.request.method': request.method,
+    'url.full': target.origin + request.path,
+    ...target.server,
+  };
+  // An answer with a status is marked below (error.type: the status); a failure without one, by inSpan (error.type: its code).
+  const isError = (error: unknown): boolean => !(error instanceof SyncError && error.status !== undefined);
+  return inSpan(request.method, { kind: SpanKind.CLIENT, attributes, isError }, async (span) => {
+    const headers: Record<string, string> = { ...request.headers };
+    injectTraceHeaders(headers);
+    try {
+      const response = await send({ ...request, headers });
+      span.setAttribute('http.response.status_code', response.status);
+      return response;
+    } catch (error) {
+      if (error instanceof SyncError && error.status !== undefined) {
+        span.setAttribute('http.response.status_code', error.status);
+        markError(span, error, String(error.status));
+      }
+      throw error;
+    }
+  });
+}
+
+export function createHttp(options: HttpOptions): Http {
+  const base = parseBaseUrl(options.baseUrl);
   const prefix = base.pathname.replace(/\/+$/, '');
   const pool = new Pool(base.origin, {
     connections: options.connections,
@@ -94,6 +132,11 @@ export function createHttp(options: HttpOptions): Http {
       // A broken metrics hook must not turn a delivered item into a failed one.
       logger.warn({ endpoint, err: error }, 'onResponse hook threw');
     }
+  };
+
+  const target: TraceTarget = {
+    origin: base.origin + prefix,
+    server: { 'server.address': base.hostname, 'server.port': Number(base.port || (base.protocol === 'https:' ? 443 : 80)) },
   };
 
   async function send(request: HttpRequest): Promise<HttpResponse> {
@@ -127,7 +170,7 @@ export function createHttp(options: HttpOptions): Http {
   }
 
   return {
-    send,
+    send: (request) => (isTracingOn() ? tracedSend(send, target, request) : send(request)),
     close() {
       closing ??= closePool(pool);
       return closing;

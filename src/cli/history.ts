@@ -36,8 +36,10 @@ export function registerHistory(program: Command): void {
       const kind = kindOf(options.kind);
       let lang: Lang = 'en';
       let invalidLines: InvalidLinesRecord[] = [];
+      let traceUrl: string | null = null;
       const steps = await withContext(command, async (ctx) => {
         lang = ctx.config.lang;
+        traceUrl = ctx.config.history.traceUrl;
         if (lookup.by === 'file' && options.json !== true) {
           const { readInvalidLines } = await import('../journey/events-file-lines.js');
           invalidLines = await readInvalidLines(ctx.redis, ctx.keys, lookup.name, ctx.config.history.retentionDays, Date.now());
@@ -61,14 +63,23 @@ export function registerHistory(program: Command): void {
         for (const step of shown) await write(`${JSON.stringify(step)}\n`);
         return;
       }
-      const [{ describeStep }, { translator }] = await Promise.all([import('../journey/step-text.js'), import('../i18n/translate.js')]);
+      const [{ describeStep, traceLinkOf }, { translator }] = await Promise.all([import('../journey/step-text.js'), import('../i18n/translate.js')]);
       const t = translator(lang);
       if (invalidLines.length > 0) await write(await invalidLinesText(invalidLines, lang));
       if (shown.length === 0) {
         if (invalidLines.length === 0) await write(`${nothingText(lookup, kind, t)}\n`);
         return;
       }
-      await write(timeline(shown, (step) => describeStep(step, lang, { time: (iso) => localTime(iso, { ms: true }), long: (value) => shortened(value) }), t));
+      // An attempt's trace follows its answer: a link when CARRIER_SYNC_TRACE_URL is set, the id otherwise.
+      const traced = (step: JourneyStep): string =>
+        step.trace_id === undefined ? '' : ` · ${t('history.trace', { trace: traceLinkOf(step.trace_id, traceUrl) })}`;
+      await write(
+        timeline(
+          shown,
+          (step) => describeStep(step, lang, { time: (iso) => localTime(iso, { ms: true }), long: (value) => shortened(value) }) + traced(step),
+          t,
+        ),
+      );
     });
 }
 

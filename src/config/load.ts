@@ -64,6 +64,7 @@ export const ENV_VARIABLES: ReadonlyArray<readonly [string, readonly string[], P
   ['CARRIER_SYNC_CONCURRENCY', ['delivery', 'concurrency'], asInt],
   ['CARRIER_SYNC_DEDUP_RETENTION_DAYS', ['dedup', 'retentionDays'], asInt],
   ['CARRIER_SYNC_HISTORY_DAYS', ['history', 'retentionDays'], asInt],
+  ['CARRIER_SYNC_TRACE_URL', ['history', 'traceUrl'], asNullableString],
   ['CARRIER_SYNC_GRACE_MS', ['shutdown', 'graceMs'], asInt],
   ['LOG_LEVEL', ['log', 'level'], asString],
   ['CARRIER_SYNC_LANG', ['lang'], asString],

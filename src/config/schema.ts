@@ -104,7 +104,16 @@ export const configSchema = z
       })
       .strict(),
     dedup: z.object({ retentionDays: positiveInt }).strict(),
-    history: z.object({ retentionDays: positiveInt }).strict(),
+    history: z
+      .object({
+        retentionDays: positiveInt,
+        /** A link to the tracing tool: `{traceId}` is replaced by an attempt's trace id (docs/tracing.md). */
+        traceUrl: z
+          .string()
+          .regex(/^https?:\/\/\S*\{traceId\}\S*$/, 'must be an http(s) URL holding {traceId}, e.g. https://tempo.example/trace/{traceId}')
+          .nullable(),
+      })
+      .strict(),
     http: z
       .object({
         port: z.number().int().min(0).max(65535),

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { eventRef, KIND_CODE, SELF, stepJson, type StoredStep } from '../journey/journey.js';
 import type { ItemJob, ItemResult } from '../store/payloads.js';
 import { claimRecord } from './event-claims.js';
+import { traceIdOf } from '../trace.js';
 
 /** A slot whose request was made: its member, and `performance.now()` when the answer (or failure) came. */
 export interface SlotUse {
@@ -104,8 +105,17 @@ export function leaveSteps(item: ItemJob, slot: SlotUse | null, result: ItemResu
 }
 
 /** The journey's step of an attempt that goes: its id, its number, and this process. */
-export function goStep(base: Pick<StoredStep, 'k' | 'h' | 'i'>, member: string, attempt: number | undefined): string {
-  return stepJson({ ...base, s: 'attempt', a: attemptIdOf(member), ...(attempt === undefined ? {} : { n: attempt }), w: SELF });
+export function goStep(base: Pick<StoredStep, 'k' | 'h' | 'i'>, member: string, attempt: number | undefined, traceparent?: string): string {
+  // The attempt's span is a child of the span that queued the job: its trace is the traceparent's.
+  const traceId = traceIdOf(traceparent);
+  return stepJson({
+    ...base,
+    s: 'attempt',
+    a: attemptIdOf(member),
+    ...(attempt === undefined ? {} : { n: attempt }),
+    w: SELF,
+    ...(traceId === undefined ? {} : { tr: traceId }),
+  });
 }
 
 /** The journey's step of a job sent again because its previous attempt's owner died with the answer. */

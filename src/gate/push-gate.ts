@@ -299,7 +299,7 @@ class RedisPushGate implements PushGate {
         ...this.#slotArgs(member),
         ...this.#activityArgs,
         ...journalArgs(keys, item.deliveryId, this.#journeyTtlSec),
-        goStep(base, member, attempt),
+        goStep(base, member, attempt, item.trace),
         // The superseded and already-accepted steps' fields, without braces: the script makes the step it takes.
         JSON.stringify(base).slice(1, -1),
         ...this.#ownerArgs(item),
@@ -333,7 +333,7 @@ class RedisPushGate implements PushGate {
         ...this.#slotArgs(member),
         ...this.#activityArgs,
         ...journalArgs(keys, item.deliveryId, this.#journeyTtlSec),
-        goStep(stepBase(item), member, attempt),
+        goStep(stepBase(item), member, attempt, item.trace),
         ...this.#claimArgs(item),
         ...this.#ownerArgs(item),
       ],

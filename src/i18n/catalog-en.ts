@@ -201,6 +201,7 @@ export const EN = {
   'history.attempt': 'attempt {n}: {answer}',
   'history.attemptBy': 'attempt {n} by {host} pid {pid}: {answer}',
   'history.noAnswer': 'no answer recorded',
+  'history.trace': 'trace {trace}',
   'history.noResponse': 'no response',
   'history.superseded': 'not sent: superseded by {by}',
   'history.supersededNewer': 'not sent: superseded by a newer {kind}',

@@ -201,6 +201,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'history.attempt': 'tentativa {n}: {answer}',
   'history.attemptBy': 'tentativa {n} por {host} pid {pid}: {answer}',
   'history.noAnswer': 'nenhuma resposta registrada',
+  'history.trace': 'rastreamento {trace}',
   'history.noResponse': 'sem resposta',
   'history.superseded': 'não enviado: substituído por {by}',
   'history.supersededNewer': 'não enviado: substituído por um {kind} mais novo',

@@ -30,6 +30,8 @@ export interface JourneyStep {
   /** A refusal's reason key and values (i18n/reason.ts): the message in another language. */
   reason?: StoredReason;
   durationMs?: number;
+  /** The attempt's trace id (tracing on): where to find its request in the tracing tool. */
+  trace_id?: string;
   /** 'none': the attempt started and no answer was recorded (the process died mid-request, or it is still on the wire). */
   answer?: 'none';
   event_at?: string;
@@ -193,6 +195,7 @@ function withFacts(base: JourneyStep, step: StoredStep, known: Known): JourneySt
     view.pid = Number(step.w.slice(cut + 1));
   }
   if (step.n !== undefined) view.attempt = step.n;
+  if (step.tr !== undefined) view.trace_id = step.tr;
   addAnswer(view, step, known);
   if (step.s === 'superseded') {
     const newest = known.newestQueued.get(step.k);

@@ -61,6 +61,8 @@ export interface StoredStep {
   /** Attempt number and the attempt's id (joins an attempt's start to its answer). */
   n?: number;
   a?: string;
+  /** The attempt's trace id (tracing on): its CONSUMER span's trace, which holds the API request. */
+  tr?: string;
   /** HTTP status, the API's code, the request's duration (ms). */
   st?: number;
   ac?: string;

@@ -7,6 +7,11 @@ import { describeFailure } from '../i18n/reason.js';
 import { say, type Lang, type MessageKey, type MessageValues } from '../i18n/translate.js';
 import type { JourneyStep } from './journey-read.js';
 
+/** An attempt's trace as the reader follows it: the template with `{traceId}` replaced, or the id itself. */
+export function traceLinkOf(traceId: string, template: string | null): string {
+  return template === null ? traceId : template.replaceAll('{traceId}', traceId);
+}
+
 /** How a step's text writes a time and a long internal number (sha256, generation): the CLI and the page differ. */
 export interface StepFormat {
   time: (iso: string) => string;

@@ -139,5 +139,6 @@ function historyRouteOptions(basePath: string, sources: OverviewSources): Histor
     now: () => sources.clock.now(),
     lang: sources.lang ?? 'en',
     queues: sources.queues,
+    traceUrl: sources.traceUrl ?? null,
   };
 }

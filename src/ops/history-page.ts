@@ -6,7 +6,7 @@
  */
 import { isMessageKey, translator, type Lang, type Translate } from '../i18n/translate.js';
 import type { JourneyStep } from '../journey/journey-read.js';
-import { describeStep } from '../journey/step-text.js';
+import { describeStep, traceLinkOf } from '../journey/step-text.js';
 import { lineReason, type InvalidLinesRecord } from '../journey/events-file-lines.js';
 import { renderReason } from '../i18n/reason.js';
 import { escape, kindName, searchForm, timeTag, UTC_OFFSET } from './overview-page.js';
@@ -44,6 +44,17 @@ export interface HistoryView {
   invalidLines?: readonly InvalidLinesRecord[];
   /** A delivery's page: where each of its items stands now. */
   current?: readonly ItemState[];
+  /** CARRIER_SYNC_TRACE_URL: an attempt's trace id is a link through it; without one, the id as text. */
+  traceUrl?: string | null;
+}
+
+/** An attempt's trace: a link to the tracing tool when a template is set, the id otherwise. */
+function traceCell(step: JourneyStep, template: string | null, t: Translate): string {
+  if (step.trace_id === undefined) return '';
+  const label = escape(t('history.trace', { trace: step.trace_id }));
+  return template === null
+    ? ` <code class="trace" data-trace="${escape(step.trace_id)}">${label}</code>`
+    : ` <a class="trace" data-trace="${escape(step.trace_id)}" href="${escape(traceLinkOf(step.trace_id, template))}" target="_blank" rel="noopener noreferrer">${label}</a>`;
 }
 
 /** A step's name as a person reads it (`data-step` keeps the one scripts and tests match on). */
@@ -109,7 +120,7 @@ export function renderHistoryPage(view: HistoryView, base: string, lang: Lang = 
         .map((s) => {
           const item = s.kind === 'collecting' ? `event_at ${s.event_at ?? '?'}` : (s.file ?? '');
           const when = timeTag(s.at, s.at.replace('T', ' ').slice(0, 23));
-          return `<tr class="step ${toneOf(s)}" data-step="${escape(s.step)}"><td class="when">${when}</td><td>${escape(kindName(s.kind, t))}</td><td class="file" title="${escape(item)}">${escape(item)}</td><td><b>${escape(stepName(s.step, t))}</b></td><td class="reason">${stepHtml(s, lang)}</td></tr>`;
+          return `<tr class="step ${toneOf(s)}" data-step="${escape(s.step)}"><td class="when">${when}</td><td>${escape(kindName(s.kind, t))}</td><td class="file" title="${escape(item)}">${escape(item)}</td><td><b>${escape(stepName(s.step, t))}</b></td><td class="reason">${stepHtml(s, lang)}${traceCell(s, view.traceUrl ?? null, t)}</td></tr>`;
         })
         .join('');
       const heading = escape(t('ui.history.delivery', { delivery: deliveryId }));

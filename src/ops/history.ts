@@ -25,13 +25,15 @@ export interface HistoryRouteOptions {
   lang: Lang;
   /** The item queues: a dead letter's job id for its replay button. */
   queues: QueueSet;
+  /** CARRIER_SYNC_TRACE_URL: an attempt's trace id becomes a link through it. */
+  traceUrl: string | null;
 }
 
 /** A query that names a file rather than a delivery: it ends in one of the spool's extensions. */
 const FILE_NAME = /\.(pdf|xml|ndjson|jsonl|csv)$/i;
 
 export function registerHistory(scope: FastifyInstance, options: HistoryRouteOptions): void {
-  const { basePath: base, redis, keys, retentionDays } = options;
+  const { basePath: base, redis, keys, retentionDays, traceUrl } = options;
   const html = (body: string) => ({ type: 'text/html; charset=utf-8', body });
 
   const langOf = (request: FastifyRequest): Lang => langOfAcceptLanguage(request.headers['accept-language'], options.lang);
@@ -45,7 +47,7 @@ export function registerHistory(scope: FastifyInstance, options: HistoryRouteOpt
       readInvalidLines(redis, keys, query, retentionDays, options.now()),
     ]);
     const page = html(
-      renderHistoryPage({ lookup: { by: 'file', name: query }, query, steps, retentionDays, jsonHref: null, invalidLines }, base, langOf(request)),
+      renderHistoryPage({ lookup: { by: 'file', name: query }, query, steps, retentionDays, jsonHref: null, invalidLines, traceUrl }, base, langOf(request)),
     );
     return reply.type(page.type).header('cache-control', 'no-store').send(page.body);
   });
@@ -63,7 +65,11 @@ export function registerHistory(scope: FastifyInstance, options: HistoryRouteOpt
       ? withDeadLetterIds(states, await deadLettersOf(redis, options.queues, deliveryId))
       : states;
     const page = html(
-      renderHistoryPage({ lookup: { by: 'delivery', name: deliveryId }, query: deliveryId, steps, retentionDays, jsonHref, current }, base, langOf(request)),
+      renderHistoryPage(
+        { lookup: { by: 'delivery', name: deliveryId }, query: deliveryId, steps, retentionDays, jsonHref, current, traceUrl },
+        base,
+        langOf(request),
+      ),
     );
     return reply.type(page.type).send(page.body);
   });

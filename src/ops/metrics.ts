@@ -38,6 +38,8 @@ export interface MetricsSources {
   redisOutages?: () => number;
   /** Whether Redis refuses this process's writes now (OOM, NOREPLICAS, MISCONF: `store/redis-health.ts`). */
   redisWritesRefused?: () => boolean;
+  /** Spans tracing dropped (queue full, export failed: runtime/tracing.ts); absent: tracing is off. */
+  spansDropped?: () => { queueFull: number; exportFailed: number };
   /** Notification attempts by channel and result (`store/notify-record.ts`), deployment-wide. */
   notificationCounts?: () => Promise<Array<{ channel: string; result: string; count: number }>>;
 }
@@ -113,6 +115,19 @@ function processMetrics(registry: Registry, read: ReadSources): void {
       if (sources?.redisOutages === undefined) return;
       this.reset();
       this.inc(sources.redisOutages());
+    },
+  });
+  new Counter({
+    name: 'carrier_sync_trace_spans_dropped_total',
+    help: 'Spans this process did not export: the export queue was full (queue_full) or the OTLP endpoint did not take a batch (export_failed). Only with tracing on.',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      const dropped = read()?.spansDropped?.();
+      if (dropped === undefined) return;
+      this.reset();
+      this.inc({ reason: 'queue_full' }, dropped.queueFull);
+      this.inc({ reason: 'export_failed' }, dropped.exportFailed);
     },
   });
   new Gauge({

@@ -49,6 +49,8 @@ export interface OverviewSources {
   isDraining(): boolean;
   /** How long journeys are kept (s): a replay from the page is recorded in its items' journeys. */
   historyTtlSec?: number;
+  /** CARRIER_SYNC_TRACE_URL: the timeline page links an attempt's trace id through it. */
+  traceUrl?: string | null;
   /** Redis' topology: kind, primary, replicas, last failover (see `store/topology.ts`). */
   topology?: () => Promise<Topology>;
 }

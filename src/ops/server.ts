@@ -44,7 +44,7 @@ export interface OpsServerOptions {
   /** What the `/ui` overview needs beyond the enqueue deps. */
   overview: Pick<
     OverviewSources,
-    'authGate' | 'ratePerMinute' | 'maxQueued' | 'spoolId' | 'inboxCounts' | 'spoolDisk' | 'redisWritesRefused' | 'lang' | 'topology'
+    'authGate' | 'ratePerMinute' | 'maxQueued' | 'spoolId' | 'inboxCounts' | 'spoolDisk' | 'redisWritesRefused' | 'lang' | 'topology' | 'traceUrl'
   >;
   logger: Logger;
   /** Run just before listening: the waiting server (waiting-server.ts) hands the port over. */

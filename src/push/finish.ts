@@ -12,6 +12,7 @@ import type { ItemJob, ItemResult, OutcomeMessage } from '../store/payloads.js';
 import { outcomeEntryJson, outcomeKeys } from '../queue/outcome-list.js';
 import type { AttemptAnswer, SlotUse } from '../gate/push-gate.js';
 import type { PushDeps } from './deps.js';
+import { spanBoundTo } from '../trace.js';
 
 export async function finishItem(
   deps: PushDeps,
@@ -36,6 +37,9 @@ export async function finishItem(
     ...(outcome === undefined ? {} : { outcome }),
     ...(failure === undefined ? {} : { failure: deps.attempts.append(jobId, failure) }),
   });
+  // The item's end, in its trace: an event on the run's span (a span of its own cost as much as the
+  // request's; BENCHMARKS.md, issue 38): accepted, duplicate (the API's repeat), superseded or dead-lettered.
+  spanBoundTo(job)?.addEvent(`settled ${result === 'repeat' ? 'duplicate' : result}`);
   if (result === 'repeat') deps.logger.warn({ kind: item.kind, deliveryId: item.deliveryId, jobId }, 'API reported the event_at as a repeat');
 }
 
@@ -58,5 +62,6 @@ function outcomeOf(
     ...(error === undefined ? {} : { error: error.toJSON() }),
     ...(history[0] === undefined ? {} : { firstFailureAt: history[0].at }),
     ...(history.length === 0 ? {} : { lastFailureAt: history[history.length - 1]?.at }),
+    ...(item.trace === undefined ? {} : { trace: item.trace }),
   };
 }

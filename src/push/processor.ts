@@ -27,6 +27,20 @@ import type { PushDeps } from './deps.js';
 import { writeAnswer } from './answer-write.js';
 import { finishItem } from './finish.js';
 import { sendItem } from './send.js';
+import {
+  bindSpan,
+  contextOf,
+  inSpan,
+  isTracingOn,
+  itemAttributes,
+  loggerIn,
+  messagingAttributes,
+  spanBoundTo,
+  spanContextOf,
+  SpanKind,
+  withSpan,
+  type Span,
+} from '../trace.js';
 
 /** Longest a job holds its worker slot waiting for the shared limiter before stepping aside. */
 const MAX_SLOT_WAIT_MS = 15_000;
@@ -42,6 +56,44 @@ const UNREPLICATED_ANSWER: AttemptAnswer = { durationMs: 0, message: 'not sent: 
 const PROBE_MAX_MS = 300_000;
 
 export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: string) => Promise<string> {
+  const run = processJob(deps);
+  return (job, token) =>
+    isTracingOn()
+      ? traced(job, (span) => {
+          // This run's span, for its request and its end (sent within it), and on its log lines.
+          bindSpan(job, span);
+          return processJob({ ...deps, logger: loggerIn(deps.logger, span) })(job, token);
+        })
+      : run(job, token);
+}
+
+/**
+ * One run of a job as a CONSUMER span, the child of the span that queued it and linked to it: an
+ * item's retries stay in the item's one trace (at most its attempts and steps aside: small), and
+ * tools that follow the messaging conventions' link find the enqueue too. A job queued without a
+ * trace (tracing was off) starts a trace of its own. A step aside (DelayedError) is no error.
+ */
+function traced(job: Job<ItemJob>, run: (span: Span) => Promise<string>): Promise<string> {
+  const item = job.data;
+  const producer = spanContextOf(item.trace);
+  const attributes = { ...messagingAttributes(item.kind, 'process', String(job.id)), ...itemAttributes(item), 'carrier_sync.attempt': job.attemptsMade + 1 };
+  const options = { kind: SpanKind.CONSUMER, attributes, links: producer === undefined ? [] : [{ context: producer }], parent: contextOf(item.trace) };
+  return inSpan(`process ${item.kind}`, { ...options, isError: (error) => !(error instanceof DelayedError) }, async (span) => {
+    try {
+      const result = await run(span);
+      span.setAttribute('carrier_sync.result', result);
+      return result;
+    } catch (error) {
+      span.setAttribute(
+        'carrier_sync.result',
+        error instanceof DelayedError ? 'stepped-aside' : error instanceof UnrecoverableError ? 'dead-lettered' : 'failed',
+      );
+      throw error;
+    }
+  });
+}
+
+function processJob(deps: PushDeps): (job: Job<ItemJob>, token?: string) => Promise<string> {
   return async (job, token) => {
     const item = job.data;
     const jobId = String(job.id);
@@ -98,7 +150,8 @@ async function send(
   let result: Extract<ItemResult, 'accepted' | 'repeat'>;
   const sentAt = performance.now();
   try {
-    result = await sendItem(deps.client, item);
+    // The request's span is a child of this run's (started in the call's synchronous part).
+    result = await withSpan(spanBoundTo(job), () => sendItem(deps.client, item));
   } catch (error) {
     const used: SlotUse = { slot, respondedAt: performance.now() };
     const syncError = toSyncError(error);

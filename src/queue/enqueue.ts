@@ -16,6 +16,7 @@ import type { QueueSet } from './queues.js';
 import { addStat, type Stats } from '../store/stats.js';
 import { appendSteps, prepareJourney, type JourneyEntry } from '../journey/journey.js';
 import { documentSteps, eventSteps, type SeenFile } from './job-steps.js';
+import { activeLinks, isTracingOn, itemAttributes, markError, messagingAttributes, SpanKind, traceparentOf, tracer } from '../trace.js';
 
 export interface EnqueueDeps {
   redis: RedisConnection;
@@ -59,7 +60,25 @@ export function collectingJobId(deliveryId: string, instantKey: string): string 
 export function enqueueDocument(deps: EnqueueDeps, job: LabelJob | CteJob, seen?: SeenFile): Promise<{ jobId: string; result: DocumentEnqueueResult }> {
   let batcher = batchers.get(deps);
   if (batcher === undefined) batchers.set(deps, (batcher = documentBatcher(deps)));
-  return batcher(job, seen);
+  if (!isTracingOn()) return batcher(job, seen);
+  // PRODUCER: a child of the file's claim; its traceparent rides in the job (a job that exists keeps its own).
+  const span = tracer().startSpan(`publish ${job.kind}`, {
+    kind: SpanKind.PRODUCER,
+    attributes: { ...messagingAttributes(job.kind, 'send', documentJobId(job)), ...itemAttributes(job) },
+  });
+  const trace = traceparentOf(span);
+  return batcher(trace === undefined ? job : { ...job, trace }, seen).then(
+    (outcome) => {
+      span.setAttribute('carrier_sync.enqueue.result', outcome.result);
+      span.end();
+      return outcome;
+    },
+    (error: unknown) => {
+      markError(span, error);
+      span.end();
+      throw error;
+    },
+  );
 }
 
 type DocumentOutcome = { jobId: string; result: DocumentEnqueueResult };
@@ -218,6 +237,46 @@ export interface EventsEnqueueResult {
  * in the mixed drop the next event of a delivery went out 0.8 s after the answer to the one before.)
  */
 export async function enqueueEvents(deps: EnqueueDeps, events: readonly CollectingJob[]): Promise<EventsEnqueueResult> {
+  if (!isTracingOn()) return enqueueEventsNow(deps, events);
+  // Each event is an item with a trace of its own, linked to where it came from (a file's claim):
+  // a file of many events is many small traces, not one that fans out without bound.
+  const links = activeLinks();
+  const spans = events.map((event) =>
+    tracer().startSpan(`publish ${event.kind}`, {
+      kind: SpanKind.PRODUCER,
+      root: true,
+      links,
+      attributes: {
+        ...messagingAttributes(event.kind, 'send', collectingJobId(event.deliveryId, event.instantKey)),
+        ...itemAttributes(event),
+        'carrier_sync.event_at': event.eventAt,
+      },
+    }),
+  );
+  try {
+    const result = await enqueueEventsNow(
+      deps,
+      events.map((event, i) => {
+        const trace = traceparentOf(spans[i]);
+        return trace === undefined ? event : { ...event, trace };
+      }),
+    );
+    const duplicates = new Set(result.duplicates.map(({ index }) => index));
+    spans.forEach((span, i) => {
+      span.setAttribute('carrier_sync.enqueue.result', duplicates.has(i) ? 'duplicate' : 'queued');
+      span.end();
+    });
+    return result;
+  } catch (error) {
+    for (const span of spans) {
+      markError(span, error);
+      span.end();
+    }
+    throw error;
+  }
+}
+
+async function enqueueEventsNow(deps: EnqueueDeps, events: readonly CollectingJob[]): Promise<EventsEnqueueResult> {
   const order = inRankOrder(events);
   prepareJourney(deps.redis);
   const result: EventsEnqueueResult = { jobIds: [], duplicates: [], alreadySent: [] };

@@ -39,6 +39,7 @@ export async function startHttpRole(ctx: Context, deps: HttpRoleDeps): Promise<O
       ratePerMinute: config.delivery.ratePerMinute,
       maxQueued: config.delivery.maxQueued,
       lang: config.lang,
+      traceUrl: config.history.traceUrl,
       spoolId: await spoolIdOf(config.spool),
       inboxCounts: inboxCounter(config.spool),
       topology: () => readTopology(ctx.redis, ctx.redisTarget, ctx.keys.topology, config.prefix),

@@ -34,6 +34,7 @@ import { checkRedisDurability, openContext, type Context } from './context.js';
 import { createClosers, type Closers } from './closers.js';
 import { ContactAbandoned } from './redis-contact.js';
 import type { WaitingServer } from '../ops/waiting-server.js';
+import { startTracing, type Tracing } from './tracing.js';
 
 /** What the API client reports after each request: the http role's request metrics, or nothing. */
 type ObserveRequest = Metrics['observeRequest'];
@@ -76,6 +77,8 @@ interface DaemonState {
   isDraining: boolean;
   /** Who holds the spool (watcher role only), for /readyz. */
   spoolLease: (() => Promise<SpoolReadiness>) | null;
+  /** Tracing (OTEL_* settings), when an endpoint is set: started first, its last spans sent last. */
+  tracing: Tracing | null;
 }
 
 export function startDaemon(config: Readonly<Config>, roles: readonly Role[], logger: Logger): DaemonHandle {
@@ -93,6 +96,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
     stopIntake: [],
     isDraining: false,
     spoolLease: null,
+    tracing: null,
   };
   const ready = start(state);
   ready.then(
@@ -117,6 +121,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
 async function start(state: DaemonState): Promise<void> {
   const { config, roles, logger } = state;
   if (roles.includes('http')) await openWaitingServer(state);
+  state.tracing = await startTracing(process.env, logger);
   const ctx = await openShared(state);
   if (state.isStopRequested) throw new ContactAbandoned();
   let observeRequest: ObserveRequest = () => {};
@@ -186,6 +191,7 @@ async function watchHealth(state: DaemonState, ctx: Context): Promise<{ metrics:
     maxQueued: config.delivery.maxQueued,
     ...(roles.includes('watcher') ? { spoolDisk } : {}),
     redisOutages: () => ctx.health.outages(),
+    ...(state.tracing === null ? {} : { spansDropped: state.tracing.dropped }),
     redisWritesRefused: () => ctx.health.writesRefused() !== null,
     notificationCounts: () => readSendCounts(ctx.redis, ctx.keys),
   });
@@ -231,6 +237,7 @@ async function shutDown(state: DaemonState, ready: Promise<void>): Promise<void>
   // failure is the one line the operator needs).
   if (phase === 'failed') {
     await state.closers.closeAll();
+    await state.tracing?.shutdown();
     return;
   }
   // Whatever hangs (a Redis that is gone, full or failing over, an API that does not answer, a
@@ -253,6 +260,7 @@ async function shutDown(state: DaemonState, ready: Promise<void>): Promise<void>
 async function stopStarting(state: DaemonState, ready: Promise<void>): Promise<void> {
   await state.closers.closeAll();
   await ready.catch(() => {});
+  await state.tracing?.shutdown();
 }
 
 async function stopStarted(state: DaemonState): Promise<void> {
@@ -266,6 +274,8 @@ async function stopStarted(state: DaemonState): Promise<void> {
     }
   }
   await state.closers.closeAll();
+  // The spans of the last moves go out (a flush bounded to 3 s); the exporter never holds the stop longer.
+  await state.tracing?.shutdown();
 }
 
 /** True when `promise` settles within `ms`; false when the time ran out first. */

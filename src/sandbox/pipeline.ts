@@ -103,6 +103,8 @@ async function admit(
     keyId: null,
     bodyBytes: Number.isFinite(declared) ? declared : 0,
   };
+  const traceparent = request.headers.traceparent;
+  if (typeof traceparent === 'string') entry.traceparent = traceparent;
   pending.set(request, entry);
   const faults = deps.faults();
   if (faults.resetRate > 0 && deps.random() < faults.resetRate) {

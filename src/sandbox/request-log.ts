@@ -27,6 +27,8 @@ export interface SandboxRequest {
   bodyBytes: number;
   /** sha256 (hex) of the decoded PDF bytes of an accepted label. */
   labelSha256?: string;
+  /** The W3C traceparent header the request carried (the caller's trace: tracing tools join ours to it). */
+  traceparent?: string;
 }
 
 export type PendingRequest = Omit<SandboxRequest, 'seq' | 'status' | 'durationMs'>;

@@ -25,6 +25,7 @@ import type { JourneyWriter } from '../journey/journey.js';
 import { refusedSteps, type SeenFile } from '../queue/job-steps.js';
 import { diskOf, fileCallsOf } from './file-calls.js';
 import { noteInvalidLines } from './invalid-lines.js';
+import { inSpan, isTracingOn, loggerIn, markError, withSpan, type Span } from '../trace.js';
 import { claimStampOf, inflightName, newClaimId, type SpoolPaths } from './paths.js';
 
 /** Where files go that do not become jobs; the outcome stage implements it. */
@@ -72,6 +73,24 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   // mtime must be writeStableMs old too (the watcher already waited writeStableMs without events).
   const isUnchanged = seen.size < 0 ? Date.now() - stat.mtimeMs >= deps.spool.writeStableMs : stat.size === seen.size && stat.mtimeMs === seen.mtimeMs;
   if (!isUnchanged) return 'changed';
+  // The item's trace starts here: a stable file, about to be read (docs/tracing.md).
+  return inSpan(`claim ${kind}`, { attributes: { 'carrier_sync.spool_kind': kind, 'carrier_sync.file': fileName } }, async (span) => {
+    const result = await claimStable(inClaim(deps, span), kind, fileName, path, stat, span);
+    span.setAttribute('carrier_sync.claim.result', result);
+    return result;
+  });
+}
+
+/** A stable file: read, checked, then refused or moved in flight and queued. */
+async function claimStable(
+  deps: ClaimDeps,
+  kind: SpoolKind,
+  fileName: string,
+  path: string,
+  stat: { size: number; mtimeMs: number },
+  span: Span,
+): Promise<ClaimResult> {
+  const fs = fileCallsOf(diskOf(deps.spool));
   const limit = limitOf(deps.spool, kind);
   if (stat.size > limit.bytes) {
     await refuse(deps, kind, path, fileName, refused(kind, fileName, refusal(limit.code, reasonOf('reason.spool.tooLarge', { file: fileName, bytes: String(stat.size), max: String(limit.bytes) }))));
@@ -84,7 +103,8 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   // Hashed once: the claim id starts with the hash, the journey keeps all of it.
   const file: SeenFile = { sha256: hash('sha256', bytes, 'hex'), size: bytes.length, mtimeMs: stat.mtimeMs };
   const claimId = newClaimId(bytes, file.sha256);
-  const prepared = await prepare(deps, kind, fileName, bytes, claimId, stat.mtimeMs);
+  // The claim's span is the parent of the validation's and the enqueue's (started in the calls' synchronous part).
+  const prepared = await withSpan(span, () => prepare(deps, kind, fileName, bytes, claimId, stat.mtimeMs));
   if ('error' in prepared) {
     await refuse(deps, kind, path, fileName, refused(kind, fileName, prepared.error), file);
     return 'refused';
@@ -96,7 +116,7 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   await fs.rename(path, inflightPath);
   deps.track(kind, name);
   try {
-    return await queue(deps, kind, name, fileName, prepared, file);
+    return await withSpan(span, () => queue(deps, kind, name, fileName, prepared, file));
   } catch (error) {
     // Redis went away between the rename and the add: put the file back so it is claimed again;
     // if even that fails, the in-flight reconcile takes it up.
@@ -109,18 +129,32 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
 }
 
 /** Takes up a file found in .inflight/ (a claim interrupted by a crash, or a lost outcome). */
-export async function resumeInflight(deps: ClaimDeps, kind: SpoolKind, name: string, claimId: string, fileName: string): Promise<ClaimResult> {
+export function resumeInflight(deps: ClaimDeps, kind: SpoolKind, name: string, claimId: string, fileName: string): Promise<ClaimResult> {
+  const attributes = { 'carrier_sync.spool_kind': kind, 'carrier_sync.file': fileName, 'carrier_sync.resumed': true };
+  return inSpan(`claim ${kind}`, { attributes }, async (span) => {
+    const result = await resumeClaim(inClaim(deps, span), kind, name, claimId, fileName, span);
+    span.setAttribute('carrier_sync.claim.result', result);
+    return result;
+  });
+}
+
+async function resumeClaim(deps: ClaimDeps, kind: SpoolKind, name: string, claimId: string, fileName: string, span: Span): Promise<ClaimResult> {
   const path = join(deps.paths.inflight(kind), name);
   const bytes = await readFile(path);
   // A rename keeps the mtime: the generation is the one the first claim gave it.
   const { mtimeMs } = await lstat(path);
-  const prepared = await prepare(deps, kind, fileName, bytes, claimId, mtimeMs);
+  const prepared = await withSpan(span, () => prepare(deps, kind, fileName, bytes, claimId, mtimeMs));
   if ('error' in prepared) {
     await deps.sink.reject(kind, path, fileName, refused(kind, fileName, prepared.error));
     return 'refused';
   }
   deps.track(kind, name);
-  return queue(deps, kind, name, fileName, prepared);
+  return withSpan(span, () => queue(deps, kind, name, fileName, prepared));
+}
+
+/** The claim's log lines name its trace (tracing on). */
+function inClaim(deps: ClaimDeps, span: Span): ClaimDeps {
+  return isTracingOn() ? { ...deps, logger: loggerIn(deps.logger, span) } : deps;
 }
 
 /** A file to failed/ with its report; its journey says so (seen, when it was read, and refused). */
@@ -137,9 +171,11 @@ function refused(kind: SpoolKind, fileName: string, error: { code: string; messa
 
 export type Prepared = { document: LabelJob | CteJob } | { events: ReturnType<typeof parseEventsFile> & { batchId: string } } | { error: SyncError };
 
+type PrepareDeps = Pick<ClaimDeps, 'spool' | 'clock' | 'logger'> & { paths: Pick<SpoolPaths, 'spoolId'> };
+
 /** Checks a file's bytes and builds what will be queued; used by claims and by `backfill`. */
-export async function prepare(
-  deps: Pick<ClaimDeps, 'spool' | 'clock' | 'logger'> & { paths: Pick<SpoolPaths, 'spoolId'> },
+export function prepare(
+  deps: PrepareDeps,
   kind: SpoolKind,
   fileName: string,
   bytes: Buffer,
@@ -147,6 +183,26 @@ export async function prepare(
   mtimeMs: number,
   source: 'spool' | 'backfill' = 'spool',
 ): Promise<Prepared> {
+  return inSpan(`validate ${kind}`, { attributes: { 'carrier_sync.spool_kind': kind, 'carrier_sync.file': fileName, 'carrier_sync.bytes': bytes.length } }, async (span) => {
+    const prepared = await check(deps, { kind, fileName, bytes, claimId, mtimeMs, source });
+    if ('error' in prepared) markError(span, prepared.error);
+    else if ('events' in prepared) span.setAttributes({ 'carrier_sync.events.valid': prepared.events.records.length, 'carrier_sync.events.invalid': prepared.events.rejects.length });
+    else span.setAttribute('carrier_sync.delivery_id', prepared.document.deliveryId);
+    return prepared;
+  });
+}
+
+/** What `prepare` checks: a file's bytes, its name and kind, and what its claim gave it. */
+interface CheckedFile {
+  kind: SpoolKind;
+  fileName: string;
+  bytes: Buffer;
+  claimId: string;
+  mtimeMs: number;
+  source: 'spool' | 'backfill';
+}
+
+async function check(deps: PrepareDeps, { kind, fileName, bytes, claimId, mtimeMs, source }: CheckedFile): Promise<Prepared> {
   const receivedAt = new Date(deps.clock.now()).toISOString();
   const origin = { source, spoolId: deps.paths.spoolId, fileName, contentId: claimId.slice(0, 16) };
   const generation = documentGeneration(mtimeMs, claimStampOf(claimId));

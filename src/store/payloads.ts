@@ -44,6 +44,8 @@ export interface LabelJob {
   receivedAt: string;
   /** Document order: later mtime, then later claim, is newer (see `documentGeneration`). */
   generation?: string;
+  /** W3C traceparent of the span that queued it (tracing on only): each attempt's span joins that trace. */
+  trace?: string;
 }
 
 export interface CteJob {
@@ -55,6 +57,8 @@ export interface CteJob {
   receivedAt: string;
   /** Document order: later mtime, then later claim, is newer (see `documentGeneration`). */
   generation?: string;
+  /** W3C traceparent of the span that queued it (tracing on only): each attempt's span joins that trace. */
+  trace?: string;
 }
 
 export interface CollectingJob {
@@ -71,6 +75,8 @@ export interface CollectingJob {
   sourceId: string;
   origin: BatchOrigin | DirectOrigin;
   receivedAt: string;
+  /** W3C traceparent of the span that queued it (tracing on only): each attempt's span joins that trace. */
+  trace?: string;
 }
 
 export type ItemJob = LabelJob | CteJob | CollectingJob;
@@ -91,6 +97,8 @@ export interface OutcomeMessage {
   error?: Record<string, unknown>;
   firstFailureAt?: string;
   lastFailureAt?: string;
+  /** The item's traceparent (tracing on): the file's move is a span of the item's trace. */
+  trace?: string;
 }
 
 /** The fields of a checked collecting event record (validate/ produces them). */

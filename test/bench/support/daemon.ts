@@ -14,6 +14,7 @@ import { loadConfig, PACKAGE_ROOT } from '../../../src/config/load.js';
 import type { Config } from '../../../src/config/schema.js';
 import { createLogger, type Logger } from '../../../src/log.js';
 import { startDaemon, type DaemonHandle, type Role } from '../../../src/runtime/start.js';
+import { isBenchTracing, tracingEnv } from './otlp-sink.js';
 
 export const BIN = join(PACKAGE_ROOT, 'dist', 'src', 'main.js');
 
@@ -108,7 +109,9 @@ export interface SpawnedDaemon {
 }
 
 export async function spawnDaemon(setup: DaemonSetup, roles: readonly Role[]): Promise<SpawnedDaemon> {
-  const { spool, configPath, env, cleanup } = await prepare(setup);
+  const { spool, configPath, env: own, cleanup } = await prepare(setup);
+  // BENCH_TRACING=1: tracing on, every item sampled, towards a sink in this process (support/otlp-sink.ts).
+  const env = isBenchTracing() ? { ...own, ...(await tracingEnv()) } : own;
   await mkdir(join(setup.logFile, '..'), { recursive: true });
   const log = createWriteStream(setup.logFile, { flags: 'a' });
   // BENCH_DAEMON_NODE_ARGS: node flags for every spawned daemon, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof/{build}"

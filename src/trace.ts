@@ -1,0 +1,176 @@
+/**
+ * Spans of an item's trip, through the OpenTelemetry API only (a leaf like log.ts: anyone may use
+ * it). Until runtime/tracing.ts registers the SDK — only when an OTLP endpoint is set — every call
+ * here is the API's no-op: a non-recording span, no context kept, no header written.
+ *
+ * The shape of one item's trace (docs/tracing.md):
+ *   claim <kind> (a file; INTERNAL, the root)
+ *     validate <kind>
+ *     publish <queue> (PRODUCER; its traceparent rides in the job's data)
+ *     process <queue> (CONSUMER, one per run of the job: a child of the publish span, and linked
+ *                      to it; its event `settled <result>` is the item's end)
+ *       POST / PUT (CLIENT: the API request, with traceparent)
+ *     archive / fail <kind> (the file's move, by the spool's owner)
+ * A span is active only in a call's synchronous part (runtime/tracing.ts says why); across an await
+ * it is handed on explicitly: withSpan, bindSpan / spanBoundTo, loggerIn.
+ * Events of a file are items of their own: each event's publish span starts a trace of its own,
+ * linked to the file's claim, so a file of 10,000 events is 10,000 small traces, not one giant one.
+ */
+import {
+  context,
+  INVALID_SPAN_CONTEXT,
+  propagation,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  TraceFlags,
+  type Attributes,
+  type Context,
+  type Link,
+  type Span,
+  type SpanContext,
+} from '@opentelemetry/api';
+
+export { SpanKind, type Span };
+
+const TRACER_NAME = 'carrier-sync';
+
+let isOn = false;
+
+/** Said once by runtime/tracing.ts when the SDK is registered: work done only for spans is skipped until then. */
+export function markTracingOn(): void {
+  isOn = true;
+}
+
+/** Whether spans are recorded in this process (an OTLP endpoint is set). */
+export function isTracingOn(): boolean {
+  return isOn;
+}
+
+/** The tracer; the API hands out a no-op one until the SDK is registered. */
+export function tracer(): ReturnType<typeof trace.getTracer> {
+  return trace.getTracer(TRACER_NAME);
+}
+
+/** The span `inSpan` hands over while tracing is off: records nothing, costs nothing. */
+const NO_SPAN: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+/** Runs `work` inside a new span that ends with it: an error it throws marks the span (unless `isError` says no). */
+export async function inSpan<T>(
+  name: string,
+  options: { kind?: SpanKind; attributes?: Attributes; links?: Link[]; root?: boolean; parent?: Context; isError?: (error: unknown) => boolean },
+  work: (span: Span) => Promise<T>,
+): Promise<T> {
+  if (!isOn) return work(NO_SPAN);
+  const { parent, isError, ...spanOptions } = options;
+  return tracer().startActiveSpan(name, spanOptions, parent ?? context.active(), async (span) => {
+    try {
+      return await work(span);
+    } catch (error) {
+      if (isError?.(error) ?? true) markError(span, error);
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** Marks a span failed: `error.type` is the SyncError code (or the error's class), the message only the error's. */
+export function markError(span: Span, error: unknown, type?: string): void {
+  if (!span.isRecording()) return;
+  const code = typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : undefined;
+  span.setAttribute('error.type', type ?? code ?? (error instanceof Error ? error.name : 'unknown'));
+  span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+}
+
+/** The W3C traceparent of a span (`00-<trace id>-<span id>-<flags>`), or undefined for the no-op one. */
+export function traceparentOf(span: Span | undefined): string | undefined {
+  const ids = span?.spanContext();
+  if (ids === undefined || !trace.isSpanContextValid(ids)) return undefined;
+  return `00-${ids.traceId}-${ids.spanId}-0${ids.traceFlags & TraceFlags.SAMPLED}`;
+}
+
+/** The span context a traceparent names (as propagated: remote), or undefined when it is absent or malformed. */
+export function spanContextOf(traceparent: string | undefined): SpanContext | undefined {
+  if (traceparent === undefined) return undefined;
+  const match = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(traceparent);
+  if (match === null) return undefined;
+  const ids: SpanContext = { traceId: match[1] as string, spanId: match[2] as string, traceFlags: parseInt(match[3] as string, 16), isRemote: true };
+  return trace.isSpanContextValid(ids) ? ids : undefined;
+}
+
+/** A context whose parent is the span a traceparent names (the root context when there is none). */
+export function contextOf(traceparent: string | undefined): Context {
+  const ids = spanContextOf(traceparent);
+  return ids === undefined ? context.active() : trace.setSpanContext(context.active(), ids);
+}
+
+/** The active span's context, as a link for a span that starts a trace of its own. */
+export function activeLinks(): Link[] {
+  const ids = trace.getActiveSpan()?.spanContext();
+  return ids !== undefined && trace.isSpanContextValid(ids) ? [{ context: ids }] : [];
+}
+
+/** Writes the active context's propagation headers (traceparent, tracestate) into `headers`. */
+export function injectTraceHeaders(headers: Record<string, string>, within: Context = context.active()): void {
+  propagation.inject(within, headers);
+}
+
+/** Runs `work` with `span` as the active span (for spans started by hand and ended elsewhere). */
+export function withSpan<T>(span: Span | undefined, work: () => T): T {
+  if (!isOn || span === undefined) return work();
+  return context.with(trace.setSpan(context.active(), span), work);
+}
+
+/** The trace id a traceparent names, or undefined. */
+export function traceIdOf(traceparent: string | undefined): string | undefined {
+  return spanContextOf(traceparent)?.traceId;
+}
+
+/**
+ * `logger` with the span's trace_id and span_id on every line, for work that goes on after an
+ * await (the active span is known only in a call's synchronous part: see runtime/tracing.ts).
+ */
+export function loggerIn<L extends { child(bindings: Record<string, string>): L }>(logger: L, span: Span): L {
+  const ids = span.spanContext();
+  return span.isRecording() ? logger.child({ trace_id: ids.traceId, span_id: ids.spanId }) : logger;
+}
+
+const boundSpans = new WeakMap<object, Span>();
+
+/** Remembers the span of a piece of work (a job's run) for the code that handles it further on. */
+export function bindSpan(owner: object, span: Span): void {
+  boundSpans.set(owner, span);
+}
+
+export function spanBoundTo(owner: object): Span | undefined {
+  return boundSpans.get(owner);
+}
+
+/** What an item's spans say of it (never its bytes, keys or tokens). */
+export interface TracedItem {
+  kind: string;
+  deliveryId: string;
+  origin: { source: string; fileName?: string; line?: number };
+}
+
+/** The attributes naming an item: kind, delivery id, file (and line of an events file), source. */
+export function itemAttributes(item: TracedItem): Attributes {
+  return {
+    'carrier_sync.kind': item.kind,
+    'carrier_sync.delivery_id': item.deliveryId,
+    'carrier_sync.source': item.origin.source,
+    ...(item.origin.fileName === undefined ? {} : { 'carrier_sync.file': item.origin.fileName }),
+    ...(item.origin.line === undefined ? {} : { 'carrier_sync.line': item.origin.line }),
+  };
+}
+
+/** OTel messaging attributes of a queue operation (`send` by the producer, `process` by a worker). */
+export function messagingAttributes(queue: string, operation: 'send' | 'process', messageId?: string): Attributes {
+  return {
+    'messaging.system': 'bullmq',
+    'messaging.destination.name': queue,
+    'messaging.operation.type': operation,
+    ...(messageId === undefined ? {} : { 'messaging.message.id': messageId }),
+  };
+}

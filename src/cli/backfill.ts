@@ -31,6 +31,7 @@ export function registerBackfill(program: Command): void {
         { collectingJobOf },
         { newClaimId },
         { isIgnoredName },
+        { createCheckPool },
       ] = await Promise.all([
         import('cli-progress'),
         import('../queue/enqueue.js'),
@@ -40,6 +41,7 @@ export function registerBackfill(program: Command): void {
         import('../queue/payloads.js'),
         import('../spool/paths.js'),
         import('../validate/spool-name.js'),
+        import('../validate/pool/check-pool.js'),
       ]);
       const names = (
         await readdir(dir).catch(() => {
@@ -55,7 +57,11 @@ export function registerBackfill(program: Command): void {
       const totals = { queued: 0, invalid: 0, duplicates: 0 };
       const invalid: string[] = [];
       await withContext(command, async (ctx) => {
-        const deps = { spool: ctx.config.spool, clock: ctx.clock, logger: cliLogger(ctx.config), paths: { spoolId: 'backfill' } };
+        const logger = cliLogger(ctx.config);
+        // The same checks as the daemon's, on their threads; ended with the command's context.
+        const checks = createCheckPool(ctx.config.checks, logger);
+        ctx.closers.push('file checks', () => checks.close());
+        const deps = { spool: ctx.config.spool, checks, clock: ctx.clock, logger, paths: { spoolId: 'backfill' } };
         bar?.start(names.length, 0, { queued: 0, invalid: 0 });
         for (const name of names) {
           const path = join(dir, name);

@@ -4,9 +4,10 @@
  * queues and sends never spends a hard file's seconds, and a second core does the checking.
  *
  * Budgets. Memory: each lane's threads run with V8's resourceLimits (maxOldGenerationSizeMb); a
- * check over it ends its thread (ERR_WORKER_OUT_OF_MEMORY). CPU: the event loop watches the check
- * thread's own CPU clock from the moment it says it began the file (cpu-budget.ts says why and how)
- * and stops the thread once the file has used cpuMs of it.
+ * check over it ends its thread (ERR_WORKER_OUT_OF_MEMORY). CPU: a watch on the event loop (every
+ * WATCH_MS while checks run) looks at each file that has had its budget's wall time, reads its
+ * thread's own CPU clock from when it began the file (cpu-budget.ts, check-board.ts), and ends
+ * that thread once the file has used cpuMs of it.
  * A file over either budget is refused (LABEL_TOO_COMPLEX, CTE_TOO_COMPLEX, EVENT_FILE_TOO_COMPLEX,
  * the limit and its setting in the message) and its thread is replaced.
  *
@@ -27,8 +28,8 @@ import { reasonOf, refusal, type Reason } from '../../i18n/reason.js';
 import type { Logger } from '../../log.js';
 import type { EventsFileResult, EventsFormat } from '../events-file.js';
 import { accept, reject, type Verdict } from '../verdict.js';
-import type { CheckStarted } from './check-task.js';
-import { watchCpuBudget } from './cpu-budget.js';
+import { begunBy, boardOf, createSharedBoard, type CheckBoard } from './check-board.js';
+import { isOverBudget } from './cpu-budget.js';
 import { createThreadSlots } from './thread-slots.js';
 import { fromWire, type CheckedCte, type CheckedLabel, type CheckKind, type CheckOutcome, type CheckTask } from './wire.js';
 
@@ -49,8 +50,23 @@ const SETTING: Readonly<Record<Lane, { cpu: string; memory: string }>> = {
   documents: { cpu: 'CARRIER_SYNC_CHECK_CPU_MS', memory: 'CARRIER_SYNC_CHECK_MEMORY_MB' },
   events: { cpu: 'CARRIER_SYNC_EVENTS_CHECK_CPU_MS', memory: 'CARRIER_SYNC_EVENTS_CHECK_MEMORY_MB' },
 };
-/** A thread that has not begun its file after this long is taken as one that could not start. */
-const START_BACKSTOP_MS = 60_000;
+/** How often the CPU watch looks, while checks run: a file over budget runs at most this much longer. */
+const WATCH_MS = 100;
+
+/** A lane: its threads and the board they write on. */
+interface LaneThreads {
+  pool: Piscina;
+  board: CheckBoard;
+}
+
+/** A check handed to a thread. */
+interface Flight {
+  id: number;
+  lane: Lane;
+  handedAt: number;
+  threads: LaneThreads;
+  isOverCpu: boolean;
+}
 
 /** Threads the checks use: the setting, else the machine's cores − 1, at least 1. */
 export function checkThreadsOf(config: Pick<ChecksConfig, 'threads'>): number {
@@ -60,43 +76,54 @@ export function checkThreadsOf(config: Pick<ChecksConfig, 'threads'>): number {
 export function createCheckPool(config: ChecksConfig, logger: Logger): CheckPool {
   const threads = checkThreadsOf(config);
   const slots = createThreadSlots(threads);
-  const lanes = new Map<Lane, Promise<Piscina>>();
-  const started = new Map<number, (tid: number | null) => void>();
+  const lanes = new Map<Lane, Promise<LaneThreads>>();
+  const flights = new Map<number, Flight>();
+  let watch: NodeJS.Timeout | undefined;
   let nextId = 1;
   let isClosed = false;
 
-  const laneOf = (lane: Lane): Promise<Piscina> => {
-    let pool = lanes.get(lane);
-    if (pool === undefined) {
-      pool = openLane(config, lane, threads, logger, (id, tid) => started.get(id)?.(tid));
-      lanes.set(lane, pool);
+  const laneOf = (lane: Lane): Promise<LaneThreads> => {
+    let threadsOfLane = lanes.get(lane);
+    if (threadsOfLane === undefined) {
+      threadsOfLane = openLane(config, lane, threads, logger);
+      lanes.set(lane, threadsOfLane);
     }
-    return pool;
+    return threadsOfLane;
+  };
+
+  /** Ends the thread of every file that has spent its CPU budget (the file is then refused). */
+  const look = (): void => {
+    const now = Date.now();
+    for (const flight of flights.values()) {
+      const budgetMs = config[flight.lane].cpuMs;
+      // A file cannot have used more CPU than the wall time since it was handed over.
+      if (flight.isOverCpu || now - flight.handedAt < budgetMs) continue;
+      const begun = begunBy(flight.threads.board, flight.id);
+      if (begun === null || !isOverBudget(begun, budgetMs, now)) continue;
+      flight.isOverCpu = true;
+      void flight.threads.pool.threads.find((worker) => worker.threadId === begun.threadId)?.terminate();
+    }
   };
 
   /** One run of the task on a thread, within its lane's budget. */
   const attempt = async (task: CheckTask): Promise<Attempt> => {
     const lane = LANE_OF[task.kind];
-    const pool = await laneOf(lane);
-    const id = nextId++;
-    const deadline = new AbortController();
-    let hasStarted = false;
-    let stopWatching = (): void => {};
-    const backstop = setTimeout(() => deadline.abort(), START_BACKSTOP_MS + config[lane].cpuMs);
-    started.set(id, (tid) => {
-      hasStarted = true;
-      stopWatching = watchCpuBudget(tid, config[lane].cpuMs, () => deadline.abort());
-    });
+    const threadsOfLane = await laneOf(lane);
+    const flight: Flight = { id: nextId++, lane, handedAt: Date.now(), threads: threadsOfLane, isOverCpu: false };
+    flights.set(flight.id, flight);
+    watch ??= setInterval(look, WATCH_MS).unref();
     try {
-      return { outcome: (await pool.run({ ...task, id }, { signal: deadline.signal })) as CheckOutcome };
+      return { outcome: (await threadsOfLane.pool.run({ ...task, id: flight.id })) as CheckOutcome };
     } catch (error) {
-      if (deadline.signal.aborted && hasStarted) return { failure: 'cpu' };
+      if (flight.isOverCpu) return { failure: 'cpu' };
       if ((error as { code?: unknown }).code === 'ERR_WORKER_OUT_OF_MEMORY') return { failure: 'memory' };
-      return { crash: error, hasStarted };
+      return { crash: error, hasStarted: begunBy(threadsOfLane.board, flight.id) !== null };
     } finally {
-      clearTimeout(backstop);
-      stopWatching();
-      started.delete(id);
+      flights.delete(flight.id);
+      if (flights.size === 0) {
+        clearInterval(watch);
+        watch = undefined;
+      }
     }
   };
 
@@ -133,20 +160,15 @@ export function createCheckPool(config: ChecksConfig, logger: Logger): CheckPool
       isClosed = true;
       const pools = [...lanes.values()];
       lanes.clear();
-      await Promise.all(pools.map(async (pool) => (await pool).close()));
+      await Promise.all(pools.map(async (lane) => (await lane).pool.close()));
     },
   };
 }
 
-/** A lane's piscina, loaded and made at its first check; its threads start as files come. */
-async function openLane(
-  config: ChecksConfig,
-  lane: Lane,
-  threads: number,
-  logger: Logger,
-  onStarted: (id: number, tid: number | null) => void,
-): Promise<Piscina> {
+/** A lane's piscina and board, made at its first check; its threads start as files come. */
+async function openLane(config: ChecksConfig, lane: Lane, threads: number, logger: Logger): Promise<LaneThreads> {
   const { Piscina } = await import('piscina');
+  const shared = createSharedBoard();
   const pool = new Piscina({
     filename: taskFileUrl().href,
     name: 'default',
@@ -155,13 +177,11 @@ async function openLane(
     idleTimeout: config.idleMs,
     concurrentTasksPerWorker: 1,
     resourceLimits: { maxOldGenerationSizeMb: config[lane].memoryMb },
-  });
-  pool.on('message', (message: Partial<CheckStarted>) => {
-    if (typeof message.checkStarted === 'number') onStarted(message.checkStarted, message.tid ?? null);
+    workerData: { board: shared },
   });
   // A thread that fails with no check on it (piscina replaces it): told, never thrown at the event loop.
   pool.on('error', (error: unknown) => logger.warn({ err: error, lane }, 'a check thread failed between checks'));
-  return pool;
+  return { pool, board: boardOf(shared) };
 }
 
 /**

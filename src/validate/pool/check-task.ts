@@ -1,26 +1,22 @@
 /**
  * A check thread's task (the module the pool's threads load): one file's check, with the
- * validators of validate/ as they are, and its outcome as plain data. It tells the event loop
- * when it begins, and which OS thread it is, so that the file's CPU budget is read on this thread's
- * clock from then on, not counting the thread's start-up or a wait in the pool (cpu-budget.ts).
+ * validators of validate/ as they are, and its outcome as plain data. It notes on the lane's board
+ * (check-board.ts) when it begins a file, with its OS thread id and CPU clock, so that the file's
+ * CPU budget is read on this thread's clock from then on, not counting the thread's start-up.
  */
-import { parentPort, threadId } from 'node:worker_threads';
+import { threadId, workerData } from 'node:worker_threads';
 import { checkCte } from '../cte.js';
 import { parseEventsFile } from '../events-file.js';
 import { checkLabel } from '../label.js';
-import { ownThreadId } from './cpu-budget.js';
+import { boardOf, markBegun, type SharedBoard } from './check-board.js';
+import { ownThreadId, threadCpuMs } from './cpu-budget.js';
 import { toWire, type CheckOutcome, type CheckTask } from './wire.js';
 
-/** The message a thread posts when it begins a task: the task's id, and its OS thread id (its CPU clock). */
-export interface CheckStarted {
-  checkStarted: number;
-  tid: number | null;
-}
-
+const board = boardOf((workerData as { board: SharedBoard }).board);
 const tid = ownThreadId();
 
 export default async function runCheck(task: CheckTask & { id: number }): Promise<CheckOutcome> {
-  parentPort?.postMessage({ checkStarted: task.id, tid } satisfies CheckStarted);
+  markBegun(board, threadId, task.id, { tid, startCpuMs: tid === null ? null : threadCpuMs(tid), startWallMs: Date.now() });
   const bytes = Buffer.from(task.bytes.buffer, task.bytes.byteOffset, task.bytes.byteLength);
   if (task.kind === 'events') {
     const value = parseEventsFile(bytes.toString('utf8'), task.format, { maxLineBytes: task.maxLineBytes });

@@ -1,23 +1,23 @@
 /**
- * A check's CPU budget, watched from the event loop on the check thread's own CPU clock.
+ * A check's CPU budget, read on the check thread's own CPU clock.
  * Node 20 has no API for another thread's CPU time (process.threadCpuUsage and Worker#cpuUsage
  * came in later majors), and the XML and CSV parsers never yield, so a busy thread cannot look at
- * its clock itself. Linux keeps each thread's clock in /proc/self/task/<tid>/stat: the thread
- * sends its tid when it begins a file (check-task.ts), and the event loop reads that clock only
- * when the budget could be spent, i.e. after budgetMs of wall time (a file that ends sooner costs
- * no read), then again after what is left of it. So a file on a machine that other work keeps
- * busy gets its whole budget of CPU, not of wall time.
- * Without that clock (another OS, /proc not mounted) the budget is wall time, which bounds CPU
- * time from above. Either way a check ends after WALL_CEILING budgets of wall time: a starved
- * thread does not hold its slot for ever.
+ * its clock itself. Linux keeps each thread's clock in /proc/self/task/<tid>/stat: a thread notes
+ * its tid and that clock when it begins a file (check-board.ts), and the event loop reads the clock
+ * again only once the file could have spent its budget (budgetMs of wall time after it was handed
+ * over), so a file that ends sooner costs no read. A file on a machine that other work keeps busy
+ * gets its whole budget of CPU, not of wall time.
+ * Without that clock (another OS, /proc not mounted) the budget is wall time from the file's
+ * beginning, which bounds its CPU time from above. Either way a check ends after WALL_CEILING
+ * budgets of wall time: a starved thread does not hold its slot for ever.
+ * What the thread's clock does not count: V8's garbage-collection helper threads, which work for
+ * every isolate of the process (a check near its memory budget makes them busy; BENCHMARKS.md).
  */
 import { readFileSync, readlinkSync } from 'node:fs';
 
 /** Linux reports thread times in USER_HZ ticks, 100 a second on every architecture Node runs on. */
 const MS_PER_TICK = 10;
 const WALL_CEILING = 10;
-/** Shortest wait before the clock is read again. */
-const MIN_RECHECK_MS = 20;
 
 /** CPU milliseconds (user + system) the thread `tid` of this process has used; null without the clock. */
 export function threadCpuMs(tid: number): number | null {
@@ -43,20 +43,17 @@ export function ownThreadId(): number | null {
   }
 }
 
-/**
- * Calls `onOver` once the thread `tid` has used `budgetMs` of CPU since now (or, without its clock,
- * after `budgetMs` of wall time); returns the stop for a check that ended first.
- */
-export function watchCpuBudget(tid: number | null, budgetMs: number, onOver: () => void): () => void {
-  const startCpu = tid === null ? null : threadCpuMs(tid);
-  const startWall = performance.now();
-  let timer: NodeJS.Timeout | undefined;
-  const look = (): void => {
-    const now = tid === null || startCpu === null ? null : threadCpuMs(tid);
-    const spentMs = now === null || startCpu === null ? performance.now() - startWall : now - startCpu;
-    if (spentMs >= budgetMs || performance.now() - startWall >= WALL_CEILING * budgetMs) onOver();
-    else timer = setTimeout(look, Math.max(MIN_RECHECK_MS, budgetMs - spentMs));
-  };
-  timer = setTimeout(look, budgetMs);
-  return () => clearTimeout(timer);
+/** How a thread began its file: its OS thread id, its CPU clock and the wall clock (ms) then. */
+export interface Begun {
+  tid: number | null;
+  startCpuMs: number | null;
+  startWallMs: number;
+}
+
+/** Whether the file begun so has spent `budgetMs`: of its thread's CPU, or of wall time without that clock. */
+export function isOverBudget(begun: Begun, budgetMs: number, nowMs = Date.now()): boolean {
+  const wallMs = nowMs - begun.startWallMs;
+  if (wallMs >= WALL_CEILING * budgetMs) return true;
+  const nowCpu = begun.tid === null || begun.startCpuMs === null ? null : threadCpuMs(begun.tid);
+  return (nowCpu === null || begun.startCpuMs === null ? wallMs : nowCpu - begun.startCpuMs) >= budgetMs;
 }

@@ -63,6 +63,7 @@ export const ENV_VARIABLES: ReadonlyArray<readonly [string, readonly string[], P
   ['CARRIER_SYNC_BACKOFF_MS', ['delivery', 'backoffMs'], asInt],
   ['CARRIER_SYNC_MAX_QUEUED', ['delivery', 'maxQueued'], asInt],
   ['CARRIER_SYNC_CHECK_THREADS', ['checks', 'threads'], asNullableInt],
+  ['CARRIER_SYNC_CHECK_ON_THREAD_FROM_BYTES', ['checks', 'onThreadFromBytes'], asInt],
   ['CARRIER_SYNC_CHECK_CPU_MS', ['checks', 'documents', 'cpuMs'], asInt],
   ['CARRIER_SYNC_CHECK_MEMORY_MB', ['checks', 'documents', 'memoryMb'], asInt],
   ['CARRIER_SYNC_EVENTS_CHECK_CPU_MS', ['checks', 'events', 'cpuMs'], asInt],

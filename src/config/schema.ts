@@ -93,6 +93,7 @@ export const configSchema = z
     checks: z
       .object({
         threads: positiveInt.nullable(),
+        onThreadFromBytes: z.number().int().nonnegative(),
         idleMs: positiveInt,
         documents: checkBudget,
         events: checkBudget,

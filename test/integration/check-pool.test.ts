@@ -34,7 +34,7 @@ afterEach(async () => {
 });
 
 function poolWith(documents: ChecksConfig['documents'], threads = 1): CheckPool {
-  pool = createCheckPool({ ...DEFAULTS, threads, documents }, silentLogger);
+  pool = createCheckPool({ ...DEFAULTS, threads, documents, onThreadFromBytes: 0 }, silentLogger);
   return pool;
 }
 

@@ -11,6 +11,13 @@
  * A file over either budget is refused (LABEL_TOO_COMPLEX, CTE_TOO_COMPLEX, EVENT_FILE_TOO_COMPLEX,
  * the limit and its setting in the message) and its thread is replaced.
  *
+ * Small files. A file under onThreadFromBytes (16 KiB by default) is checked on the event loop:
+ * its size bounds what its check can cost (a 14 KB label of 500 empty objects, the worst found,
+ * takes ~1.6 ms of CPU; no parser here is worse than linear, entities are never expanded), and handing it to
+ * a thread costs the event loop more than checking it (BENCHMARKS.md, issue 39: with every file on
+ * a thread the large drop's daemon CPU was 1.33× main's). The budgets guard the files that could
+ * cost seconds: large ones.
+ *
  * Slots. At most `threads` checks run at once over both lanes (the cores − 1 the pool is sized to);
  * the others wait here, in order, so a file's deadline never counts a wait in piscina's queue.
  *
@@ -130,6 +137,11 @@ export function createCheckPool(config: ChecksConfig, logger: Logger): CheckPool
   /** The task's outcome; over budget or failing twice, the file's refusal. Throws when no thread could begin it. */
   const check = async (task: CheckTask): Promise<CheckOutcome | SyncError> => {
     if (isClosed) throw new Error('the file checks are closed');
+    if (task.bytes.byteLength < config.onThreadFromBytes) {
+      // A validator that throws (it should not) is given the file again on a thread, where a failure is a refusal.
+      const inline = await (await import('./check-now.js')).checkNow(task).catch(() => null);
+      if (inline !== null) return inline;
+    }
     await slots.take();
     try {
       let last = await attempt(task);

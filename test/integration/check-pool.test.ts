@@ -75,14 +75,20 @@ describe('file checks on threads', () => {
     expect((await checks.label(await makePdf('after'), { maxBytes: LIMITS.maxLabelBytes })).ok).toBe(true);
   });
 
-  it('gives every fixture the verdict of the validators run in place', async () => {
-    const checks = poolWith(DEFAULTS.documents, 2);
-    for (const kind of ['labels', 'cte', 'events'] as const) {
-      for (const name of await readdir(join(FIXTURES, kind))) {
-        const bytes = await readFile(join(FIXTURES, kind, name));
-        const [onThread, inPlace] = await verdictsOf(checks, kind, name, bytes);
-        expect(onThread, `${kind}/${name}`).toEqual(inPlace);
+  it('gives every fixture the verdict of the validators run in place, on a thread and (small files) on the event loop', async () => {
+    const onThreads = poolWith(DEFAULTS.documents, 2);
+    const asConfigured = createCheckPool(DEFAULTS, silentLogger);
+    try {
+      for (const kind of ['labels', 'cte', 'events'] as const) {
+        for (const name of await readdir(join(FIXTURES, kind))) {
+          const bytes = await readFile(join(FIXTURES, kind, name));
+          const [onThread, inPlace] = await verdictsOf(onThreads, kind, name, bytes);
+          expect(onThread, `${kind}/${name} on a thread`).toEqual(inPlace);
+          expect((await verdictsOf(asConfigured, kind, name, bytes))[0], `${kind}/${name} as configured`).toEqual(inPlace);
+        }
       }
+    } finally {
+      await asConfigured.close();
     }
   });
 

@@ -36,6 +36,7 @@ import type { Logger } from '../../log.js';
 import type { EventsFileResult, EventsFormat } from '../events-file.js';
 import { accept, reject, type Verdict } from '../verdict.js';
 import { begunBy, boardOf, createSharedBoard, type CheckBoard } from './check-board.js';
+import type { checkNow } from './check-now.js';
 import { isOverBudget } from './cpu-budget.js';
 import { createThreadSlots } from './thread-slots.js';
 import { fromWire, type CheckedCte, type CheckedLabel, type CheckKind, type CheckOutcome, type CheckTask } from './wire.js';
@@ -88,6 +89,8 @@ export function createCheckPool(config: ChecksConfig, logger: Logger): CheckPool
   let watch: NodeJS.Timeout | undefined;
   let nextId = 1;
   let isClosed = false;
+  /** The validators, loaded with the first file checked here (not at start: issue 29's idle memory). */
+  let inlineChecks: Promise<{ checkNow: typeof checkNow }> | undefined;
 
   const laneOf = (lane: Lane): Promise<LaneThreads> => {
     let threadsOfLane = lanes.get(lane);
@@ -139,7 +142,8 @@ export function createCheckPool(config: ChecksConfig, logger: Logger): CheckPool
     if (isClosed) throw new Error('the file checks are closed');
     if (task.bytes.byteLength < config.onThreadFromBytes) {
       // A validator that throws (it should not) is given the file again on a thread, where a failure is a refusal.
-      const inline = await (await import('./check-now.js')).checkNow(task).catch(() => null);
+      inlineChecks ??= import('./check-now.js');
+      const inline = await (await inlineChecks).checkNow(task).catch(() => null);
       if (inline !== null) return inline;
     }
     await slots.take();

@@ -22,25 +22,19 @@ export function registerBackfill(program: Command): void {
     .action(async (dir: string, options: { kind: string }, command: Command) => {
       if (!(KINDS as readonly string[]).includes(options.kind)) throw new UsageError(`--kind: "${options.kind}" must be labels, cte or events`);
       const kind = options.kind as SpoolKind;
-      const [
-        { SingleBar, Presets },
-        { enqueueDocument, enqueueEvents },
-        { backlogOf },
-        { prepare },
-        { describeFailure },
-        { collectingJobOf },
-        { newClaimId },
-        { isIgnoredName },
-      ] = await Promise.all([
-        import('cli-progress'),
-        import('../queue/enqueue.js'),
-        import('../queue/queues.js'),
-        import('../spool/claim.js'),
-        import('../i18n/reason.js'),
-        import('../store/payloads.js'),
-        import('../spool/paths.js'),
-        import('../validate/spool-name.js'),
-      ]);
+      const {
+        SingleBar,
+        Presets,
+        enqueueDocument,
+        enqueueEvents,
+        backlogOf,
+        prepare,
+        describeFailure,
+        collectingJobOf,
+        newClaimId,
+        isIgnoredName,
+        createCheckPool,
+      } = await loadBackfill();
       const names = (
         await readdir(dir).catch(() => {
           throw new UsageError(`${dir}: not a readable folder`);
@@ -55,7 +49,11 @@ export function registerBackfill(program: Command): void {
       const totals = { queued: 0, invalid: 0, duplicates: 0 };
       const invalid: string[] = [];
       await withContext(command, async (ctx) => {
-        const deps = { spool: ctx.config.spool, clock: ctx.clock, logger: cliLogger(ctx.config), paths: { spoolId: 'backfill' } };
+        const logger = cliLogger(ctx.config);
+        // The same checks as the daemon's, on their threads; ended with the command's context.
+        const checks = createCheckPool(ctx.config.checks, logger);
+        ctx.closers.push('file checks', () => checks.close());
+        const deps = { spool: ctx.config.spool, checks, clock: ctx.clock, logger, paths: { spoolId: 'backfill' } };
         bar?.start(names.length, 0, { queued: 0, invalid: 0 });
         for (const name of names) {
           const path = join(dir, name);
@@ -89,4 +87,32 @@ export function registerBackfill(program: Command): void {
       print(`backfill ${kind}: ${totals.queued} queued, ${totals.duplicates} duplicates, ${totals.invalid} invalid`);
       if (totals.invalid > 0) process.exitCode = 1;
     });
+}
+
+/** What backfill runs on, loaded when it runs (not in every process of the binary). */
+async function loadBackfill() {
+  const [progress, enqueue, queues, claim, reason, payloads, paths, spoolName, checkPool] = await Promise.all([
+    import('cli-progress'),
+    import('../queue/enqueue.js'),
+    import('../queue/queues.js'),
+    import('../spool/claim.js'),
+    import('../i18n/reason.js'),
+    import('../store/payloads.js'),
+    import('../spool/paths.js'),
+    import('../validate/spool-name.js'),
+    import('../validate/pool/check-pool.js'),
+  ]);
+  return {
+    SingleBar: progress.SingleBar,
+    Presets: progress.Presets,
+    enqueueDocument: enqueue.enqueueDocument,
+    enqueueEvents: enqueue.enqueueEvents,
+    backlogOf: queues.backlogOf,
+    prepare: claim.prepare,
+    describeFailure: reason.describeFailure,
+    collectingJobOf: payloads.collectingJobOf,
+    newClaimId: paths.newClaimId,
+    isIgnoredName: spoolName.isIgnoredName,
+    createCheckPool: checkPool.createCheckPool,
+  };
 }

@@ -8,13 +8,21 @@ import { basename } from 'node:path';
 import type { Config } from '../config/schema.js';
 import { describeFailure, renderReason } from '../i18n/reason.js';
 import { say, translator, type Lang, type Translate } from '../i18n/translate.js';
-import { print } from './shared.js';
+import type { CheckPool } from '../validate/pool/check-pool.js';
+import { cliLogger, print } from './shared.js';
 
 /** Prints each file's verdict (text or JSON); exit code 1 if any is invalid. */
 export async function printVerdicts(files: string[], config: Readonly<Config>, isJson: boolean): Promise<void> {
   const t = translator(config.lang);
+  // The daemon's path: each file checked on a check thread, within the same budgets.
+  const { createCheckPool } = await import('../validate/pool/check-pool.js');
+  const checks = createCheckPool(config.checks, cliLogger(config));
   const verdicts = [];
-  for (const file of files) verdicts.push({ file, ...(await verdictOf(file, config.spool, config.lang)) });
+  try {
+    for (const file of files) verdicts.push({ file, ...(await verdictOf(file, config.spool, checks, config.lang)) });
+  } finally {
+    await checks.close();
+  }
   if (isJson) print(JSON.stringify(verdicts, null, 2));
   else for (const v of verdicts) print(textOf(v, t));
   if (verdicts.some((v) => !v.ok)) process.exitCode = 1;
@@ -41,7 +49,9 @@ function failed(lang: Lang, error: { code: string; message: string; reason?: unk
   return { ok: false, code: error.code, message: error.message, reason: describeFailure(lang, error), notes: [] };
 }
 
-async function verdictOf(file: string, spool: { maxLabelBytes: number; maxCteBytes: number; maxEventLineBytes: number }, lang: Lang): Promise<FileVerdict> {
+type Limits = { maxLabelBytes: number; maxCteBytes: number; maxEventLineBytes: number };
+
+async function verdictOf(file: string, spool: Limits, checks: CheckPool, lang: Lang): Promise<FileVerdict> {
   const t = translator(lang);
   let bytes: Buffer;
   try {
@@ -51,9 +61,9 @@ async function verdictOf(file: string, spool: { maxLabelBytes: number; maxCteByt
     return { ok: false, code: 'UNREADABLE', message, reason: t('cli.validate.unreadable', { detail: message }), notes: [] };
   }
   const name = basename(file).toLowerCase();
-  const { checkCte, checkLabel, eventsFormatOf, parseEventsFile } = await import('../validate/index.js');
+  const { eventsFormatOf } = await import('../validate/spool-name.js');
   if (name.endsWith('.pdf')) {
-    const v = await checkLabel(bytes, { maxBytes: spool.maxLabelBytes });
+    const v = await checks.label(bytes, { maxBytes: spool.maxLabelBytes });
     return v.ok
       ? {
           ok: true,
@@ -66,7 +76,7 @@ async function verdictOf(file: string, spool: { maxLabelBytes: number; maxCteByt
       : failed(lang, v.error);
   }
   if (name.endsWith('.xml')) {
-    const v = checkCte(bytes, { maxBytes: spool.maxCteBytes });
+    const v = await checks.cte(bytes, { maxBytes: spool.maxCteBytes });
     if (!v.ok) return failed(lang, v.error);
     const declared = v.value.declaredEncoding;
     const encodingNote = declared === null ? [] : [t('cli.validate.declared', { encoding: declared })];
@@ -74,7 +84,9 @@ async function verdictOf(file: string, spool: { maxLabelBytes: number; maxCteByt
   }
   const format = eventsFormatOf(name);
   if (format !== null) {
-    const result = parseEventsFile(bytes.toString('utf8'), format, { maxLineBytes: spool.maxEventLineBytes });
+    const v = await checks.events(bytes, format, { maxLineBytes: spool.maxEventLineBytes });
+    if (!v.ok) return failed(lang, v.error);
+    const result = v.value;
     const notes = [
       t('cli.validate.validRecords', { count: result.records.length }),
       ...result.rejects.map((r) => t('cli.validate.line', { line: String(r.line), code: r.code, reason: describeFailure(lang, r) })),

@@ -31,6 +31,7 @@ const asBool: Parse = (raw) => {
 };
 const asString: Parse = (raw) => raw;
 const asNullableString: Parse = (raw) => (raw.trim() === '' ? null : raw);
+const asNullableInt: Parse = (raw) => (raw.trim() === '' ? null : asInt(raw));
 const asNumber: Parse = (raw) => (/^\d+(\.\d+)?$/.test(raw.trim()) ? Number(raw.trim()) : raw);
 const asList: Parse = (raw) =>
   raw
@@ -61,6 +62,12 @@ export const ENV_VARIABLES: ReadonlyArray<readonly [string, readonly string[], P
   ['CARRIER_SYNC_MAX_ATTEMPTS', ['delivery', 'maxAttempts'], asInt],
   ['CARRIER_SYNC_BACKOFF_MS', ['delivery', 'backoffMs'], asInt],
   ['CARRIER_SYNC_MAX_QUEUED', ['delivery', 'maxQueued'], asInt],
+  ['CARRIER_SYNC_CHECK_THREADS', ['checks', 'threads'], asNullableInt],
+  ['CARRIER_SYNC_CHECK_ON_THREAD_FROM_BYTES', ['checks', 'onThreadFromBytes'], asInt],
+  ['CARRIER_SYNC_CHECK_CPU_MS', ['checks', 'documents', 'cpuMs'], asInt],
+  ['CARRIER_SYNC_CHECK_MEMORY_MB', ['checks', 'documents', 'memoryMb'], asInt],
+  ['CARRIER_SYNC_EVENTS_CHECK_CPU_MS', ['checks', 'events', 'cpuMs'], asInt],
+  ['CARRIER_SYNC_EVENTS_CHECK_MEMORY_MB', ['checks', 'events', 'memoryMb'], asInt],
   ['CARRIER_SYNC_CONCURRENCY', ['delivery', 'concurrency'], asInt],
   ['CARRIER_SYNC_DEDUP_RETENTION_DAYS', ['dedup', 'retentionDays'], asInt],
   ['CARRIER_SYNC_HISTORY_DAYS', ['history', 'retentionDays'], asInt],

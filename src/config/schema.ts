@@ -3,6 +3,8 @@ import { LANGS } from '../i18n/langs.js';
 
 const ms = z.number().int().nonnegative();
 const positiveInt = z.number().int().positive();
+/** What one file's check may spend on its thread (validate/pool/). */
+const checkBudget = z.object({ cpuMs: positiveInt, memoryMb: z.number().int().min(16) }).strict();
 const schedule = z.object({ pattern: z.string().min(1).nullable(), tz: z.string().min(1) }).strict();
 
 const notifySchema = z
@@ -86,6 +88,15 @@ export const configSchema = z
         maxCteBytes: positiveInt,
         maxEventsFileBytes: positiveInt,
         maxEventLineBytes: positiveInt,
+      })
+      .strict(),
+    checks: z
+      .object({
+        threads: positiveInt.nullable(),
+        onThreadFromBytes: z.number().int().nonnegative(),
+        idleMs: positiveInt,
+        documents: checkBudget,
+        events: checkBudget,
       })
       .strict(),
     delivery: z
@@ -217,6 +228,7 @@ export const configSchema = z
 export type Config = z.infer<typeof configSchema>;
 export type ApiConfig = Config['api'];
 export type SpoolConfig = Config['spool'];
+export type ChecksConfig = Config['checks'];
 export type DeliveryConfig = Config['delivery'];
 export type NotifyConfig = Config['notify'];
 export type HistoryConfig = Config['history'];

@@ -25,6 +25,7 @@ import { startOutcomeConsumer } from '../outcome/consumer.js';
 import { runSpoolUpgrades } from './upgrades.js';
 import { fileEndJournal, journeyWriterOf } from './journey-files.js';
 import { join } from 'node:path';
+import { createCheckPool, type CheckPool } from '../validate/pool/check-pool.js';
 
 export interface WatcherRole {
   spoolId: string;
@@ -44,7 +45,10 @@ export async function startWatcherRole(ctx: Context): Promise<WatcherRole> {
   attachSpoolDisk({ spoolId: paths.spoolId, root: paths.root }, log);
   if (identity.source === 'created') log.info({ spoolId: paths.spoolId, file: join(paths.root, SPOOL_ID_FILE) }, 'wrote the spool id into the spool');
   const deployment = { deploymentId: await resolveDeploymentId(ctx.redis, ctx.keys), prefix: config.prefix, redis: ctx.redisTarget.address };
-  const sessionDeps = sessionDepsOf(ctx, paths, log);
+  // Closed after the spool's lease (the stack runs in reverse): no claim is checking a file by then.
+  const checks = createCheckPool(config.checks, logger.child({ mod: 'checks' }));
+  ctx.closers.push('file checks', () => checks.close());
+  const sessionDeps = sessionDepsOf(ctx, paths, checks, log);
   const held = await holdSpoolLease<SpoolSession>({
     lease: createLease(ctx.redis, ctx.keys.spoolLease(paths.spoolId)),
     leaseMs: config.spool.leaseMs,
@@ -68,7 +72,7 @@ export async function startWatcherRole(ctx: Context): Promise<WatcherRole> {
 }
 
 /** The holder's session (spool/session.ts) with the outcome side wired in: outcome/ imports spool/, not the other way. */
-function sessionDepsOf(ctx: Context, paths: SpoolPaths, log: Logger): SpoolSessionDeps {
+function sessionDepsOf(ctx: Context, paths: SpoolPaths, checks: CheckPool, log: Logger): SpoolSessionDeps {
   const { config, logger } = ctx;
   const outcomeLog = logger.child({ mod: 'outcome' });
   const journey = journeyWriterOf(ctx);
@@ -80,6 +84,7 @@ function sessionDepsOf(ctx: Context, paths: SpoolPaths, log: Logger): SpoolSessi
     keys: ctx.keys,
     enqueue: ctx.enqueueDeps,
     batches: ctx.batches,
+    checks,
     backlog: (kind) => backlogOf(ctx.queues.items[ITEM_KIND_OF[kind]]),
     upgrade: () => runSpoolUpgrades(ctx.redis, ctx.keys, paths.spoolId, log),
     onRedisRecovered: (listener) => ctx.health.onWritable(listener),

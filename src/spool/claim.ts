@@ -18,8 +18,9 @@ import { refusalReport, type ReportContent } from '../queue/failure-report.js';
 import { enqueueDocument, enqueueEvents, type EnqueueDeps } from '../queue/enqueue.js';
 import type { SpoolKind } from '../store/keys.js';
 import { collectingJobOf, type CteJob, type LabelJob } from '../store/payloads.js';
-import type { parseEventsFile } from '../validate/events-file.js';
-import { parseSpoolName } from '../validate/spool-name.js';
+import type { EventsFileResult } from '../validate/events-file.js';
+import type { CheckPool } from '../validate/pool/check-pool.js';
+import { eventsFormatOf, parseSpoolName } from '../validate/spool-name.js';
 import { documentGeneration } from '../gate/document-record.js';
 import type { JourneyWriter } from '../journey/journey.js';
 import { refusedSteps, type SeenFile } from '../queue/job-steps.js';
@@ -46,6 +47,8 @@ export interface ClaimDeps {
   /** Records a file moved in flight (the outcome stage finds it by content id). */
   track(kind: SpoolKind, name: string): void;
   untrack(kind: SpoolKind, name: string): void;
+  /** The file checks, on their threads (validate/pool/). */
+  checks: CheckPool;
   clock: Clock;
   logger: Logger;
   /** Where refused files' journey steps go (the claim's other steps ride on the enqueue's round trips). */
@@ -169,12 +172,12 @@ function refused(kind: SpoolKind, fileName: string, error: { code: string; messa
   return refusalReport(error, name?.ok === true ? name.value.deliveryId : null);
 }
 
-export type Prepared = { document: LabelJob | CteJob } | { events: ReturnType<typeof parseEventsFile> & { batchId: string } } | { error: SyncError };
+export type Prepared = { document: LabelJob | CteJob } | { events: EventsFileResult & { batchId: string } } | { error: SyncError };
 
-type PrepareDeps = Pick<ClaimDeps, 'spool' | 'clock' | 'logger'> & { paths: Pick<SpoolPaths, 'spoolId'> };
+type PrepareDeps = Pick<ClaimDeps, 'spool' | 'checks' | 'clock' | 'logger'> & { paths: Pick<SpoolPaths, 'spoolId'> };
 
 /** Checks a file's bytes and builds what will be queued; used by claims and by `backfill`. */
-export function prepare(
+export async function prepare(
   deps: PrepareDeps,
   kind: SpoolKind,
   fileName: string,
@@ -206,29 +209,26 @@ async function check(deps: PrepareDeps, { kind, fileName, bytes, claimId, mtimeM
   const receivedAt = new Date(deps.clock.now()).toISOString();
   const origin = { source, spoolId: deps.paths.spoolId, fileName, contentId: claimId.slice(0, 16) };
   const generation = documentGeneration(mtimeMs, claimStampOf(claimId));
-  // The validators (pdf-lib, fast-xml-parser, csv-parse: ~5 MB) load with the first file of their kind, not at start (issue 29).
   if (kind === 'events') {
-    const { eventsFormatOf, parseEventsFile } = await import('../validate/events-file.js');
     const format = eventsFormatOf(fileName);
     if (format === null) return { error: badName(fileName) };
-    return { events: { ...parseEventsFile(bytes.toString('utf8'), format, { maxLineBytes: deps.spool.maxEventLineBytes }), batchId: claimId } };
+    const verdict = await deps.checks.events(bytes, format, { maxLineBytes: deps.spool.maxEventLineBytes });
+    return verdict.ok ? { events: { ...verdict.value, batchId: claimId } } : { error: verdict.error };
   }
   const name = parseSpoolName(kind, fileName);
   if (!name.ok) return { error: name.error };
   if (kind === 'labels') {
-    const { checkLabel } = await import('../validate/label.js');
-    const verdict = await checkLabel(bytes, { maxBytes: deps.spool.maxLabelBytes });
+    const verdict = await deps.checks.label(bytes, { maxBytes: deps.spool.maxLabelBytes });
     if (!verdict.ok) return { error: verdict.error };
     // The verdict decides what is sent (decoded, cut after %%EOF); the file itself stays as dropped.
-    const { pdf, paddingBytes } = verdict.value;
-    const sent = Buffer.from(pdf.buffer, pdf.byteOffset, pdf.length);
+    const { pdfBase64, byteLength, paddingBytes } = verdict.value;
     return {
       document: {
         kind: 'label',
         deliveryId: name.value.deliveryId,
         externalId: name.value.externalId,
-        pdfBase64: sent.toString('base64'),
-        byteLength: sent.length,
+        pdfBase64,
+        byteLength,
         ...(paddingBytes > 0 ? { paddingBytes } : {}),
         origin,
         receivedAt,
@@ -236,8 +236,7 @@ async function check(deps: PrepareDeps, { kind, fileName, bytes, claimId, mtimeM
       },
     };
   }
-  const { checkCte } = await import('../validate/cte.js');
-  const verdict = checkCte(bytes, { maxBytes: deps.spool.maxCteBytes });
+  const verdict = await deps.checks.cte(bytes, { maxBytes: deps.spool.maxCteBytes });
   if (!verdict.ok) return { error: verdict.error };
   for (const warning of verdict.warnings) deps.logger.warn({ kind, deliveryId: name.value.deliveryId, file: fileName, warning }, 'CT-e accepted with a warning');
   return { document: { kind: 'cte', deliveryId: name.value.deliveryId, xml: verdict.value.xml, byteLength: bytes.length, origin, receivedAt, generation } };

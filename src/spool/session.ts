@@ -21,6 +21,7 @@ import type { OutcomeMessage } from '../store/payloads.js';
 import type { RedisConnection } from '../store/redis.js';
 import { addStat } from '../store/stats.js';
 import type { JourneyWriter } from '../journey/journey.js';
+import type { CheckPool } from '../validate/pool/check-pool.js';
 import type { ClaimDeps, SpoolSink } from './claim.js';
 import { loadInflightIndex, type InflightIndex } from './inflight-index.js';
 import { parseInflightName, type SpoolPaths } from './paths.js';
@@ -54,6 +55,8 @@ export interface SpoolSessionDeps {
   keys: Keys;
   enqueue: EnqueueDeps;
   batches: Batches;
+  /** The file checks, on their threads; opened and closed by the role that owns the session. */
+  checks: CheckPool;
   backlog(kind: SpoolKind): Promise<number>;
   /** Upgrades this spool's stored data (runtime/upgrades.ts), before its outcomes are applied. */
   upgrade(): Promise<void>;
@@ -142,6 +145,7 @@ async function openSession(deps: SpoolSessionDeps, fence: Fence): Promise<Sessio
     isOwner: () => fence.isHeld(),
     track: (kind, name) => index.track(kind, name),
     untrack: (kind, name) => index.forget(kind, name),
+    checks: deps.checks,
     clock: deps.clock,
     logger: deps.logger,
     ...(deps.journey === undefined ? {} : { journey: deps.journey }),

@@ -3,6 +3,10 @@ import type { SyncError } from '../errors.js';
 import { type ErrorCode } from '../errors.js';
 import { asReason, reasonOf, renderReason, type Reason } from '../i18n/reason.js';
 import { checkEventRecord, type CollectingEventRecord } from './event-record.js';
+import type { EventsFormat } from './spool-name.js';
+
+// Kept here too for the callers that read an events file: which format a name says.
+export { eventsFormatOf, type EventsFormat } from './spool-name.js';
 
 /**
  * Reads one events file into checked records and per-line rejects. A bad line never holds back the
@@ -10,7 +14,6 @@ import { checkEventRecord, type CollectingEventRecord } from './event-record.js'
  * physical lines of the file, so an operator can open the file at the reported line.
  */
 
-export type EventsFormat = 'ndjson' | 'csv';
 export type EventLineRecord = CollectingEventRecord & { line: number };
 export interface EventLineReject {
   line: number;
@@ -23,13 +26,6 @@ export interface EventLineReject {
 export interface EventsFileResult {
   records: EventLineRecord[];
   rejects: EventLineReject[];
-}
-
-export function eventsFormatOf(fileName: string): EventsFormat | null {
-  const lower = fileName.toLowerCase();
-  if (lower.endsWith('.ndjson') || lower.endsWith('.jsonl')) return 'ndjson';
-  if (lower.endsWith('.csv')) return 'csv';
-  return null;
 }
 
 export function parseEventsFile(text: string, format: EventsFormat, options: { maxLineBytes: number }): EventsFileResult {

@@ -10,6 +10,7 @@ import { accept, reject, type Verdict } from './verdict.js';
  */
 
 export type SpoolKind = 'labels' | 'cte';
+export type EventsFormat = 'ndjson' | 'csv';
 export interface SpoolName {
   deliveryId: string;
   externalId: string | null;
@@ -47,4 +48,12 @@ function bad(kind: SpoolKind, fileName: string, key: MessageKey, values: Record<
   // The message shows the name's shape from `kind` (a select), in the reader's language.
   const reason = { key, values: { ...values, kind, file: shown } };
   return reject(refusal('SPOOL_BAD_NAME', reason, { params: { kind, fileName: shown } }));
+}
+
+/** An events file's format from its name (.ndjson, .jsonl or .csv); null for any other name. */
+export function eventsFormatOf(fileName: string): EventsFormat | null {
+  const lower = fileName.toLowerCase();
+  if (lower.endsWith('.ndjson') || lower.endsWith('.jsonl')) return 'ndjson';
+  if (lower.endsWith('.csv')) return 'csv';
+  return null;
 }

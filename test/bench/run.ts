@@ -16,6 +16,7 @@ import { dedupMemoryScenario } from './scenarios/dedup-memory.js';
 import { eventsDedupScenario } from './scenarios/events-dedup.js';
 import { goodputScenario } from './scenarios/goodput.js';
 import { historyScenario } from './scenarios/history.js';
+import { hostileLabelScenario } from './scenarios/hostile-label.js';
 import { idleRssScenario } from './scenarios/idle-rss.js';
 import { ingestScenario } from './scenarios/ingest.js';
 import { latencyScenario } from './scenarios/latency.js';
@@ -52,6 +53,7 @@ const SCENARIOS: readonly Scenario[] = [
   mixedScenario,
   mixedDropScenario,
   mixedDropLargeScenario,
+  hostileLabelScenario,
   historyScenario,
   chainBacklogScenario,
   idleRssScenario,

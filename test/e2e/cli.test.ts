@@ -4,8 +4,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { manyObjectsPdf } from '../support/builders.js';
 import { createE2eEnv, type E2eEnv } from '../support/e2e-env.js';
 import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type CliResult, type ProcessEnv } from '../support/process.js';
 
@@ -136,6 +139,23 @@ describe('validate', () => {
     expect(result.stdout).toMatch(/line 2: EVENT_BAD_TIME/);
     expect(result.stdout).toMatch(/line 3: EVENT_BAD_RECORD: 4 fields, the header has 3/);
     expect(result.stdout).toMatch(/line 7: EVENT_BAD_RECORD: 2 fields, the header has 3/);
+  });
+
+  it("refuses a label over its check budget with the daemon's reason, in pt-BR, and still checks the file after it", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cs-validate-'));
+    const hostile = join(dir, 'many-objects.pdf');
+    await writeFile(hostile, manyObjectsPdf(300_000));
+    try {
+      const result = await run(['validate', hostile, ok[0]!], { CARRIER_SYNC_CHECK_MEMORY_MB: '64', CARRIER_SYNC_LANG: 'pt-BR' });
+      expect(result.code, result.stderr).toBe(1);
+      expect(result.stdout).toContain(`INVÁLIDO ${hostile}`);
+      expect(result.stdout).toContain('LABEL_TOO_COMPLEX: a verificação deste arquivo precisou de mais que o limite de 64 MB de memória');
+      expect(result.stdout).toContain('CARRIER_SYNC_CHECK_MEMORY_MB');
+      expect(result.stdout).toContain(`${ok[0]!}`);
+      expect(result.stdout).not.toContain(`INVÁLIDO ${ok[0]!}`);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -71,3 +71,20 @@ export function zipWith(entryName: string): Buffer {
   header.writeUInt16LE(entryName.length, 26);
   return Buffer.concat([header, Buffer.from(entryName), data]);
 }
+
+/**
+ * A hostile label: a valid one-page PDF followed by `objects` tiny objects (`N 0 obj [N] endobj`),
+ * all parsed by pdf-lib before it finds the pages. 300,000 of them make ~7.6 MB (under the 10 MB
+ * limit) that cost seconds of CPU and hundreds of MB to parse (issue 39's hostile label).
+ */
+export function manyObjectsPdf(objects: number): Buffer {
+  const parts = [
+    '%PDF-1.7\n',
+    '1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n',
+    '2 0 obj\n<< /Type /Pages /Kids [3 0 R] /Count 1 >>\nendobj\n',
+    '3 0 obj\n<< /Type /Page /Parent 2 0 R /MediaBox [0 0 288 432] >>\nendobj\n',
+  ];
+  for (let n = 4; n < objects + 4; n += 1) parts.push(`${n} 0 obj\n<</K ${n}>>\nendobj\n`);
+  parts.push(`trailer\n<< /Size ${objects + 4} /Root 1 0 R >>\n%%EOF\n`);
+  return Buffer.from(parts.join(''), 'latin1');
+}

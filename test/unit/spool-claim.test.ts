@@ -36,6 +36,7 @@ function depsFor(writeStableMs: number): ClaimDeps {
     track: unused,
     untrack: unused,
     isOwner: () => true,
+    checks: undefined as never,
     clock: systemClock,
     logger: silentLogger,
   };

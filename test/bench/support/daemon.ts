@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, readFileSync, type WriteStream } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -56,6 +56,35 @@ export interface DaemonSetup {
   logLevel?: string;
   /** 'warn': the daemon logs at its level, but only warnings and worse reach the log file. */
   logFileLevel?: 'all' | 'warn';
+  /** Node flags for this daemon, after BENCH_DAEMON_NODE_ARGS' (e.g. loopDelayProbe's). */
+  nodeArgs?: string[];
+}
+
+/**
+ * The event loop's delay in a spawned daemon (support/loop-delay-probe.ts): its node flags and
+ * environment for DaemonSetup, `open()` / `close()` around the window measured (SIGUSR2 each).
+ */
+export function loopDelayProbe(file: string): {
+  nodeArgs: string[];
+  env: Record<string, string>;
+  open(pid: number): void;
+  close(pid: number): Promise<{ p50Ms: number; p99Ms: number; maxMs: number; count: number }>;
+} {
+  return {
+    nodeArgs: ['--import', new URL('./loop-delay-probe.js', import.meta.url).href],
+    env: { BENCH_LOOP_DELAY_FILE: file },
+    open: (pid) => process.kill(pid, 'SIGUSR2'),
+    async close(pid) {
+      await rm(file, { force: true });
+      process.kill(pid, 'SIGUSR2');
+      for (let i = 0; i < 200; i += 1) {
+        const text = await readFile(file, 'utf8').catch(() => null);
+        if (text !== null && text !== '') return JSON.parse(text) as { p50Ms: number; p99Ms: number; maxMs: number; count: number };
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      throw new Error(`the daemon's loop-delay probe wrote nothing to ${file}`);
+    },
+  };
 }
 
 /** Schedules off (no scheduler role anyway), short backoff so retries do not dominate a run. */
@@ -122,11 +151,15 @@ export async function spawnDaemon(setup: DaemonSetup, roles: readonly Role[]): P
     .map((arg) => arg.replaceAll('{build}', daemonTag));
   // BENCH_DAEMON_SHEBANG_FLAGS=0 leaves the shebang's flags out (to compare with and without them).
   const shebangFlags = process.env['BENCH_DAEMON_SHEBANG_FLAGS'] === '0' ? [] : binNodeFlags();
-  const child = spawn(process.execPath, [...shebangFlags, ...nodeArgs, daemonBin, 'start', '--roles', roles.join(','), '--config', configPath], {
-    cwd: tmpdir(),
-    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? tmpdir(), TZ: 'UTC', LANG: 'C.UTF-8', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...shebangFlags, ...nodeArgs, ...(setup.nodeArgs ?? []), daemonBin, 'start', '--roles', roles.join(','), '--config', configPath],
+    {
+      cwd: tmpdir(),
+      env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? tmpdir(), TZ: 'UTC', LANG: 'C.UTF-8', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   // The daemon writes nothing on stdout; node flags such as --trace-gc do: keep it with the log.
   child.stdout?.on('data', (chunk: Buffer) => log.write(chunk));
   let errors = 0;

@@ -32,7 +32,6 @@ import {
   contextOf,
   inSpan,
   isTracingOn,
-  itemAttributes,
   loggerIn,
   messagingAttributes,
   spanBoundTo,
@@ -76,9 +75,10 @@ export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: str
 function traced(job: Job<ItemJob>, run: (span: Span) => Promise<string>): Promise<string> {
   const item = job.data;
   const producer = spanContextOf(item.trace);
-  const attributes = { ...messagingAttributes(item.kind, 'process', String(job.id)), ...itemAttributes(item), 'carrier_sync.attempt': job.attemptsMade + 1 };
-  const options = { kind: SpanKind.CONSUMER, attributes, links: producer === undefined ? [] : [{ context: producer }], parent: contextOf(item.trace) };
-  return inSpan(`process ${item.kind}`, { ...options, isError: (error) => !(error instanceof DelayedError) }, async (span) => {
+  // The item's names (delivery id, file) are on its root span: here, what is this run's.
+  const attributes = { ...messagingAttributes(item.kind, 'process'), 'carrier_sync.attempt': job.attemptsMade + 1 };
+  const links = producer === undefined ? [] : [{ context: producer }];
+  return inSpan(PROCESS_SPAN_NAME[item.kind], { kind: SpanKind.CONSUMER, attributes, links, parent: contextOf(producer), isError: isRunError }, async (span) => {
     try {
       const result = await run(span);
       span.setAttribute('carrier_sync.result', result);
@@ -92,6 +92,9 @@ function traced(job: Job<ItemJob>, run: (span: Span) => Promise<string>): Promis
     }
   });
 }
+
+const PROCESS_SPAN_NAME: Readonly<Record<ItemJob['kind'], string>> = { label: 'process label', cte: 'process cte', collecting: 'process collecting' };
+const isRunError = (error: unknown): boolean => !(error instanceof DelayedError);
 
 function processJob(deps: PushDeps): (job: Job<ItemJob>, token?: string) => Promise<string> {
   return async (job, token) => {

@@ -68,7 +68,9 @@ export function enqueueDocument(
   if (!isTracingOn()) return batcher(job, seen);
   // PRODUCER: a file's root span (its claim's, ended by the claim), or one of its own, a child of
   // what is active. Its traceparent rides in the job (a job that exists keeps its own).
-  const span = producer ?? tracer().startSpan(`publish ${job.kind}`, { kind: SpanKind.PRODUCER, attributes: { ...messagingAttributes(job.kind, 'send'), ...itemAttributes(job) } });
+  const span =
+    producer ??
+    tracer().startSpan(`publish ${job.kind}`, { kind: SpanKind.PRODUCER, attributes: { ...messagingAttributes(job.kind, 'send'), ...itemAttributes(job) } });
   span.setAttribute('messaging.message.id', documentJobId(job));
   const trace = traceparentOf(span);
   return batcher(trace === undefined ? job : { ...job, trace }, seen).then(

@@ -262,10 +262,7 @@ describe('traces of items', () => {
       () =>
         receiver
           .spans()
-          .find(
-            (span) =>
-              span.name === 'process label' && span.traceId === publish.traceId && span.attributes['carrier_sync.result'] === 'accepted',
-          ),
+          .find((span) => span.name === 'process label' && span.traceId === publish.traceId && span.attributes['carrier_sync.result'] === 'accepted'),
       {
         what: 'the attempt after the restart',
         timeoutMs: 40_000,

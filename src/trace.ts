@@ -11,8 +11,9 @@
  *       POST / PUT (CLIENT: the API request, with traceparent)
  * The file's move to archive/ or failed/ is no span: its log line names the trace.
  * Names (delivery id, file) are on the root only; the other spans carry what is theirs.
- * A span is active only in a call's synchronous part (runtime/tracing.ts says why); across an await
- * it is handed on explicitly: withSpan, bindSpan / spanBoundTo, loggerIn.
+ * A span is handed on explicitly (runtime/tracing.ts says why no AsyncLocalStorage runs): as an
+ * argument, or active in a call's synchronous part (withSpan), or bound to a job (bindSpan /
+ * spanBoundTo); log lines name it through loggerIn.
  * Events of a file are items of their own: each event's publish span starts a trace of its own,
  * linked to the file's claim (`claim events`, a root of its own), so a file of 10,000 events is
  * 10,000 small traces, not one giant one.
@@ -58,24 +59,36 @@ export function tracer(): ReturnType<typeof trace.getTracer> {
 /** The span `inSpan` hands over while tracing is off: records nothing, costs nothing. */
 const NO_SPAN: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
-/** Runs `work` inside a new span that ends with it: an error it throws marks the span (unless `isError` says no). */
-export async function inSpan<T>(
+/**
+ * Runs `work` with a new span that ends with it: an error it throws marks the span (unless
+ * `isError` says no). The span is not made active: whoever starts a child is handed it (a plain
+ * start and a then, no context switch or closure of the SDK's a call: BENCHMARKS.md, issue 38).
+ */
+export function inSpan<T>(
   name: string,
   options: { kind?: SpanKind; attributes?: Attributes; links?: Link[]; root?: boolean; parent?: Context; isError?: (error: unknown) => boolean },
   work: (span: Span) => Promise<T>,
 ): Promise<T> {
   if (!isOn) return work(NO_SPAN);
-  const { parent, isError, ...spanOptions } = options;
-  return tracer().startActiveSpan(name, spanOptions, parent ?? context.active(), async (span) => {
-    try {
-      return await work(span);
-    } catch (error) {
-      if (isError?.(error) ?? true) markError(span, error);
-      throw error;
-    } finally {
+  // The SDK reads kind, attributes, links and root of the options; parent and isError are ours.
+  const span = tracer().startSpan(name, options, options.parent ?? context.active());
+  let running: Promise<T>;
+  try {
+    running = work(span);
+  } catch (error) {
+    running = Promise.reject(error);
+  }
+  return running.then(
+    (value) => {
       span.end();
-    }
-  });
+      return value;
+    },
+    (error: unknown) => {
+      if (options.isError?.(error) ?? true) markError(span, error);
+      span.end();
+      throw error;
+    },
+  );
 }
 
 /** Marks a span failed: `error.type` is the SyncError code (or the error's class), the message only the error's. */

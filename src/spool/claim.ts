@@ -79,7 +79,8 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   // The item's trace starts here: a stable file, about to be read (docs/tracing.md).
   return inSpan(...rootSpanOf(kind, fileName), async (span) => {
     const result = await claimStable(inClaim(deps, span), kind, fileName, path, stat, span);
-    span.setAttribute('carrier_sync.claim.result', result);
+    // 'queued' is what the enqueue's result says already.
+    if (result !== 'queued') span.setAttribute('carrier_sync.claim.result', result);
     return result;
   });
 }
@@ -98,15 +99,16 @@ function rootSpanOf(kind: SpoolKind, fileName: string, isResumed = false): [stri
 
 const ROOT_SPAN_NAME: Readonly<Record<SpoolKind, string>> = { labels: 'publish label', cte: 'publish cte', events: 'claim events' };
 
-/** The validation, as an event of the root span (a span of its own cost as much as the request's: BENCHMARKS.md, issue 38). */
+/**
+ * The validation, on the root span (a span of its own cost as much as the request's: BENCHMARKS.md,
+ * issue 38): a refusal marks it failed (error.type: the code); an events file's counts are an event.
+ */
 function noteValidated(span: Span, prepared: Prepared): void {
   if (!span.isRecording()) return;
   if ('error' in prepared) markError(span, prepared.error);
   else if ('events' in prepared) span.addEvent('validated', { 'carrier_sync.events.valid': prepared.events.records.length, 'carrier_sync.events.invalid': prepared.events.rejects.length });
-  else {
-    span.setAttribute('carrier_sync.delivery_id', prepared.document.deliveryId);
-    span.addEvent('validated');
-  }
+  // A document that passed names its delivery (no event: an item's root carries three spans' worth already).
+  else span.setAttribute('carrier_sync.delivery_id', prepared.document.deliveryId);
 }
 
 /** A stable file: read, checked, then refused or moved in flight and queued. */
@@ -160,7 +162,7 @@ async function claimStable(
 export function resumeInflight(deps: ClaimDeps, kind: SpoolKind, name: string, claimId: string, fileName: string): Promise<ClaimResult> {
   return inSpan(...rootSpanOf(kind, fileName, true), async (span) => {
     const result = await resumeClaim(inClaim(deps, span), kind, name, claimId, fileName, span);
-    span.setAttribute('carrier_sync.claim.result', result);
+    if (result !== 'queued') span.setAttribute('carrier_sync.claim.result', result);
     return result;
   });
 }

@@ -92,16 +92,15 @@ async function historyOf(deliveryId: string): Promise<JourneyStep[]> {
     .map((line) => JSON.parse(line) as JourneyStep);
 }
 
-/** The document trip every label and CT-e shares: publish (the claim, validated) → process (settled) → POST. */
+/** The document trip every label and CT-e shares: publish (the claim, its validation and enqueue) → process (settled) → POST. */
 function expectDocumentTrip(spans: readonly ReceivedSpan[], kind: string, deliveryId: string, fileName: string, method = 'POST'): { client: ReceivedSpan } {
   const publish = one(spans, `publish ${kind}`);
-  expect(publish).toMatchObject({ kind: KIND.producer, parentSpanId: '', events: ['validated'] });
+  expect(publish).toMatchObject({ kind: KIND.producer, parentSpanId: '', events: [] });
   expect(publish.attributes).toMatchObject({
     'messaging.destination.name': kind,
     'messaging.operation.type': 'send',
     'carrier_sync.delivery_id': deliveryId,
     'carrier_sync.file': fileName,
-    'carrier_sync.claim.result': 'queued',
     'carrier_sync.enqueue.result': 'queued',
   });
   const process = one(spans, `process ${kind}`);

@@ -164,10 +164,11 @@ export interface TracedItem {
   origin: { source: string; fileName?: string; line?: number };
 }
 
-/** The attributes naming an item, for its root span: delivery id, source, file (and line of an events file). */
+/** The attributes naming an item, for its root span: delivery id, and its file (and line) or, without one, its source. */
 export function itemAttributes(item: TracedItem): Attributes {
-  const attributes: Attributes = { 'carrier_sync.delivery_id': item.deliveryId, 'carrier_sync.source': item.origin.source };
-  if (item.origin.fileName !== undefined) attributes['carrier_sync.file'] = item.origin.fileName;
+  const attributes: Attributes = { 'carrier_sync.delivery_id': item.deliveryId };
+  if (item.origin.fileName === undefined) attributes['carrier_sync.source'] = item.origin.source;
+  else attributes['carrier_sync.file'] = item.origin.fileName;
   if (item.origin.line !== undefined) attributes['carrier_sync.line'] = item.origin.line;
   return attributes;
 }

@@ -3,23 +3,24 @@
  * it). Until runtime/tracing.ts registers the SDK — only when an OTLP endpoint is set — every call
  * here is the API's no-op: a non-recording span, no context kept, no header written.
  *
- * The shape of one item's trace (docs/tracing.md):
- *   claim <kind> (a file; INTERNAL, the root)
- *     validate <kind>
- *     publish <queue> (PRODUCER; its traceparent rides in the job's data)
- *     process <queue> (CONSUMER, one per run of the job: a child of the publish span, and linked
- *                      to it; its event `settled <result>` is the item's end)
+ * The shape of one item's trace (docs/tracing.md): three spans, whatever its source.
+ *   publish <kind> (PRODUCER, the root: for a file, its claim, validation — an event — and enqueue;
+ *                   its traceparent rides in the job's data)
+ *     process <kind> (CONSUMER, one per run of the job: a child of the publish span, and linked
+ *                     to it; its event `settled <result>` is the item's end)
  *       POST / PUT (CLIENT: the API request, with traceparent)
- *     archive / fail <kind> (the file's move, by the spool's owner)
- * A span is active only in a call's synchronous part (runtime/tracing.ts says why); across an await
- * it is handed on explicitly: withSpan, bindSpan / spanBoundTo, loggerIn.
+ * The file's move to archive/ or failed/ is no span: its log line names the trace.
+ * Names (delivery id, file) are on the root only; the other spans carry what is theirs.
+ * A span is handed on explicitly (runtime/tracing.ts says why no AsyncLocalStorage runs): as an
+ * argument, or active in a call's synchronous part (withSpan), or bound to a job (bindSpan /
+ * spanBoundTo); log lines name it through loggerIn.
  * Events of a file are items of their own: each event's publish span starts a trace of its own,
- * linked to the file's claim, so a file of 10,000 events is 10,000 small traces, not one giant one.
+ * linked to the file's claim (`claim events`, a root of its own), so a file of 10,000 events is
+ * 10,000 small traces, not one giant one.
  */
 import {
   context,
   INVALID_SPAN_CONTEXT,
-  propagation,
   SpanKind,
   SpanStatusCode,
   trace,
@@ -31,15 +32,18 @@ import {
   type SpanContext,
 } from '@opentelemetry/api';
 
-export { SpanKind, type Span };
+export { SpanKind, type Attributes, type Span };
 
 const TRACER_NAME = 'carrier-sync';
 
 let isOn = false;
+/** The SDK's tracer, once registered (the API builds a cache key string on every getTracer). */
+let sdkTracer: ReturnType<typeof trace.getTracer> | undefined;
 
 /** Said once by runtime/tracing.ts when the SDK is registered: work done only for spans is skipped until then. */
 export function markTracingOn(): void {
   isOn = true;
+  sdkTracer = trace.getTracer(TRACER_NAME);
 }
 
 /** Whether spans are recorded in this process (an OTLP endpoint is set). */
@@ -49,30 +53,42 @@ export function isTracingOn(): boolean {
 
 /** The tracer; the API hands out a no-op one until the SDK is registered. */
 export function tracer(): ReturnType<typeof trace.getTracer> {
-  return trace.getTracer(TRACER_NAME);
+  return sdkTracer ?? trace.getTracer(TRACER_NAME);
 }
 
 /** The span `inSpan` hands over while tracing is off: records nothing, costs nothing. */
 const NO_SPAN: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
-/** Runs `work` inside a new span that ends with it: an error it throws marks the span (unless `isError` says no). */
-export async function inSpan<T>(
+/**
+ * Runs `work` with a new span that ends with it: an error it throws marks the span (unless
+ * `isError` says no). The span is not made active: whoever starts a child is handed it (a plain
+ * start and a then, no context switch or closure of the SDK's a call: BENCHMARKS.md, issue 38).
+ */
+export function inSpan<T>(
   name: string,
   options: { kind?: SpanKind; attributes?: Attributes; links?: Link[]; root?: boolean; parent?: Context; isError?: (error: unknown) => boolean },
   work: (span: Span) => Promise<T>,
 ): Promise<T> {
   if (!isOn) return work(NO_SPAN);
-  const { parent, isError, ...spanOptions } = options;
-  return tracer().startActiveSpan(name, spanOptions, parent ?? context.active(), async (span) => {
-    try {
-      return await work(span);
-    } catch (error) {
-      if (isError?.(error) ?? true) markError(span, error);
-      throw error;
-    } finally {
+  // The SDK reads kind, attributes, links and root of the options; parent and isError are ours.
+  const span = tracer().startSpan(name, options, options.parent ?? context.active());
+  let running: Promise<T>;
+  try {
+    running = work(span);
+  } catch (error) {
+    running = Promise.reject(error);
+  }
+  return running.then(
+    (value) => {
       span.end();
-    }
-  });
+      return value;
+    },
+    (error: unknown) => {
+      if (options.isError?.(error) ?? true) markError(span, error);
+      span.end();
+      throw error;
+    },
+  );
 }
 
 /** Marks a span failed: `error.type` is the SyncError code (or the error's class), the message only the error's. */
@@ -99,9 +115,8 @@ export function spanContextOf(traceparent: string | undefined): SpanContext | un
   return trace.isSpanContextValid(ids) ? ids : undefined;
 }
 
-/** A context whose parent is the span a traceparent names (the root context when there is none). */
-export function contextOf(traceparent: string | undefined): Context {
-  const ids = spanContextOf(traceparent);
+/** A context whose parent is the span these ids name (as spanContextOf reads them from a traceparent), or the active one when there are none. */
+export function contextOf(ids: SpanContext | undefined): Context {
   return ids === undefined ? context.active() : trace.setSpanContext(context.active(), ids);
 }
 
@@ -109,11 +124,6 @@ export function contextOf(traceparent: string | undefined): Context {
 export function activeLinks(): Link[] {
   const ids = trace.getActiveSpan()?.spanContext();
   return ids !== undefined && trace.isSpanContextValid(ids) ? [{ context: ids }] : [];
-}
-
-/** Writes the active context's propagation headers (traceparent, tracestate) into `headers`. */
-export function injectTraceHeaders(headers: Record<string, string>, within: Context = context.active()): void {
-  propagation.inject(within, headers);
 }
 
 /** Runs `work` with `span` as the active span (for spans started by hand and ended elsewhere). */
@@ -154,23 +164,36 @@ export interface TracedItem {
   origin: { source: string; fileName?: string; line?: number };
 }
 
-/** The attributes naming an item: kind, delivery id, file (and line of an events file), source. */
+/** The attributes naming an item, for its root span: delivery id, and its file (and line) or, without one, its source. */
 export function itemAttributes(item: TracedItem): Attributes {
-  return {
-    'carrier_sync.kind': item.kind,
-    'carrier_sync.delivery_id': item.deliveryId,
-    'carrier_sync.source': item.origin.source,
-    ...(item.origin.fileName === undefined ? {} : { 'carrier_sync.file': item.origin.fileName }),
-    ...(item.origin.line === undefined ? {} : { 'carrier_sync.line': item.origin.line }),
-  };
+  const attributes: Attributes = { 'carrier_sync.delivery_id': item.deliveryId };
+  if (item.origin.fileName === undefined) attributes['carrier_sync.source'] = item.origin.source;
+  else attributes['carrier_sync.file'] = item.origin.fileName;
+  if (item.origin.line !== undefined) attributes['carrier_sync.line'] = item.origin.line;
+  return attributes;
 }
 
-/** OTel messaging attributes of a queue operation (`send` by the producer, `process` by a worker). */
-export function messagingAttributes(queue: string, operation: 'send' | 'process', messageId?: string): Attributes {
-  return {
-    'messaging.system': 'bullmq',
-    'messaging.destination.name': queue,
-    'messaging.operation.type': operation,
-    ...(messageId === undefined ? {} : { 'messaging.message.id': messageId }),
-  };
+const messaging = new Map<string, Attributes>();
+
+/**
+ * OTel messaging attributes of a queue operation (`send` by the producer, `process` by a worker):
+ * one constant object a queue and operation (the job's id is the producer's alone).
+ */
+export function messagingAttributes(queue: string, operation: 'send' | 'process'): Attributes {
+  const key = `${operation} ${queue}`;
+  let attributes = messaging.get(key);
+  if (attributes === undefined) {
+    attributes = Object.freeze({ 'messaging.system': 'bullmq', 'messaging.destination.name': queue, 'messaging.operation.type': operation });
+    messaging.set(key, attributes);
+  }
+  return attributes;
+}
+
+/**
+ * `logger` with the trace_id and span_id a traceparent names on every line (the file's move, done
+ * by the spool's owner once the item has settled, logs under the item's root span).
+ */
+export function loggerOf<L extends { child(bindings: Record<string, string>): L }>(logger: L, traceparent: string | undefined): L {
+  const ids = isOn ? spanContextOf(traceparent) : undefined;
+  return ids === undefined ? logger : logger.child({ trace_id: ids.traceId, span_id: ids.spanId });
 }

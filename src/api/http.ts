@@ -9,7 +9,7 @@ import type { Dispatcher, Pool as UndiciPool } from 'undici';
 import { systemClock, type Clock } from '../clock.js';
 import { SyncError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
-import { injectTraceHeaders, inSpan, isTracingOn, markError, SpanKind } from '../trace.js';
+import { inSpan, isTracingOn, markError, SpanKind, traceparentOf } from '../trace.js';
 import { fromTransportError, toSyncError, unreadableSuccess } from './errors.js';
 import type { EndpointName, ResponseSample, ResponseSampleStatus } from './types.js';
 
@@ -91,8 +91,10 @@ function tracedSend(send: (request: HttpRequest) => Promise<HttpResponse>, targe
   // An answer with a status is marked below (error.type: the status); a failure without one, by inSpan (error.type: its code).
   const isError = (error: unknown): boolean => !(error instanceof SyncError && error.status !== undefined);
   return inSpan(request.method, { kind: SpanKind.CLIENT, attributes, isError }, async (span) => {
+    // The span's own traceparent, written directly (the propagator's inject would find the same span in the context).
     const headers: Record<string, string> = { ...request.headers };
-    injectTraceHeaders(headers);
+    const traceparent = traceparentOf(span);
+    if (traceparent !== undefined) headers['traceparent'] = traceparent;
     try {
       const response = await send({ ...request, headers });
       span.setAttribute('http.response.status_code', response.status);

@@ -18,7 +18,7 @@ import type { OutcomeMessage } from '../store/payloads.js';
 import { originalName, type SpoolPaths } from '../spool/paths.js';
 import type { Disk } from '../spool/file-calls.js';
 import { failInto, listDir, moveInto, noteArchived, REPORT } from './files.js';
-import { contextOf, inSpan, loggerIn } from '../trace.js';
+import { loggerOf } from '../trace.js';
 
 export interface InflightIndex {
   /** In-flight file names (in `.inflight/<kind>/`) of one content id. */
@@ -95,19 +95,8 @@ async function applyOutcome(deps: OutcomeDeps, message: OutcomeMessage): Promise
     if (await deps.batches.markDone(origin.batchId, message.jobId, dead)) await finishBatch(deps, origin.batchId);
     return;
   }
-  const document = { ...message, origin };
-  if (message.trace === undefined) return applyDocument(deps, document);
-  // The file's move ends the item's trace (a child of the span that queued it).
-  const end = message.result === 'dead-lettered' ? 'fail' : 'archive';
-  const attributes = {
-    'carrier_sync.kind': message.kind,
-    'carrier_sync.delivery_id': message.deliveryId,
-    'carrier_sync.file': origin.fileName,
-    'carrier_sync.result': message.result,
-  };
-  await inSpan(`${end} ${SPOOL_KIND_OF[message.kind]}`, { parent: contextOf(message.trace), attributes }, (span) =>
-    applyDocument({ ...deps, logger: loggerIn(deps.logger, span) }, document),
-  );
+  // The file's move is no span (the item's end is its last attempt's event): its log lines name the trace.
+  await applyDocument({ ...deps, logger: loggerOf(deps.logger, message.trace) }, { ...message, origin });
 }
 
 async function applyDocument(deps: OutcomeDeps, message: OutcomeMessage & { origin: { contentId: string; fileName: string } }): Promise<void> {

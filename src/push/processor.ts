@@ -76,22 +76,35 @@ export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: str
 function traced(job: Job<ItemJob>, run: (span: Span) => Promise<string>): Promise<string> {
   const item = job.data;
   const producer = spanContextOf(item.trace);
-  const attributes = { ...messagingAttributes(item.kind, 'process', String(job.id)), ...itemAttributes(item), 'carrier_sync.attempt': job.attemptsMade + 1 };
-  const options = { kind: SpanKind.CONSUMER, attributes, links: producer === undefined ? [] : [{ context: producer }], parent: contextOf(item.trace) };
-  return inSpan(`process ${item.kind}`, { ...options, isError: (error) => !(error instanceof DelayedError) }, async (span) => {
-    try {
-      const result = await run(span);
-      span.setAttribute('carrier_sync.result', result);
-      return result;
-    } catch (error) {
-      span.setAttribute(
-        'carrier_sync.result',
-        error instanceof DelayedError ? 'stepped-aside' : error instanceof UnrecoverableError ? 'dead-lettered' : 'failed',
-      );
-      throw error;
-    }
-  });
+  // The item's names (delivery id, file) are on its root span: here, what is this run's (and the
+  // names too when this run is the root: the job was queued untraced).
+  const attributes = {
+    ...messagingAttributes(item.kind, 'process'),
+    'carrier_sync.attempt': job.attemptsMade + 1,
+    ...(producer === undefined ? itemAttributes(item) : {}),
+  };
+  const links = producer === undefined ? [] : [{ context: producer }];
+  return inSpan(
+    PROCESS_SPAN_NAME[item.kind],
+    { kind: SpanKind.CONSUMER, attributes, links, parent: contextOf(producer), isError: isRunError },
+    async (span) => {
+      try {
+        const result = await run(span);
+        span.setAttribute('carrier_sync.result', result);
+        return result;
+      } catch (error) {
+        span.setAttribute(
+          'carrier_sync.result',
+          error instanceof DelayedError ? 'stepped-aside' : error instanceof UnrecoverableError ? 'dead-lettered' : 'failed',
+        );
+        throw error;
+      }
+    },
+  );
 }
+
+const PROCESS_SPAN_NAME: Readonly<Record<ItemJob['kind'], string>> = { label: 'process label', cte: 'process cte', collecting: 'process collecting' };
+const isRunError = (error: unknown): boolean => !(error instanceof DelayedError);
 
 function processJob(deps: PushDeps): (job: Job<ItemJob>, token?: string) => Promise<string> {
   return async (job, token) => {

@@ -16,7 +16,7 @@ import type { QueueSet } from './queues.js';
 import { addStat, type Stats } from '../store/stats.js';
 import { appendSteps, prepareJourney, type JourneyEntry } from '../journey/journey.js';
 import { documentSteps, eventSteps, type SeenFile } from './job-steps.js';
-import { activeLinks, isTracingOn, itemAttributes, markError, messagingAttributes, SpanKind, traceparentOf, tracer } from '../trace.js';
+import { activeLinks, isTracingOn, itemAttributes, markError, messagingAttributes, SpanKind, traceparentOf, tracer, type Span } from '../trace.js';
 
 export interface EnqueueDeps {
   redis: RedisConnection;
@@ -57,25 +57,31 @@ export function collectingJobId(deliveryId: string, instantKey: string): string 
  * document settles on its own: a round trip that fails rejects the documents it carried, and
  * their callers put their files back as before.
  */
-export function enqueueDocument(deps: EnqueueDeps, job: LabelJob | CteJob, seen?: SeenFile): Promise<{ jobId: string; result: DocumentEnqueueResult }> {
+export function enqueueDocument(
+  deps: EnqueueDeps,
+  job: LabelJob | CteJob,
+  seen?: SeenFile,
+  producer?: Span,
+): Promise<{ jobId: string; result: DocumentEnqueueResult }> {
   let batcher = batchers.get(deps);
   if (batcher === undefined) batchers.set(deps, (batcher = documentBatcher(deps)));
   if (!isTracingOn()) return batcher(job, seen);
-  // PRODUCER: a child of the file's claim; its traceparent rides in the job (a job that exists keeps its own).
-  const span = tracer().startSpan(`publish ${job.kind}`, {
-    kind: SpanKind.PRODUCER,
-    attributes: { ...messagingAttributes(job.kind, 'send', documentJobId(job)), ...itemAttributes(job) },
-  });
+  // PRODUCER: a file's root span (its claim's, ended by the claim), or one of its own, a child of
+  // what is active. Its traceparent rides in the job (a job that exists keeps its own).
+  const span =
+    producer ??
+    tracer().startSpan(`publish ${job.kind}`, { kind: SpanKind.PRODUCER, attributes: { ...messagingAttributes(job.kind, 'send'), ...itemAttributes(job) } });
+  span.setAttribute('messaging.message.id', documentJobId(job));
   const trace = traceparentOf(span);
   return batcher(trace === undefined ? job : { ...job, trace }, seen).then(
     (outcome) => {
       span.setAttribute('carrier_sync.enqueue.result', outcome.result);
-      span.end();
+      if (producer === undefined) span.end();
       return outcome;
     },
     (error: unknown) => {
       markError(span, error);
-      span.end();
+      if (producer === undefined) span.end();
       throw error;
     },
   );
@@ -247,7 +253,8 @@ export async function enqueueEvents(deps: EnqueueDeps, events: readonly Collecti
       root: true,
       links,
       attributes: {
-        ...messagingAttributes(event.kind, 'send', collectingJobId(event.deliveryId, event.instantKey)),
+        ...messagingAttributes(event.kind, 'send'),
+        'messaging.message.id': collectingJobId(event.deliveryId, event.instantKey),
         ...itemAttributes(event),
         'carrier_sync.event_at': event.eventAt,
       },

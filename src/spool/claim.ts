@@ -16,7 +16,7 @@ import type { Logger } from '../log.js';
 import type { Batches } from '../queue/batches.js';
 import { refusalReport, type ReportContent } from '../queue/failure-report.js';
 import { enqueueDocument, enqueueEvents, type EnqueueDeps } from '../queue/enqueue.js';
-import type { SpoolKind } from '../store/keys.js';
+import { ITEM_KIND_OF, type SpoolKind } from '../store/keys.js';
 import { collectingJobOf, type CteJob, type LabelJob } from '../store/payloads.js';
 import type { EventsFileResult } from '../validate/events-file.js';
 import type { CheckPool } from '../validate/pool/check-pool.js';
@@ -26,7 +26,7 @@ import type { JourneyWriter } from '../journey/journey.js';
 import { refusedSteps, type SeenFile } from '../queue/job-steps.js';
 import { diskOf, fileCallsOf } from './file-calls.js';
 import { noteInvalidLines } from './invalid-lines.js';
-import { inSpan, isTracingOn, loggerIn, markError, withSpan, type Span } from '../trace.js';
+import { inSpan, isTracingOn, loggerIn, markError, messagingAttributes, SpanKind, withSpan, type Attributes, type Span } from '../trace.js';
 import { claimStampOf, inflightName, newClaimId, type SpoolPaths } from './paths.js';
 
 /** Where files go that do not become jobs; the outcome stage implements it. */
@@ -77,11 +77,38 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   const isUnchanged = seen.size < 0 ? Date.now() - stat.mtimeMs >= deps.spool.writeStableMs : stat.size === seen.size && stat.mtimeMs === seen.mtimeMs;
   if (!isUnchanged) return 'changed';
   // The item's trace starts here: a stable file, about to be read (docs/tracing.md).
-  return inSpan(`claim ${kind}`, { attributes: { 'carrier_sync.spool_kind': kind, 'carrier_sync.file': fileName } }, async (span) => {
+  return inSpan(...rootSpanOf(kind, fileName), async (span) => {
     const result = await claimStable(inClaim(deps, span), kind, fileName, path, stat, span);
-    span.setAttribute('carrier_sync.claim.result', result);
+    // 'queued' is what the enqueue's result says already.
+    if (result !== 'queued') span.setAttribute('carrier_sync.claim.result', result);
     return result;
   });
+}
+
+/**
+ * A file's root span (docs/tracing.md): a label's or CT-e's is its item's PRODUCER span, `publish
+ * <kind>` — the claim, its validation (an event) and the enqueue in one span, the parent of every
+ * attempt; an events file's is `claim events`, which each event's own trace links to.
+ */
+function rootSpanOf(kind: SpoolKind, fileName: string, isResumed = false): [string, { kind: SpanKind; attributes: Attributes }] {
+  const attributes: Attributes =
+    kind === 'events' ? { 'carrier_sync.file': fileName } : { ...messagingAttributes(ITEM_KIND_OF[kind], 'send'), 'carrier_sync.file': fileName };
+  if (isResumed) attributes['carrier_sync.resumed'] = true;
+  return [ROOT_SPAN_NAME[kind], { kind: kind === 'events' ? SpanKind.INTERNAL : SpanKind.PRODUCER, attributes }];
+}
+
+const ROOT_SPAN_NAME: Readonly<Record<SpoolKind, string>> = { labels: 'publish label', cte: 'publish cte', events: 'claim events' };
+
+/**
+ * The validation, on the root span (a span of its own cost as much as the request's: BENCHMARKS.md,
+ * issue 38): a refusal marks it failed (error.type: the code); an events file's counts are an event.
+ */
+function noteValidated(span: Span, prepared: Prepared): void {
+  if (!span.isRecording()) return;
+  if ('error' in prepared) markError(span, prepared.error);
+  else if ('events' in prepared) span.addEvent('validated', { 'carrier_sync.events.valid': prepared.events.records.length, 'carrier_sync.events.invalid': prepared.events.rejects.length });
+  // A document that passed names its delivery (no event: an item's root carries three spans' worth already).
+  else span.setAttribute('carrier_sync.delivery_id', prepared.document.deliveryId);
 }
 
 /** A stable file: read, checked, then refused or moved in flight and queued. */
@@ -106,8 +133,8 @@ async function claimStable(
   // Hashed once: the claim id starts with the hash, the journey keeps all of it.
   const file: SeenFile = { sha256: hash('sha256', bytes, 'hex'), size: bytes.length, mtimeMs: stat.mtimeMs };
   const claimId = newClaimId(bytes, file.sha256);
-  // The claim's span is the parent of the validation's and the enqueue's (started in the calls' synchronous part).
-  const prepared = await withSpan(span, () => prepare(deps, kind, fileName, bytes, claimId, stat.mtimeMs));
+  const prepared = await prepare(deps, kind, fileName, bytes, claimId, stat.mtimeMs);
+  noteValidated(span, prepared);
   if ('error' in prepared) {
     await refuse(deps, kind, path, fileName, refused(kind, fileName, prepared.error), file);
     return 'refused';
@@ -119,7 +146,7 @@ async function claimStable(
   await fs.rename(path, inflightPath);
   deps.track(kind, name);
   try {
-    return await withSpan(span, () => queue(deps, kind, name, fileName, prepared, file));
+    return await queue(deps, kind, name, fileName, prepared, span, file);
   } catch (error) {
     // Redis went away between the rename and the add: put the file back so it is claimed again;
     // if even that fails, the in-flight reconcile takes it up.
@@ -133,10 +160,9 @@ async function claimStable(
 
 /** Takes up a file found in .inflight/ (a claim interrupted by a crash, or a lost outcome). */
 export function resumeInflight(deps: ClaimDeps, kind: SpoolKind, name: string, claimId: string, fileName: string): Promise<ClaimResult> {
-  const attributes = { 'carrier_sync.spool_kind': kind, 'carrier_sync.file': fileName, 'carrier_sync.resumed': true };
-  return inSpan(`claim ${kind}`, { attributes }, async (span) => {
+  return inSpan(...rootSpanOf(kind, fileName, true), async (span) => {
     const result = await resumeClaim(inClaim(deps, span), kind, name, claimId, fileName, span);
-    span.setAttribute('carrier_sync.claim.result', result);
+    if (result !== 'queued') span.setAttribute('carrier_sync.claim.result', result);
     return result;
   });
 }
@@ -146,13 +172,14 @@ async function resumeClaim(deps: ClaimDeps, kind: SpoolKind, name: string, claim
   const bytes = await readFile(path);
   // A rename keeps the mtime: the generation is the one the first claim gave it.
   const { mtimeMs } = await lstat(path);
-  const prepared = await withSpan(span, () => prepare(deps, kind, fileName, bytes, claimId, mtimeMs));
+  const prepared = await prepare(deps, kind, fileName, bytes, claimId, mtimeMs);
+  noteValidated(span, prepared);
   if ('error' in prepared) {
     await deps.sink.reject(kind, path, fileName, refused(kind, fileName, prepared.error));
     return 'refused';
   }
   deps.track(kind, name);
-  return withSpan(span, () => queue(deps, kind, name, fileName, prepared));
+  return queue(deps, kind, name, fileName, prepared, span);
 }
 
 /** The claim's log lines name its trace (tracing on). */
@@ -186,13 +213,7 @@ export async function prepare(
   mtimeMs: number,
   source: 'spool' | 'backfill' = 'spool',
 ): Promise<Prepared> {
-  return inSpan(`validate ${kind}`, { attributes: { 'carrier_sync.spool_kind': kind, 'carrier_sync.file': fileName, 'carrier_sync.bytes': bytes.length } }, async (span) => {
-    const prepared = await check(deps, { kind, fileName, bytes, claimId, mtimeMs, source });
-    if ('error' in prepared) markError(span, prepared.error);
-    else if ('events' in prepared) span.setAttributes({ 'carrier_sync.events.valid': prepared.events.records.length, 'carrier_sync.events.invalid': prepared.events.rejects.length });
-    else span.setAttribute('carrier_sync.delivery_id', prepared.document.deliveryId);
-    return prepared;
-  });
+  return check(deps, { kind, fileName, bytes, claimId, mtimeMs, source });
 }
 
 /** What `prepare` checks: a file's bytes, its name and kind, and what its claim gave it. */
@@ -242,10 +263,11 @@ async function check(deps: PrepareDeps, { kind, fileName, bytes, claimId, mtimeM
   return { document: { kind: 'cte', deliveryId: name.value.deliveryId, xml: verdict.value.xml, byteLength: bytes.length, origin, receivedAt, generation } };
 }
 
-async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: string, prepared: Prepared, seen?: SeenFile): Promise<ClaimResult> {
+/** Queues what a claim prepared; `span` is the file's root span (a document's PRODUCER span; the events' traces link to it). */
+async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: string, prepared: Prepared, span: Span, seen?: SeenFile): Promise<ClaimResult> {
   const path = join(deps.paths.inflight(kind), name);
   if ('document' in prepared) {
-    const { jobId, result } = await enqueueDocument(deps.enqueue, prepared.document, seen);
+    const { jobId, result } = await enqueueDocument(deps.enqueue, prepared.document, seen, span);
     // Queued is a step (debug): the file's outcome line comes when it is archived or failed. At info,
     // this line cost ~11% of the daemon's CPU in the ingest bench (a synchronous write to stderr and
     // the redaction each; BENCHMARKS.md item 6). Settled here (superseded, already accepted) or a
@@ -265,7 +287,8 @@ async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: s
     const jobs = records.map((record) =>
       collectingJobOf(record, `file:${batchId}:${record.line}`, { source: 'spool', spoolId: deps.paths.spoolId, fileName, batchId, line: record.line }, receivedAt),
     );
-    const enqueued = await enqueueEvents(deps.enqueue, jobs);
+    // Each event's trace links to the file's (the span is active in the call's synchronous part).
+    const enqueued = await withSpan(span, () => enqueueEvents(deps.enqueue, jobs));
     await deps.enqueue.stats.add('received', 'collecting', rejects.length);
     await deps.enqueue.stats.add('failed', 'collecting', rejects.length);
     await noteInvalidLines(deps.enqueue, fileName, rejects);

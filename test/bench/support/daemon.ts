@@ -140,7 +140,10 @@ export interface SpawnedDaemon {
 export async function spawnDaemon(setup: DaemonSetup, roles: readonly Role[]): Promise<SpawnedDaemon> {
   const { spool, configPath, env: own, cleanup } = await prepare(setup);
   // BENCH_TRACING=1: tracing on, every item sampled, towards a sink in this process (support/otlp-sink.ts).
-  const env = isBenchTracing() ? { ...own, ...(await tracingEnv()) } : own;
+  // BENCH_TRACING_ONLY=this: only this tree's daemons trace, so `--compare HEAD` measures tracing
+  // on against tracing off of the same code (no other change between the builds).
+  const isTraced = isBenchTracing() && (process.env['BENCH_TRACING_ONLY'] === undefined || process.env['BENCH_TRACING_ONLY'] === daemonTag);
+  const env = isTraced ? { ...own, ...(await tracingEnv()) } : own;
   await mkdir(join(setup.logFile, '..'), { recursive: true });
   const log = createWriteStream(setup.logFile, { flags: 'a' });
   // BENCH_DAEMON_NODE_ARGS: node flags for every spawned daemon, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof/{build}"

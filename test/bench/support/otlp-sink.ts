@@ -32,5 +32,9 @@ export async function tracingEnv(): Promise<Record<string, string>> {
   const ratio = process.env['BENCH_TRACING_RATIO'];
   const sampler: Record<string, string> =
     ratio === undefined ? { OTEL_TRACES_SAMPLER: 'always_on' } : { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: ratio };
-  return { OTEL_EXPORTER_OTLP_ENDPOINT: url, ...sampler };
+  // Any other OTEL_* setting of the bench's own environment goes to the daemons too (OTEL_BSP_*, the protocol…).
+  const others = Object.fromEntries(
+    Object.entries(process.env).filter((entry): entry is [string, string] => entry[0].startsWith('OTEL_') && entry[1] !== undefined),
+  );
+  return { ...others, OTEL_EXPORTER_OTLP_ENDPOINT: url, ...sampler };
 }

@@ -34,6 +34,8 @@ export interface Context {
   closers: Closers;
   /** Where Redis is (one server, Sentinel or Cluster); its `address` is safe to show. */
   redisTarget: RedisTarget;
+  /** The Redis URL this process connected with: REDIS_URL, or the managed redis-server's (null with Sentinel and no REDIS_URL). */
+  redisUrl: string | null;
   /** carrier-sync's own commands (scripts, pipelines, reads), auto-pipelined. */
   redis: RedisConnection;
   /** BullMQ's queues and workers (a worker duplicates it for its blocking reads); never auto-pipelined. */
@@ -123,6 +125,7 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
       clock,
       closers,
       redisTarget,
+      redisUrl: url,
       redis,
       bullRedis,
       health,

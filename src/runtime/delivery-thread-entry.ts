@@ -1,0 +1,121 @@
+/**
+ * The delivery thread's own code (runtime/delivery-thread.ts starts it): the worker role with a
+ * Context of its own (its own Redis connections, queues, push gate, limiter, API client), as
+ * another process of the deployment runs it. What it logs goes to the main thread, batched (one
+ * message for the lines of each pass of this thread's event loop); the API client's timing
+ * samples and tracing's dropped-span counters go there once a second. On `stop` it closes what
+ * it opened, in the order a worker process does (workers finish in-flight jobs within the grace,
+ * then the owner liveness, the API client, the queues, Redis), says `stopped`, and ends.
+ */
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { createLogger, type Logger } from '../log.js';
+import type { RequestSample } from '../ops/metrics.js';
+import { createClosers } from './closers.js';
+import { routeConsoleToLog } from './console-to-log.js';
+import { openContext } from './context.js';
+import { toWireError, type DeliveryThreadData, type FromThread, type ToThread } from './delivery-wire.js';
+import { ContactAbandoned } from './redis-contact.js';
+import { startTracing, type Tracing } from './tracing.js';
+
+/** How often the samples and the dropped-span counters go to the main thread. */
+const REPORT_MS = 1000;
+
+const port: MessagePort = parentPortOrThrow();
+const data = workerData as DeliveryThreadData;
+const post = (message: FromThread): void => port.postMessage(message);
+
+function parentPortOrThrow(): MessagePort {
+  if (parentPort === null) throw new Error('delivery-thread-entry.ts runs only as a worker thread');
+  return parentPort;
+}
+
+/** The thread's log lines, batched like log.ts' stderr: a pass's lines leave in one message. */
+function forwardedLines(): { write(line: string): boolean; flush(): void } {
+  let pending = '';
+  let isScheduled = false;
+  const flush = (): void => {
+    isScheduled = false;
+    if (pending === '') return;
+    const text = pending;
+    pending = '';
+    post({ type: 'log', text });
+  };
+  return {
+    write(line) {
+      pending += line;
+      if (!isScheduled) {
+        isScheduled = true;
+        setImmediate(flush);
+      }
+      return true;
+    },
+    flush,
+  };
+}
+
+const lines = forwardedLines();
+const logger: Logger = createLogger({ level: data.config.log.level, destination: lines as unknown as NodeJS.WritableStream }).child({ thread: 'delivery' });
+routeConsoleToLog(logger);
+
+let samples: RequestSample[] = [];
+let tracing: Tracing | null = null;
+const report = (): void => {
+  if (samples.length > 0) {
+    post({ type: 'samples', samples });
+    samples = [];
+  }
+  if (tracing !== null) post({ type: 'spans', dropped: tracing.dropped() });
+};
+const reporting = setInterval(report, REPORT_MS);
+reporting.unref();
+
+const closers = createClosers(logger);
+const stopSignal = new AbortController();
+let isStopRequested = false;
+
+async function start(): Promise<void> {
+  tracing = await startTracing(process.env, logger);
+  const ctx = await openContext(data.config, logger, 'worker-thread', {
+    closers,
+    contact: { signal: stopSignal.signal, onWaiting: (reason) => logger.warn(reason) },
+  });
+  if (isStopRequested) throw new ContactAbandoned();
+  const { startWorkerRole } = await import('./worker-role.js');
+  await startWorkerRole(ctx, data.target, data.wantsSamples ? (sample) => void samples.push(sample) : () => {});
+}
+
+const started = start();
+started.then(
+  () => {
+    lines.flush(); // its start's lines before the main thread's 'delivery runs on its own thread'
+    post({ type: 'ready' });
+  },
+  async (error: unknown) => {
+    if (isStopRequested) return;
+    await closers.closeAll();
+    await tracing?.shutdown();
+    lines.flush();
+    post({ type: 'failed', error: toWireError(error) });
+    clearInterval(reporting);
+    port.close();
+  },
+);
+
+let stopping: Promise<void> | undefined;
+port.on('message', (message: ToThread) => {
+  if (message.type !== 'stop') return;
+  isStopRequested = true;
+  stopSignal.abort();
+  stopping ??= stop();
+});
+
+async function stop(): Promise<void> {
+  await closers.closeAll();
+  await started.catch(() => {});
+  await tracing?.shutdown();
+  clearInterval(reporting);
+  report();
+  lines.flush();
+  post({ type: 'stopped' });
+  port.close();
+}

@@ -86,6 +86,7 @@ async function start(): Promise<void> {
   const ctx = await openContext(data.config, logger, 'worker-thread', {
     closers,
     contact: { signal: stopSignal.signal, onWaiting: (reason) => logger.warn(reason) },
+    toldBoard: data.toldBoard,
   });
   if (isStopRequested) throw new ContactAbandoned();
   const { startWorkerRole } = await import('./worker-role.js');

@@ -35,6 +35,8 @@ export interface DeliveryThread {
 }
 
 export interface DeliveryThreadOptions {
+  /** The main thread's Redis-outage board (runtime/context.ts OpenOptions.toldBoard). */
+  toldBoard: Int32Array;
   /** The http role's request metrics; null without it (the thread then sends no samples). */
   observeRequest: Metrics['observeRequest'] | null;
   /** The thread ended on its own, after its start: an uncaught error, or an exit nobody asked for. */
@@ -55,6 +57,7 @@ export async function startDeliveryThread(ctx: Context, target: ApiTarget, optio
     config: { ...config, redis: { ...config.redis, url: ctx.redisUrl } },
     target,
     wantsSamples: options.observeRequest !== null,
+    toldBoard: options.toldBoard,
   };
   const worker = new Worker(new URL(entryFileUrl()), { workerData: data, stdout: false, stderr: false });
   let dropped: SpansDropped = { queueFull: 0, exportFailed: 0 };

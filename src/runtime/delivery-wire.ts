@@ -15,6 +15,8 @@ export interface DeliveryThreadData {
   target: ApiTarget;
   /** Whether the main thread keeps request metrics (http role): else the thread sends no samples. */
   wantsSamples: boolean;
+  /** The process's Redis-outage board (store/redis-health.ts), shared memory: one warn line per outage per process. */
+  toldBoard: Int32Array;
 }
 
 /** An error as plain data: its message, its SyncError code when it has one, its stack. */

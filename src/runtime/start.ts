@@ -34,6 +34,7 @@ import { isDeliveryThreaded, type DeliveryThread } from './delivery-thread.js';
 import { checkRedisDurability, openContext, type Context } from './context.js';
 import { createClosers, type Closers } from './closers.js';
 import { ContactAbandoned } from './redis-contact.js';
+import { createToldBoard } from '../store/redis-health.js';
 import type { WaitingServer } from '../ops/waiting-server.js';
 import { startTracing, type SpansDropped, type Tracing } from './tracing.js';
 
@@ -84,6 +85,8 @@ interface DaemonState {
   tracing: Tracing | null;
   /** The worker role's thread (runtime/delivery-thread.ts), when it runs on one. */
   deliveryThread: DeliveryThread | null;
+  /** With the delivery thread: the Redis-outage board its health tracker and the main thread's share. */
+  toldBoard: Int32Array | null;
   /** Called once a running part failed for good (logged fatal here). */
   fail(error: Error): void;
 }
@@ -105,6 +108,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
     spoolLease: null,
     tracing: null,
     deliveryThread: null,
+    toldBoard: isDeliveryThreaded(config, roles) ? createToldBoard() : null,
     fail: () => {},
   };
   const failed = new Promise<Error>((resolve) => {
@@ -171,6 +175,7 @@ async function openShared(state: DaemonState): Promise<Context> {
   const { config, roles, logger } = state;
   const ctx = await openContext(config, logger, roles.join('+'), {
     closers: state.closers,
+    ...(state.toldBoard === null ? {} : { toldBoard: state.toldBoard }),
     contact: {
       signal: state.stopSignal.signal,
       onWaiting: (reason) => {
@@ -251,9 +256,9 @@ async function startRoles(state: DaemonState, ctx: Context, observeRequest: Obse
 
 /** The worker role: on a thread of its own when this process runs the watcher role too (runtime/delivery-thread.ts), else here. */
 async function startDelivery(state: DaemonState, ctx: Context, target: ApiTarget, observeRequest: ObserveRequest | null): Promise<void> {
-  if (isDeliveryThreaded(state.config, state.roles)) {
+  if (state.toldBoard !== null) {
     const { startDeliveryThread } = await import('./delivery-thread.js');
-    state.deliveryThread = await startDeliveryThread(ctx, target, { observeRequest, onCrash: (error) => state.fail(error) });
+    state.deliveryThread = await startDeliveryThread(ctx, target, { observeRequest, toldBoard: state.toldBoard, onCrash: (error) => state.fail(error) });
     return;
   }
   await (await import('./worker-role.js')).startWorkerRole(ctx, target, observeRequest ?? (() => {}));

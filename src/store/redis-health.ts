@@ -100,6 +100,18 @@ export interface HealthOptions {
   /** A key of the deployment's the write probe may set (a few bytes, with a TTL). */
   probeKey?: string;
   now?: () => number;
+  /**
+   * Shared by the trackers of one process's threads (runtime/delivery-thread.ts), in shared
+   * memory: the tracker whose episode began first tells it (its warn line, its end line); the
+   * others log theirs at debug, so an outage is still one warning and one line when it is back
+   * per process. 0: no episode told; 1: one is.
+   */
+  toldBoard?: Int32Array | undefined;
+}
+
+/** A board for `HealthOptions.toldBoard`, to hand to every thread of the process. */
+export function createToldBoard(): Int32Array {
+  return new Int32Array(new SharedArrayBuffer(4));
 }
 
 /** What the tracker's steps share: the episode under way and who listens. */
@@ -116,6 +128,9 @@ interface HealthState {
   lastEndedAt: number;
   lastErrorAt: number;
   quietProbes: number;
+  toldBoard: Int32Array | null;
+  /** Whether this tracker told the episode under way (its warn line went out). */
+  isTeller: boolean;
   probe: NodeJS.Timeout | undefined;
   writable: Set<(ended: RedisEpisode) => void>;
   changed: Array<(episode: RedisEpisode | null) => void>;
@@ -135,6 +150,8 @@ export function trackRedisHealth(redis: RedisConnection, logger: Logger, options
     lastEndedAt: -Infinity,
     lastErrorAt: -Infinity,
     quietProbes: 0,
+    toldBoard: options.toldBoard ?? null,
+    isTeller: false,
     probe: undefined,
     writable: new Set(),
     changed: [],
@@ -204,7 +221,8 @@ function startEpisode(state: HealthState, kind: RedisTrouble, error: unknown, so
   Object.assign(state, { episode, lastErrorAt: state.now(), absorbed: 1 });
   if (kind === 'unreachable') state.outages += 1;
   else startProbe(state);
-  state.logger.warn({ source, code: episode.code, err: error }, WARN[kind]);
+  state.isTeller = state.toldBoard === null || Atomics.compareExchange(state.toldBoard, 0, 0, 1) === 0;
+  state.logger[state.isTeller ? 'warn' : 'debug']({ source, code: episode.code, err: error }, WARN[kind]);
   for (const listener of state.changed) listener(episode);
   return true;
 }
@@ -214,7 +232,9 @@ function endEpisode(state: HealthState): void {
   if (ended === null) return;
   const [message, field] = INFO[ended.kind];
   const durationMs = Math.round(state.now() - ended.since);
-  state.logger.info({ [field]: durationMs, errors: state.absorbed }, message);
+  state.logger[state.isTeller ? 'info' : 'debug']({ [field]: durationMs, errors: state.absorbed }, message);
+  if (state.isTeller && state.toldBoard !== null) Atomics.store(state.toldBoard, 0, 0);
+  state.isTeller = false;
   recoveries += 1;
   state.lastEndedAt = state.now();
   state.episode = null;

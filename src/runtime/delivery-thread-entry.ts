@@ -89,6 +89,9 @@ async function start(): Promise<void> {
     toldBoard: data.toldBoard,
   });
   if (isStopRequested) throw new ContactAbandoned();
+  ctx.health.onChange((episode) => {
+    if (episode !== null) post({ type: 'redis', episode: { kind: episode.kind, code: episode.code, message: episode.message } });
+  });
   const { startWorkerRole } = await import('./worker-role.js');
   await startWorkerRole(ctx, data.target, data.wantsSamples ? (sample) => void samples.push(sample) : () => {});
 }

@@ -71,6 +71,7 @@ export async function startDeliveryThread(ctx: Context, target: ApiTarget, optio
     if (message.type === 'log') writeLogLines(logger, message.text);
     else if (message.type === 'samples') for (const sample of message.samples) options.observeRequest?.(sample);
     else if (message.type === 'spans') dropped = message.dropped;
+    else if (message.type === 'redis') ctx.health.adopt(message.episode, 'delivery-thread');
     else if (message.type === 'ready') settleStart(null);
     else if (message.type === 'failed') settleStart(errorOf(message.error));
     else {

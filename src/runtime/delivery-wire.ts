@@ -6,6 +6,7 @@ import type { Config } from '../config/schema.js';
 import type { RequestSample } from '../ops/metrics.js';
 import type { ApiTarget } from './api-target.js';
 import type { SpansDropped } from './tracing.js';
+import type { RedisEpisode } from '../store/redis-health.js';
 
 /** The thread's workerData. */
 export interface DeliveryThreadData {
@@ -37,6 +38,8 @@ export type FromThread =
   | { type: 'samples'; samples: RequestSample[] }
   /** The thread's tracing dropped-span counters (totals so far). */
   | { type: 'spans'; dropped: SpansDropped }
+  /** A Redis episode the thread's health tracker began (the main thread's adopts it: readiness, metrics). */
+  | { type: 'redis'; episode: Pick<RedisEpisode, 'kind' | 'code' | 'message'> }
   /** Everything the thread opened is closed: it ends now. */
   | { type: 'stopped' };
 

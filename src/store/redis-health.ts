@@ -45,6 +45,13 @@ export interface RedisEpisode {
 export interface RedisHealth {
   /** True when `error` is about Redis' availability, covered here; false: not, log it yourself. */
   report(error: unknown, source: string): boolean;
+  /**
+   * An episode another thread of this process saw (runtime/delivery-thread.ts): Redis refusing
+   * writes or failing over begins an episode here too (readiness, metrics, the overview and
+   * notifications read this tracker), ended by this tracker's own probe writes. Unreachable is
+   * not taken: this thread's own connection sees that.
+   */
+  adopt(episode: Pick<RedisEpisode, 'kind' | 'code' | 'message'>, source: string): void;
   isDown(): boolean;
   /** False while Redis is unreachable, refuses writes, or fails over. */
   isWritable(): boolean;
@@ -168,6 +175,11 @@ export function trackRedisHealth(redis: RedisConnection, logger: Logger, options
   if (redis instanceof Cluster) redis.on('node error', onNodeError);
   return {
     report: (error, source) => report(state, error, source),
+    adopt(episode, source) {
+      if (episode.kind === 'unreachable' || state.episode !== null) return;
+      const seen = Object.assign(new Error(episode.message), { code: episode.code });
+      startEpisode(state, episode.kind, seen, source);
+    },
     isDown: () => state.episode?.kind === 'unreachable',
     isWritable: () => state.episode === null,
     writesRefused: () => (state.episode?.kind === 'writes-refused' ? state.episode : null),

@@ -73,6 +73,9 @@ const one = (spans: readonly ReceivedSpan[], name: string): ReceivedSpan => {
   ).toEqual([name]);
   return found[0] as ReceivedSpan;
 };
+/** `traceId` once its trace holds a span named `name`, else undefined. */
+const withSpan = (traceId: string | undefined, name: string): string | undefined =>
+  traceId !== undefined && named(inTrace(traceId), name).length > 0 ? traceId : undefined;
 const traceOfFile = (file: string, name: string): string | undefined =>
   receiver.spans().find((span) => span.name === name && span.attributes['carrier_sync.file'] === file)?.traceId;
 
@@ -128,9 +131,12 @@ describe('traces of items', () => {
     await dropFile(join(env.spool, 'events'), 'traced.ndjson', `${JSON.stringify({ delivery_id: event, event_at: '2026-01-02T03:04:05Z' })}\n`);
     await waitFor(async () => (await listFiles(join(env.spool, 'archive'))).length === 3, { what: 'three files archived', timeoutMs: 30_000 });
 
-    const labelTrace = await waitFor(() => traceOfFile(`${label}.pdf`, 'archive labels'), { what: "the label's archive span" });
+    // The attempt's spans come from the delivery thread's exporter, the archive's from the main thread's: waited for both.
+    const labelTrace = await waitFor(() => withSpan(traceOfFile(`${label}.pdf`, 'archive labels'), 'process label'), {
+      what: "the label's archive and process spans",
+    });
     const { client } = expectDocumentTrip(inTrace(labelTrace), 'labels', 'label', label);
-    const cteTrace = await waitFor(() => traceOfFile(`${cte}.xml`, 'archive cte'), { what: "the CT-e's archive span" });
+    const cteTrace = await waitFor(() => withSpan(traceOfFile(`${cte}.xml`, 'archive cte'), 'process cte'), { what: "the CT-e's archive and process spans" });
     expect(cteTrace).not.toBe(labelTrace);
     const cteTrip = expectDocumentTrip(inTrace(cteTrace), 'cte', 'cte', cte, 'PUT');
     expect(cteTrip.client.attributes['url.full']).toMatch(/\/v1\/delivery\/cte$/);

@@ -118,5 +118,15 @@ const batchedStderr = {
 };
 process.on('exit', flushLogLines);
 
+/**
+ * Log lines made elsewhere (the delivery thread's, runtime/delivery-thread.ts), already JSON and
+ * newline-ended, written to `logger`'s own destination: the same ordered queue as its own lines
+ * (batched stderr, a test's stream, or pino-pretty's transport, which reads JSON lines).
+ */
+export function writeLogLines(logger: Logger, text: string): void {
+  const stream = (logger as unknown as Record<symbol, { write(text: string): unknown } | undefined>)[pino.symbols.streamSym];
+  stream?.write(text);
+}
+
 /** A logger that drops everything, for library code called without one. */
 export const silentLogger: Logger = pino({ level: 'silent' });

@@ -60,7 +60,9 @@ const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
 
 /**
  * The first stop signal shuts the daemon down (within the grace period); a second exits at once
- * (main.ts calls process.exit once the action returns). Resolves when the process may end.
+ * (main.ts calls process.exit once the action returns). A part of the daemon that failed for good
+ * (the delivery thread crashed: runtime/start.ts logged it, fatal) stops it the same way, exit 1.
+ * Resolves when the process may end.
  */
 function obeySignals(daemon: DaemonHandle, logger: Logger): Promise<void> {
   let signals = 0;
@@ -81,5 +83,11 @@ function obeySignals(daemon: DaemonHandle, logger: Logger): Promise<void> {
       });
     };
     for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
+    void daemon.failed.then(() => {
+      void daemon.stop().then(() => {
+        process.exitCode = 1;
+        resolve();
+      });
+    });
   });
 }

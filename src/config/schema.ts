@@ -112,6 +112,8 @@ export const configSchema = z
         completedRetentionSec: positiveInt,
         lockMs: positiveInt,
         authProbeMs: positiveInt,
+        /** The worker role on a thread of its own when one process runs the watcher role too (runtime/delivery-thread.ts). */
+        thread: z.enum(['auto', 'on', 'off']),
       })
       .strict(),
     dedup: z.object({ retentionDays: positiveInt }).strict(),

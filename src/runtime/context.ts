@@ -34,6 +34,8 @@ export interface Context {
   closers: Closers;
   /** Where Redis is (one server, Sentinel or Cluster); its `address` is safe to show. */
   redisTarget: RedisTarget;
+  /** The Redis URL this process connected with: REDIS_URL, or the managed redis-server's (null with Sentinel and no REDIS_URL). */
+  redisUrl: string | null;
   /** carrier-sync's own commands (scripts, pipelines, reads), auto-pipelined. */
   redis: RedisConnection;
   /** BullMQ's queues and workers (a worker duplicates it for its blocking reads); never auto-pipelined. */
@@ -65,6 +67,8 @@ export interface OpenOptions {
   closers?: Closers;
   /** How the first contact with Redis waits (runtime/redis-contact.ts). */
   contact?: ContactOptions;
+  /** Shared with the other threads of this process: one warn line per Redis outage (store/redis-health.ts). */
+  toldBoard?: Int32Array;
 }
 
 export async function openContext(config: Readonly<Config>, logger: Logger, name: string, options: OpenOptions = {}): Promise<Context> {
@@ -90,7 +94,7 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
     // With our connection not auto-pipelined (Sentinel, Cluster), BullMQ shares it.
     const bullRedis = isAutoPipelined(redisTarget) ? connectRedis(redisTarget, `carrier-sync:${name}:bullmq`, (error) => onFailover(error)) : redis;
     const keys = createKeys(config.prefix);
-    const health = trackRedisHealth(redis, logger.child({ mod: 'redis' }), { probeKey: keys.healthProbe });
+    const health = trackRedisHealth(redis, logger.child({ mod: 'redis' }), { probeKey: keys.healthProbe, toldBoard: options.toldBoard });
     onFailover = (error) => void health.report(error, 'failover');
     let isContacted = false;
     for (const connection of new Set([redis, bullRedis])) {
@@ -123,6 +127,7 @@ export async function openContext(config: Readonly<Config>, logger: Logger, name
       clock,
       closers,
       redisTarget,
+      redisUrl: url,
       redis,
       bullRedis,
       health,

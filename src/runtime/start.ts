@@ -29,12 +29,14 @@ import type { Metrics } from '../ops/metrics.js';
 import { createReadiness, type ReadinessState, type SpoolReadiness } from '../ops/readiness.js';
 import type { OpsServer } from '../ops/server.js';
 import { spoolDisk } from '../spool/disk-state.js';
-import { resolveApiTarget } from './api-target.js';
+import { resolveApiTarget, type ApiTarget } from './api-target.js';
+import { isDeliveryThreaded, type DeliveryThread } from './delivery-thread.js';
 import { checkRedisDurability, openContext, type Context } from './context.js';
 import { createClosers, type Closers } from './closers.js';
 import { ContactAbandoned } from './redis-contact.js';
+import { createToldBoard } from '../store/redis-health.js';
 import type { WaitingServer } from '../ops/waiting-server.js';
-import { startTracing, type Tracing } from './tracing.js';
+import { startTracing, type SpansDropped, type Tracing } from './tracing.js';
 
 /** What the API client reports after each request: the http role's request metrics, or nothing. */
 type ObserveRequest = Metrics['observeRequest'];
@@ -53,6 +55,8 @@ export interface DaemonHandle {
   isStopRequested(): boolean;
   /** After stop(): 'clean', or 'grace-expired' when the grace period ran out before every step closed. */
   stopOutcome(): StopOutcome | null;
+  /** Resolves when a part of the running daemon failed for good (the delivery thread crashed): the daemon must stop, exit 1. */
+  failed: Promise<Error>;
 }
 
 export type StopOutcome = 'clean' | 'grace-expired';
@@ -79,6 +83,12 @@ interface DaemonState {
   spoolLease: (() => Promise<SpoolReadiness>) | null;
   /** Tracing (OTEL_* settings), when an endpoint is set: started first, its last spans sent last. */
   tracing: Tracing | null;
+  /** The worker role's thread (runtime/delivery-thread.ts), when it runs on one. */
+  deliveryThread: DeliveryThread | null;
+  /** With the delivery thread: the Redis-outage board its health tracker and the main thread's share. */
+  toldBoard: Int32Array | null;
+  /** Called once a running part failed for good (logged fatal here). */
+  fail(error: Error): void;
 }
 
 export function startDaemon(config: Readonly<Config>, roles: readonly Role[], logger: Logger): DaemonHandle {
@@ -97,7 +107,19 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
     isDraining: false,
     spoolLease: null,
     tracing: null,
+    deliveryThread: null,
+    toldBoard: isDeliveryThreaded(config, roles) ? createToldBoard() : null,
+    fail: () => {},
   };
+  const failed = new Promise<Error>((resolve) => {
+    let hasFailed = false;
+    state.fail = (error) => {
+      if (hasFailed) return;
+      hasFailed = true;
+      logger.fatal({ err: error }, 'the delivery thread failed: stopping (its jobs stay in Redis and are taken up again at the next start)');
+      resolve(error);
+    };
+  });
   const ready = start(state);
   ready.then(
     () => (state.phase = 'started'),
@@ -106,6 +128,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
   let stopping: Promise<void> | undefined;
   return {
     ready,
+    failed,
     opsUrl: () => state.ops?.url ?? null,
     isStopRequested: () => state.isStopRequested,
     stopOutcome: () => state.stopOutcome,
@@ -124,7 +147,7 @@ async function start(state: DaemonState): Promise<void> {
   state.tracing = await startTracing(process.env, logger);
   const ctx = await openShared(state);
   if (state.isStopRequested) throw new ContactAbandoned();
-  let observeRequest: ObserveRequest = () => {};
+  let observeRequest: ObserveRequest | null = null;
   if (roles.includes('http')) {
     const { metrics, readiness } = await watchHealth(state, ctx);
     observeRequest = (sample) => metrics.observeRequest(sample);
@@ -152,6 +175,7 @@ async function openShared(state: DaemonState): Promise<Context> {
   const { config, roles, logger } = state;
   const ctx = await openContext(config, logger, roles.join('+'), {
     closers: state.closers,
+    ...(state.toldBoard === null ? {} : { toldBoard: state.toldBoard }),
     contact: {
       signal: state.stopSignal.signal,
       onWaiting: (reason) => {
@@ -169,7 +193,7 @@ async function openShared(state: DaemonState): Promise<Context> {
 
 /** Readiness and metrics (http role), with what they read; roles started later fill in the spool's lease. */
 async function watchHealth(state: DaemonState, ctx: Context): Promise<{ metrics: Metrics; readiness: () => Promise<ReadinessState> }> {
-  const { config, roles } = state;
+  const { config, roles, tracing } = state;
   const { createMetrics } = await import('../ops/metrics.js');
   const metrics = createMetrics();
   const readiness = createReadiness({
@@ -191,7 +215,7 @@ async function watchHealth(state: DaemonState, ctx: Context): Promise<{ metrics:
     maxQueued: config.delivery.maxQueued,
     ...(roles.includes('watcher') ? { spoolDisk } : {}),
     redisOutages: () => ctx.health.outages(),
-    ...(state.tracing === null ? {} : { spansDropped: state.tracing.dropped }),
+    ...(tracing === null ? {} : { spansDropped: () => addDropped(tracing.dropped(), state.deliveryThread?.spansDropped()) }),
     redisWritesRefused: () => ctx.health.writesRefused() !== null,
     notificationCounts: () => readSendCounts(ctx.redis, ctx.keys),
   });
@@ -214,7 +238,7 @@ async function startHttp(state: DaemonState, ctx: Context, metrics: Metrics, rea
  * The watcher role opens before the workers so that its outcome consumer stops after them: the
  * files of the items the workers finish during the grace period still reach archive/ or failed/.
  */
-async function startRoles(state: DaemonState, ctx: Context, observeRequest: ObserveRequest): Promise<void> {
+async function startRoles(state: DaemonState, ctx: Context, observeRequest: ObserveRequest | null): Promise<void> {
   const { config, roles, logger } = state;
   let rescan = async (): Promise<void> => {};
   if (roles.includes('watcher')) {
@@ -226,8 +250,22 @@ async function startRoles(state: DaemonState, ctx: Context, observeRequest: Obse
   }
   const needsApi = roles.includes('worker') || roles.includes('scheduler');
   const target = needsApi ? await resolveApiTarget(config, logger, ctx.closers) : null;
-  if (target !== null && roles.includes('worker')) await (await import('./worker-role.js')).startWorkerRole(ctx, target, observeRequest);
+  if (target !== null && roles.includes('worker')) await startDelivery(state, ctx, target, observeRequest);
   if (target !== null && roles.includes('scheduler')) await (await import('./scheduler-role.js')).startSchedulerRole(ctx, target, rescan);
+}
+
+/** The worker role: on a thread of its own when this process runs the watcher role too (runtime/delivery-thread.ts), else here. */
+async function startDelivery(state: DaemonState, ctx: Context, target: ApiTarget, observeRequest: ObserveRequest | null): Promise<void> {
+  if (state.toldBoard !== null) {
+    const { startDeliveryThread } = await import('./delivery-thread.js');
+    state.deliveryThread = await startDeliveryThread(ctx, target, { observeRequest, toldBoard: state.toldBoard, onCrash: (error) => state.fail(error) });
+    return;
+  }
+  await (await import('./worker-role.js')).startWorkerRole(ctx, target, observeRequest ?? (() => {}));
+}
+
+function addDropped(own: SpansDropped, thread: SpansDropped | undefined): SpansDropped {
+  return thread === undefined ? own : { queueFull: own.queueFull + thread.queueFull, exportFailed: own.exportFailed + thread.exportFailed };
 }
 
 async function shutDown(state: DaemonState, ready: Promise<void>): Promise<void> {

@@ -45,6 +45,13 @@ export interface RedisEpisode {
 export interface RedisHealth {
   /** True when `error` is about Redis' availability, covered here; false: not, log it yourself. */
   report(error: unknown, source: string): boolean;
+  /**
+   * An episode another thread of this process saw (runtime/delivery-thread.ts): Redis refusing
+   * writes or failing over begins an episode here too (readiness, metrics, the overview and
+   * notifications read this tracker), ended by this tracker's own probe writes. Unreachable is
+   * not taken: this thread's own connection sees that.
+   */
+  adopt(episode: Pick<RedisEpisode, 'kind' | 'code' | 'message'>, source: string): void;
   isDown(): boolean;
   /** False while Redis is unreachable, refuses writes, or fails over. */
   isWritable(): boolean;
@@ -100,6 +107,18 @@ export interface HealthOptions {
   /** A key of the deployment's the write probe may set (a few bytes, with a TTL). */
   probeKey?: string;
   now?: () => number;
+  /**
+   * Shared by the trackers of one process's threads (runtime/delivery-thread.ts), in shared
+   * memory: the tracker whose episode began first tells it (its warn line, its end line); the
+   * others log theirs at debug, so an outage is still one warning and one line when it is back
+   * per process. 0: no episode told; 1: one is.
+   */
+  toldBoard?: Int32Array | undefined;
+}
+
+/** A board for `HealthOptions.toldBoard`, to hand to every thread of the process. */
+export function createToldBoard(): Int32Array {
+  return new Int32Array(new SharedArrayBuffer(4));
 }
 
 /** What the tracker's steps share: the episode under way and who listens. */
@@ -116,6 +135,9 @@ interface HealthState {
   lastEndedAt: number;
   lastErrorAt: number;
   quietProbes: number;
+  toldBoard: Int32Array | null;
+  /** Whether this tracker told the episode under way (its warn line went out). */
+  isTeller: boolean;
   probe: NodeJS.Timeout | undefined;
   writable: Set<(ended: RedisEpisode) => void>;
   changed: Array<(episode: RedisEpisode | null) => void>;
@@ -135,6 +157,8 @@ export function trackRedisHealth(redis: RedisConnection, logger: Logger, options
     lastEndedAt: -Infinity,
     lastErrorAt: -Infinity,
     quietProbes: 0,
+    toldBoard: options.toldBoard ?? null,
+    isTeller: false,
     probe: undefined,
     writable: new Set(),
     changed: [],
@@ -151,6 +175,11 @@ export function trackRedisHealth(redis: RedisConnection, logger: Logger, options
   if (redis instanceof Cluster) redis.on('node error', onNodeError);
   return {
     report: (error, source) => report(state, error, source),
+    adopt(episode, source) {
+      if (episode.kind === 'unreachable' || state.episode !== null) return;
+      const seen = Object.assign(new Error(episode.message), { code: episode.code });
+      startEpisode(state, episode.kind, seen, source);
+    },
     isDown: () => state.episode?.kind === 'unreachable',
     isWritable: () => state.episode === null,
     writesRefused: () => (state.episode?.kind === 'writes-refused' ? state.episode : null),
@@ -204,7 +233,8 @@ function startEpisode(state: HealthState, kind: RedisTrouble, error: unknown, so
   Object.assign(state, { episode, lastErrorAt: state.now(), absorbed: 1 });
   if (kind === 'unreachable') state.outages += 1;
   else startProbe(state);
-  state.logger.warn({ source, code: episode.code, err: error }, WARN[kind]);
+  state.isTeller = state.toldBoard === null || Atomics.compareExchange(state.toldBoard, 0, 0, 1) === 0;
+  state.logger[state.isTeller ? 'warn' : 'debug']({ source, code: episode.code, err: error }, WARN[kind]);
   for (const listener of state.changed) listener(episode);
   return true;
 }
@@ -214,7 +244,9 @@ function endEpisode(state: HealthState): void {
   if (ended === null) return;
   const [message, field] = INFO[ended.kind];
   const durationMs = Math.round(state.now() - ended.since);
-  state.logger.info({ [field]: durationMs, errors: state.absorbed }, message);
+  state.logger[state.isTeller ? 'info' : 'debug']({ [field]: durationMs, errors: state.absorbed }, message);
+  if (state.isTeller && state.toldBoard !== null) Atomics.store(state.toldBoard, 0, 0);
+  state.isTeller = false;
   recoveries += 1;
   state.lastEndedAt = state.now();
   state.episode = null;

@@ -13,4 +13,5 @@ export const TEST_DELIVERY: DeliveryConfig = {
   completedRetentionSec: 3600,
   lockMs: 30_000,
   authProbeMs: 10_000,
+  thread: 'off',
 };

@@ -1,0 +1,133 @@
+/**
+ * The delivery thread's own code (runtime/delivery-thread.ts starts it): the worker role with a
+ * Context of its own (its own Redis connections, queues, push gate, limiter, API client), as
+ * another process of the deployment runs it. What it logs goes to the main thread, batched (one
+ * message for the lines of each pass of this thread's event loop); the API client's timing
+ * samples and tracing's dropped-span counters go there once a second. On `stop` it closes what
+ * it opened, in the order a worker process does (workers finish in-flight jobs within the grace,
+ * then the owner liveness, the API client, the queues, Redis), says `stopped`, and ends.
+ */
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { createLogger, type Logger } from '../log.js';
+import type { RequestSample } from '../ops/metrics.js';
+import { createClosers } from './closers.js';
+import { routeConsoleToLog } from './console-to-log.js';
+import { openContext } from './context.js';
+import { toWireError, type DeliveryThreadData, type FromThread, type ToThread } from './delivery-wire.js';
+import { ContactAbandoned } from './redis-contact.js';
+import { startTracing, type Tracing } from './tracing.js';
+
+/** How often the samples and the dropped-span counters go to the main thread. */
+const REPORT_MS = 1000;
+/** The longest a log line waits here, and the most text that waits. */
+const LINES_MS = 50;
+const LINES_CHARS = 64 * 1024;
+
+const port: MessagePort = parentPortOrThrow();
+const data = workerData as DeliveryThreadData;
+const post = (message: FromThread): void => port.postMessage(message);
+
+function parentPortOrThrow(): MessagePort {
+  if (parentPort === null) throw new Error('delivery-thread-entry.ts runs only as a worker thread');
+  return parentPort;
+}
+
+/**
+ * The thread's log lines, in one message every LINES_MS (or at LINES_CHARS): a message for each
+ * pass of this thread's loop, as log.ts batches stderr writes, cost 3.3 % of the thread's CPU in
+ * postMessage on the large drop, and as much again on the main thread receiving them.
+ */
+function forwardedLines(): { write(line: string): boolean; flush(): void } {
+  let pending = '';
+  let timer: NodeJS.Timeout | undefined;
+  const flush = (): void => {
+    clearTimeout(timer);
+    timer = undefined;
+    if (pending === '') return;
+    const text = pending;
+    pending = '';
+    post({ type: 'log', text });
+  };
+  return {
+    write(line) {
+      pending += line;
+      if (pending.length >= LINES_CHARS) flush();
+      else timer ??= setTimeout(flush, LINES_MS);
+      return true;
+    },
+    flush,
+  };
+}
+
+const lines = forwardedLines();
+const logger: Logger = createLogger({ level: data.config.log.level, destination: lines as unknown as NodeJS.WritableStream }).child({ thread: 'delivery' });
+routeConsoleToLog(logger);
+// The lines of a thread that ends by a crash still go (a message posted at exit is delivered).
+process.on('exit', () => lines.flush());
+
+let samples: RequestSample[] = [];
+let tracing: Tracing | null = null;
+const report = (): void => {
+  if (samples.length > 0) {
+    post({ type: 'samples', samples });
+    samples = [];
+  }
+  if (tracing !== null) post({ type: 'spans', dropped: tracing.dropped() });
+};
+const reporting = setInterval(report, REPORT_MS);
+reporting.unref();
+
+const closers = createClosers(logger);
+const stopSignal = new AbortController();
+let isStopRequested = false;
+
+async function start(): Promise<void> {
+  tracing = await startTracing(process.env, logger);
+  const ctx = await openContext(data.config, logger, 'worker-thread', {
+    closers,
+    contact: { signal: stopSignal.signal, onWaiting: (reason) => logger.warn(reason) },
+    toldBoard: data.toldBoard,
+  });
+  if (isStopRequested) throw new ContactAbandoned();
+  ctx.health.onChange((episode) => {
+    if (episode !== null) post({ type: 'redis', episode: { kind: episode.kind, code: episode.code, message: episode.message } });
+  });
+  const { startWorkerRole } = await import('./worker-role.js');
+  await startWorkerRole(ctx, data.target, data.wantsSamples ? (sample) => void samples.push(sample) : () => {});
+}
+
+const started = start();
+started.then(
+  () => {
+    lines.flush(); // its start's lines before the main thread's 'delivery runs on its own thread'
+    post({ type: 'ready' });
+  },
+  async (error: unknown) => {
+    if (isStopRequested) return;
+    await closers.closeAll();
+    await tracing?.shutdown();
+    lines.flush();
+    post({ type: 'failed', error: toWireError(error) });
+    clearInterval(reporting);
+    port.close();
+  },
+);
+
+let stopping: Promise<void> | undefined;
+port.on('message', (message: ToThread) => {
+  if (message.type !== 'stop') return;
+  isStopRequested = true;
+  stopSignal.abort();
+  stopping ??= stop();
+});
+
+async function stop(): Promise<void> {
+  await closers.closeAll();
+  await started.catch(() => {});
+  await tracing?.shutdown();
+  clearInterval(reporting);
+  report();
+  lines.flush();
+  post({ type: 'stopped' });
+  port.close();
+}

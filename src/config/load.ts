@@ -70,6 +70,7 @@ export const ENV_VARIABLES: ReadonlyArray<readonly [string, readonly string[], P
   ['CARRIER_SYNC_EVENTS_CHECK_MEMORY_MB', ['checks', 'events', 'memoryMb'], asInt],
   ['CARRIER_SYNC_CONCURRENCY', ['delivery', 'concurrency'], asInt],
   ['CARRIER_SYNC_DELIVERY_THREAD', ['delivery', 'thread'], asString],
+  ['CARRIER_SYNC_DELIVERY_THREAD_NICE', ['delivery', 'threadNice'], asInt],
   ['CARRIER_SYNC_DEDUP_RETENTION_DAYS', ['dedup', 'retentionDays'], asInt],
   ['CARRIER_SYNC_HISTORY_DAYS', ['history', 'retentionDays'], asInt],
   ['CARRIER_SYNC_TRACE_URL', ['history', 'traceUrl'], asNullableString],

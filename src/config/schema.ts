@@ -114,6 +114,8 @@ export const configSchema = z
         authProbeMs: positiveInt,
         /** The worker role on a thread of its own when one process runs the watcher role too (runtime/delivery-thread.ts). */
         thread: z.enum(['auto', 'on', 'off']),
+        /** How much lower than the main thread's the delivery thread's scheduling priority is (nice steps, Linux). */
+        threadNice: z.number().int().min(0).max(19),
       })
       .strict(),
     dedup: z.object({ retentionDays: positiveInt }).strict(),

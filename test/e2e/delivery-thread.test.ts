@@ -6,6 +6,7 @@
  * is in flight lets the thread finish it; `CARRIER_SYNC_DELIVERY_THREAD=off` keeps one thread.
  */
 import { randomUUID } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -19,6 +20,8 @@ import { waitFor } from '../support/wait.js';
 
 const GRACE_MS = 6000;
 const THREADED = 'delivery runs on its own thread';
+/** delivery.threadNice's default (config/default.yaml). */
+const DEFAULT_NICE = 5;
 /** The default is `auto` (on with 2 cores or more): on a 1-core machine the test asks for the thread. */
 const DEFAULT_ENV: Record<string, string> = availableParallelism() >= 2 ? {} : { CARRIER_SYNC_DELIVERY_THREAD: 'on' };
 
@@ -56,6 +59,17 @@ async function waitForRequestStarted(env: E2eEnv): Promise<void> {
   }
 }
 
+/** The nice value of each of a process's threads, by thread id (/proc/<pid>/task/<tid>/stat, field 19). */
+async function threadNices(pid: number): Promise<Map<number, number>> {
+  const nices = new Map<number, number>();
+  for (const tid of await readdir(`/proc/${pid}/task`)) {
+    const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => null);
+    // The fields after the command's closing parenthesis start at field 3: nice is the 17th of them.
+    if (stat !== null) nices.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+  }
+  return nices;
+}
+
 async function dropOneOfEach(env: E2eEnv): Promise<string[]> {
   const label = `${randomUUID()}.pdf`;
   const cte = `${randomUUID()}.xml`;
@@ -77,6 +91,11 @@ describe('the delivery thread', () => {
     expect(messages().indexOf('workers started')).toBeLessThan(messages().indexOf(THREADED));
     expect(messages().indexOf(THREADED)).toBeLessThan(messages().indexOf('carrier-sync started'));
     expect(daemon.logs().find((line) => line.msg === 'workers started')?.['thread']).toBe('delivery');
+    // The delivery thread runs delivery.threadNice steps below the main thread; every other thread keeps its priority.
+    const pid = daemon.child.pid ?? -1;
+    const nices = await threadNices(pid);
+    expect(nices.get(pid), 'the main thread').toBe(0);
+    expect([...nices.values()].filter((nice) => nice === DEFAULT_NICE)).toHaveLength(1);
 
     const expected = await dropOneOfEach(env);
     await waitFor(async () => (await archived(env)).length === 3, { what: 'the label, the CT-e and the events file archived', timeoutMs: 30_000 });

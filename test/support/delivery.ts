@@ -14,4 +14,5 @@ export const TEST_DELIVERY: DeliveryConfig = {
   lockMs: 30_000,
   authProbeMs: 10_000,
   thread: 'off',
+  threadNice: 5,
 };

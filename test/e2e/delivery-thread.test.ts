@@ -9,13 +9,10 @@ import { randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createKeys, keyIdOf } from '../../src/store/keys.js';
 import { makeCteXml, makePdf } from '../support/builders.js';
-import { createE2eEnv, dropFile, listFiles, type E2eEnv, type E2eEnvOptions } from '../support/e2e-env.js';
+import { createE2eEnv, dropFile, listFiles, waitForRequestStarted, type E2eEnv, type E2eEnvOptions } from '../support/e2e-env.js';
 import { killAllDaemons, spawnDaemon, waitUntilStarted, type DaemonProcess } from '../support/process.js';
-import { testRedisUrl } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
 const GRACE_MS = 6000;
@@ -46,17 +43,6 @@ async function startDaemon(env: E2eEnv, extra: Record<string, string> = DEFAULT_
 /** `<kind>/<name>` of every archived file (the date folder left out). */
 async function archived(env: E2eEnv): Promise<string[]> {
   return (await listFiles(join(env.spool, 'archive'))).map((path) => path.replace(/\/\d{4}-\d{2}-\d{2}\//, '/')).sort();
-}
-
-/** Resolves once the thread's worker has taken a rate-limiter slot: the next thing it does is send the request. */
-async function waitForRequestStarted(env: E2eEnv): Promise<void> {
-  const redis = new Redis(testRedisUrl(), { maxRetriesPerRequest: 3 });
-  try {
-    const key = createKeys(env.prefix).limiter(keyIdOf(env.carrierKey));
-    await waitFor(async () => (await redis.zcard(key)) > 0, { what: 'a request to be started' });
-  } finally {
-    redis.disconnect();
-  }
 }
 
 /** The nice value of each of a process's threads, by thread id (/proc/<pid>/task/<tid>/stat, field 19). */

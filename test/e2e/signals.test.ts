@@ -4,13 +4,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createKeys, keyIdOf } from '../../src/store/keys.js';
 import { makePdf } from '../support/builders.js';
-import { createE2eEnv, dropFile, listFiles, type E2eEnv, type E2eEnvOptions } from '../support/e2e-env.js';
+import { createE2eEnv, dropFile, listFiles, waitForRequestStarted, type E2eEnv, type E2eEnvOptions } from '../support/e2e-env.js';
 import { killAllDaemons, spawnDaemon, waitUntilStarted, type DaemonProcess } from '../support/process.js';
-import { testRedisUrl } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
 const GRACE_MS = 6000;
@@ -36,17 +33,6 @@ async function startDaemon(env: E2eEnv): Promise<DaemonProcess> {
 /** `labels/<name>` for every archived label (the date folder left out). */
 async function archivedLabels(env: E2eEnv): Promise<string[]> {
   return (await listFiles(join(env.spool, 'archive', 'labels'))).map((path) => path.replace(/^\d{4}-\d{2}-\d{2}\//, ''));
-}
-
-/** Resolves once a worker has taken a rate-limiter slot: the next thing it does is send the request. */
-async function waitForRequestStarted(env: E2eEnv): Promise<void> {
-  const redis = new Redis(testRedisUrl(), { maxRetriesPerRequest: 3 });
-  try {
-    const key = createKeys(env.prefix).limiter(keyIdOf(env.carrierKey));
-    await waitFor(async () => (await redis.zcard(key)) > 0, { what: 'a request to be started' });
-  } finally {
-    redis.disconnect();
-  }
 }
 
 function expectNoSecretIn(daemon: DaemonProcess, env: E2eEnv): void {

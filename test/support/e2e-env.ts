@@ -6,8 +6,11 @@ import { mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { Redis } from 'ioredis';
 import { startSandbox, type SandboxHandle, type SandboxOptions } from '../../src/sandbox/server.js';
+import { createKeys, keyIdOf } from '../../src/store/keys.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from './redis.js';
+import { waitFor } from './wait.js';
 
 export interface E2eEnv {
   sandbox: SandboxHandle;
@@ -73,6 +76,17 @@ export async function createE2eEnv(options: E2eEnvOptions = {}): Promise<E2eEnv>
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Resolves once a worker of `env`'s daemon has taken a rate-limiter slot: the next thing it does is send the request. */
+export async function waitForRequestStarted(env: E2eEnv): Promise<void> {
+  const redis = new Redis(testRedisUrl(), { maxRetriesPerRequest: 3 });
+  try {
+    const key = createKeys(env.prefix).limiter(keyIdOf(env.carrierKey));
+    await waitFor(async () => (await redis.zcard(key)) > 0, { what: 'a request to be started' });
+  } finally {
+    redis.disconnect();
+  }
 }
 
 /** Drops a file into an inbox the way a careful producer does: written as `.tmp`, then renamed. */

@@ -8,7 +8,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    maxWorkers: 2,
+    // Three files at once: the e2e files mostly wait on their daemons (the suite used 58 % of 2 cores
+    // with two). Measured on a clean clone: 468 s with 2, 328 s with 3, each file's own time within 3 %.
+    maxWorkers: 3,
     reporters: ['default'],
   },
 });

@@ -166,10 +166,15 @@ describe('traces of items', () => {
     expect(eventProcess.parentSpanId).toBe(eventPublish.spanId);
     expect(one(eventSpans, 'POST').attributes['url.full']).toMatch(/\/v1\/delivery\/collecting$/);
 
-    // Logs and the journey join the trace.
-    const sent = daemon.logs().find((line) => line.msg === 'item sent' && line['deliveryId'] === label);
+    // Logs and the journey join the trace. 'item sent' is the delivery thread's line: it reaches the
+    // main thread's stderr within 50 ms of being logged, so it is waited for, not assumed.
+    const sent = await waitFor(() => daemon.logs().find((line) => line.msg === 'item sent' && line['deliveryId'] === label), {
+      what: "the label's 'item sent' line",
+    });
     expect(sent).toMatchObject({ trace_id: labelTrace });
-    const archived = daemon.logs().find((line) => line.msg === 'file archived' && line['file'] === `${label}.pdf`);
+    const archived = await waitFor(() => daemon.logs().find((line) => line.msg === 'file archived' && line['file'] === `${label}.pdf`), {
+      what: "the label's 'file archived' line",
+    });
     expect(archived).toMatchObject({ trace_id: labelTrace });
     const attempt = (await historyOf(label)).find((step) => step.step === 'attempt');
     expect(attempt).toMatchObject({ trace_id: labelTrace, status: 200 });

@@ -87,9 +87,10 @@ let isStopRequested = false;
  * This thread runs `nice` steps below the main thread (issue 39). With both threads busy and Redis
  * and the API beside them on two cores, the main thread's event loop waited for a core: its delay
  * p99 over the large drop was 52–66 ms at the same priority, 44–49 ms at 5 steps below (the
- * default) for a drain 2–5 % longer, 39–46 ms at 10 steps for 5–7 % (BENCHMARKS.md). On Linux a thread's priority is its own: setpriority() on its
- * thread id (from /proc/thread-self) changes this thread alone; raising one's niceness needs no
- * privilege. Elsewhere, or if it is refused, the thread keeps the main thread's priority.
+ * default) for a drain 2–5 % longer, 39–46 ms at 10 steps for 5–7 % (BENCHMARKS.md). On Linux a
+ * thread's priority is its own: setpriority() on its thread id (from /proc/thread-self) changes
+ * this thread alone; raising one's niceness needs no privilege. Elsewhere, or if it is refused, the
+ * thread keeps the main thread's priority.
  */
 function lowerOwnPriority(nice: number): void {
   if (nice === 0) return;

@@ -77,8 +77,19 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
   const isUnchanged = seen.size < 0 ? Date.now() - stat.mtimeMs >= deps.spool.writeStableMs : stat.size === seen.size && stat.mtimeMs === seen.mtimeMs;
   if (!isUnchanged) return 'changed';
   // The item's trace starts here: a stable file, about to be read (docs/tracing.md).
-  return inSpan(...rootSpanOf(kind, fileName), async (span) => {
-    const result = await claimStable(inClaim(deps, span), kind, fileName, path, stat, span);
+  return inRootSpan(deps, kind, fileName, false, (claimDeps, span) => claimStable(claimDeps, kind, fileName, path, stat, span));
+}
+
+/** Runs a claim (a first one, or one resumed from .inflight/) in its file's root span; its log lines name the trace. */
+function inRootSpan(
+  deps: ClaimDeps,
+  kind: SpoolKind,
+  fileName: string,
+  isResumed: boolean,
+  claim: (deps: ClaimDeps, span: Span) => Promise<ClaimResult>,
+): Promise<ClaimResult> {
+  return inSpan(...rootSpanOf(kind, fileName, isResumed), async (span) => {
+    const result = await claim(inClaim(deps, span), span);
     // 'queued' is what the enqueue's result says already.
     if (result !== 'queued') span.setAttribute('carrier_sync.claim.result', result);
     return result;
@@ -90,7 +101,7 @@ export async function claimFile(deps: ClaimDeps, kind: SpoolKind, fileName: stri
  * <kind>` — the claim, its validation (an event) and the enqueue in one span, the parent of every
  * attempt; an events file's is `claim events`, which each event's own trace links to.
  */
-function rootSpanOf(kind: SpoolKind, fileName: string, isResumed = false): [string, { kind: SpanKind; attributes: Attributes }] {
+function rootSpanOf(kind: SpoolKind, fileName: string, isResumed: boolean): [string, { kind: SpanKind; attributes: Attributes }] {
   const attributes: Attributes =
     kind === 'events' ? { 'carrier_sync.file': fileName } : { ...messagingAttributes(ITEM_KIND_OF[kind], 'send'), 'carrier_sync.file': fileName };
   if (isResumed) attributes['carrier_sync.resumed'] = true;
@@ -160,11 +171,7 @@ async function claimStable(
 
 /** Takes up a file found in .inflight/ (a claim interrupted by a crash, or a lost outcome). */
 export function resumeInflight(deps: ClaimDeps, kind: SpoolKind, name: string, claimId: string, fileName: string): Promise<ClaimResult> {
-  return inSpan(...rootSpanOf(kind, fileName, true), async (span) => {
-    const result = await resumeClaim(inClaim(deps, span), kind, name, claimId, fileName, span);
-    if (result !== 'queued') span.setAttribute('carrier_sync.claim.result', result);
-    return result;
-  });
+  return inRootSpan(deps, kind, fileName, true, (claimDeps, span) => resumeClaim(claimDeps, kind, name, claimId, fileName, span));
 }
 
 async function resumeClaim(deps: ClaimDeps, kind: SpoolKind, name: string, claimId: string, fileName: string, span: Span): Promise<ClaimResult> {

@@ -15,7 +15,7 @@ import { findByFile, readJourney } from '../../src/journey/journey-read.js';
 import { openContext } from '../../src/runtime/context.js';
 import { makePdf } from '../support/builders.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
-import { freePort } from '../support/redis-process.js';
+import { freePorts } from '../support/redis-process.js';
 import { waitFor } from '../support/wait.js';
 
 const run = promisify(execFile);
@@ -25,8 +25,10 @@ let seeds = '';
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'cs-cluster-'));
-  const ports = [await freePort(), await freePort(), await freePort()];
-  for (const port of ports) {
+  // Each node's bus port chosen free too: the default, the port + 10,000, is never checked.
+  const free = await freePorts(6);
+  const ports = free.slice(0, 3);
+  for (const [i, port] of ports.entries()) {
     const child = spawn(
       'redis-server',
       [
@@ -36,6 +38,8 @@ beforeAll(async () => {
         '127.0.0.1',
         '--cluster-enabled',
         'yes',
+        '--cluster-port',
+        String(free[3 + i]),
         '--cluster-config-file',
         join(dir, `nodes-${port}.conf`),
         '--dir',

@@ -6,15 +6,35 @@
 import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
+export async function freePort(): Promise<number> {
+  const [port] = await freePorts(1);
+  return port!;
+}
+
+/**
+ * `count` distinct free loopback ports: each listened on at once, so no two are the same, then all
+ * let go. A cluster node needs two (its own and its bus's): Redis's default bus port, the port
+ * + 10,000, is never checked and once fell on a port in use (stop 42's CI run).
+ */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers = Array.from({ length: count }, () => createServer());
+  try {
+    return await Promise.all(
+      servers.map(
+        (server) =>
+          new Promise<number>((resolve, reject) => {
+            server.once('error', reject);
+            server.listen(0, '127.0.0.1', () => {
+              const address = server.address();
+              if (typeof address === 'object' && address !== null) resolve(address.port);
+              else reject(new Error('no port'));
+            });
+          }),
+      ),
+    );
+  } finally {
+    await Promise.all(servers.map((server) => new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()))));
+  }
 }
 
 /** Resolves when the server logs that it accepts connections; rejects after 10 s or if it cannot start. */

@@ -3,11 +3,11 @@
  * sentinels) and Cluster (3 masters, 3 replicas), built from the data nodes of redis-nodes.ts
  * (TLS and an ACL user as asked), every process stopped by its own pid at the end.
  */
-import { execFile } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from './redis-process.js';
+import { freePorts } from './redis-process.js';
 import { cliArgs, dataNodeArgs, openShared, sentinelCliArgs, spawnRedis, stopAll, urlFor, type Shared, type TopologyOptions } from './redis-nodes.js';
 import type { TestCerts } from './tls-certs.js';
 import { waitFor } from './wait.js';
@@ -37,10 +37,10 @@ export interface SentinelSet {
 export async function startSentinelSet(options: TopologyOptions = {}): Promise<SentinelSet> {
   const shared = await openShared(options);
   try {
-    const [primaryPort, replicaPort] = [await freePort(), await freePort()];
+    const [primaryPort, replicaPort] = (await freePorts(2)) as [number, number];
     await spawnRedis(shared, dataNodeArgs(shared, primaryPort), 'Ready to accept connections');
     await spawnRedis(shared, [...dataNodeArgs(shared, replicaPort), '--replicaof', '127.0.0.1', String(primaryPort)], 'Ready to accept connections');
-    const sentinelPorts = [await freePort(), await freePort(), await freePort()];
+    const sentinelPorts = await freePorts(3);
     for (const port of sentinelPorts) {
       const file = join(shared.dir, `sentinel-${port}.conf`);
       await writeFile(file, sentinelConf(shared, port, primaryPort));
@@ -130,33 +130,39 @@ export interface ClusterSet {
   close(): Promise<void>;
 }
 
+/**
+ * One cluster node on a free port with its bus on another (`--cluster-port`; the default, the port
+ * + 10,000, is never checked). Another process can still take a port between its check and the
+ * node's bind: the node is then started again on new ports, up to three times.
+ */
+async function startClusterNode(shared: Shared, firstPorts: [number, number]): Promise<{ port: number; child: ChildProcess }> {
+  let [port, busPort] = firstPorts;
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      const child = await spawnRedis(
+        shared,
+        [
+          ...dataNodeArgs(shared, port),
+          ...['--cluster-enabled', 'yes', '--cluster-port', String(busPort), '--cluster-config-file', join(shared.dir, `nodes-${port}.conf`)],
+          ...['--cluster-node-timeout', '2000', '--cluster-replica-validity-factor', '0'],
+          ...(shared.certs === undefined ? [] : ['--tls-cluster', 'yes']),
+        ],
+        'Ready to accept connections',
+      );
+      return { port, child };
+    } catch (error) {
+      if (attempt >= 3 || !String(error).includes('Address already in use')) throw error;
+      [port, busPort] = (await freePorts(2)) as [number, number];
+    }
+  }
+}
+
 export async function startClusterSet(options: TopologyOptions = {}): Promise<ClusterSet> {
   const shared = await openShared(options);
   try {
-    const ports: number[] = [];
-    for (let i = 0; i < 6; i += 1) ports.push(await freePort());
-    await Promise.all(
-      ports.map((port) =>
-        spawnRedis(
-          shared,
-          [
-            ...dataNodeArgs(shared, port),
-            ...[
-              '--cluster-enabled',
-              'yes',
-              '--cluster-config-file',
-              join(shared.dir, `nodes-${port}.conf`),
-              '--cluster-node-timeout',
-              '2000',
-              '--cluster-replica-validity-factor',
-              '0',
-            ],
-            ...(shared.certs === undefined ? [] : ['--tls-cluster', 'yes']),
-          ],
-          'Ready to accept connections',
-        ),
-      ),
-    );
+    const free = await freePorts(12);
+    const nodes = await Promise.all(Array.from({ length: 6 }, (_, i) => startClusterNode(shared, [free[2 * i]!, free[2 * i + 1]!])));
+    const ports = nodes.map((node) => node.port);
     await run('redis-cli', [
       ...cliArgs(shared),
       '--cluster',
@@ -209,7 +215,7 @@ export async function startClusterSet(options: TopologyOptions = {}): Promise<Cl
         return { master: portOf(master), replicas };
       },
       async kill(port) {
-        const child = shared.children[ports.indexOf(port)]!;
+        const child = nodes[ports.indexOf(port)]!.child;
         const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
         process.kill(child.pid!, 'SIGKILL');
         await exited;

@@ -1,5 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { singleTarget, type RedisTarget } from '../config/redis-target.js';
+import { SteadySentinelConnector } from './sentinel-connector.js';
 
 /** A Redis server (alone or found through Sentinel) or a Redis Cluster: every module takes either. */
 export type RedisConnection = Redis | Cluster;
@@ -34,7 +35,8 @@ function reconnectOnErrorOf(onFailover: ((error: Error) => void) | undefined): (
  *
  * - single: one server (a managed service's endpoint counts as one).
  * - sentinel: ioredis asks the sentinels for the primary, and `failoverDetector` subscribes to
- *   their +switch-master so a connection leaves a demoted primary at once, not at its next error.
+ *   their +switch-master so a connection leaves a demoted primary at once, not at its next error
+ *   (through sentinel-connector.ts, which keeps that message from ending a reconnect for good).
  *   TLS to the data nodes (`enableTLSForSentinelMode`) and to the sentinels (`sentinelTLS`).
  * - cluster: every key of a deployment shares the prefix's hash tag, so each Lua script and
  *   multi-key command stays in one slot. While a slot's master is down and its replica not yet
@@ -84,6 +86,8 @@ export function connectRedis(where: RedisTarget | string, name: string, onFailov
         ...(target.isSentinelTls ? { sentinelTLS: {} } : {}),
         enableTLSForSentinelMode: target.isTls,
         failoverDetector: true,
+        // A +switch-master in the middle of a reconnect no longer ends the connection (sentinel-connector.ts).
+        Connector: SteadySentinelConnector,
       });
     case 'cluster':
       return new Cluster(target.nodes, {

@@ -52,7 +52,17 @@ const isSettled = (traceId: string, spans: readonly ReceivedSpan[]): boolean =>
  */
 function wholeTraceOf(spans: readonly ReceivedSpan[], roots: readonly ReceivedSpan[], what: string): ReceivedSpan[] {
   const withAttempts = roots.filter((root) => spans.some((span) => span.traceId === root.traceId && span.parentSpanId === root.spanId));
-  expect(withAttempts, `${what}: one trace with attempts among ${roots.length}`).toHaveLength(1);
+  const detail = withAttempts
+    .map((root) =>
+      [
+        JSON.stringify(root.attributes),
+        ...spans
+          .filter((span) => span.traceId === root.traceId && span !== root)
+          .map((span) => `  ${span.name} ${JSON.stringify(span.attributes)} ${span.events.join('|')}`),
+      ].join('\n'),
+    )
+    .join('\n---\n');
+  expect(withAttempts, `${what}: one trace with attempts among ${roots.length}:\n${detail}`).toHaveLength(1);
   for (const other of roots.filter((root) => root !== withAttempts[0])) {
     const isResumed = other.attributes['carrier_sync.resumed'] === true && /^already-/.test(String(other.attributes['carrier_sync.enqueue.result']));
     expect(other.statusCode === 2 || isResumed, `${what}: another trace is a claim given up or resumed: ${JSON.stringify(other)}`).toBe(true);
@@ -115,7 +125,13 @@ it('a failover of the Redis primary (Sentinel) mid-flight leaves every item one 
   await waitFor(async () => (await set.currentPrimaryPort()) !== primary, { timeoutMs: 30_000, intervalMs: 100, what: 'a replica promoted' });
 
   const labels = [...before, ...during];
-  await waitFor(async () => (await listFiles(join(env.spool, 'archive'))).length === labels.length + 1, { timeoutMs: 60_000, what: 'every file archived' });
+  await waitFor(async () => (await listFiles(join(env.spool, 'archive'))).length === labels.length + 1, {
+    timeoutMs: 60_000,
+    what: 'every file archived',
+  }).catch(async (error: Error) => {
+    const elsewhere = (await listFiles(env.spool)).filter((file) => !file.startsWith('archive/'));
+    throw new Error(`${error.message}; not archived: ${elsewhere.join(', ')}\n${daemon.tail(60)}`);
+  });
   // Every item's end exported.
   const labelRoots = (spans: readonly ReceivedSpan[], id: string): ReceivedSpan[] => rootsOf(spans, 'publish label', 'carrier_sync.file', `${id}.pdf`);
   const eventRoots = (spans: readonly ReceivedSpan[], line: number): ReceivedSpan[] => rootsOf(spans, 'publish collecting', 'carrier_sync.line', line);

@@ -1,7 +1,10 @@
 /**
  * Start-up (and periodic) reconcile of `.inflight/`: every file there either has a job that will
  * send an outcome, or is taken up again. This is what makes `kill -9` of the spool owner harmless:
- *  - no job (crash between the rename and the add) → validated and queued again;
+ *  - no job (crash between the rename and the add) → validated and queued again; but not while an
+ *    outcome of its job waits to be applied: a finished job is removed, so it reads as no job, and
+ *    its outcome will move the file (taken up again then, the item was sent twice: the traces
+ *    failover test, under load, once);
  *  - job completed or dead-lettered but the file still here (its outcome was lost or raced) →
  *    moved as its job ended;
  *  - an events file whose batch was never sealed → ingested again (its claims come back as OWN);
@@ -11,6 +14,7 @@ import type { Logger } from '../log.js';
 import { createAttemptLog } from '../queue/attempts.js';
 import { readDeadLetterFacts } from '../queue/dead-letter.js';
 import { documentJobId } from '../queue/enqueue.js';
+import { outcomeKeys, type OutcomeEntry } from '../queue/outcome-list.js';
 import { deadLetterReport, type DeadLetterFacts } from '../queue/failure-report.js';
 import type { SpoolKind } from '../store/keys.js';
 import { resumeInflight, type ClaimDeps } from './claim.js';
@@ -24,6 +28,9 @@ export async function reconcileInflight(deps: ClaimDeps, index: InflightIndex, l
   let resumed = 0;
   let settled = 0;
   const attempts = createAttemptLog(deps.enqueue.redis, deps.enqueue.keys);
+  // Read once, and only when a job reads as unknown (rare: a crash, a lost write, or a job that just finished).
+  let pending: Promise<Set<string>> | undefined;
+  const isOutcomePending = async (jobId: string): Promise<boolean> => (await (pending ??= pendingOutcomeJobIds(deps))).has(jobId);
   for (const kind of ['labels', 'cte'] as const) {
     const queue = deps.enqueue.queues.items[kind === 'labels' ? 'label' : 'cte'];
     for (const name of index.olderThan(kind, settledBefore)) {
@@ -33,6 +40,7 @@ export async function reconcileInflight(deps: ClaimDeps, index: InflightIndex, l
       const jobId = documentJobId({ kind: kind === 'labels' ? 'label' : 'cte', deliveryId: spoolName.value.deliveryId, origin: { contentId: parsed.contentId } } as Parameters<typeof documentJobId>[0]);
       const state = await queue.getJobState(jobId);
       if (state === 'unknown') {
+        if (await isOutcomePending(jobId)) continue;
         await resumeInflight(deps, kind, name, parsed.claimId, parsed.fileName);
         resumed += 1;
       } else if (state === 'completed') {
@@ -67,4 +75,20 @@ export async function reconcileInflight(deps: ClaimDeps, index: InflightIndex, l
   }
   if (resumed + settled > 0) logger.info({ resumed, settled }, 'in-flight files reconciled');
   return { resumed, settled };
+}
+
+/** The job ids whose outcome messages wait in this spool's list or its retry set (queue/outcome-list.ts). */
+async function pendingOutcomeJobIds(deps: ClaimDeps): Promise<Set<string>> {
+  const k = outcomeKeys(deps.enqueue.keys, deps.paths.spoolId);
+  const [listed, retrying] = await Promise.all([deps.enqueue.redis.lrange(k.list, 0, -1), deps.enqueue.redis.zrange(k.retry, 0, -1)]);
+  const ids = new Set<string>();
+  for (const stored of [...listed, ...retrying]) {
+    try {
+      const jobId = (JSON.parse(stored) as Partial<OutcomeEntry>).message?.jobId;
+      if (typeof jobId === 'string') ids.add(jobId);
+    } catch {
+      // An unreadable entry names no job: the consumer keeps it among the failed.
+    }
+  }
+  return ids;
 }

@@ -122,6 +122,18 @@ const ops = (path: string): Promise<Response> => fetch(`${daemon!.opsUrl()}${pat
 const gauge = async (): Promise<string | undefined> =>
   (await (await ops('/metrics')).text()).match(/^carrier_sync_spool_disk_full\{spool="[^"]+"\} (\d)$/m)?.[1];
 
+/**
+ * No temporary file stays: one the holder file's periodic write has open between its write and its
+ * rename lives for milliseconds (stop 43's clean-clone run listed one at that moment); a leaked one
+ * stays for good.
+ */
+async function noTempFileLeft(): Promise<void> {
+  const temps = async (): Promise<string[]> => (await allFiles(mountPoint)).filter((path) => path.endsWith('.tmp'));
+  await waitFor(async () => (await temps()).length === 0, { timeoutMs: 5000, what: 'no temporary file left' }).catch(async (error: Error) => {
+    throw new Error(`${error.message}: ${(await temps()).join(', ')}`);
+  });
+}
+
 describe.skipIf(!isMounted)('a full spool disk (a 2 MiB tmpfs)', () => {
   it('is said once, shows in /readyz, the overview and a metric, backs off, leaves no temp file, and settles every file once space is freed', async () => {
     const names = Array.from({ length: FILES }, () => `${randomUUID()}.xml`);
@@ -163,7 +175,7 @@ describe.skipIf(!isMounted)('a full spool disk (a 2 MiB tmpfs)', () => {
     // loop tried it every writeStableMs, 100 ms here).
     const maxTries = Math.floor(Math.log2(fullForMs / 250)) + 2;
     for (const name of names) expect(lines.filter((line) => line.msg === BACKING_OFF && line.file === name).length).toBeLessThanOrEqual(maxTries);
-    expect((await allFiles(mountPoint)).filter((path) => path.endsWith('.tmp'))).toEqual([]);
+    await noTempFileLeft();
     expect(await readdir(join(mountPoint, 'cte'))).toHaveLength(FILES);
 
     await rm(filler);
@@ -181,7 +193,7 @@ describe.skipIf(!isMounted)('a full spool disk (a 2 MiB tmpfs)', () => {
     expect(lines.find((line) => line.msg === BACK)?.['fullForMs']).toBeGreaterThan(0);
     expect((await ops('/readyz')).status).toBe(200);
     expect(await gauge()).toBe('0');
-    expect((await allFiles(mountPoint)).filter((path) => path.endsWith('.tmp'))).toEqual([]);
+    await noTempFileLeft();
   });
 
   it('a spool id that cannot be written on a full disk leaves no temporary file behind', async () => {

@@ -210,6 +210,14 @@ export async function readOutcomeBacklog(
  * An entry that cannot be read (not JSON, no message) must not stop the ones behind it: it comes
  * out as its last attempt, with `unreadable`, so the consumer keeps it among the failed at once.
  */
+/** The job ids whose outcome messages wait in a spool's list or its retry set (not yet applied). */
+export async function pendingOutcomeJobIds(redis: RedisConnection, keys: Keys, spoolId: string): Promise<Set<string>> {
+  const k = outcomeKeys(keys, spoolId);
+  const [listed, retrying] = await Promise.all([redis.lrange(k.list, 0, -1), redis.zrange(k.retry, 0, -1)]);
+  const entries = [...listed, ...retrying].map(parseEntry);
+  return new Set(entries.flatMap((entry) => (entry.isUnreadable === true ? [] : [entry.message.jobId])));
+}
+
 function parseEntry(raw: string): OutcomeEntry {
   try {
     const parsed = JSON.parse(raw) as Partial<OutcomeEntry>;

@@ -14,7 +14,7 @@ import type { Logger } from '../log.js';
 import { createAttemptLog } from '../queue/attempts.js';
 import { readDeadLetterFacts } from '../queue/dead-letter.js';
 import { documentJobId } from '../queue/enqueue.js';
-import { outcomeKeys, type OutcomeEntry } from '../queue/outcome-list.js';
+import { pendingOutcomeJobIds } from '../queue/outcome-list.js';
 import { deadLetterReport, type DeadLetterFacts } from '../queue/failure-report.js';
 import type { SpoolKind } from '../store/keys.js';
 import { resumeInflight, type ClaimDeps } from './claim.js';
@@ -30,7 +30,7 @@ export async function reconcileInflight(deps: ClaimDeps, index: InflightIndex, l
   const attempts = createAttemptLog(deps.enqueue.redis, deps.enqueue.keys);
   // Read once, and only when a job reads as unknown (rare: a crash, a lost write, or a job that just finished).
   let pending: Promise<Set<string>> | undefined;
-  const isOutcomePending = async (jobId: string): Promise<boolean> => (await (pending ??= pendingOutcomeJobIds(deps))).has(jobId);
+  const isOutcomePending = async (jobId: string): Promise<boolean> => (await (pending ??= pendingOutcomeJobIds(deps.enqueue.redis, deps.enqueue.keys, deps.paths.spoolId))).has(jobId);
   for (const kind of ['labels', 'cte'] as const) {
     const queue = deps.enqueue.queues.items[kind === 'labels' ? 'label' : 'cte'];
     for (const name of index.olderThan(kind, settledBefore)) {
@@ -75,20 +75,4 @@ export async function reconcileInflight(deps: ClaimDeps, index: InflightIndex, l
   }
   if (resumed + settled > 0) logger.info({ resumed, settled }, 'in-flight files reconciled');
   return { resumed, settled };
-}
-
-/** The job ids whose outcome messages wait in this spool's list or its retry set (queue/outcome-list.ts). */
-async function pendingOutcomeJobIds(deps: ClaimDeps): Promise<Set<string>> {
-  const k = outcomeKeys(deps.enqueue.keys, deps.paths.spoolId);
-  const [listed, retrying] = await Promise.all([deps.enqueue.redis.lrange(k.list, 0, -1), deps.enqueue.redis.zrange(k.retry, 0, -1)]);
-  const ids = new Set<string>();
-  for (const stored of [...listed, ...retrying]) {
-    try {
-      const jobId = (JSON.parse(stored) as Partial<OutcomeEntry>).message?.jobId;
-      if (typeof jobId === 'string') ids.add(jobId);
-    } catch {
-      // An unreadable entry names no job: the consumer keeps it among the failed.
-    }
-  }
-  return ids;
 }

@@ -7,7 +7,7 @@
  * in the middle of one of those connects. ioredis then takes it for a close asked by its user: the
  * connect gives up ("Connection is closed") and the connection ends for good (status `end`), with
  * no reconnect. In the daemon that was a worker, a queue or the gate's connection gone silent for
- * the rest of the process's life after a Sentinel failover (stop 42's clean-clone run: the delivery
+ * the rest of the process's life after a Sentinel failover (stop 43's clean-clone run: the delivery
  * thread's connections ended, nothing was sent again, nothing said why).
  *
  * Here a `+switch-master` that comes while a connect is under way is let go: that connect is asking

@@ -298,7 +298,7 @@ async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: s
     const enqueued = await withSpan(span, () => enqueueEvents(deps.enqueue, jobs));
     await deps.enqueue.stats.add('received', 'collecting', rejects.length);
     await deps.enqueue.stats.add('failed', 'collecting', rejects.length);
-    await noteInvalidLines(deps.enqueue, fileName, rejects);
+    await noteInvalidLines(deps.enqueue, fileName, rejects, records.length);
     // Records this file's earlier claim sent (a re-read after a crash) are its own jobs, finished:
     // the batch counts them (its done set has them), and they are no duplicates.
     const sent = new Set(enqueued.alreadySent.map(({ index }) => index));

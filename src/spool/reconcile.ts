@@ -6,7 +6,8 @@
  *    its outcome will move the file (taken up again then, the item was sent twice: the traces
  *    failover test, under load, once);
  *  - job completed or dead-lettered but the file still here (its outcome was lost or raced) →
- *    moved as its job ended;
+ *    moved as its job ended; a job failed by a Redis error, not dead-lettered, is put back to work
+ *    (queue/redis-failures.ts) and its file waits;
  *  - an events file whose batch was never sealed → ingested again (its claims come back as OWN);
  *    a sealed batch whose jobs all finished → finished.
  */
@@ -15,6 +16,7 @@ import { createAttemptLog } from '../queue/attempts.js';
 import { readDeadLetterFacts } from '../queue/dead-letter.js';
 import { documentJobId } from '../queue/enqueue.js';
 import { pendingOutcomeJobIds } from '../queue/outcome-list.js';
+import { retryIfFailedByRedis } from '../queue/redis-failures.js';
 import { deadLetterReport, type DeadLetterFacts } from '../queue/failure-report.js';
 import type { SpoolKind } from '../store/keys.js';
 import { resumeInflight, type ClaimDeps } from './claim.js';
@@ -48,12 +50,19 @@ export async function reconcileInflight(deps: ClaimDeps, index: InflightIndex, l
         index.forget(kind, name);
         settled += 1;
       } else if (state === 'failed') {
-        // The outcome that carried this dead letter's report was lost: the same report is built
-        // from the failed job and its attempt log.
         const job = await queue.getJob(jobId);
+        // Failed by a Redis error (BullMQ's own finish met MOVED, a closed connection…), not by a
+        // dead letter: no refusal of the API, so the job is put back to work and the file waits.
+        if (job !== undefined && (await retryIfFailedByRedis(job))) {
+          logger.info({ kind, file: parsed.fileName, jobId, reason: job.failedReason }, 'job failed by a Redis error put back to work (no dead letter)');
+          continue;
+        }
+        // The outcome that carried this dead letter's report was lost: the same report is built
+        // from the failed job and its attempt log. A job purged meanwhile left no facts: nothing
+        // says the API refused it.
         const facts: DeadLetterFacts =
           job === undefined
-            ? { error: { code: 'API_REJECTED', message: 'dead-lettered (its job was purged before the file was moved)' }, attempts: null, firstFailureAt: null, lastFailureAt: null, jobId, deliveryId: spoolName.value.deliveryId }
+            ? { error: { code: 'UNKNOWN', message: 'dead-lettered (its job was purged before the file was moved)' }, attempts: null, firstFailureAt: null, lastFailureAt: null, jobId, deliveryId: spoolName.value.deliveryId }
             : await readDeadLetterFacts(attempts, job);
         await deps.sink.reject(kind, join(deps.paths.inflight(kind), name), parsed.fileName, deadLetterReport(facts));
         index.forget(kind, name);

@@ -299,15 +299,18 @@ async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: s
     await deps.enqueue.stats.add('received', 'collecting', rejects.length);
     await deps.enqueue.stats.add('failed', 'collecting', rejects.length);
     await noteInvalidLines(deps.enqueue, fileName, rejects);
-    // Records this file's earlier claim sent (a re-read after a crash) are its own jobs, finished:
-    // the batch counts them (its done set has them), and they are no duplicates.
+    // Records this file's earlier claim sent (a re-read after a crash, a stuck batch taken up again)
+    // are its own jobs, finished: the batch counts them, and they are no duplicates. They are marked
+    // done with the seal: their claims say they were sent, and the outcome that marked them may
+    // never come (a failover lost its mark: the batch stayed incomplete, its file in flight for good).
     const sent = new Set(enqueued.alreadySent.map(({ index }) => index));
     const duplicates = enqueued.duplicates.filter(({ index }) => !sent.has(index));
-    const jobIds = [...enqueued.jobIds, ...enqueued.alreadySent.map(({ jobId }) => jobId)];
+    const sentIds = enqueued.alreadySent.map(({ jobId }) => jobId);
+    const jobIds = [...enqueued.jobIds, ...sentIds];
     for (const duplicate of duplicates) {
       deps.logger.info({ kind: 'collecting', deliveryId: duplicate.deliveryId, file: fileName, line: records[duplicate.index]?.line, eventAt: duplicate.eventAt }, 'duplicate event_at: not sent');
     }
-    const isDone = await deps.batches.seal({ batchId, inflightName: name, fileName, rejects, duplicates: duplicates.length }, jobIds);
+    const isDone = await deps.batches.seal({ batchId, inflightName: name, fileName, rejects, duplicates: duplicates.length }, jobIds, sentIds);
     deps.logger.info({ kind, file: fileName, queued: enqueued.jobIds.length, duplicates: duplicates.length, invalid: rejects.length }, 'events file queued');
     if (isDone) await deps.sink.finishBatch(batchId);
     return 'queued';

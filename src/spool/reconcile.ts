@@ -9,21 +9,21 @@
  *    moved as its job ended;
  *  - an events file whose batch was never sealed → ingested again (its claims come back as OWN);
  *    a sealed batch whose jobs all finished → finished;
- *  - a sealed batch that cannot complete (no job of it marked done for STUCK_MS) → finished job by
- *    job: a dead-lettered job is marked done with its dead letter; a job gone from Redis with no
- *    outcome waiting (finished, or lost to a failover) takes the file up again, where the event_at
- *    claims decide: an event its claim records as sent is marked done, never sent again; one not
- *    sent is queued again. (A failover lost a job's done mark after its event was accepted: the
- *    batch never completed and its file stayed in flight for good.)
+ *  - a sealed batch that cannot complete (no job of it marked done for STUCK_MS; in the pass after
+ *    a Redis episode, at once) → finished job by job: a dead-lettered job is marked done with its
+ *    dead letter; a job gone from Redis with no outcome waiting (finished, or lost to a failover)
+ *    goes through the event_at claims again, read from the file: an event its claim records as
+ *    sent is marked done, never sent again; one not sent is queued again. (A failover lost a job's
+ *    done mark after its event was accepted: the batch never completed, its file stayed in flight.)
  */
 import type { Logger } from '../log.js';
 import { createAttemptLog, type AttemptLog } from '../queue/attempts.js';
 import { readDeadLetterFacts } from '../queue/dead-letter.js';
-import { documentJobId } from '../queue/enqueue.js';
+import { collectingJobId, documentJobId, enqueueEvents } from '../queue/enqueue.js';
 import { pendingOutcomeJobIds } from '../queue/outcome-list.js';
 import { deadLetterReport, type DeadLetterFacts } from '../queue/failure-report.js';
 import type { SpoolKind } from '../store/keys.js';
-import { resumeInflight, type ClaimDeps } from './claim.js';
+import { inflightEventJobs, resumeInflight, type ClaimDeps } from './claim.js';
 import type { InflightIndex } from './inflight-index.js';
 import { parseInflightName } from './paths.js';
 import { join } from 'node:path';
@@ -150,12 +150,16 @@ async function reconcileEvents(
 }
 
 /**
- * A sealed batch that made no progress for `stuckMs`: each of its jobs not marked done is looked at
- * (one pipeline: its hash, and whether it finished). One that runs or waits (a delayed event, a
- * slow API) is left to finish. A finished one (dead-lettered, its outcome lost) is marked done with
- * its dead letter. One gone from Redis whose outcome waits is left to that outcome. Any other gone
- * job (finished without its mark, or lost to a failover) takes the file up again: the claims mark
- * the sent events done and queue the others again (claim.ts). 'finished': the batch completed now.
+ * A sealed batch that made no progress for `stuckMs` (or any, in the pass after a Redis episode):
+ * each of its jobs not marked done is looked at (one pipeline: its hash, and whether it finished).
+ * One that runs or waits (a delayed event, a slow API) is left to finish. A finished one
+ * (dead-lettered, its outcome lost) is marked done with its dead letter. One gone from Redis whose
+ * outcome waits is left to that outcome. Any other gone job (finished without its mark, or lost to
+ * a failover) is queued again through the event_at claims, from the file: an event its claim
+ * records as sent is marked done, never sent again; one not sent is queued again. Only the gone
+ * ones: queued again beside a job of the file that runs, the claim could read unsent just before
+ * that job's answer, and its job be made again after it ended (sent twice).
+ * 'finished': the batch completed now.
  */
 async function finishJobByJob(
   deps: ClaimDeps,
@@ -171,30 +175,39 @@ async function finishJobByJob(
   const replies = ((await looks.exec()) ?? []).map(([error, value]) => (error === null ? Number(value) : -1));
   let isComplete = false;
   let deadLettered = 0;
-  const gone: string[] = [];
+  const gone = new Set<string>();
   for (const [i, jobId] of unfinished.entries()) {
     const [exists, isFinished] = [replies[2 * i], replies[2 * i + 1]];
-    if (exists === 0 && !(await how.isOutcomePending(jobId))) gone.push(jobId);
+    if (exists === 0 && !(await how.isOutcomePending(jobId))) gone.add(jobId);
     if (exists !== 1 || isFinished !== 1) continue;
     const state = await queue.getJobState(jobId);
     if (state !== 'failed' && state !== 'completed') continue;
     const job = await queue.getJob(jobId);
-    const isFailed = job !== undefined && state === 'failed';
     const line = job !== undefined && 'line' in job.data.origin ? job.data.origin.line : 0;
-    const dead = isFailed ? { line, ...(await readDeadLetterFacts(how.attempts, job)) } : undefined;
+    const dead = state === 'failed' && job !== undefined ? { line, ...(await readDeadLetterFacts(how.attempts, job)) } : undefined;
     if (dead !== undefined) deadLettered += 1;
     isComplete = (await deps.batches.markDone(parsed.claimId, jobId, dead)) || isComplete;
   }
-  if (gone.length === 0 && deadLettered === 0 && !isComplete) return 'waiting';
+  let queued = 0;
+  if (gone.size > 0) {
+    const jobs = (await inflightEventJobs(deps, name, parsed.claimId, parsed.fileName)) ?? [];
+    const enqueued = await enqueueEvents(
+      deps.enqueue,
+      jobs.filter((job) => gone.has(collectingJobId(job.deliveryId, job.instantKey))),
+    );
+    queued = enqueued.jobIds.length;
+    // Sent (their claims say so), or another source's instant: either way none of this file's to send.
+    const settledIds = [...enqueued.alreadySent.map(({ jobId }) => jobId), ...[...gone].filter((id) => !enqueued.jobIds.includes(id))];
+    for (const jobId of new Set(settledIds)) isComplete = (await deps.batches.markDone(parsed.claimId, jobId)) || isComplete;
+  }
+  if (gone.size === 0 && deadLettered === 0 && !isComplete) return 'waiting';
   logger.warn(
-    { kind: 'events', file: parsed.fileName, unfinished: unfinished.length, deadLettered, gone: gone.length, goneJobIds: gone.slice(0, 10) },
+    { kind: 'events', file: parsed.fileName, unfinished: unfinished.length, deadLettered, gone: gone.size, queuedAgain: queued, jobIds: [...gone].slice(0, 10) },
     'events file made no progress: its batch finished job by job',
   );
   if (isComplete) {
     await deps.sink.finishBatch(parsed.claimId);
     return 'finished';
   }
-  if (gone.length === 0) return 'waiting';
-  await resumeInflight(deps, 'events', name, parsed.claimId, parsed.fileName);
-  return 'resumed';
+  return queued > 0 ? 'resumed' : 'waiting';
 }

@@ -65,14 +65,45 @@ const REDIS_FAULT_RETRY_MS = 30_000;
 
 export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: string) => Promise<string> {
   const run = processJob(deps);
+  const runs: RunsUnderWay = new Map();
   return (job, token) =>
-    isTracingOn()
-      ? traced(job, (span) => {
-          // This run's span, for its request and its end (sent within it), and on its log lines.
-          bindSpan(job, span);
-          return processJob({ ...deps, logger: loggerIn(deps.logger, span) })(job, token);
-        })
-      : run(job, token);
+    oneRunAtATime(runs, String(job.id), () =>
+      isTracingOn()
+        ? traced(job, (span) => {
+            // This run's span, for its request and its end (sent within it), and on its log lines.
+            bindSpan(job, span);
+            return processJob({ ...deps, logger: loggerIn(deps.logger, span) })(job, token);
+          })
+        : run(job, token),
+    );
+}
+
+/** The runs of this processor's jobs under way in this process, by job id. */
+type RunsUnderWay = Map<string, Promise<unknown>>;
+
+/**
+ * One run of a job at a time in this process. BullMQ hands a job out again when its lock lapsed
+ * while a run still holds it: after a failover whose promoted replica missed the lock's renewals
+ * (Redis away longer than the lock), or a main thread starved past it. The stalled check puts the
+ * job back in wait and this very worker may take it again, while the first run's request is still
+ * on the wire. The gate cannot tell the two runs apart: the attempt record names this process
+ * (its owner) and the document or event lock names the job, both the second run's own, so it let
+ * the second run go too, and the item was sent twice, both as attempt 1 (issue 44; the loaded
+ * Sentinel failover sweep). `kept.settled` covered only a first run whose answer Redis had not
+ * taken yet, not one still waiting for its answer. So a second run waits here for the first to
+ * end; its gate then finds the answer written (already accepted) or the attempt ended. Runs in
+ * another process are told apart by the attempt record's owner (gate/attempt-owner.ts).
+ */
+async function oneRunAtATime<T>(runs: RunsUnderWay, jobId: string, run: () => Promise<T>): Promise<T> {
+  for (let earlier = runs.get(jobId); earlier !== undefined; earlier = runs.get(jobId)) await earlier.catch(() => undefined);
+  // No await between the check above and the set below: a third run waiting too sees this one.
+  const current = run();
+  runs.set(jobId, current);
+  try {
+    return await current;
+  } finally {
+    if (runs.get(jobId) === current) runs.delete(jobId);
+  }
 }
 
 /**

@@ -22,6 +22,8 @@ export interface BatchInfo {
 
 export interface BatchState {
   info: BatchInfo;
+  /** Every job of the file is queued and recorded (`seal`); until then more may come. */
+  isSealed: boolean;
   total: number;
   /** The dead-lettered events of the file, with what their `.error.json` entry needs. */
   deadLettered: Array<{ line: number } & DeadLetterFacts>;
@@ -65,12 +67,20 @@ return isComplete(KEYS[1], KEYS[2]) and 1 or 0
 );
 
 export interface Batches {
-  /** Records the batch's jobs and seals it; true when every job has already finished. */
-  seal(info: BatchInfo, jobIds: readonly string[]): Promise<boolean>;
+  /**
+   * Records the batch's jobs and seals it; true when every job has already finished. `doneIds`:
+   * jobs of it known finished without their outcome having marked them (events this file's earlier
+   * claim sent: their claims say so), marked done in the same round trip.
+   */
+  seal(info: BatchInfo, jobIds: readonly string[], doneIds?: readonly string[]): Promise<boolean>;
   /** True when every job of the batch has finished (every one: a done set larger than the jobs set is not enough). */
   isComplete(batchId: string): Promise<boolean>;
   markDone(batchId: string, jobId: string, deadLetter?: { line: number } & DeadLetterFacts): Promise<boolean>;
   read(batchId: string): Promise<BatchState | null>;
+  /** How many of the batch's jobs are marked done (its progress). */
+  doneCount(batchId: string): Promise<number>;
+  /** The batch's jobs not marked done. */
+  unfinished(batchId: string): Promise<string[]>;
   drop(batchId: string): Promise<void>;
 }
 
@@ -79,9 +89,10 @@ export function createBatches(redis: RedisConnection, keys: Keys): Batches {
     Number(await IS_COMPLETE(redis, [keys.batchJobs(batchId), keys.batchDone(batchId)], [])) === 1;
   return {
     isComplete,
-    async seal(info, jobIds) {
+    async seal(info, jobIds, doneIds = []) {
       const pipeline = redis.pipeline();
       for (let i = 0; i < jobIds.length; i += 1000) pipeline.sadd(keys.batchJobs(info.batchId), ...jobIds.slice(i, i + 1000));
+      for (let i = 0; i < doneIds.length; i += 1000) pipeline.sadd(keys.batchDone(info.batchId), ...doneIds.slice(i, i + 1000));
       pipeline.hset(keys.batch(info.batchId), 'info', JSON.stringify(info), 'sealed', '1');
       await pipeline.exec();
       return isComplete(info.batchId);
@@ -98,8 +109,10 @@ export function createBatches(redis: RedisConnection, keys: Keys): Batches {
       const deadLettered = Object.entries(hash)
         .filter(([field]) => field.startsWith('dead:'))
         .map(([, value]) => deadLetterOf(JSON.parse(value) as Partial<BatchState['deadLettered'][number]> & { jobId: string; line: number }));
-      return { info: JSON.parse(hash['info']) as BatchInfo, total, deadLettered };
+      return { info: JSON.parse(hash['info']) as BatchInfo, isSealed: hash['sealed'] === '1', total, deadLettered };
     },
+    doneCount: (batchId) => redis.scard(keys.batchDone(batchId)),
+    unfinished: (batchId) => redis.sdiff(keys.batchJobs(batchId), keys.batchDone(batchId)),
     async drop(batchId) {
       await redis.unlink(keys.batch(batchId), keys.batchJobs(batchId), keys.batchDone(batchId));
     },

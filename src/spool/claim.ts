@@ -17,7 +17,7 @@ import type { Batches } from '../queue/batches.js';
 import { refusalReport, type ReportContent } from '../queue/failure-report.js';
 import { enqueueDocument, enqueueEvents, type EnqueueDeps } from '../queue/enqueue.js';
 import { ITEM_KIND_OF, type SpoolKind } from '../store/keys.js';
-import { collectingJobOf, type CteJob, type LabelJob } from '../store/payloads.js';
+import { collectingJobOf, type CollectingJob, type CteJob, type LabelJob } from '../store/payloads.js';
 import type { EventsFileResult } from '../validate/events-file.js';
 import type { CheckPool } from '../validate/pool/check-pool.js';
 import { eventsFormatOf, parseSpoolName } from '../validate/spool-name.js';
@@ -169,6 +169,26 @@ async function claimStable(
   }
 }
 
+/** An events file's valid records as the jobs its claim queues (the source of each: the file's claim and line). */
+function eventJobsOf(deps: Pick<ClaimDeps, 'clock' | 'paths'>, fileName: string, { batchId, records }: { batchId: string; records: EventsFileResult['records'] }): CollectingJob[] {
+  const receivedAt = new Date(deps.clock.now()).toISOString();
+  return records.map((record) =>
+    collectingJobOf(record, `file:${batchId}:${record.line}`, { source: 'spool', spoolId: deps.paths.spoolId, fileName, batchId, line: record.line }, receivedAt),
+  );
+}
+
+/**
+ * The jobs an events file in flight queued (read and checked again, as a resume does), or null when
+ * it no longer passes its checks.
+ */
+export async function inflightEventJobs(deps: ClaimDeps, name: string, claimId: string, fileName: string): Promise<CollectingJob[] | null> {
+  const path = join(deps.paths.inflight('events'), name);
+  const bytes = await readFile(path);
+  const { mtimeMs } = await lstat(path);
+  const prepared = await prepare(deps, 'events', fileName, bytes, claimId, mtimeMs);
+  return 'events' in prepared ? eventJobsOf(deps, fileName, prepared.events) : null;
+}
+
 /** Takes up a file found in .inflight/ (a claim interrupted by a crash, or a lost outcome). */
 export function resumeInflight(deps: ClaimDeps, kind: SpoolKind, name: string, claimId: string, fileName: string): Promise<ClaimResult> {
   return inRootSpan(deps, kind, fileName, true, (claimDeps, span) => resumeClaim(claimDeps, kind, name, claimId, fileName, span));
@@ -290,24 +310,24 @@ async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: s
   }
   if ('events' in prepared) {
     const { batchId, records, rejects } = prepared.events;
-    const receivedAt = new Date(deps.clock.now()).toISOString();
-    const jobs = records.map((record) =>
-      collectingJobOf(record, `file:${batchId}:${record.line}`, { source: 'spool', spoolId: deps.paths.spoolId, fileName, batchId, line: record.line }, receivedAt),
-    );
+    const jobs = eventJobsOf(deps, fileName, prepared.events);
     // Each event's trace links to the file's (the span is active in the call's synchronous part).
     const enqueued = await withSpan(span, () => enqueueEvents(deps.enqueue, jobs));
     await deps.enqueue.stats.add('received', 'collecting', rejects.length);
     await deps.enqueue.stats.add('failed', 'collecting', rejects.length);
     await noteInvalidLines(deps.enqueue, fileName, rejects, records.length);
-    // Records this file's earlier claim sent (a re-read after a crash) are its own jobs, finished:
-    // the batch counts them (its done set has them), and they are no duplicates.
+    // Records this file's earlier claim sent (a re-read after a crash, a stuck batch taken up again)
+    // are its own jobs, finished: the batch counts them, and they are no duplicates. They are marked
+    // done with the seal: their claims say they were sent, and the outcome that marked them may
+    // never come (a failover lost its mark: the batch stayed incomplete, its file in flight for good).
     const sent = new Set(enqueued.alreadySent.map(({ index }) => index));
     const duplicates = enqueued.duplicates.filter(({ index }) => !sent.has(index));
-    const jobIds = [...enqueued.jobIds, ...enqueued.alreadySent.map(({ jobId }) => jobId)];
+    const sentIds = enqueued.alreadySent.map(({ jobId }) => jobId);
+    const jobIds = [...enqueued.jobIds, ...sentIds];
     for (const duplicate of duplicates) {
       deps.logger.info({ kind: 'collecting', deliveryId: duplicate.deliveryId, file: fileName, line: records[duplicate.index]?.line, eventAt: duplicate.eventAt }, 'duplicate event_at: not sent');
     }
-    const isDone = await deps.batches.seal({ batchId, inflightName: name, fileName, rejects, duplicates: duplicates.length }, jobIds);
+    const isDone = await deps.batches.seal({ batchId, inflightName: name, fileName, rejects, duplicates: duplicates.length }, jobIds, sentIds);
     deps.logger.info({ kind, file: fileName, queued: enqueued.jobIds.length, duplicates: duplicates.length, invalid: rejects.length }, 'events file queued');
     if (isDone) await deps.sink.finishBatch(batchId);
     return 'queued';

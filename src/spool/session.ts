@@ -25,7 +25,7 @@ import type { CheckPool } from '../validate/pool/check-pool.js';
 import type { ClaimDeps, SpoolSink } from './claim.js';
 import { loadInflightIndex, type InflightIndex } from './inflight-index.js';
 import { parseInflightName, type SpoolPaths } from './paths.js';
-import { reconcileInflight } from './reconcile.js';
+import { reconcileInflight, STUCK_MS } from './reconcile.js';
 import type { Fence, HeldSession } from './lease/spool-lease.js';
 import { startSpoolWatcher, type SpoolWatcher } from './watcher.js';
 
@@ -80,8 +80,11 @@ interface SessionState {
   index: InflightIndex;
   outcomes: SpoolOutcomes;
   claimDeps: ClaimDeps;
-  /** While an in-flight reconcile runs: the widest one asked for meanwhile (its settledBefore), or null. Null when none runs. */
-  reconciling: { next: number | null } | null;
+  /**
+   * While an in-flight reconcile runs: the widest one asked for meanwhile (its settledBefore, and the
+   * shortest stuck bound of its events batches), or null. Null when none runs.
+   */
+  reconciling: { next: { settledBefore: number; stuckMs: number } | null } | null;
 }
 
 export async function startSpoolSession(deps: SpoolSessionDeps, fence: Fence): Promise<SpoolSession> {
@@ -226,7 +229,9 @@ function reconcileAfterRecovery(state: SessionState): { stop(): void } {
   const unsubscribe = deps.onRedisRecovered?.((ended) => {
     const timer = setTimeout(() => {
       timers.delete(timer);
-      if (fence.isHeld()) reconcile(state, Math.max(ended.since, deps.clock.now() - SETTLED_MS));
+      // An events batch of those claims that lost a job (or its done mark) is finished job by job now
+      // (no stuck bound): its lost events are queued again before the chain gives up waiting on them.
+      if (fence.isHeld()) reconcile(state, Math.max(ended.since, deps.clock.now() - SETTLED_MS), 0);
     }, RECOVERY_SETTLE_MS);
     timer.unref();
     timers.add(timer);
@@ -243,17 +248,21 @@ function reconcileAfterRecovery(state: SessionState): { stop(): void } {
  * One in-flight reconcile at a time (two would both take up a file whose job is missing): one asked
  * for while another runs follows it, once, with the widest settledBefore asked for meanwhile.
  */
-function reconcile(state: SessionState, settledBefore: number): void {
+function reconcile(state: SessionState, settledBefore: number, stuckMs = STUCK_MS): void {
   if (state.reconciling !== null) {
-    state.reconciling.next = Math.max(state.reconciling.next ?? -Infinity, settledBefore);
+    const asked = state.reconciling.next;
+    state.reconciling.next = {
+      settledBefore: Math.max(asked?.settledBefore ?? -Infinity, settledBefore),
+      stuckMs: Math.min(asked?.stuckMs ?? Infinity, stuckMs),
+    };
     return;
   }
   state.reconciling = { next: null };
-  reconcileInflight(state.claimDeps, state.index, state.deps.logger, settledBefore)
+  reconcileInflight(state.claimDeps, state.index, state.deps.logger, settledBefore, stuckMs)
     .catch((error: unknown) => state.deps.logger.warn({ err: error }, 'in-flight reconcile failed'))
     .finally(() => {
       const next = state.reconciling?.next ?? null;
       state.reconciling = null;
-      if (next !== null && state.fence.isHeld()) reconcile(state, next);
+      if (next !== null && state.fence.isHeld()) reconcile(state, next.settledBefore, next.stuckMs);
     });
 }

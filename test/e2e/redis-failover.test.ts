@@ -7,10 +7,12 @@
  * and no error-level line.
  *
  * One seed of each topology runs in CI (FAILOVER_SEED, default 1); `npm run test:failover` sweeps
- * more (FAILOVER_SEEDS). The seed picks how much is answered before the kill and how long the
- * replica lags.
+ * more (FAILOVER_SEEDS; FAILOVER_TOPOLOGIES=sentinel,cluster chooses; test/tools/failover-sweep.mjs
+ * runs them under load and tallies the failures by kind). The seed picks how much is answered
+ * before the kill and how long the replica lags.
  */
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SandboxRequest } from '../../src/sandbox/server.js';
@@ -25,6 +27,11 @@ import { openContext } from '../../src/runtime/context.js';
 
 const DELIVERIES = 60;
 const SEEDS = (process.env['FAILOVER_SEEDS'] ?? process.env['FAILOVER_SEED'] ?? '1').split(',').map(Number);
+const TOPOLOGIES = (process.env['FAILOVER_TOPOLOGIES'] ?? 'sentinel,cluster')
+  .split(',')
+  .filter((kind): kind is 'sentinel' | 'cluster' => kind === 'sentinel' || kind === 'cluster');
+/** The events files dropped: each carries both events of its share of the deliveries (two batches in flight). */
+const EVENTS_FILES = 2;
 
 let opened: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
@@ -89,7 +96,7 @@ async function clusterFailover(prefix: string): Promise<{ env: Record<string, st
 }
 
 describe.each(SEEDS)('seed %i', (seed) => {
-  it.each(['sentinel', 'cluster'] as const)(
+  it.each(TOPOLOGIES)(
     '%s: a failover with a lagging replica under load loses nothing, sends nothing twice, keeps order, resumes within 10 s',
     { timeout: 120_000 },
     async (kind) => {
@@ -104,12 +111,16 @@ describe.each(SEEDS)('seed %i', (seed) => {
       const daemons: DaemonProcess[] = [spawnDaemon(daemonEnv, { args: env.args('start') }), spawnDaemon(daemonEnv, { args: env.args('start') })];
       await Promise.all(daemons.map((daemon) => waitUntilStarted(daemon, 30_000)));
 
-      // The load: a label and two events for each delivery, dropped at once.
+      // The load: a label and two events for each delivery, dropped at once; the events in two files
+      // (each with both events of half the deliveries, so each delivery's order is one file's).
       const ids = Array.from({ length: DELIVERIES }, () => randomUUID());
       const base = Date.now() - 3_600_000;
       const events = ids.flatMap((id, i) => [0, 1].map((n) => ({ delivery_id: id, event_at: new Date(base + i * 10_000 + n * 1000).toISOString() })));
       await Promise.all(ids.map(async (id) => dropFile(join(env.spool, 'labels'), `${id}.pdf`, await makePdf(id))));
-      await dropFile(join(env.spool, 'events'), 'load.ndjson', `${events.map((e) => JSON.stringify(e)).join('\n')}\n`);
+      for (let file = 0; file < EVENTS_FILES; file += 1) {
+        const mine = events.filter((_, i) => Math.floor(i / 2) % EVENTS_FILES === file);
+        await dropFile(join(env.spool, 'events'), `load-${file + 1}.ndjson`, `${mine.map((e) => JSON.stringify(e)).join('\n')}\n`);
+      }
 
       // Kill somewhere in the first half of the work, with the replica lagging 0.5 to 2 s.
       const answeredBeforeKill = 20 + Math.floor(next() * 60);
@@ -142,11 +153,13 @@ describe.each(SEEDS)('seed %i', (seed) => {
         throw new Error(`${error.message}\n--- daemon 1\n${daemons[0]!.tail(15)}\n--- daemon 2\n${daemons[1]!.tail(15)}`);
       });
       const resumeMs = resumed.at - promotedAt;
-      await waitFor(async () => (await listFiles(join(env.spool, 'archive'))).length === DELIVERIES + 1, {
+      // Every file settled: nothing left in an inbox or in .inflight/ (archived, or failed with its reason).
+      const isSettled = (path: string): boolean => path.startsWith('archive/') || path.startsWith('failed/') || !/^(labels|cte|events|\.inflight)\//.test(path);
+      await waitFor(async () => (await listFiles(env.spool)).every(isSettled), {
         timeoutMs: 60_000,
-        what: 'every file archived',
+        what: 'every file archived (nothing left in an inbox or .inflight/)',
       }).catch(async (error: Error) => {
-        const left = (await listFiles(env.spool)).filter((path) => !path.startsWith('archive/'));
+        const left = (await listFiles(env.spool)).filter((path) => !isSettled(path));
         const stuck = await stuckBatchJobs(daemonEnv, left);
         const jobIds = stuck.filter((entry) => !entry.startsWith('batch ')).map((entry) => entry.split(' ')[0]!);
         const about = (line: LogLine): boolean => (line.level ?? 0) >= 40 || jobIds.some((jobId) => JSON.stringify(line).includes(jobId));
@@ -163,6 +176,19 @@ describe.each(SEEDS)('seed %i', (seed) => {
       console.log(
         `${kind} seed ${seed}: killed after ${answeredBeforeKill} answers, replica lag ${lagSec} s, promotion ${promotedAt - killedAt} ms after the kill, first request ${resumeMs} ms after it`,
       );
+
+      // Every file archived; one in failed/ is a finding, named with its reason (its .error.json).
+      const failed = (await listFiles(join(env.spool, 'failed'))).filter((path) => !path.endsWith('.error.json'));
+      const reasons = await Promise.all(
+        failed.map(async (path) => {
+          const report = await readFile(join(env.spool, 'failed', `${path}.error.json`), 'utf8').catch(() => null);
+          if (report === null) return `${path} (no .error.json)`;
+          const { code, message } = JSON.parse(report) as { code?: string; message?: string };
+          return `${path} ${code ?? ''} ${String(message ?? '').slice(0, 120)}`;
+        }),
+      );
+      expect(reasons, 'files sent to failed/').toEqual([]);
+      expect((await listFiles(join(env.spool, 'archive'))).length, 'files archived').toBe(DELIVERIES + EVENTS_FILES);
 
       const requests = env.sandbox.requests();
       const accepted = (r: SandboxRequest) => r.status === 200;
@@ -208,7 +234,7 @@ describe.each(SEEDS)('seed %i', (seed) => {
       }
       // Nothing accepted twice: one accepted label request per delivery, one collecting call per event.
       const twice = [
-        ...[...count(requests.filter((r) => r.endpoint === 'label' && accepted(r)).map((r) => `label ${r.deliveryId}`))],
+        ...[...count(requests.filter((r) => (r.endpoint === 'label' || r.endpoint === 'cte') && accepted(r)).map((r) => `${r.endpoint} ${r.deliveryId}`))],
         ...[...count(requests.filter((r) => r.endpoint === 'collecting').map((r) => `event ${r.deliveryId} ${Date.parse(r.eventAt ?? '')}`))],
       ].filter(([, n]) => n > 1);
       console.log(`${kind} seed ${seed}: ${findings.join('; ')}; ${twice.length} items accepted twice`);

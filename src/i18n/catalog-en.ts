@@ -445,6 +445,11 @@ export const EN = {
   'ui.state.redisFullDetail': 'redis refuses writes ({code}) since {since}: {message}; files wait in the inbox, answers are kept until it takes writes again',
   'ui.step.resent': 'resent',
   'history.resent': 'answer unknown: owner process died; sent again',
+  // i44-watchdog: the progress watchdog's notification.
+  'notify.stalled.firing':
+    'carrier-sync is stuck on {host} (pid {pid}): work waits with no progress, or a thread or Redis connection stopped; it is recovering on its own',
+  'notify.stalled.action': 'if it does not recover within the bound, the process exits 1 for its supervisor to restart it; read its log around the error line',
+  'notify.stalled.resolved': 'carrier-sync moves again on {host} (pid {pid})',
 } as const;
 
 export type MessageKey = keyof typeof EN;

@@ -443,4 +443,10 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
     'O Redis recusa gravações ({code}) desde {since}: {message}; os arquivos aguardam na pasta de entrada, as respostas ficam guardadas até ele voltar a aceitá-las',
   'ui.step.resent': 'reenviado',
   'history.resent': 'resposta desconhecida: o processo responsável morreu; enviado de novo',
+  // i44-watchdog: a notificação do vigia de progresso.
+  'notify.stalled.firing':
+    'O carrier-sync está travado em {host} (pid {pid}): há trabalho parado sem progresso, ou uma thread ou conexão com o Redis parou; ele está se recuperando sozinho',
+  'notify.stalled.action':
+    'se não se recuperar dentro do prazo, o processo sai com código 1 para que o supervisor o reinicie; leia o log dele em torno da linha de erro',
+  'notify.stalled.resolved': 'O carrier-sync voltou a andar em {host} (pid {pid})',
 };

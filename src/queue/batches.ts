@@ -71,6 +71,8 @@ export interface Batches {
   isComplete(batchId: string): Promise<boolean>;
   markDone(batchId: string, jobId: string, deadLetter?: { line: number } & DeadLetterFacts): Promise<boolean>;
   read(batchId: string): Promise<BatchState | null>;
+  /** True once the batch was sealed (the watchdog's check for a file whose batch never was). */
+  isSealed(batchId: string): Promise<boolean>;
   drop(batchId: string): Promise<void>;
 }
 
@@ -100,6 +102,7 @@ export function createBatches(redis: RedisConnection, keys: Keys): Batches {
         .map(([, value]) => deadLetterOf(JSON.parse(value) as Partial<BatchState['deadLettered'][number]> & { jobId: string; line: number }));
       return { info: JSON.parse(hash['info']) as BatchInfo, total, deadLettered };
     },
+    isSealed: async (batchId) => (await redis.hget(keys.batch(batchId), 'sealed')) === '1',
     async drop(batchId) {
       await redis.unlink(keys.batch(batchId), keys.batchJobs(batchId), keys.batchDone(batchId));
     },

@@ -6,6 +6,7 @@
  * API, a 401 pause and a 429 storm held longer than the bound are not stalls.
  */
 import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SandboxOptions } from '../../src/sandbox/server.js';
@@ -36,6 +37,8 @@ interface Running {
   opsUrl: string;
   /** Every `/readyz` reason seen, polled every 100 ms from the start. */
   readyReasons: string[];
+  /** Every `/healthz` 503 reason seen, polled likewise. */
+  unhealthyReasons: string[];
   hook: HttpReceiver;
 }
 
@@ -55,21 +58,25 @@ async function start(failpoints: string, options: { sandbox?: SandboxOptions } =
   await waitUntilStarted(daemon);
   const opsUrl = String(daemon.logs().find((line) => line.msg === 'carrier-sync started')?.['opsUrl']);
   const readyReasons: string[] = [];
+  const unhealthyReasons: string[] = [];
   let isPolling = true;
+  const poll = async (path: string, reasons: string[]): Promise<void> => {
+    try {
+      const response = await fetch(`${opsUrl}${path}`, { signal: AbortSignal.timeout(2000) });
+      const body = (await response.json()) as { reason?: string };
+      if (response.status === 503 && body.reason !== undefined) reasons.push(body.reason);
+    } catch {
+      // the daemon is stopping
+    }
+  };
   void (async () => {
     while (isPolling) {
-      try {
-        const response = await fetch(`${opsUrl}/readyz`, { signal: AbortSignal.timeout(2000) });
-        const body = (await response.json()) as { reason?: string };
-        if (response.status === 503 && body.reason !== undefined) readyReasons.push(body.reason);
-      } catch {
-        // the daemon is stopping
-      }
+      await Promise.all([poll('/readyz', readyReasons), poll('/healthz', unhealthyReasons)]);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   })();
   poller = { stop: () => (isPolling = false) };
-  return { env: t, daemon, opsUrl, readyReasons, hook: receiver };
+  return { env: t, daemon, opsUrl, readyReasons, unhealthyReasons, hook: receiver };
 }
 
 async function archived(env: E2eEnv): Promise<string[]> {
@@ -141,6 +148,28 @@ describe('the watchdog', () => {
     // Each event went once to the API.
     const sent = run.env.sandbox.requests().filter((r) => r.path === '/v1/delivery/collecting' && r.status < 300);
     expect(sent).toHaveLength(2);
+  });
+
+  it('a stall the process cannot recover (its in-flight file taken away by hand): /healthz 503, then exit 1', async () => {
+    const run = await start('batch-never-seals');
+    const record = JSON.stringify({ delivery_id: randomUUID(), event_at: '2026-03-01T10:00:00-03:00' });
+    await dropFile(join(run.env.spool, 'events'), 'coletas.ndjson', `${record}\n`);
+    await run.daemon.waitForLog((l) => String(l.msg).startsWith('failpoint batch-never-seals:'), { what: 'the unsealed batch' });
+    // Someone takes the in-flight file away by hand: the reconcile cannot read it again, the batch stays unsealed.
+    const inflight = join(run.env.spool, '.inflight', 'events');
+    for (const name of await listFiles(inflight)) await rm(join(inflight, name));
+    const line = await run.daemon.waitForLog((l) => isError(l) && String(l.msg).startsWith('stalled:'), {
+      timeoutMs: SEEN_WITHIN_MS + 5000,
+      what: 'the stall line',
+    });
+    const exit = await Promise.race([run.daemon.exited, new Promise<null>((resolve) => setTimeout(() => resolve(null), 4 * STALL_MS + 15_000))]);
+    expect(exit, run.daemon.tail()).toEqual({ code: 1, signal: null });
+    expect(run.unhealthyReasons.some((reason) => reason.startsWith('stalled: the batch of events file coletas.ndjson is not sealed'))).toBe(true);
+    const fatal = run.daemon.logs().find((l) => l.level === 60);
+    expect(String(fatal?.msg)).toContain('not recovered from a stall');
+    expect(Number(fatal?.time) - Number(line.time)).toBeGreaterThanOrEqual(STALL_MS - 1000);
+    expect(run.daemon.logs().filter((l) => String(l.msg).startsWith('stalled:'))).toHaveLength(1);
+    expect(stalledNotifications(run.hook).map((n) => n.state)).toEqual(['firing']);
   });
 
   it('a slow API, a 401 pause and a 429 storm held past the bound are not stalls', async () => {

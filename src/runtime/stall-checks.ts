@@ -9,8 +9,9 @@
  * - ready jobs (waiting, none active) while nothing finished (the stats counters) for the bound.
  *   Not while Redis is in an episode or the 401 gate is closed: a pause moves jobs out of `wait`,
  *   the rate limiter holds them as delayed, a slow API keeps them active; none is a stall.
- * - an events file in `.inflight/` whose batch was not sealed for the bound. Recovery: the spool's
- *   reconcile reads the file again and seals its batch (spool/reconcile.ts).
+ * - an events file in `.inflight/` whose batch was not sealed for the bound (not during a Redis
+ *   episode, nor the bound after it). Recovery: the spool's reconcile reads the file again and
+ *   seals its batch (spool/reconcile.ts).
  */
 import { ITEM_KINDS } from '../store/keys.js';
 import type { RedisConnection } from '../store/redis.js';
@@ -89,8 +90,10 @@ export interface BatchWatch {
   reconcile(before: number): Promise<void>;
 }
 
-export function unsealedBatchCheck(watch: BatchWatch, stallMs: number): StallCheck {
+/** `isTroubled`: Redis is in an episode, or left one less than the bound ago (a claim it cut gets the bound to finish). */
+export function unsealedBatchCheck(watch: BatchWatch, stallMs: number, isTroubled: (withinMs: number) => boolean): StallCheck {
   return async (nowMs) => {
+    if (isTroubled(stallMs)) return null;
     const unsealed = await watch.unsealedBatches(nowMs - stallMs);
     if (unsealed.length === 0) return null;
     const since = Math.min(...unsealed.map((batch) => batch.since));

@@ -299,7 +299,7 @@ function watchProgress(state: DaemonState, ctx: Context): void {
   const checks: StallCheck[] = [redisConnectionsCheck(connections)];
   if (thread !== null) checks.push(deliveryThreadCheck(thread, stallMs));
   if (roles.includes('worker')) checks.push(readyJobsCheck(ctx, stallMs, thread === null ? async () => {} : () => thread.restart()));
-  if (state.batchWatch !== null) checks.push(unsealedBatchCheck(state.batchWatch, stallMs));
+  if (state.batchWatch !== null) checks.push(unsealedBatchCheck(state.batchWatch, stallMs, (withinMs) => ctx.health.isTroubled(withinMs)));
   state.stopIntake.unshift(() => watchdog.close());
   watchdog.start(checks);
 }

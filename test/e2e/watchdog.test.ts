@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { SandboxOptions } from '../../src/sandbox/server.js';
 import { makePdf } from '../support/builders.js';
 import { createE2eEnv, dropFile, listFiles, type E2eEnv } from '../support/e2e-env.js';
+import { startOwnRedis, type OwnRedis } from '../support/own-redis.js';
 import { startHttpReceiver, type HttpReceiver } from '../support/notify-receivers.js';
 import { killAllDaemons, spawnDaemon, waitUntilStarted, type DaemonProcess, type LogLine } from '../support/process.js';
 import { waitFor } from '../support/wait.js';
@@ -23,12 +24,14 @@ const SEEN_WITHIN_MS = STALL_MS + 1000 + 4000;
 let t: E2eEnv | undefined;
 let receiver: HttpReceiver | undefined;
 let poller: { stop(): void } | undefined;
+let ownRedis: OwnRedis | undefined;
 afterEach(async () => {
   poller?.stop();
   await killAllDaemons();
   await receiver?.close();
+  await ownRedis?.close();
   await t?.close();
-  t = receiver = poller = undefined;
+  t = receiver = poller = ownRedis = undefined;
 });
 
 interface Running {
@@ -42,7 +45,7 @@ interface Running {
   hook: HttpReceiver;
 }
 
-async function start(failpoints: string, options: { sandbox?: SandboxOptions } = {}): Promise<Running> {
+async function start(failpoints: string, options: { sandbox?: SandboxOptions; env?: Record<string, string> } = {}): Promise<Running> {
   t = await createE2eEnv({ sandbox: { autoCreateDeliveries: true, ...options.sandbox }, settings: { shutdown: { graceMs: 5000 } } });
   receiver = await startHttpReceiver();
   const daemon = spawnDaemon(
@@ -52,6 +55,7 @@ async function start(failpoints: string, options: { sandbox?: SandboxOptions } =
       CARRIER_SYNC_FAILPOINTS: failpoints,
       CARRIER_SYNC_DELIVERY_THREAD: 'on',
       CARRIER_SYNC_NOTIFY_WEBHOOK_URL: receiver.url,
+      ...options.env,
     },
     { args: t.args('start') },
   );
@@ -188,6 +192,29 @@ describe('the watchdog', () => {
     await waitFor(async () => (await archived(run.env)).includes(stormed), { timeoutMs: 60_000, what: 'the label sent after the storm' });
     expect(run.daemon.logs().filter((l) => String(l.msg).startsWith('stalled:'))).toEqual([]);
     expect(run.readyReasons.filter((reason) => reason.startsWith('stalled:'))).toEqual([]);
+    expect(stalledNotifications(run.hook)).toEqual([]);
+  });
+
+  it('a Redis outage longer than the bound, with work in flight, is not a stall', async () => {
+    ownRedis = await startOwnRedis();
+    const run = await start('', { sandbox: { faults: { latencyMs: 500 } }, env: { REDIS_URL: ownRedis.url } });
+    const records = Array.from({ length: 20 }, (_, i) =>
+      JSON.stringify({ delivery_id: randomUUID(), event_at: new Date(Date.UTC(2026, 2, 1, 10, 0, i)).toISOString() }),
+    );
+    await dropFile(join(run.env.spool, 'events'), 'coletas.ndjson', `${records.join('\n')}\n`);
+    const labels = await Promise.all([dropLabel(run.env), dropLabel(run.env), dropLabel(run.env)]);
+    await waitFor(() => run.env.sandbox.requests().length >= 2, { timeoutMs: 20_000, what: 'the workers sending' });
+    await ownRedis.stop();
+    await run.daemon.waitForLog((l) => String(l.msg).startsWith('Redis unreachable'), { timeoutMs: 15_000, what: 'the outage line' });
+    const stoppedAt = Date.now();
+    // The outage itself: lasting past the bound (twice it) is what the test is about, not a synchronisation.
+    await new Promise((resolve) => setTimeout(resolve, 2 * STALL_MS + 1000 - (Date.now() - stoppedAt)));
+    await ownRedis.start();
+    await waitFor(async () => (await archived(run.env)).length === labels.length + 1, { timeoutMs: 60_000, what: 'every file archived after the outage' });
+    await run.daemon.waitForLog((l) => String(l.msg).startsWith('Redis reachable again'), { what: 'the back line' });
+    expect(run.daemon.logs().filter((l) => String(l.msg).startsWith('stalled:'))).toEqual([]);
+    expect(run.readyReasons.filter((reason) => reason.startsWith('stalled:'))).toEqual([]);
+    expect(run.readyReasons.some((reason) => reason.startsWith('redis is not answering'))).toBe(true);
     expect(stalledNotifications(run.hook)).toEqual([]);
   });
 });

@@ -75,6 +75,8 @@ export const ENV_VARIABLES: ReadonlyArray<readonly [string, readonly string[], P
   ['CARRIER_SYNC_HISTORY_DAYS', ['history', 'retentionDays'], asInt],
   ['CARRIER_SYNC_TRACE_URL', ['history', 'traceUrl'], asNullableString],
   ['CARRIER_SYNC_GRACE_MS', ['shutdown', 'graceMs'], asInt],
+  ['CARRIER_SYNC_STALL_MS', ['watchdog', 'stallMs'], asInt],
+  ['CARRIER_SYNC_FAILPOINTS', ['watchdog', 'failpoints'], asList],
   ['LOG_LEVEL', ['log', 'level'], asString],
   ['CARRIER_SYNC_LANG', ['lang'], asString],
   ['CARRIER_SYNC_NOTIFY_EMAIL_FROM', ['notify', 'email', 'from'], asNullableString],

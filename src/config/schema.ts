@@ -2,6 +2,10 @@ import { z } from 'zod';
 import { LANGS } from '../i18n/langs.js';
 
 const ms = z.number().int().nonnegative();
+
+/** Faults a test injects into the running daemon (CARRIER_SYNC_FAILPOINTS; src/failpoints.ts). */
+export const FAILPOINTS = ['delivery-thread-freeze', 'worker-connection-end', 'batch-never-seals'] as const;
+export type Failpoint = (typeof FAILPOINTS)[number];
 const positiveInt = z.number().int().positive();
 /** What one file's check may spend on its thread (validate/pool/). */
 const checkBudget = z.object({ cpuMs: positiveInt, memoryMb: z.number().int().min(16) }).strict();
@@ -139,6 +143,8 @@ export const configSchema = z
       })
       .strict(),
     shutdown: z.object({ graceMs: ms }).strict(),
+    /** The progress watchdog (runtime/watchdog.ts): its bound, and the faults a test injects. */
+    watchdog: z.object({ stallMs: z.number().int().min(2000), failpoints: z.array(z.enum(FAILPOINTS)) }).strict(),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) }).strict(),
     lang: z.enum(LANGS),
     webhook: z

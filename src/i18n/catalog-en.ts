@@ -452,6 +452,11 @@ export const EN = {
     'file {file}, read {at}: {count, plural, one {# invalid line} other {# invalid lines}} and no valid record: nothing of the file was sent',
   'reason.event.headerSeparator':
     "the header row is separated by ''{separator}'', not by commas (found: {found}); save the file as CSV with commas between fields, its first row naming delivery_id and event_at",
+  // i44-watchdog: the progress watchdog's notification.
+  'notify.stalled.firing':
+    'carrier-sync is stuck on {host} (pid {pid}): work waits with no progress, or a thread or Redis connection stopped; it is recovering on its own',
+  'notify.stalled.action': 'if it does not recover within the bound, the process exits 1 for its supervisor to restart it; read its log around the error line',
+  'notify.stalled.resolved': 'carrier-sync moves again on {host} (pid {pid})',
 } as const;
 
 export type MessageKey = keyof typeof EN;

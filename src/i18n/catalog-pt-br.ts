@@ -451,4 +451,10 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
     'arquivo {file}, lido em {at}: {count, plural, one {# linha inválida} other {# linhas inválidas}} e nenhum registro válido: nada do arquivo foi enviado',
   'reason.event.headerSeparator':
     "a linha de cabeçalho está separada por ''{separator}'', não por vírgulas (encontrado: {found}); salve o arquivo como CSV com vírgulas entre os campos, a primeira linha nomeando delivery_id e event_at",
+  // i44-watchdog: a notificação do vigia de progresso.
+  'notify.stalled.firing':
+    'O carrier-sync está travado em {host} (pid {pid}): há trabalho parado sem progresso, ou uma thread ou conexão com o Redis parou; ele está se recuperando sozinho',
+  'notify.stalled.action':
+    'se não se recuperar dentro do prazo, o processo sai com código 1 para que o supervisor o reinicie; leia o log dele em torno da linha de erro',
+  'notify.stalled.resolved': 'O carrier-sync voltou a andar em {host} (pid {pid})',
 };

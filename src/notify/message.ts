@@ -19,6 +19,7 @@ export const CONDITIONS = [
   'redis-failover',
   'spool-unwatched',
   'spool-disk-low',
+  'stalled',
   'test',
 ] as const;
 export type Condition = (typeof CONDITIONS)[number];

@@ -38,6 +38,8 @@ export interface MetricsSources {
   redisOutages?: () => number;
   /** Whether Redis refuses this process's writes now (OOM, NOREPLICAS, MISCONF: `store/redis-health.ts`). */
   redisWritesRefused?: () => boolean;
+  /** The watchdog sees a stall (runtime/watchdog.ts). */
+  isStalled?: () => boolean;
   /** Spans tracing dropped (queue full, export failed: runtime/tracing.ts); absent: tracing is off. */
   spansDropped?: () => { queueFull: number; exportFailed: number };
   /** Notification attempts by channel and result (`store/notify-record.ts`), deployment-wide. */
@@ -137,6 +139,15 @@ function processMetrics(registry: Registry, read: ReadSources): void {
     collect() {
       const refused = read()?.redisWritesRefused;
       if (refused !== undefined) this.set(refused() ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'carrier_sync_stalled',
+    help: '1 while the watchdog sees a stall in this process (work waiting with no progress, the delivery thread not answering, a Redis connection ended): /readyz says what.',
+    registers: [registry],
+    collect() {
+      const isStalled = read()?.isStalled;
+      if (isStalled !== undefined) this.set(isStalled() ? 1 : 0);
     },
   });
 }

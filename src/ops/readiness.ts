@@ -8,6 +8,11 @@
 import type { RedisConnection } from '../store/redis.js';
 import type { AuthGate } from '../gate/auth-gate.js';
 
+/** `/readyz`'s reason during a stall: `stalled: <what> since <ISO time>` (runtime/watchdog.ts, alerts match on the start). */
+export function stallReason(stall: { what: string; since: number }): string {
+  return `stalled: ${stall.what} since ${new Date(stall.since).toISOString()}`;
+}
+
 export interface ReadinessState {
   isReady: boolean;
   reason?: string;
@@ -36,6 +41,8 @@ export interface ReadinessDeps {
   spoolDisk?: () => SpoolDiskReadiness;
   /** Redis refuses writes (OOM, NOREPLICAS, MISCONF): the reply's code and since when; null when it takes them. */
   redisWritesRefused?: () => { code: string; since: number; message: string } | null;
+  /** The watchdog's stall (runtime/watchdog.ts), or null: `/readyz` then says `stalled: <what> since <when>`. */
+  stalled?: () => { what: string; since: number } | null;
   /** How long a Redis command may take before Redis counts as not answering. */
   timeoutMs?: number;
 }
@@ -88,6 +95,8 @@ export function createReadiness(deps: ReadinessDeps): () => Promise<ReadinessSta
     }
     const refused = deps.redisWritesRefused?.() ?? null;
     if (refused !== null) return { ...unready(redisRefusedReason(refused)), ...(spool === null ? {} : { spool }) };
+    const stall = deps.stalled?.() ?? null;
+    if (stall !== null) return { ...unready(stallReason(stall)), ...(spool === null ? {} : { spool }) };
     const foreign = spool?.foreignHolder ?? null;
     if (spool !== null && foreign !== null) return { ...unready(`spool held by another deployment (prefix "${foreign.prefix}" on ${foreign.redis})`), spool };
     const disk = deps.spoolDisk?.();

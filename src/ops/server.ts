@@ -55,6 +55,8 @@ export interface OpsServer {
   url: string;
   port: number;
   setDraining(isDraining: boolean): void;
+  /** `/healthz` answers 503 with this reason from now on (the watchdog: a stall not recovered, the process exits next). */
+  setUnhealthy(reason: string): void;
   /** Idempotent. */
   close(): Promise<void>;
 }
@@ -64,7 +66,7 @@ export const INGEST_PATH = '/events';
 
 export async function startOpsServer(options: OpsServerOptions): Promise<OpsServer> {
   const { logger } = options;
-  const state = { isDraining: false };
+  const state: { isDraining: boolean; unhealthy: string | null } = { isDraining: false, unhealthy: null };
   const app = Fastify({ logger: false, return503OnClosing: true, schemaController: { compilersFactory: compilersOnFirstSchema() } });
   registerErrorReplies(app, options);
   registerExposureGuard(app, {
@@ -75,7 +77,12 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
     isIngestTokenSet: options.ingestToken !== null,
     logger,
   });
-  registerProbes(app, options, () => state.isDraining);
+  registerProbes(
+    app,
+    options,
+    () => state.isDraining,
+    () => state.unhealthy,
+  );
   await registerDashboard(
     app,
     dashboardOptions(options, () => state.isDraining),
@@ -105,6 +112,9 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
     port,
     setDraining(next) {
       state.isDraining = next;
+    },
+    setUnhealthy(reason) {
+      state.unhealthy = reason;
     },
     close() {
       closing ??= app.close().then(() => logger.debug('ops server closed'));
@@ -149,8 +159,12 @@ function registerErrorReplies(app: FastifyInstance, options: OpsServerOptions): 
 }
 
 /** `/healthz`, `/readyz` and `/metrics`: open, for probes and scrapers. */
-function registerProbes(app: FastifyInstance, options: OpsServerOptions, isDraining: () => boolean): void {
-  app.get('/healthz', async () => ({ status: 'ok', version: appVersion() }));
+function registerProbes(app: FastifyInstance, options: OpsServerOptions, isDraining: () => boolean, unhealthy: () => string | null): void {
+  app.get('/healthz', async (_request, reply) => {
+    const reason = unhealthy();
+    if (reason !== null) return reply.code(503).send({ status: 'unhealthy', reason, version: appVersion() });
+    return { status: 'ok', version: appVersion() };
+  });
   app.get('/readyz', async (_request, reply) => {
     const state = isDraining() ? { isReady: false, reason: 'draining: the process is shutting down' } : await options.readiness();
     const spool = state.spool === undefined ? {} : { spool: state.spool };

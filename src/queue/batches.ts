@@ -81,6 +81,8 @@ export interface Batches {
   doneCount(batchId: string): Promise<number>;
   /** The batch's jobs not marked done. */
   unfinished(batchId: string): Promise<string[]>;
+  /** True once the batch was sealed (the watchdog's check for a file whose batch never was). */
+  isSealed(batchId: string): Promise<boolean>;
   drop(batchId: string): Promise<void>;
 }
 
@@ -113,6 +115,7 @@ export function createBatches(redis: RedisConnection, keys: Keys): Batches {
     },
     doneCount: (batchId) => redis.scard(keys.batchDone(batchId)),
     unfinished: (batchId) => redis.sdiff(keys.batchJobs(batchId), keys.batchDone(batchId)),
+    isSealed: async (batchId) => (await redis.hget(keys.batch(batchId), 'sealed')) === '1',
     async drop(batchId) {
       await redis.unlink(keys.batch(batchId), keys.batchJobs(batchId), keys.batchDone(batchId));
     },

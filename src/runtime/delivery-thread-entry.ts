@@ -14,7 +14,8 @@ import { createLogger, type Logger } from '../log.js';
 import type { RequestSample } from '../ops/metrics.js';
 import { createClosers } from './closers.js';
 import { routeConsoleToLog } from './console-to-log.js';
-import { openContext } from './context.js';
+import { openContext, type Context } from './context.js';
+import { armFailpoints, isFailpointArmed, takeFailpoint } from '../failpoints.js';
 import { toWireError, type DeliveryThreadData, type FromThread, type ToThread } from './delivery-wire.js';
 import { ContactAbandoned } from './redis-contact.js';
 import { startTracing, type Tracing } from './tracing.js';
@@ -69,7 +70,12 @@ process.on('exit', () => lines.flush());
 
 let samples: RequestSample[] = [];
 let tracing: Tracing | null = null;
+/** The thread's Context once open: its connections are watched (the beat names those that ended). */
+let opened: Context | null = null;
 const report = (): void => {
+  // The heartbeat the main thread's watchdog waits for (runtime/watchdog.ts): a thread whose loop is
+  // stuck sends none; a connection that ended without this thread closing it never comes back.
+  if (!isStopRequested) post({ type: 'beat', endedConnections: endedConnections(opened) });
   if (samples.length > 0) {
     post({ type: 'samples', samples });
     samples = [];
@@ -103,6 +109,36 @@ function lowerOwnPriority(nice: number): void {
   }
 }
 
+/** The Redis connections this thread needs that ended (ioredis 'end': no reconnect will come). */
+function endedConnections(ctx: Context | null): string[] {
+  if (ctx === null) return [];
+  const connections = new Map([
+    ['redis', ctx.redis],
+    ['redis (bullmq)', ctx.bullRedis],
+  ]);
+  return [...connections].filter(([, connection]) => connection.status === 'end').map(([name]) => name);
+}
+
+/**
+ * CARRIER_SYNC_FAILPOINTS (tests only): after this thread's first completed job, it stops answering
+ * (its event loop blocks for good) or its Redis connections end as if closed by their user.
+ */
+function failpointsAfterFirstJob(ctx: Context): (() => void) | undefined {
+  armFailpoints(data.config.watchdog.failpoints);
+  if (!isFailpointArmed('delivery-thread-freeze') && !isFailpointArmed('worker-connection-end')) return undefined;
+  return () => {
+    if (takeFailpoint('worker-connection-end')) {
+      logger.warn("failpoint worker-connection-end: ending the delivery thread's Redis connections");
+      for (const connection of new Set([ctx.redis, ctx.bullRedis])) connection.disconnect();
+    }
+    if (takeFailpoint('delivery-thread-freeze')) {
+      logger.warn('failpoint delivery-thread-freeze: the delivery thread stops answering');
+      lines.flush();
+      setImmediate(() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0));
+    }
+  };
+}
+
 async function start(): Promise<void> {
   lowerOwnPriority(data.config.delivery.threadNice);
   tracing = await startTracing(process.env, logger);
@@ -115,8 +151,9 @@ async function start(): Promise<void> {
   ctx.health.onChange((episode) => {
     if (episode !== null) post({ type: 'redis', episode: { kind: episode.kind, code: episode.code, message: episode.message } });
   });
+  opened = ctx;
   const { startWorkerRole } = await import('./worker-role.js');
-  await startWorkerRole(ctx, data.target, data.wantsSamples ? (sample) => void samples.push(sample) : () => {});
+  await startWorkerRole(ctx, data.target, data.wantsSamples ? (sample) => void samples.push(sample) : () => {}, failpointsAfterFirstJob(ctx));
 }
 
 const started = start();

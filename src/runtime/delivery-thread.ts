@@ -17,6 +17,11 @@
  * closes what it opened and ends. A thread that fails to start fails the start (exit 1); one that
  * crashes later is reported to `onCrash` (the daemon then stops, exit 1): its jobs are in Redis,
  * taken up again after their lock expires, as after a worker process's crash.
+ *
+ * The watchdog (runtime/watchdog.ts) reads the thread's heartbeat (a `beat` message every second,
+ * naming the Redis connections that ended without being closed) and, on a stall, replaces the
+ * thread: the old one is terminated (a thread that stopped answering cannot stop in order) and a
+ * new one started; the old one's end is then no crash.
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
@@ -32,6 +37,15 @@ import type { SpansDropped } from './tracing.js';
 export interface DeliveryThread {
   /** The thread's dropped spans (totals), for the http role's metrics. */
   spansDropped(): SpansDropped;
+  /** What the watchdog reads (runtime/watchdog.ts): the thread's last heartbeat, and the Redis connections it says ended. */
+  beat(): { lastAt: number; endedConnections: string[] } | null;
+  /**
+   * Ends the thread at once (terminate: a thread that stopped answering cannot stop in order) and
+   * starts a new one, with new connections and workers; resolves once its workers run. Its jobs
+   * are in Redis and are taken up again when their locks expire, as after a crash. The failpoints
+   * are not armed again in the new thread.
+   */
+  restart(): Promise<void>;
 }
 
 export interface DeliveryThreadOptions {
@@ -50,27 +64,99 @@ export function isDeliveryThreaded(config: Readonly<Config>, roles: readonly str
   return setting === 'on' || (setting === 'auto' && availableParallelism() >= 2);
 }
 
+/** One thread's life: started, running, asked to stop (or replaced), ended. */
+interface Run {
+  worker: Worker;
+  phase: 'starting' | 'running' | 'stopping' | 'ended';
+  isStopAsked: boolean;
+  /** Replaced by the watchdog: its end is no crash. */
+  isReplaced: boolean;
+  started: Promise<Error | null>;
+  stopped: Promise<void>;
+  lastBeatAt: number;
+  endedConnections: string[];
+}
+
 /** Starts the thread; resolves once its workers run. Its close is on `ctx.closers` from the first moment. */
 export async function startDeliveryThread(ctx: Context, target: ApiTarget, options: DeliveryThreadOptions): Promise<DeliveryThread> {
   const { config, logger } = ctx;
+  let dropped: SpansDropped = { queueFull: 0, exportFailed: 0 };
+
+  const spawn = (failpoints: Config['watchdog']['failpoints']): Run => spawnRun(ctx, target, options, failpoints, (next) => (dropped = next));
+
+  /** Waits for `run`'s start; ends it and throws when it failed. */
+  const awaitStart = async (run: Run): Promise<void> => {
+    const startError = await run.started;
+    if (startError !== null) {
+      if (run.isStopAsked) throw new ContactAbandoned();
+      await run.worker.terminate();
+      throw startError;
+    }
+    run.phase = 'running';
+    run.lastBeatAt = Date.now();
+    logger.info({ threadId: run.worker.threadId }, 'delivery runs on its own thread');
+  };
+
+  let current = spawn(config.watchdog.failpoints);
+  ctx.closers.push('delivery thread', async () => {
+    const run = current;
+    if (run.phase === 'ended') return;
+    run.phase = 'stopping';
+    run.isStopAsked = true;
+    run.worker.postMessage({ type: 'stop' } satisfies ToThread);
+    await run.stopped;
+    await run.worker.terminate();
+  });
+  await awaitStart(current);
+  return {
+    spansDropped: () => ({ ...dropped }),
+    beat: () => (current.phase === 'running' ? { lastAt: current.lastBeatAt, endedConnections: current.endedConnections } : null),
+    async restart() {
+      const old = current;
+      if (old.phase !== 'running') return;
+      old.isReplaced = true;
+      await old.worker.terminate();
+      current = spawn([]);
+      await awaitStart(current);
+    },
+  };
+}
+
+/** One thread, started with `failpoints` armed (the first one only), its messages wired to the main thread. */
+function spawnRun(
+  ctx: Context,
+  target: ApiTarget,
+  options: DeliveryThreadOptions,
+  failpoints: Config['watchdog']['failpoints'],
+  onSpans: (dropped: SpansDropped) => void,
+): Run {
+  const { config, logger } = ctx;
   const data: DeliveryThreadData = {
-    config: { ...config, redis: { ...config.redis, url: ctx.redisUrl } },
+    config: { ...config, redis: { ...config.redis, url: ctx.redisUrl }, watchdog: { ...config.watchdog, failpoints } },
     target,
     wantsSamples: options.observeRequest !== null,
     toldBoard: options.toldBoard,
   };
   const worker = new Worker(new URL(entryFileUrl()), { workerData: data, stdout: false, stderr: false });
-  let dropped: SpansDropped = { queueFull: 0, exportFailed: 0 };
-  const at: { phase: 'starting' | 'running' | 'stopping' | 'ended'; isStopAsked: boolean } = { phase: 'starting', isStopAsked: false };
   let settleStart: (error: Error | null) => void = () => {};
-  const isStarted = new Promise<Error | null>((resolve) => (settleStart = resolve));
   let markStopped: () => void = () => {};
-  const stopped = new Promise<void>((resolve) => (markStopped = resolve));
-
+  const run: Run = {
+    worker,
+    phase: 'starting',
+    isStopAsked: false,
+    isReplaced: false,
+    started: new Promise<Error | null>((resolve) => (settleStart = resolve)),
+    stopped: new Promise<void>((resolve) => (markStopped = resolve)),
+    lastBeatAt: Date.now(),
+    endedConnections: [],
+  };
   worker.on('message', (message: FromThread) => {
     if (message.type === 'log') writeLogLines(logger, message.text);
-    else if (message.type === 'samples') for (const sample of message.samples) options.observeRequest?.(sample);
-    else if (message.type === 'spans') dropped = message.dropped;
+    else if (message.type === 'beat') {
+      run.lastBeatAt = Date.now();
+      run.endedConnections = message.endedConnections;
+    } else if (message.type === 'samples') for (const sample of message.samples) options.observeRequest?.(sample);
+    else if (message.type === 'spans') onSpans(message.dropped);
     else if (message.type === 'redis') ctx.health.adopt(message.episode, 'delivery-thread');
     else if (message.type === 'ready') settleStart(null);
     else if (message.type === 'failed') settleStart(errorOf(message.error));
@@ -82,31 +168,16 @@ export async function startDeliveryThread(ctx: Context, target: ApiTarget, optio
   let crash: Error | null = null;
   worker.on('error', (error) => (crash ??= error));
   worker.on('exit', (code) => {
-    const was = at.phase;
-    at.phase = 'ended';
+    const was = run.phase;
+    run.phase = 'ended';
     markStopped();
     const reason = crash ?? new Error(`the delivery thread exited (code ${code})`);
     settleStart(reason);
+    if (run.isReplaced) return;
     if (was === 'running') options.onCrash(reason);
     else if (was === 'stopping' && crash !== null) logger.error({ err: crash }, 'the delivery thread failed while stopping');
   });
-  ctx.closers.push('delivery thread', async () => {
-    if (at.phase === 'ended') return;
-    at.phase = 'stopping';
-    at.isStopAsked = true;
-    worker.postMessage({ type: 'stop' } satisfies ToThread);
-    await stopped;
-    await worker.terminate();
-  });
-  const startError = await isStarted;
-  if (startError !== null) {
-    if (at.isStopAsked) throw new ContactAbandoned();
-    await worker.terminate();
-    throw startError;
-  }
-  at.phase = 'running';
-  logger.info({ threadId: worker.threadId }, 'delivery runs on its own thread');
-  return { spansDropped: () => ({ ...dropped }) };
+  return run;
 }
 
 function errorOf(wire: WireError): Error {

@@ -40,6 +40,8 @@ export type FromThread =
   | { type: 'spans'; dropped: SpansDropped }
   /** A Redis episode the thread's health tracker began (the main thread's adopts it: readiness, metrics). */
   | { type: 'redis'; episode: Pick<RedisEpisode, 'kind' | 'code' | 'message'> }
+  /** The thread's heartbeat (every second): it answers; the Redis connections it needs that ended without being closed. */
+  | { type: 'beat'; endedConnections: string[] }
   /** Everything the thread opened is closed: it ends now. */
   | { type: 'stopped' };
 

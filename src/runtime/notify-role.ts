@@ -18,6 +18,8 @@ import { createSender, type RetryPolicy, type Sender } from '../notify/sender.js
 import type { Context } from './context.js';
 import type { Logger } from '../log.js';
 import { appVersion } from '../version.js';
+import { stallReason } from '../ops/readiness.js';
+import type { StallState, Watchdog } from './watchdog.js';
 
 export function originOf(): Origin {
   return { host: hostname(), version: appVersion() };
@@ -27,7 +29,7 @@ export function retryPolicyOf(notify: Config['notify']): RetryPolicy {
   return { maxAttempts: notify.maxAttempts, baseMs: notify.retryBaseMs, maxMs: notify.retryMaxMs };
 }
 
-export async function startNotifications(ctx: Context, limiter: RateLimiter | null): Promise<void> {
+export async function startNotifications(ctx: Context, limiter: RateLimiter | null, watchdog?: Watchdog): Promise<void> {
   const log = ctx.logger.child({ mod: 'notify' });
   const channels = channelsOf(ctx.config.notify, translator(ctx.config.lang));
   // Published even when empty: the overview must not list channels a previous start had.
@@ -42,6 +44,56 @@ export async function startNotifications(ctx: Context, limiter: RateLimiter | nu
   await startChecks(ctx, limiter, sender, origin, log);
   watchRedisWrites(ctx, sender, origin, log);
   if (ctx.config.notify.redisUnreachableSec !== null) watchRedisOutages(ctx, ctx.config.notify.redisUnreachableSec, sender, origin);
+  if (watchdog !== undefined) tellStalls(ctx, watchdog, sender, origin, log);
+}
+
+/**
+ * This process's stalls (runtime/watchdog.ts): `stalled` firing when the watchdog sees one, resolved
+ * when it is over, claimed in Redis per process (host and pid) like the other conditions (episodes.ts):
+ * once, and a restart does not tell an announced episode again.
+ */
+function tellStalls(ctx: Context, watchdog: Watchdog, sender: Sender, origin: Origin, log: Logger): void {
+  const episodes = createEpisodes(ctx.redis, ctx.keys);
+  const t = translator(ctx.config.lang);
+  const subject = `${origin.host}:${process.pid}`;
+  const words = { host: origin.host, pid: process.pid };
+  let told: Promise<void> = Promise.resolve();
+  let last: StallState | null = null;
+  watchdog.onChange((stall) => {
+    // A stall that turns fatal is the same episode: nothing new to tell.
+    if (stall !== null && last !== null) return;
+    const seen = last;
+    last = stall;
+    const nowMs = ctx.clock.now();
+    told = told.then(async () => {
+      try {
+        const transition = await episodes.observe('stalled', subject, stall !== null, 0, nowMs);
+        if (transition === null) return;
+        const base = { episode: transition.episode, since: new Date(transition.sinceMs).toISOString(), host: origin.host, pid: process.pid };
+        const notification =
+          transition.state === 'firing' && stall !== null
+            ? makeNotification(
+                origin,
+                'stalled',
+                'firing',
+                t('notify.stalled.firing', words),
+                { ...base, what: stall.what, reason: stallReason(stall), action: t('notify.stalled.action') },
+                nowMs,
+              )
+            : makeNotification(
+                origin,
+                'stalled',
+                'resolved',
+                t('notify.resolvedAfter', { summary: t('notify.stalled.resolved', words), duration: durationText(nowMs - transition.sinceMs) }),
+                { ...base, ...(seen === null ? {} : { what: seen.what }), lastedSec: Math.round((nowMs - transition.sinceMs) / 1000) },
+                nowMs,
+              );
+        sender.send(notification);
+      } catch (error) {
+        log.warn({ err: error }, 'telling a stall failed');
+      }
+    });
+  });
 }
 
 /** The background sender, every result recorded for the overview and the metric. */

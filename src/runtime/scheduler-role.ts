@@ -14,8 +14,10 @@ import { runHousekeeping, HOUSEKEEPING_JOBS } from './housekeeping.js';
 import { startNotifications } from './notify-role.js';
 import { inFlightGraceMs } from './closers.js';
 import { closeWorkers } from './close-workers.js';
+import type { Watchdog } from './watchdog.js';
 
-export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan: () => Promise<void>): Promise<void> {
+/** `watchdog`: this process's progress watchdog, whose stalls the notifications tell (`stalled`). */
+export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan: () => Promise<void>, watchdog?: Watchdog): Promise<void> {
   const { config, logger } = ctx;
   const log = logger.child({ mod: 'scheduler' });
   for (const name of HOUSEKEEPING_JOBS) {
@@ -65,5 +67,5 @@ export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan
   schedule();
   ctx.closers.push('auth probe', () => clearTimeout(timer));
 
-  await startNotifications(ctx, limiter);
+  await startNotifications(ctx, limiter, watchdog);
 }

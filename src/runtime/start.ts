@@ -37,11 +37,18 @@ import { ContactAbandoned } from './redis-contact.js';
 import { createToldBoard } from '../store/redis-health.js';
 import type { WaitingServer } from '../ops/waiting-server.js';
 import { startTracing, type SpansDropped, type Tracing } from './tracing.js';
+import { armFailpoints } from '../failpoints.js';
+import type { RedisConnection } from '../store/redis.js';
+import { createWatchdog, type StallCheck, type Watchdog } from './watchdog.js';
+import { deliveryThreadCheck, readyJobsCheck, redisConnectionsCheck, unsealedBatchCheck, type BatchWatch } from './stall-checks.js';
 
 /** What the API client reports after each request: the http role's request metrics, or nothing. */
 type ObserveRequest = Metrics['observeRequest'];
 
 export const ROLES = ['watcher', 'worker', 'scheduler', 'http'] as const;
+
+/** After a stall the watchdog could not recover: how long `/healthz` answers 503 before the process stops (exit 1). */
+const FATAL_HOLD_MS = 5000;
 export type Role = (typeof ROLES)[number];
 
 export interface DaemonHandle {
@@ -87,8 +94,12 @@ interface DaemonState {
   deliveryThread: DeliveryThread | null;
   /** With the delivery thread: the Redis-outage board its health tracker and the main thread's share. */
   toldBoard: Int32Array | null;
-  /** Called once a running part failed for good (logged fatal here). */
-  fail(error: Error): void;
+  /** The progress watchdog (runtime/watchdog.ts): its checks start once the roles are up. */
+  watchdog: Watchdog;
+  /** The spool's events batches as the watcher role sees them (watcher role only), for the watchdog. */
+  batchWatch: BatchWatch | null;
+  /** Called once a running part failed for good (logged fatal here, with `message`). */
+  fail(error: Error, message?: string): void;
 }
 
 export function startDaemon(config: Readonly<Config>, roles: readonly Role[], logger: Logger): DaemonHandle {
@@ -109,14 +120,31 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
     tracing: null,
     deliveryThread: null,
     toldBoard: isDeliveryThreaded(config, roles) ? createToldBoard() : null,
+    watchdog: createWatchdog({
+      stallMs: config.watchdog.stallMs,
+      logger,
+      // Not recovered within the bound: the liveness probe sees it first, then the process exits 1.
+      onFatal: (reason) => {
+        state.ops?.setUnhealthy(reason);
+        // A moment for a liveness probe to see the 503 before the process goes.
+        const hold = setTimeout(
+          () => state.fail(new Error(reason), 'not recovered from a stall: stopping, exit 1 (for systemd or Kubernetes to restart the process)'),
+          Math.min(FATAL_HOLD_MS, config.watchdog.stallMs / 2),
+        );
+        hold.unref();
+      },
+    }),
+    batchWatch: null,
     fail: () => {},
   };
+  armFailpoints(config.watchdog.failpoints);
+  for (const failpoint of config.watchdog.failpoints) logger.warn({ failpoint }, `failpoint ${failpoint} is armed (CARRIER_SYNC_FAILPOINTS, tests only)`);
   const failed = new Promise<Error>((resolve) => {
     let hasFailed = false;
-    state.fail = (error) => {
+    state.fail = (error, message) => {
       if (hasFailed) return;
       hasFailed = true;
-      logger.fatal({ err: error }, 'the delivery thread failed: stopping (its jobs stay in Redis and are taken up again at the next start)');
+      logger.fatal({ err: error }, message ?? 'the delivery thread failed: stopping (its jobs stay in Redis and are taken up again at the next start)');
       resolve(error);
     };
   });
@@ -154,6 +182,7 @@ async function start(state: DaemonState): Promise<void> {
     await startHttp(state, ctx, metrics, readiness);
   }
   await startRoles(state, ctx, observeRequest);
+  watchProgress(state, ctx);
   logger.info({ roles, prefix: config.prefix, queues: ITEM_KINDS, opsUrl: state.ops?.url }, 'carrier-sync started');
   if (state.isStopRequested) await ctx.closers.closeAll();
 }
@@ -203,6 +232,7 @@ async function watchHealth(state: DaemonState, ctx: Context): Promise<{ metrics:
     spool: () => state.spoolLease?.() ?? Promise.resolve(null),
     ...(roles.includes('watcher') ? { spoolDisk } : {}),
     redisWritesRefused: () => ctx.health.writesRefused(),
+    stalled: () => state.watchdog.current(),
   });
   metrics.attach({
     stats: ctx.stats,
@@ -218,6 +248,7 @@ async function watchHealth(state: DaemonState, ctx: Context): Promise<{ metrics:
     ...(tracing === null ? {} : { spansDropped: () => addDropped(tracing.dropped(), state.deliveryThread?.spansDropped()) }),
     redisWritesRefused: () => ctx.health.writesRefused() !== null,
     notificationCounts: () => readSendCounts(ctx.redis, ctx.keys),
+    isStalled: () => state.watchdog.current() !== null,
   });
   return { metrics, readiness };
 }
@@ -246,12 +277,31 @@ async function startRoles(state: DaemonState, ctx: Context, observeRequest: Obse
     const watcher = await startWatcherRole(ctx);
     rescan = () => watcher.rescan();
     state.spoolLease = () => watcher.lease();
+    state.batchWatch = watcher.batches;
     state.stopIntake.push(() => watcher.close());
   }
   const needsApi = roles.includes('worker') || roles.includes('scheduler');
   const target = needsApi ? await resolveApiTarget(config, logger, ctx.closers) : null;
   if (target !== null && roles.includes('worker')) await startDelivery(state, ctx, target, observeRequest);
-  if (target !== null && roles.includes('scheduler')) await (await import('./scheduler-role.js')).startSchedulerRole(ctx, target, rescan);
+  if (target !== null && roles.includes('scheduler')) await (await import('./scheduler-role.js')).startSchedulerRole(ctx, target, rescan, state.watchdog);
+}
+
+/**
+ * The watchdog's checks, for what this process runs (runtime/stall-checks.ts); stopped first on
+ * shutdown, before anything it watches is closed.
+ */
+function watchProgress(state: DaemonState, ctx: Context): void {
+  const { config, roles, watchdog } = state;
+  const stallMs = config.watchdog.stallMs;
+  const thread = state.deliveryThread;
+  const connections: Array<[string, RedisConnection]> = [['redis', ctx.redis]];
+  if (ctx.bullRedis !== ctx.redis) connections.push(['redis (bullmq)', ctx.bullRedis]);
+  const checks: StallCheck[] = [redisConnectionsCheck(connections)];
+  if (thread !== null) checks.push(deliveryThreadCheck(thread, stallMs));
+  if (roles.includes('worker')) checks.push(readyJobsCheck(ctx, stallMs, thread === null ? async () => {} : () => thread.restart()));
+  if (state.batchWatch !== null) checks.push(unsealedBatchCheck(state.batchWatch, stallMs, (withinMs) => ctx.health.isTroubled(withinMs)));
+  state.stopIntake.unshift(() => watchdog.close());
+  watchdog.start(checks);
 }
 
 /** The worker role: on a thread of its own when this process runs the watcher role too (runtime/delivery-thread.ts), else here. */

@@ -21,6 +21,7 @@ import { holdSpoolLease } from '../spool/lease/lease-holder.js';
 import type { SpoolLeaseState } from '../spool/lease/spool-lease.js';
 import { startSpoolSession, type SpoolSession, type SpoolSessionDeps } from '../spool/session.js';
 import type { Context } from './context.js';
+import type { BatchWatch } from './stall-checks.js';
 import { startOutcomeConsumer } from '../outcome/consumer.js';
 import { runSpoolUpgrades } from './upgrades.js';
 import { fileEndJournal, journeyWriterOf } from './journey-files.js';
@@ -35,6 +36,8 @@ export interface WatcherRole {
   close(): Promise<void>;
   /** Who holds the spool, and this process's part (for `/readyz`). */
   lease(): Promise<SpoolLeaseState & { spoolId: string }>;
+  /** The watchdog's view of the events files' batches (holder only; a standby has none). */
+  batches: BatchWatch;
 }
 
 export async function startWatcherRole(ctx: Context): Promise<WatcherRole> {
@@ -68,6 +71,10 @@ export async function startWatcherRole(ctx: Context): Promise<WatcherRole> {
       await held.session()?.watcher.close();
     },
     lease: async () => ({ spoolId: paths.spoolId, ...(await held.state()) }),
+    batches: {
+      unsealedBatches: async (before) => (await held.session()?.unsealedBatches(before)) ?? [],
+      reconcile: async (before) => held.session()?.reconcileNow(before),
+    },
   };
 }
 

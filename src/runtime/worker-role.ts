@@ -32,7 +32,8 @@ const REDIS_FAILURES_OVERLAP_MS = 60_000;
 const LOCK_ECHO_MS = 60_000;
 const LOCK_LOST = /^(could not renew lock for job|Missing lock for job|Missing key for job|Lock mismatch for job)/;
 
-export async function startWorkerRole(ctx: Context, target: ApiTarget, observeRequest: Metrics['observeRequest']): Promise<void> {
+/** `onCompleted`: called after each job a worker here completed (the delivery thread's failpoints wait for the first). */
+export async function startWorkerRole(ctx: Context, target: ApiTarget, observeRequest: Metrics['observeRequest'], onCompleted?: () => void): Promise<void> {
   const { config, logger } = ctx;
   const log = logger.child({ mod: 'push' });
   // The API client binds `mod: api` to the logger it gets: give it the root one, not `log`.
@@ -96,6 +97,7 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, observeRe
         log.debug({ kind, err: error }, 'job lock lost during a Redis episode');
       else log.error({ kind, err: error }, 'worker error');
     });
+    if (onCompleted !== undefined) worker.on('completed', onCompleted);
     workers.push(worker);
   }
   ctx.closers.push('workers', () => closeWorkers(workers, inFlightGraceMs(config.shutdown.graceMs), ctx.health, log));

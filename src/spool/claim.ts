@@ -5,6 +5,7 @@
  * A file found in .inflight/ at start goes through `resume*` below: validated again and queued
  * again, which adds nothing if its job already exists.
  */
+import { takeFailpoint } from '../failpoints.js';
 import { hash } from 'node:crypto';
 import { lstat, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -326,6 +327,11 @@ async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: s
     const jobIds = [...enqueued.jobIds, ...sentIds];
     for (const duplicate of duplicates) {
       deps.logger.info({ kind: 'collecting', deliveryId: duplicate.deliveryId, file: fileName, line: records[duplicate.index]?.line, eventAt: duplicate.eventAt }, 'duplicate event_at: not sent');
+    }
+    if (takeFailpoint('batch-never-seals')) {
+      // CARRIER_SYNC_FAILPOINTS (tests only): this file's batch is left unsealed; the watchdog must see it.
+      deps.logger.warn({ kind, file: fileName }, 'failpoint batch-never-seals: this events file\'s batch is not sealed');
+      return 'queued';
     }
     const isDone = await deps.batches.seal({ batchId, inflightName: name, fileName, rejects, duplicates: duplicates.length }, jobIds, sentIds);
     deps.logger.info({ kind, file: fileName, queued: enqueued.jobIds.length, duplicates: duplicates.length, invalid: rejects.length }, 'events file queued');

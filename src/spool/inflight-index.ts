@@ -14,6 +14,8 @@ export interface InflightIndex {
   all(kind: SpoolKind): string[];
   /** Names tracked before `before` (epoch ms): settled claims, safe for a periodic reconcile. */
   olderThan(kind: SpoolKind, before: number): string[];
+  /** When `name` was tracked (epoch ms; 0 for what was in flight at start), or null when it is not. */
+  trackedAt(kind: SpoolKind, name: string): number | null;
 }
 
 export async function loadInflightIndex(paths: SpoolPaths): Promise<InflightIndex> {
@@ -40,6 +42,7 @@ export async function loadInflightIndex(paths: SpoolPaths): Promise<InflightInde
     },
     all: (kind) => [...byKind[kind].values()].flatMap((names) => [...names]),
     olderThan: (kind, before) => index.all(kind).filter((name) => (trackedAt.get(at(kind, name)) ?? 0) < before),
+    trackedAt: (kind, name) => trackedAt.get(at(kind, name)) ?? null,
   };
   let isLoading = true;
   for (const kind of SPOOL_KINDS) {

@@ -71,6 +71,10 @@ export interface SpoolSessionDeps {
 
 export interface SpoolSession extends HeldSession {
   watcher: SpoolWatcher;
+  /** Events files claimed before `before` whose batch is not sealed (the watchdog's check; a sealed batch is asked once). */
+  unsealedBatches(before: number): Promise<Array<{ fileName: string; since: number }>>;
+  /** The in-flight reconcile, now, for claims made before `before` (the watchdog's recovery; one reconcile at a time, as ever). */
+  reconcileNow(before: number): Promise<void>;
 }
 
 /** What the session's steps share. */
@@ -112,8 +116,24 @@ export async function startSpoolSession(deps: SpoolSessionDeps, fence: Fence): P
     'files accepted by the API go to archive/, refused or dead-lettered ones to failed/ with a .error.json',
   );
   let stopping: Promise<void> | undefined;
+  let sealed = new Set<string>();
   return {
     watcher,
+    async unsealedBatches(before) {
+      const names = state.index.olderThan('events', before);
+      sealed = new Set(names.filter((name) => sealed.has(name)));
+      const unsealed: Array<{ fileName: string; since: number }> = [];
+      for (const name of names) {
+        const parsed = parseInflightName(name);
+        if (parsed === null || sealed.has(name)) continue;
+        if (await deps.batches.isSealed(parsed.claimId)) sealed.add(name);
+        else unsealed.push({ fileName: parsed.fileName, since: state.index.trackedAt('events', name) ?? before });
+      }
+      return unsealed;
+    },
+    async reconcileNow(before) {
+      if (fence.isHeld()) reconcile(state, before);
+    },
     stop({ isShutdown }) {
       stopping ??= (async () => {
         clearInterval(reconcileTimer);

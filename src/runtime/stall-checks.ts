@@ -1,0 +1,107 @@
+/**
+ * The watchdog's checks (runtime/watchdog.ts), each cheap: what the daemon keeps anyway is read
+ * once per tick, never once per item.
+ *
+ * - the delivery thread: its heartbeat (one message a second, runtime/delivery-thread-entry.ts)
+ *   stopped for the bound, or a Redis connection it needs ended without being closed (ioredis
+ *   `end`: no reconnect comes). Recovery: a new thread, with new connections and workers.
+ * - this thread's Redis connections: ended without being closed. Recovery: connect again.
+ * - ready jobs (waiting, none active) while nothing finished (the stats counters) for the bound.
+ *   Not while Redis is in an episode or the 401 gate is closed: a pause moves jobs out of `wait`,
+ *   the rate limiter holds them as delayed, a slow API keeps them active; none is a stall.
+ * - an events file in `.inflight/` whose batch was not sealed for the bound (not during a Redis
+ *   episode, nor the bound after it). Recovery: the spool's reconcile reads the file again and
+ *   seals its batch (spool/reconcile.ts).
+ */
+import { ITEM_KINDS } from '../store/keys.js';
+import type { RedisConnection } from '../store/redis.js';
+import type { Context } from './context.js';
+import type { DeliveryThread } from './delivery-thread.js';
+import type { StallCheck } from './watchdog.js';
+
+export function deliveryThreadCheck(thread: DeliveryThread, stallMs: number): StallCheck {
+  let endedSeenAt: number | null = null;
+  return async (nowMs) => {
+    const beat = thread.beat();
+    if (beat === null) return null; // starting, stopping or being replaced
+    if (beat.endedConnections.length > 0) {
+      endedSeenAt ??= nowMs;
+      return {
+        what: `the delivery thread's Redis connection ended (${beat.endedConnections.join(', ')})`,
+        since: endedSeenAt,
+        recover: () => thread.restart(),
+      };
+    }
+    endedSeenAt = null;
+    if (nowMs - beat.lastAt < stallMs) return null;
+    return { what: 'the delivery thread does not answer', since: beat.lastAt, recover: () => thread.restart() };
+  };
+}
+
+export function redisConnectionsCheck(connections: ReadonlyArray<readonly [string, RedisConnection]>): StallCheck {
+  const endedSince = new Map<string, number>();
+  return async (nowMs) => {
+    const ended = connections.filter(([, connection]) => connection.status === 'end');
+    if (ended.length === 0) {
+      endedSince.clear();
+      return null;
+    }
+    const since = Math.min(...ended.map(([name]) => endedSince.get(name) ?? (endedSince.set(name, nowMs), nowMs)));
+    return {
+      what: `a Redis connection ended (${ended.map(([name]) => name).join(', ')})`,
+      since,
+      recover: async () => {
+        for (const [, connection] of ended) if (connection.status === 'end') await connection.connect().catch(() => {});
+      },
+    };
+  };
+}
+
+const FINISHED = ['sent', 'dead_lettered', 'superseded', 'duplicates'] as const;
+
+export function readyJobsCheck(ctx: Context, stallMs: number, recover: () => Promise<void>): StallCheck {
+  let mark: { finished: number; at: number } | null = null;
+  return async (nowMs) => {
+    if (ctx.health.current() !== null || (await ctx.authGate.failure()) !== null) {
+      mark = null;
+      return null;
+    }
+    const [stats, counts] = await Promise.all([
+      ctx.stats.read(),
+      Promise.all(ITEM_KINDS.map((kind) => ctx.queues.items[kind].getJobCounts('waiting', 'prioritized', 'active'))),
+    ]);
+    const finished = FINISHED.reduce((sum, counter) => sum + ITEM_KINDS.reduce((s, kind) => s + stats[counter][kind], 0), 0);
+    const waiting = counts.reduce((sum, c) => sum + (c['waiting'] ?? 0) + (c['prioritized'] ?? 0), 0);
+    const active = counts.reduce((sum, c) => sum + (c['active'] ?? 0), 0);
+    if (mark === null || waiting === 0 || active > 0 || finished !== mark.finished) {
+      mark = { finished, at: nowMs };
+      return null;
+    }
+    if (nowMs - mark.at < stallMs) return null;
+    return { what: `${waiting} jobs ready and none taken`, since: mark.at, recover };
+  };
+}
+
+/** What the watcher role offers the watchdog (runtime/watcher-role.ts). */
+export interface BatchWatch {
+  /** Events files in flight since before `before` whose batch is not sealed: their names and claim times. */
+  unsealedBatches(before: number): Promise<Array<{ fileName: string; since: number }>>;
+  /** Reconciles `.inflight/` for claims made before `before` (an unsealed batch's file is read again and sealed). */
+  reconcile(before: number): Promise<void>;
+}
+
+/** `isTroubled`: Redis is in an episode, or left one less than the bound ago (a claim it cut gets the bound to finish). */
+export function unsealedBatchCheck(watch: BatchWatch, stallMs: number, isTroubled: (withinMs: number) => boolean): StallCheck {
+  return async (nowMs) => {
+    if (isTroubled(stallMs)) return null;
+    const unsealed = await watch.unsealedBatches(nowMs - stallMs);
+    if (unsealed.length === 0) return null;
+    const since = Math.min(...unsealed.map((batch) => batch.since));
+    const names = unsealed.map((batch) => batch.fileName);
+    return {
+      what: `the batch of events file ${names.slice(0, 3).join(', ')}${names.length > 3 ? ` (+${names.length - 3})` : ''} is not sealed`,
+      since,
+      recover: () => watch.reconcile(nowMs - stallMs),
+    };
+  };
+}

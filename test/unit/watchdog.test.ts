@@ -1,0 +1,87 @@
+/**
+ * The watchdog's course through a stall (runtime/watchdog.ts), with checks whose answers the test
+ * sets: one error line and one recovery per stall, `stall recovered` when no check finds it any
+ * more, and `onFatal` (the daemon's /healthz 503 and exit 1) when it lasts the bound again. The
+ * checks themselves run against the real daemon in test/e2e/watchdog.test.ts.
+ */
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
+import { createWatchdog, tickMsOf, type Stall, type StallState } from '../../src/runtime/watchdog.js';
+
+function loggerWithLines(): { logger: ReturnType<typeof createLogger>; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = createLogger({
+    level: 'info',
+    destination: new Writable({
+      write: (chunk: Buffer, _encoding, done) => {
+        for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    }),
+  });
+  return { logger, lines };
+}
+
+describe('the watchdog', () => {
+  it('tells a stall once, recovers it once, and says when it is over', async () => {
+    const { logger, lines } = loggerWithLines();
+    let nowMs = 1_000_000;
+    let recoveries = 0;
+    let stall: Stall | null = { what: 'the delivery thread does not answer', since: nowMs - 5000, recover: async () => void (recoveries += 1) };
+    const fatal: string[] = [];
+    const changes: Array<StallState | null> = [];
+    const watchdog = createWatchdog({ stallMs: 3000, logger, onFatal: (reason) => fatal.push(reason), now: () => nowMs });
+    watchdog.onChange((state) => changes.push(state));
+    watchdog.start([async () => stall]);
+    await watchdog.tick();
+    nowMs += 1000;
+    await watchdog.tick();
+    logger.flush();
+    expect(watchdog.current()).toMatchObject({ what: 'the delivery thread does not answer', since: 995_000, isFatal: false });
+    expect(recoveries).toBe(1);
+    expect(lines.filter((line) => line['level'] === 50).map((line) => line['msg'])).toEqual([
+      'stalled: the delivery thread does not answer since 1970-01-01T00:16:35.000Z: recovering',
+    ]);
+    stall = null;
+    nowMs += 1000;
+    await watchdog.tick();
+    watchdog.close();
+    logger.flush();
+    expect(watchdog.current()).toBeNull();
+    expect(lines.filter((line) => line['msg'] === 'stall recovered')).toHaveLength(1);
+    expect(changes.map((state) => state?.what ?? null)).toEqual(['the delivery thread does not answer', null]);
+    expect(fatal).toEqual([]);
+  });
+
+  it('calls onFatal once when the stall outlasts the bound after it was seen', async () => {
+    const { logger } = loggerWithLines();
+    let nowMs = 0;
+    const fatal: string[] = [];
+    const watchdog = createWatchdog({ stallMs: 3000, logger, onFatal: (reason) => fatal.push(reason), now: () => nowMs });
+    watchdog.start([async () => ({ what: '4 jobs ready and none taken', since: 0, recover: async () => {} })]);
+    for (nowMs = 0; nowMs <= 2999; nowMs += 750) await watchdog.tick();
+    expect(fatal).toEqual([]);
+    nowMs = 3000;
+    await watchdog.tick();
+    nowMs = 4000;
+    await watchdog.tick();
+    watchdog.close();
+    expect(fatal).toEqual(['stalled: 4 jobs ready and none taken since 1970-01-01T00:00:00.000Z; not recovered within 3000 ms']);
+    expect(watchdog.current()?.isFatal).toBe(true);
+  });
+
+  it('takes a failing check for no stall, and checks a few times per bound, at most every 5 s', async () => {
+    const { logger } = loggerWithLines();
+    const watchdog = createWatchdog({ stallMs: 3000, logger, onFatal: () => {} });
+    watchdog.start([
+      async () => {
+        throw new Error('Connection is closed.');
+      },
+    ]);
+    await watchdog.tick();
+    watchdog.close();
+    expect(watchdog.current()).toBeNull();
+    expect([tickMsOf(3000), tickMsOf(60_000), tickMsOf(600)]).toEqual([750, 5000, 250]);
+  });
+});

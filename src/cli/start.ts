@@ -59,26 +59,45 @@ export function registerStart(program: Command): void {
 const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
 
 /**
+ * Within this long of the first signal, the same signal again is the same stop: a terminal's Ctrl-C
+ * (or its closing) signals the whole process group, so `npm start` and the daemon both get it, and
+ * npm forwards its own: two SIGINTs a few milliseconds apart. A person's second Ctrl-C comes later.
+ */
+export const SIGNALS_TOGETHER_MS = 1000;
+
+/**
  * The first stop signal shuts the daemon down (within the grace period); a second exits at once
- * (main.ts calls process.exit once the action returns). A part of the daemon that failed for good
+ * (main.ts calls process.exit once the action returns), once the managed redis-server is stopped
+ * (bounded: runtime/managed-redis.ts `stopManagedRedisNow`). The same signal again within
+ * SIGNALS_TOGETHER_MS of the first is that first one. A part of the daemon that failed for good
  * (the delivery thread crashed: runtime/start.ts logged it, fatal) stops it the same way, exit 1.
  * Resolves when the process may end.
  */
 function obeySignals(daemon: DaemonHandle, logger: Logger): Promise<void> {
-  let signals = 0;
+  let first: { signal: NodeJS.Signals; at: number } | null = null;
+  let isExiting = false;
   return new Promise<void>((resolve) => {
     const onSignal = (signal: NodeJS.Signals): void => {
-      signals += 1;
-      if (signals > 1) {
-        logger.warn({ signal }, 'second signal: exiting at once');
-        logger.flush();
-        process.exitCode = 130;
-        resolve();
+      const at = Date.now();
+      if (first === null) {
+        first = { signal, at };
+        logger.info({ signal }, 'signal received');
+        void daemon.stop().then(() => {
+          if (daemon.stopOutcome() === 'grace-expired') process.exitCode = 1;
+          resolve();
+        });
         return;
       }
-      logger.info({ signal }, 'signal received');
-      void daemon.stop().then(() => {
-        if (daemon.stopOutcome() === 'grace-expired') process.exitCode = 1;
+      if (signal === first.signal && at - first.at < SIGNALS_TOGETHER_MS) {
+        logger.debug({ signal, afterMs: at - first.at }, 'the same signal again at once: one stop (a terminal signals npm and carrier-sync both)');
+        return;
+      }
+      if (isExiting) return;
+      isExiting = true;
+      logger.warn({ signal }, 'second signal: exiting at once');
+      process.exitCode = 130;
+      void daemon.exitNow().finally(() => {
+        logger.flush();
         resolve();
       });
     };

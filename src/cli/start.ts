@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
-import { isSyncError } from '../errors.js';
+import { isSyncError, SyncError } from '../errors.js';
+import type { Config } from '../config/schema.js';
+import { translator } from '../i18n/translate.js';
 import { createLogger, type Logger } from '../log.js';
 import { routeConsoleToLog } from '../runtime/console-to-log.js';
 import type { DaemonHandle, Role } from '../runtime/start.js';
@@ -40,7 +42,9 @@ export function registerStart(program: Command): void {
         // A refusal (an evicting Redis, a bad API URL) is main.ts's one line and exit code 2.
         // Anything else is one log line, whole, and exit code 1: no second, plain-text line from
         // main.ts among the JSON ones.
-        const { error } = first;
+        // A port already taken (a second start in the same folder) is a refusal too: one line saying who holds it.
+        const busy = await portTakenOf(first.error, config);
+        const error = busy ?? first.error;
         const isRefusal = isSyncError(error) && error.code === 'CONFIG_INVALID';
         if (!isRefusal) logger.fatal({ err: error }, 'start failed');
         await daemon.stop();
@@ -53,6 +57,24 @@ export function registerStart(program: Command): void {
       restoreConsole();
       logger.flush();
     });
+}
+
+/**
+ * When the start failed because the ops port is taken (EADDRINUSE): a refusal naming the process
+ * that listens there (from /proc, when it can be read) and the setting to change; else null.
+ */
+async function portTakenOf(error: unknown, config: Readonly<Config>): Promise<SyncError | null> {
+  if ((error as NodeJS.ErrnoException | null)?.code !== 'EADDRINUSE') return null;
+  const { listenerOf } = await import('../runtime/proc-net.js');
+  const t = translator(config.lang);
+  const port = Number((error as { port?: unknown }).port ?? config.http.port);
+  const holder = listenerOf(port);
+  const isOurs = holder !== null && /carrier-sync|main\.js/.test(holder.command);
+  const who =
+    holder === null
+      ? t('cli.start.portHolderUnknown')
+      : t(isOurs ? 'cli.start.portHolderOurs' : 'cli.start.portHolder', { pid: holder.pid, command: holder.command });
+  return new SyncError('CONFIG_INVALID', t('cli.start.portTaken', { address: `${config.http.host}:${port}`, holder: who }));
 }
 
 /** Signals that stop the daemon: a terminal's Ctrl-C, an orchestrator's stop, a closed terminal. */

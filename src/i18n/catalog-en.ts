@@ -445,6 +445,12 @@ export const EN = {
   'ui.state.redisFullDetail': 'redis refuses writes ({code}) since {since}: {message}; files wait in the inbox, answers are kept until it takes writes again',
   'ui.step.resent': 'resent',
   'history.resent': 'answer unknown: owner process died; sent again',
+  // i45-signals: a second start in one folder, a refused key fixed without a restart (issue 45).
+  'cli.start.portTaken':
+    'the ops port {address} is already taken by {holder}. Stop that one, or give this one another port with CARRIER_SYNC_HTTP_PORT (0 picks a free one)',
+  'cli.start.portHolder': 'process {pid} ({command})',
+  'cli.start.portHolderOurs': 'another carrier-sync (process {pid}), probably started in this same folder',
+  'cli.start.portHolderUnknown': 'another process (another carrier-sync, probably)',
 } as const;
 
 export type MessageKey = keyof typeof EN;

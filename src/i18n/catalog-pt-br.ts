@@ -443,4 +443,10 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
     'O Redis recusa gravações ({code}) desde {since}: {message}; os arquivos aguardam na pasta de entrada, as respostas ficam guardadas até ele voltar a aceitá-las',
   'ui.step.resent': 'reenviado',
   'history.resent': 'resposta desconhecida: o processo responsável morreu; enviado de novo',
+  // i45-signals: a second start in one folder, a refused key fixed without a restart (issue 45).
+  'cli.start.portTaken':
+    'a porta de operação {address} já está ocupada por {holder}. Pare aquele, ou dê a este outra porta com CARRIER_SYNC_HTTP_PORT (0 escolhe uma livre)',
+  'cli.start.portHolder': 'o processo {pid} ({command})',
+  'cli.start.portHolderOurs': 'outro carrier-sync (processo {pid}), provavelmente iniciado nesta mesma pasta',
+  'cli.start.portHolderUnknown': 'outro processo (provavelmente outro carrier-sync)',
 };

@@ -23,7 +23,7 @@ import { buildOrderUpdateRequest, readOrderUpdateResponse } from './endpoints/or
 import { buildQuotationRequest, readQuotationResponse } from './endpoints/quotation.js';
 import { buildWebhookRequest, readWebhookResponse } from './endpoints/webhook.js';
 import { createHttp, type HttpResponse } from './http.js';
-import type { ApiClient, ApiClientOptions, EndpointRequest } from './types.js';
+import type { ApiClient, ApiClientOptions, EndpointRequest, KeySource } from './types.js';
 
 export const CARRIER_KEY_HEADER = 'x-service-carrier-key';
 export const SELLER_GROUP_KEY_HEADER = 'x-service-seller-group-key';
@@ -31,9 +31,16 @@ export const SELLER_GROUP_KEY_HEADER = 'x-service-seller-group-key';
 /** A key must fit in a header line; CR, LF or NUL would make undici refuse every request. */
 const isUsableKey = (key: string): boolean => key !== '' && !/[\r\n\0]/.test(key);
 
+/** A fixed key, or one read again as it changes. */
+function sourceOf(key: string | KeySource): KeySource {
+  return typeof key === 'string' ? { current: () => key, refresh: () => key } : key;
+}
+
 export function createApiClient(options: ApiClientOptions): ApiClient {
-  const { carrierKey } = options;
-  const sellerGroupKey = options.sellerGroupKey ?? null;
+  const carrierSource = sourceOf(options.carrierKey);
+  const sellerGroupSource = options.sellerGroupKey === undefined || options.sellerGroupKey === null ? null : sourceOf(options.sellerGroupKey);
+  const carrierKey = carrierSource.current();
+  const sellerGroupKey = sellerGroupSource?.current() ?? null;
   if (!isUsableKey(carrierKey)) {
     throw new SyncError('CONFIG_INVALID', 'the carrier key (CARRIER_SYNC_CARRIER_KEY) is empty or holds a line break');
   }
@@ -52,6 +59,9 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   });
 
   function keyHeaders(request: EndpointRequest): Record<string, string> {
+    // Read as each request goes (a key file changed since is seen: config/secret-file.ts); the start checked the first values.
+    const carrierKey = carrierSource.current();
+    const sellerGroupKey = sellerGroupSource?.current() ?? null;
     switch (request.keys) {
       case 'carrier':
         return { [CARRIER_KEY_HEADER]: carrierKey };
@@ -73,6 +83,10 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   }
 
   return {
+    refreshKeys() {
+      carrierSource.refresh();
+      sellerGroupSource?.refresh();
+    },
     sendCollecting: (input) => call(buildCollectingRequest(input), readCollectingResponse),
     putCte: (input) => call(buildCteRequest(input), readCteResponse),
     sendLabel: (input) => call(buildLabelRequest(input), readLabelResponse),

@@ -39,8 +39,9 @@ export interface ResponseSample {
 
 export interface ApiClientOptions {
   baseUrl: string;
-  carrierKey: string;
-  sellerGroupKey?: string | null;
+  /** The key, or how to read it now (a `*_FILE` secret read again when its file changes: config/secret-file.ts). */
+  carrierKey: string | KeySource;
+  sellerGroupKey?: string | KeySource | null;
   connectTimeoutMs: number;
   headersTimeoutMs: number;
   bodyTimeoutMs: number;
@@ -77,6 +78,13 @@ export interface QuotationRequest {
   orders: QuotationOrderInput[];
 }
 
+/** A key that may change while the process runs. */
+export interface KeySource {
+  current(): string;
+  /** Reads it again now (before a 401 probe). */
+  refresh(): string;
+}
+
 export interface ApiClient {
   /** `isProcessed: false` is the API's answer to a repeated event_at (200 {success:false}). */
   sendCollecting(input: { deliveryId: string; eventAt: string }): Promise<{ isProcessed: boolean }>;
@@ -88,6 +96,8 @@ export interface ApiClient {
   getOrder(orderId: string): Promise<Order>;
   updateOrder(orderId: string, input: { invoiceNumber?: string; accessKey?: string }): Promise<{ success: boolean }>;
   quoteOrders(input: QuotationRequest): Promise<QuotationResponse>;
+  /** Reads the keys again now (a `*_FILE` secret): the next request goes with what the files hold. */
+  refreshKeys?(): void;
   /** Waits for in-flight requests, then releases the sockets. Safe to call twice. */
   close(): Promise<void>;
 }

@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
-import { isSyncError } from '../errors.js';
+import { isSyncError, SyncError } from '../errors.js';
+import type { Config } from '../config/schema.js';
+import { translator } from '../i18n/translate.js';
 import { createLogger, type Logger } from '../log.js';
 import { routeConsoleToLog } from '../runtime/console-to-log.js';
 import type { DaemonHandle, Role } from '../runtime/start.js';
@@ -40,7 +42,9 @@ export function registerStart(program: Command): void {
         // A refusal (an evicting Redis, a bad API URL) is main.ts's one line and exit code 2.
         // Anything else is one log line, whole, and exit code 1: no second, plain-text line from
         // main.ts among the JSON ones.
-        const { error } = first;
+        // A port already taken (a second start in the same folder) is a refusal too: one line saying who holds it.
+        const busy = await portTakenOf(first.error, config);
+        const error = busy ?? first.error;
         const isRefusal = isSyncError(error) && error.code === 'CONFIG_INVALID';
         if (!isRefusal) logger.fatal({ err: error }, 'start failed');
         await daemon.stop();
@@ -55,30 +59,67 @@ export function registerStart(program: Command): void {
     });
 }
 
+/**
+ * When the start failed because the ops port is taken (EADDRINUSE): a refusal naming the process
+ * that listens there (from /proc, when it can be read) and the setting to change; else null.
+ */
+async function portTakenOf(error: unknown, config: Readonly<Config>): Promise<SyncError | null> {
+  if ((error as NodeJS.ErrnoException | null)?.code !== 'EADDRINUSE') return null;
+  const { listenerOf } = await import('../runtime/proc-net.js');
+  const t = translator(config.lang);
+  const port = Number((error as { port?: unknown }).port ?? config.http.port);
+  const holder = listenerOf(port);
+  const isOurs = holder !== null && /carrier-sync|main\.js/.test(holder.command);
+  const who =
+    holder === null
+      ? t('cli.start.portHolderUnknown')
+      : t(isOurs ? 'cli.start.portHolderOurs' : 'cli.start.portHolder', { pid: holder.pid, command: holder.command });
+  return new SyncError('CONFIG_INVALID', t('cli.start.portTaken', { address: `${config.http.host}:${port}`, holder: who }));
+}
+
 /** Signals that stop the daemon: a terminal's Ctrl-C, an orchestrator's stop, a closed terminal. */
 const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
 
 /**
+ * Within this long of the first signal, the same signal again is the same stop: a terminal's Ctrl-C
+ * (or its closing) signals the whole process group, so `npm start` and the daemon both get it, and
+ * npm forwards its own: two SIGINTs a few milliseconds apart. A person's second Ctrl-C comes later.
+ */
+export const SIGNALS_TOGETHER_MS = 1000;
+
+/**
  * The first stop signal shuts the daemon down (within the grace period); a second exits at once
- * (main.ts calls process.exit once the action returns). A part of the daemon that failed for good
+ * (main.ts calls process.exit once the action returns), once the managed redis-server is stopped
+ * (bounded: runtime/managed-redis.ts `stopManagedRedisNow`). The same signal again within
+ * SIGNALS_TOGETHER_MS of the first is that first one. A part of the daemon that failed for good
  * (the delivery thread crashed: runtime/start.ts logged it, fatal) stops it the same way, exit 1.
  * Resolves when the process may end.
  */
 function obeySignals(daemon: DaemonHandle, logger: Logger): Promise<void> {
-  let signals = 0;
+  let first: { signal: NodeJS.Signals; at: number } | null = null;
+  let isExiting = false;
   return new Promise<void>((resolve) => {
     const onSignal = (signal: NodeJS.Signals): void => {
-      signals += 1;
-      if (signals > 1) {
-        logger.warn({ signal }, 'second signal: exiting at once');
-        logger.flush();
-        process.exitCode = 130;
-        resolve();
+      const at = Date.now();
+      if (first === null) {
+        first = { signal, at };
+        logger.info({ signal }, 'signal received');
+        void daemon.stop().then(() => {
+          if (daemon.stopOutcome() === 'grace-expired') process.exitCode = 1;
+          resolve();
+        });
         return;
       }
-      logger.info({ signal }, 'signal received');
-      void daemon.stop().then(() => {
-        if (daemon.stopOutcome() === 'grace-expired') process.exitCode = 1;
+      if (signal === first.signal && at - first.at < SIGNALS_TOGETHER_MS) {
+        logger.debug({ signal, afterMs: at - first.at }, 'the same signal again at once: one stop (a terminal signals npm and carrier-sync both)');
+        return;
+      }
+      if (isExiting) return;
+      isExiting = true;
+      logger.warn({ signal }, 'second signal: exiting at once');
+      process.exitCode = 130;
+      void daemon.exitNow().finally(() => {
+        logger.flush();
         resolve();
       });
     };

@@ -157,7 +157,8 @@ export const EN = {
   'notify.detailKey': '{key, select, other {{key}}}',
   'notify.resolvedAfter': '{summary} (after {duration})',
   'notify.apiKey.firing': 'The API refuses our key (401): sending is paused until it accepts it again',
-  'notify.apiKey.action': 'check CARRIER_SYNC_CARRIER_KEY; a probe retries with backoff, or run `carrier-sync resume` after fixing it',
+  'notify.apiKey.action':
+    'put the right key in the file that CARRIER_SYNC_CARRIER_KEY_FILE names: sending resumes by itself within a few seconds (a key set in CARRIER_SYNC_CARRIER_KEY itself takes a restart)',
   'notify.apiKey.resolved': 'The API accepts our key again: sending resumed',
   'notify.backlog.firing': '{total, plural, one {# item} other {# items}} waiting and none sent for {minutes} minutes',
   'notify.backlog.action': 'check that worker processes run (carrier-sync status) and their logs',
@@ -284,7 +285,8 @@ export const EN = {
   'cli.status.duplicates': 'dups',
   'cli.status.paused': 'PAUSED',
   'cli.status.authPaused': '!! queues paused: the API refused the key (401) at {at}: {message}',
-  'cli.status.authAction': 'fix the key, then run `carrier-sync resume` (a probe also retries with backoff)',
+  'cli.status.authAction':
+    'put the right key in the file that CARRIER_SYNC_CARRIER_KEY_FILE names: sending resumes by itself within a few seconds (a key set in CARRIER_SYNC_CARRIER_KEY itself takes a restart)',
   'cli.status.limiter': 'rate limiter: {inWindow} of {limit} per minute in the window',
   'cli.status.limiterPaused': 'rate limiter: {inWindow} of {limit} per minute in the window, paused {ms} ms by a 429',
   'cli.status.redis': 'redis: {topology}',
@@ -457,6 +459,19 @@ export const EN = {
     'carrier-sync is stuck on {host} (pid {pid}): work waits with no progress, or a thread or Redis connection stopped; it is recovering on its own',
   'notify.stalled.action': 'if it does not recover within the bound, the process exits 1 for its supervisor to restart it; read its log around the error line',
   'notify.stalled.resolved': 'carrier-sync moves again on {host} (pid {pid})',
+  // i45-signals: a second start in one folder, a refused key fixed without a restart (issue 45).
+  'cli.start.portTaken':
+    'the ops port {address} is already taken by {holder}. Stop that one, or give this one another port with CARRIER_SYNC_HTTP_PORT (0 picks a free one)',
+  'cli.start.portHolder': 'process {pid} ({command})',
+  'cli.start.portHolderOurs': 'another carrier-sync (process {pid}), probably started in this same folder',
+  'cli.start.portHolderUnknown': 'another process (another carrier-sync, probably)',
+  'cli.resume.none': 'queues resumed (no 401 pause was recorded)',
+  'cli.resume.accepted': 'the API accepts the key again: queues resumed (paused by a 401 at {at})',
+  'cli.resume.refused':
+    'the API still refuses the key (HTTP 401): sending stays paused. Put the right key in the file that CARRIER_SYNC_CARRIER_KEY_FILE names: sending resumes by itself within a few seconds (a key set in CARRIER_SYNC_CARRIER_KEY itself takes a restart)',
+  'cli.resume.noAnswer': 'the API gave no answer about the key (an error or a timeout, not a 401): sending stays paused and the key is tested again shortly',
+  'cli.resume.waiting':
+    'the next item sent tests the key; none went within {seconds} s (is carrier-sync running, and is an item waiting?). `carrier-sync status` shows whether the pause is over',
 } as const;
 
 export type MessageKey = keyof typeof EN;

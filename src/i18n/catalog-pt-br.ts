@@ -154,7 +154,8 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
     '{key, select, action {o que fazer} endpoint {envio} reason {motivo} since {desde} probesRefused {sondagens recusadas} episode {episódio} lastedSec {duração (s)} total {total} from {de} to {até} groups {grupos} overview {painel} waiting {aguardando} spoolId {spool} spoolDir {pasta do spool} free {livre} freeBytes {bytes livres} freePercent {livre (%)} minFreeBytes {mínimo livre (bytes)} minFreePercent {mínimo livre (%)} host {host} pid {pid} redis {Redis} message {mensagem} code {código} answersRecordedAfter {respostas registradas depois} sentAgain {reenviadas} duration {duração} other {{key}}}',
   'notify.resolvedAfter': '{summary} (depois de {duration})',
   'notify.apiKey.firing': 'A API recusa a nossa chave de API (401): o envio está pausado até ela voltar a aceitá-la',
-  'notify.apiKey.action': 'confira CARRIER_SYNC_CARRIER_KEY; uma sondagem tenta de novo com espera crescente, ou rode `carrier-sync resume` depois de corrigir',
+  'notify.apiKey.action':
+    'ponha a chave certa no arquivo que CARRIER_SYNC_CARRIER_KEY_FILE indica: o envio retoma sozinho em poucos segundos (uma chave posta na própria CARRIER_SYNC_CARRIER_KEY pede reinício)',
   'notify.apiKey.resolved': 'A API voltou a aceitar a nossa chave de API: o envio foi retomado',
   'notify.backlog.firing': '{total, plural, one {# item aguardando} other {# itens aguardando}} e nenhum enviado há {minutes} minutos',
   'notify.backlog.action': 'confira se os processos com o papel worker estão rodando (`carrier-sync status`) e os logs deles',
@@ -283,7 +284,8 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'cli.status.duplicates': 'duplicados',
   'cli.status.paused': 'PAUSADA',
   'cli.status.authPaused': '!! filas pausadas: a API recusou a nossa chave de API (401) em {at}: {message}',
-  'cli.status.authAction': 'corrija a chave e rode `carrier-sync resume` (uma sondagem também tenta de novo, com espera crescente)',
+  'cli.status.authAction':
+    'ponha a chave certa no arquivo que CARRIER_SYNC_CARRIER_KEY_FILE indica: o envio retoma sozinho em poucos segundos (uma chave posta na própria CARRIER_SYNC_CARRIER_KEY pede reinício)',
   'cli.status.limiter': 'limite de requisições: {inWindow} de {limit} por minuto na janela',
   'cli.status.limiterPaused': 'limite de requisições: {inWindow} de {limit} por minuto na janela, pausado por {ms} ms por um 429',
   'cli.status.redis': 'Redis: {topology}',
@@ -457,4 +459,18 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'notify.stalled.action':
     'se não se recuperar dentro do prazo, o processo sai com código 1 para que o supervisor o reinicie; leia o log dele em torno da linha de erro',
   'notify.stalled.resolved': 'O carrier-sync voltou a andar em {host} (pid {pid})',
+  // i45-signals: a second start in one folder, a refused key fixed without a restart (issue 45).
+  'cli.start.portTaken':
+    'a porta de operação {address} já está ocupada por {holder}. Pare aquele, ou dê a este outra porta com CARRIER_SYNC_HTTP_PORT (0 escolhe uma livre)',
+  'cli.start.portHolder': 'o processo {pid} ({command})',
+  'cli.start.portHolderOurs': 'outro carrier-sync (processo {pid}), provavelmente iniciado nesta mesma pasta',
+  'cli.start.portHolderUnknown': 'outro processo (provavelmente outro carrier-sync)',
+  'cli.resume.none': 'filas retomadas (nenhuma pausa por 401 estava registrada)',
+  'cli.resume.accepted': 'a API aceita a chave de novo: filas retomadas (pausadas por um 401 em {at})',
+  'cli.resume.refused':
+    'a API ainda recusa a chave (HTTP 401): o envio continua pausado. Ponha a chave certa no arquivo que CARRIER_SYNC_CARRIER_KEY_FILE indica: o envio retoma sozinho em poucos segundos (uma chave posta na própria CARRIER_SYNC_CARRIER_KEY pede reinício)',
+  'cli.resume.noAnswer':
+    'a API não respondeu sobre a chave (um erro ou tempo esgotado, não um 401): o envio continua pausado e a chave é testada de novo em breve',
+  'cli.resume.waiting':
+    'o próximo item enviado testa a chave; nenhum saiu em {seconds} s (o carrier-sync está rodando, e há item aguardando?). `carrier-sync status` mostra se a pausa acabou',
 };

@@ -20,7 +20,7 @@ import type { Logger } from '../log.js';
 import { registerHistory, type HistoryRouteOptions } from './history.js';
 import { registerOverview } from './overview.js';
 import type { OverviewSources } from './overview-data.js';
-import { isSameCredentials } from './secrets.js';
+import { isSameCredentials, secretNow, type SecretSource } from './secrets.js';
 
 export const UI_USER = 'admin';
 
@@ -28,7 +28,7 @@ export interface DashboardOptions {
   /** Where the dashboard is mounted, e.g. `/ui`. */
   basePath: string;
   queues: Readonly<Record<ItemKind, Queue>>;
-  uiPassword: string | null;
+  uiPassword: SecretSource | null;
   overview: OverviewSources;
   logger: Logger;
 }
@@ -50,7 +50,7 @@ export async function registerDashboard(app: FastifyInstance, options: Dashboard
         await scope.register(fastifyBasicAuth, {
           authenticate: { realm: 'carrier-sync' },
           validate: async (user, password) => {
-            if (!isSameCredentials({ user, password }, { user: UI_USER, password: uiPassword })) {
+            if (!isSameCredentials({ user, password }, { user: UI_USER, password: secretNow(uiPassword) })) {
               throw new Error('wrong user or password');
             }
           },

@@ -15,10 +15,10 @@ import type { Logger } from '../log.js';
 import { enqueueEvents, type EnqueueDeps } from '../queue/enqueue.js';
 import { collectingJobOf, type CollectingJob } from '../store/payloads.js';
 import { checkEventRecord } from '../validate/event-record.js';
-import { isBearerAccepted } from './secrets.js';
+import { isBearerAccepted, secretNow, type SecretSource } from './secrets.js';
 
 export interface IngestOptions {
-  ingestToken: string | null;
+  ingestToken: SecretSource | null;
   maxIngestBytes: number;
   enqueueDeps: EnqueueDeps;
   isDraining: () => boolean;
@@ -74,7 +74,7 @@ export function registerIngest(app: FastifyInstance, options: IngestOptions): vo
   // Runs before the body is read: an unauthorised or unwelcome client does not get to upload it.
   // Fastify stops the request at a hook that returns the reply it has sent.
   const gate = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
-    if (ingestToken !== null && !isBearerAccepted(request.headers.authorization, ingestToken)) {
+    if (ingestToken !== null && !isBearerAccepted(request.headers.authorization, secretNow(ingestToken))) {
       logger.warn({ ip: request.ip, hasAuthorization: request.headers.authorization !== undefined }, 'events refused: missing or wrong bearer token');
       return reply.code(401).header('www-authenticate', 'Bearer realm="carrier-sync"').send({ message: 'missing or wrong bearer token' });
     }

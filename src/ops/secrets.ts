@@ -38,3 +38,11 @@ export function isSameCredentials(given: { user: string; password: string }, exp
   const isPassword = isSameSecret(given.password, expected.password);
   return isUser && isPassword;
 }
+
+/** A secret as the ops server holds it: fixed, or read again as its `*_FILE` changes (config/secret-file.ts). */
+export type SecretSource = string | { current(): string };
+
+/** The secret's value now. */
+export function secretNow(secret: SecretSource): string {
+  return typeof secret === 'string' ? secret : secret.current();
+}

@@ -26,15 +26,16 @@ import type { OverviewSources } from './overview-data.js';
 import { createAttemptLog } from '../queue/attempts.js';
 import type { ReadinessState } from './readiness.js';
 import { reachableHost } from './reachable-host.js';
+import type { SecretSource } from './secrets.js';
 
 export interface OpsServerOptions {
   host: string;
   /** 0 picks a free port (tests). */
   port: number;
   /** Basic auth on `/ui` (user `admin`) when set. */
-  uiPassword: string | null;
+  uiPassword: SecretSource | null;
   /** Bearer token required on `POST /events` when set. */
-  ingestToken: string | null;
+  ingestToken: SecretSource | null;
   maxIngestBytes: number;
   metrics: { registry: Registry };
   /** Shown in bull-board, with their failed set (the dead-letter queue). */

@@ -235,6 +235,8 @@ async function send(
   const item = job.data;
   const jobId = String(job.id);
   let result: Extract<ItemResult, 'accepted' | 'repeat'>;
+  // A probe tests the key the files hold now (a `*_FILE` key fixed since the 401: config/secret-file.ts).
+  if (isProbe) deps.client.refreshKeys?.();
   const sentAt = performance.now();
   try {
     // The request's span is a child of this run's (started in the call's synchronous part).
@@ -335,7 +337,8 @@ async function onFailure(
   if (error.disposition === 'pause') {
     await leave();
     const isFirst = await deps.authGate.trip({ at: new Date(deps.clock.now()).toISOString(), endpoint: item.kind, message: error.message }, authEpoch);
-    if (isFirst) deps.logger.error(context, 'API refused the key (401): queues paused until `carrier-sync resume` or a probe succeeds');
+    if (isFirst)
+      deps.logger.error(context, 'API refused the key (401): queues paused until a probe with the key succeeds (a changed key file is probed at once)');
     return stepAside(job, token, AUTH_RETRY_MS);
   }
 

@@ -8,6 +8,7 @@ import type { ReadinessState } from '../ops/readiness.js';
 import type { OpsServer } from '../ops/server.js';
 import { spoolDisk } from '../spool/disk-state.js';
 import { readTopology } from '../store/topology.js';
+import { liveSecret } from '../config/secret-file.js';
 import type { Context } from './context.js';
 import { inboxCounter, spoolIdOf } from './inbox-counts.js';
 
@@ -27,8 +28,9 @@ export async function startHttpRole(ctx: Context, deps: HttpRoleDeps): Promise<O
   const server = await startOpsServer({
     host: config.http.host,
     port: deps.handover?.port ?? config.http.port,
-    uiPassword: config.http.uiPassword,
-    ingestToken: config.http.ingestToken,
+    // Given as *_FILE, they follow their file (config/secret-file.ts): a rotated Secret without a restart.
+    uiPassword: config.http.uiPassword === null ? null : liveSecret(process.env, 'CARRIER_SYNC_UI_PASSWORD', config.http.uiPassword),
+    ingestToken: config.http.ingestToken === null ? null : liveSecret(process.env, 'CARRIER_SYNC_INGEST_TOKEN', config.http.ingestToken),
     maxIngestBytes: config.http.maxIngestBytes,
     metrics: deps.metrics,
     queues: ctx.queues.items,

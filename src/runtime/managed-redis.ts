@@ -4,11 +4,14 @@
  * carrier-sync process or a CLI command on the same machine finds and reuses the running one.
  *
  * Lifecycle: whoever needs Redis first (`start`, or a CLI command such as `status`) starts it, as a
- * detached child. A clean stop (the first SIGINT/SIGTERM, or a CLI command ending) stops it once the
- * process has closed its own connections, unless another client still uses it (a daemon, another
- * command, a redis-cli): then the last of them to stop cleanly stops it. A `kill -9` (or a second
- * signal) leaves it running with its data, and the next process reuses it. SHUTDOWN writes the AOF
- * out first, so a stop loses nothing; the next start reads the data back from `managedDir`.
+ * detached child (a process group of its own: a terminal's Ctrl-C does not reach it). A clean stop
+ * (the first SIGINT/SIGTERM, or a CLI command ending) stops it once the process has closed its own
+ * connections, unless another client still uses it (a daemon, another command, a redis-cli): then
+ * the last of them to stop cleanly stops it. The daemon's other exits (a second signal, the grace
+ * period running out) stop it at once with `stopManagedRedisNow`: this process's own connections,
+ * still open, are told from other clients by their ports (runtime/proc-net.ts). Only a `kill -9`
+ * leaves it running with its data, and the next process reuses it. SHUTDOWN writes the AOF out
+ * first, so a stop loses nothing; the next start reads the data back from `managedDir`.
  */
 import { spawn } from 'node:child_process';
 import { constants } from 'node:fs';
@@ -19,6 +22,7 @@ import { Redis } from 'ioredis';
 import { SyncError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { infoNumber, parseInfo } from '../store/redis-info.js';
+import { ownLocalPorts } from './proc-net.js';
 
 export interface ManagedRedis {
   url: string;
@@ -33,6 +37,11 @@ export interface ManagedRedis {
 /** How long other clients may take to go before the server is left to them. */
 const OTHERS_GRACE_MS = 2000;
 const STOP_TIMEOUT_MS = 15_000;
+/** How long an at-once exit may spend stopping the managed redis-server. */
+const STOP_NOW_MS = 5000;
+
+/** The managed redis-server this process uses (started or reused here), for the at-once stop. */
+let inUse: { dataDir: string; port: number; isStartedHere: boolean; logger: Logger } | null = null;
 
 export async function ensureManagedRedis(dir: string, port: number, logger: Logger): Promise<ManagedRedis> {
   const dataDir = resolve(dir);
@@ -40,6 +49,7 @@ export async function ensureManagedRedis(dir: string, port: number, logger: Logg
   const known = Number((await readFile(portFile, 'utf8').catch(() => '')).trim());
   if (known > 0 && (await answers(known))) {
     logger.info({ dir: dataDir, port: known }, 'using the managed redis-server already running (REDIS_URL is not set)');
+    inUse = { dataDir, port: known, isStartedHere: false, logger };
     return handleOf(dataDir, known, false, logger);
   }
   await refuseWithoutRedisServer();
@@ -75,6 +85,8 @@ export async function ensureManagedRedis(dir: string, port: number, logger: Logg
     child.once('spawn', () => resolvePromise());
   });
   child.unref();
+  // From here on, an at-once exit stops it (even while it is still starting).
+  inUse = { dataDir, port: chosen, isStartedHere: true, logger };
   const deadline = Date.now() + 15_000;
   while (!(await answers(chosen))) {
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`managed redis-server did not start; see ${join(dataDir, 'redis.log')}`);
@@ -137,10 +149,10 @@ async function stopUnlessShared(dataDir: string, port: number, logger: Logger): 
     const ownId = Number(await admin.client('ID'));
     // This process's connections were closed just before; the server drops them a moment later.
     const deadline = Date.now() + OTHERS_GRACE_MS;
-    let others = otherClients(String(await admin.client('LIST')), ownId);
+    let others = namesOf(otherClients(String(await admin.client('LIST')), ownId));
     while (others.length > 0 && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 50));
-      others = otherClients(String(await admin.client('LIST')), ownId);
+      others = namesOf(otherClients(String(await admin.client('LIST')), ownId));
     }
     if (others.length > 0) {
       logger.info({ port, clients: others.length, names: [...new Set(others)] }, 'left the managed redis-server running: other clients use it');
@@ -162,11 +174,96 @@ async function stopUnlessShared(dataDir: string, port: number, logger: Logger): 
   // The port file names a server that is gone; a server started since (another port) keeps its own.
   const portFile = join(dataDir, 'port');
   if (Number((await readFile(portFile, 'utf8').catch(() => '')).trim()) === port) await rm(portFile, { force: true });
+  if (inUse?.port === port) inUse = null;
   logger.info({ port, redisPid }, 'stopped the managed redis-server');
 }
 
-/** The names (or `addr` when unnamed) of CLIENT LIST's connections other than `ownId`. */
-function otherClients(list: string, ownId: number): string[] {
+/**
+ * For an exit that cannot wait (a second signal, the grace period over): stops the managed
+ * redis-server this process uses now, within 5 s, unless a client other than this process still
+ * uses it. This process's connections are still open: they are told apart by their local ports.
+ * Where those cannot be read (no /proc), a server started here is stopped, one reused is left to
+ * whoever started it. Never throws.
+ */
+export async function stopManagedRedisNow(): Promise<void> {
+  const current = inUse;
+  if (current === null) return;
+  const { logger, port } = current;
+  let timer: NodeJS.Timeout | undefined;
+  const isDone = await Promise.race([
+    stopNow(current).then(
+      () => true,
+      (error: unknown) => {
+        logger.warn({ port, err: error }, 'could not stop the managed redis-server');
+        return true;
+      },
+    ),
+    new Promise<false>((resolvePromise) => (timer = setTimeout(() => resolvePromise(false), STOP_NOW_MS))),
+  ]);
+  clearTimeout(timer);
+  if (!isDone) logger.warn({ port, timeoutMs: STOP_NOW_MS }, 'could not stop the managed redis-server in time');
+}
+
+async function stopNow({ dataDir, port, isStartedHere, logger }: NonNullable<typeof inUse>): Promise<void> {
+  const admin = new Redis({
+    port,
+    host: '127.0.0.1',
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1000,
+    connectionName: 'carrier-sync:stop',
+  });
+  admin.on('error', () => {});
+  let redisPid: number;
+  try {
+    try {
+      await admin.connect();
+    } catch {
+      return; // already gone (or not started yet: nothing answers)
+    }
+    const ownId = Number(await admin.client('ID'));
+    const own = ownLocalPorts();
+    const clients = otherClients(String(await admin.client('LIST')), ownId);
+    const others = own === null ? (isStartedHere ? [] : clients) : clients.filter((fields) => !own.has(portOf(fields['addr'])));
+    if (others.length > 0) {
+      logger.info({ port, clients: others.length, names: [...new Set(namesOf(others))] }, 'left the managed redis-server running: other clients use it');
+      return;
+    }
+    redisPid = infoNumber(parseInfo(await admin.info('server')), 'process_id') ?? 0;
+    await admin.call('SHUTDOWN').catch((error: Error) => {
+      if (!/Connection is closed|ECONNRESET/.test(error.message)) throw error;
+    });
+  } finally {
+    admin.disconnect();
+  }
+  // SHUTDOWN's own end (the AOF written out) is waited for 3 s; then it is told to go with SIGTERM.
+  const deadline = Date.now() + 3000;
+  let isTermSent = false;
+  while (redisPid > 0 && isRunning(redisPid)) {
+    if (!isTermSent && Date.now() > deadline) {
+      isTermSent = true;
+      process.kill(redisPid, 'SIGTERM');
+    }
+    await new Promise((resolvePromise) => setTimeout(resolvePromise, 10));
+  }
+  const portFile = join(dataDir, 'port');
+  if (Number((await readFile(portFile, 'utf8').catch(() => '')).trim()) === port) await rm(portFile, { force: true });
+  logger.info({ port, redisPid }, 'stopped the managed redis-server');
+}
+
+/** The port of CLIENT LIST's `addr` (`127.0.0.1:40312`); NaN when there is none. */
+function portOf(addr: string | undefined): number {
+  return addr === undefined ? NaN : Number(addr.slice(addr.lastIndexOf(':') + 1));
+}
+
+/** The names (or `addr` when unnamed) of CLIENT LIST's connections. */
+function namesOf(clients: ReadonlyArray<Record<string, string>>): string[] {
+  return clients.map((fields) => (fields['name'] !== undefined && fields['name'] !== '' ? fields['name'] : (fields['addr'] ?? '?')));
+}
+
+/** CLIENT LIST's connections other than `ownId`, each as its fields. */
+function otherClients(list: string, ownId: number): Array<Record<string, string>> {
   return list
     .split('\n')
     .filter((line) => line.trim() !== '')
@@ -179,8 +276,7 @@ function otherClients(list: string, ownId: number): string[] {
             .map((field) => [field.slice(0, field.indexOf('=')), field.slice(field.indexOf('=') + 1)]),
         ) as Record<string, string>,
     )
-    .filter((fields) => Number(fields['id']) !== ownId)
-    .map((fields) => (fields['name'] !== undefined && fields['name'] !== '' ? fields['name'] : (fields['addr'] ?? '?')));
+    .filter((fields) => Number(fields['id']) !== ownId);
 }
 
 function isRunning(pid: number): boolean {

@@ -15,6 +15,7 @@ import { startNotifications } from './notify-role.js';
 import { inFlightGraceMs } from './closers.js';
 import { closeWorkers } from './close-workers.js';
 import type { Watchdog } from './watchdog.js';
+import { liveSecret } from '../config/secret-file.js';
 
 /** `watchdog`: this process's progress watchdog, whose stalls the notifications tell (`stalled`). */
 export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan: () => Promise<void>, watchdog?: Watchdog): Promise<void> {
@@ -43,16 +44,27 @@ export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan
   ctx.closers.push('housekeeping worker', () => closeWorkers([worker], inFlightGraceMs(ctx.config.shutdown.graceMs), ctx.health, log));
 
   // The 401 probe: while the gate is closed, open it for one item once the backoff has passed (the
-  // push gate lets exactly one item through; its answer clears or closes the gate again).
+  // push gate lets exactly one item through; its answer clears or closes the gate again). A key
+  // given as a file (CARRIER_SYNC_CARRIER_KEY_FILE) that changed is probed at once, backoff or not:
+  // a fixed key resumes sending within a couple of seconds, without a restart or `resume`.
   const probeTickMs = Math.min(config.delivery.authProbeMs, 1000);
+  const key = target.isSandbox ? null : liveSecret(process.env, 'CARRIER_SYNC_CARRIER_KEY', target.carrierKey);
+  let seenKey = key?.current() ?? null;
   let timer: NodeJS.Timeout | undefined;
   const probe = async (): Promise<void> => {
     const failure = await ctx.authGate.failure();
+    const keyNow = key?.current() ?? null;
+    if (failure === null) seenKey = keyNow;
     if (failure === null || (await ctx.authGate.isProbing())) return;
+    const isKeyChanged = keyNow !== seenKey;
     const dueAt = failure.nextProbeAt === undefined ? Date.parse(failure.at) + config.delivery.authProbeMs : Date.parse(failure.nextProbeAt);
-    if (Date.now() < dueAt) return;
+    if (!isKeyChanged && Date.now() < dueAt) return;
+    seenKey = keyNow;
     await ctx.authGate.openProbe();
-    log.info({ probes: failure.probes ?? 0 }, 'auth probe: the next item tests the key');
+    log.info(
+      { probes: failure.probes ?? 0 },
+      isKeyChanged ? 'auth probe: the key file changed; the next item tests the new key' : 'auth probe: the next item tests the key',
+    );
   };
   const schedule = (): void => {
     timer = setTimeout(

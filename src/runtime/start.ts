@@ -33,6 +33,7 @@ import { resolveApiTarget, type ApiTarget } from './api-target.js';
 import { isDeliveryThreaded, type DeliveryThread } from './delivery-thread.js';
 import { checkRedisDurability, openContext, type Context } from './context.js';
 import { createClosers, type Closers } from './closers.js';
+import { stopManagedRedisNow } from './managed-redis.js';
 import { ContactAbandoned } from './redis-contact.js';
 import { createToldBoard } from '../store/redis-health.js';
 import type { WaitingServer } from '../ops/waiting-server.js';
@@ -64,6 +65,8 @@ export interface DaemonHandle {
   stopOutcome(): StopOutcome | null;
   /** Resolves when a part of the running daemon failed for good (the delivery thread crashed): the daemon must stop, exit 1. */
   failed: Promise<Error>;
+  /** For an exit that cannot wait (a second signal): stops the managed redis-server now (bounded, never throws). */
+  exitNow(): Promise<void>;
 }
 
 export type StopOutcome = 'clean' | 'grace-expired';
@@ -160,6 +163,7 @@ export function startDaemon(config: Readonly<Config>, roles: readonly Role[], lo
     opsUrl: () => state.ops?.url ?? null,
     isStopRequested: () => state.isStopRequested,
     stopOutcome: () => state.stopOutcome,
+    exitNow: () => stopManagedRedisNow(),
     stop() {
       state.isStopRequested = true;
       state.stopSignal.abort();
@@ -342,6 +346,8 @@ async function shutDown(state: DaemonState, ready: Promise<void>): Promise<void>
     { graceMs: config.shutdown.graceMs, closing: state.closers.current() },
     'grace period over: exiting before every step closed (what was in flight is taken up again at the next start)',
   );
+  // The managed redis-server's own step may not have come yet: it is stopped all the same.
+  await stopManagedRedisNow();
 }
 
 /** A start under way (waiting for Redis) is abandoned: stop() aborted its wait; what it opened is closed. */

@@ -148,4 +148,30 @@ describe('the managed redis-server', () => {
       expect(await readdir(dir), 'nothing written in the working folder').toEqual([]);
     }
   });
+
+  it('a second start in the same folder: one line naming the first (its pid) and CARRIER_SYNC_HTTP_PORT; the first and its redis-server go on (issue 45)', async () => {
+    const dir = await workDir();
+    const first = await startIn(dir);
+    const pid = await redisPidOf(dir);
+    const port = new URL(String(first.logs().find((line) => line.msg === 'carrier-sync started')?.['opsUrl'])).port;
+    for (const [lang, holder] of [
+      ['en', `another carrier-sync (process ${first.child.pid})`],
+      ['pt-BR', `outro carrier-sync (processo ${first.child.pid})`],
+    ] as const) {
+      const second = await runCli(['start'], { env: { ...ENV, CARRIER_SYNC_HTTP_PORT: port, CARRIER_SYNC_LANG: lang }, cwd: dir, timeoutMs: 30_000 });
+      expect(second.code, second.stderr).toBe(2);
+      const lines = second.stderr.trim().split('\n');
+      expect(lines, 'one line').toHaveLength(1);
+      expect(lines[0]).toContain(`127.0.0.1:${port}`);
+      expect(lines[0]).toContain(holder);
+      expect(lines[0]).toContain('CARRIER_SYNC_HTTP_PORT');
+      expect(second.stderr).not.toContain('EADDRINUSE');
+    }
+    expect(isAlive(pid), 'the first one’s redis-server still runs').toBe(true);
+    expect(first.isRunning()).toBe(true);
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+    first.kill('SIGINT');
+    expect(await first.exited, first.tail()).toEqual({ code: 0, signal: null });
+    await gone(pid);
+  });
 });

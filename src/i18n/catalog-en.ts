@@ -445,6 +445,17 @@ export const EN = {
   'ui.state.redisFullDetail': 'redis refuses writes ({code}) since {since}: {message}; files wait in the inbox, answers are kept until it takes writes again',
   'ui.step.resent': 'resent',
   'history.resent': 'answer unknown: owner process died; sent again',
+  // --- branch i45-texts (issue 45 items 6-11) ---
+  'auth.answer':
+    'the API answered HTTP {status} to a {kind} sent{said, select, none {} other {: “{said}”}}{probes, plural, =0 {} one {; # probe refused since} other {; # probes refused since}}',
+  'ui.state.workingCounts':
+    'Working: {pending, plural, one {# item} other {# items}} to send{inbox, plural, =0 {} other {, # in the inbox}}, {requests, plural, one {# request} other {# requests}} this minute{deadLetters, plural, =0 {} one {; # dead letter waits for a person} other {; # dead letters wait for a person}}',
+  'ui.state.attention': 'Nothing to send; {deadLetters, plural, one {# dead letter waits} other {# dead letters wait}} for a person: see the list below',
+  'ui.state.pausedAction':
+    'Paused: the API refuses our key (401). Fix the key (CARRIER_SYNC_CARRIER_KEY, or the file CARRIER_SYNC_CARRIER_KEY_FILE names); sending resumes by itself once the API accepts it',
+  'ui.tile.refusedNoteLines': 'never sent: in failed/; and {files, plural, one {# file} other {# files}} sent with some lines refused',
+  'ui.refusals.linesTag': '{lines, plural, one {# line refused} other {# lines refused}}; the rest was sent',
+  'ui.refusals.kinds': '{files, plural, one {# file refused} other {# files refused}}, {lineFiles, plural, one {# file} other {# files}} with lines refused',
 } as const;
 
 export type MessageKey = keyof typeof EN;

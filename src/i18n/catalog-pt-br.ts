@@ -443,4 +443,17 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
     'O Redis recusa gravações ({code}) desde {since}: {message}; os arquivos aguardam na pasta de entrada, as respostas ficam guardadas até ele voltar a aceitá-las',
   'ui.step.resent': 'reenviado',
   'history.resent': 'resposta desconhecida: o processo responsável morreu; enviado de novo',
+  // --- branch i45-texts (issue 45 items 6-11) ---
+  'auth.answer':
+    'a API respondeu HTTP {status} ao envio de {kind}{said, select, none {} other {: “{said}”}}{probes, plural, =0 {} one {; # sondagem recusada desde então} other {; # sondagens recusadas desde então}}',
+  'ui.state.workingCounts':
+    'Trabalhando: {pending, plural, one {# item} other {# itens}} para enviar{inbox, plural, =0 {} one {, # na pasta de entrada} other {, # na pasta de entrada}}, {requests, plural, one {# requisição} other {# requisições}} neste minuto{deadLetters, plural, =0 {} one {; # falha definitiva aguarda uma pessoa} other {; # falhas definitivas aguardam uma pessoa}}',
+  'ui.state.attention':
+    'Nada para enviar; {deadLetters, plural, one {# falha definitiva aguarda} other {# falhas definitivas aguardam}} uma pessoa: veja a lista abaixo',
+  'ui.state.pausedAction':
+    'Pausado: a API recusa a nossa chave de API (401). Corrija a chave (CARRIER_SYNC_CARRIER_KEY, ou o arquivo que CARRIER_SYNC_CARRIER_KEY_FILE indica); o envio retoma sozinho quando a API aceitá-la',
+  'ui.tile.refusedNoteLines': 'nunca enviados: em failed/; e {files, plural, one {# arquivo enviado} other {# arquivos enviados}} com algumas linhas recusadas',
+  'ui.refusals.linesTag': '{lines, plural, one {# linha recusada} other {# linhas recusadas}}; o resto foi enviado',
+  'ui.refusals.kinds':
+    '{files, plural, one {# arquivo recusado} other {# arquivos recusados}}, {lineFiles, plural, one {# arquivo} other {# arquivos}} com linhas recusadas',
 };

@@ -8,6 +8,7 @@ import { rateLimiterFor } from '../gate/limiter.js';
 import { carrierKeyOf } from '../runtime/api-target.js';
 import { describeTopology, readTopology } from '../store/topology.js';
 import { kindName } from '../i18n/kind-name.js';
+import { describeAuthFailure } from '../i18n/auth-failure.js';
 import { localTime } from '../i18n/local-time.js';
 import { translator, type Lang, type Translate } from '../i18n/translate.js';
 import type { Context } from '../runtime/context.js';
@@ -142,7 +143,9 @@ function printStatus(report: StatusReport, lang: Lang): void {
   const t = translator(lang);
   print(queueTable(report, t));
   if (report.authFailure !== null)
-    print(`\n${t('cli.status.authPaused', { at: localTime(report.authFailure.at), message: report.authFailure.message })}\n   ${t('cli.status.authAction')}`);
+    print(
+      `\n${t('cli.status.authPaused', { at: localTime(report.authFailure.at), message: describeAuthFailure(t, report.authFailure) })}\n   ${t('cli.status.authAction')}`,
+    );
   const rl = report.rateLimiter;
   // Numbers as text: ICU would group their digits (a pid of 12345 is no "12,345").
   const window = { inWindow: String(rl.inWindow ?? '?'), limit: String(rl.ratePerMinute), ms: String(rl.pausedForMs ?? 0) };

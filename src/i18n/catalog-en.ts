@@ -472,6 +472,34 @@ export const EN = {
   'cli.resume.noAnswer': 'the API gave no answer about the key (an error or a timeout, not a 401): sending stays paused and the key is tested again shortly',
   'cli.resume.waiting':
     'the next item sent tests the key; none went within {seconds} s (is carrier-sync running, and is an item waiting?). `carrier-sync status` shows whether the pause is over',
+  // --- branch i45-texts (issue 45 items 6-11) ---
+  'auth.answer':
+    'the API answered HTTP {status} to a {kind} sent{said, select, none {} other {: “{said}”}}{probes, plural, =0 {} one {; # probe refused since} other {; # probes refused since}}',
+  'ui.state.workingCounts':
+    'Working: {pending, plural, one {# item} other {# items}} to send{inbox, plural, =0 {} other {, # in the inbox}}, {requests, plural, one {# request} other {# requests}} this minute{deadLetters, plural, =0 {} one {; # dead letter waits for a person} other {; # dead letters wait for a person}}',
+  'ui.state.attention': 'Nothing to send; {deadLetters, plural, one {# dead letter waits} other {# dead letters wait}} for a person: see the list below',
+  'ui.state.pausedAction':
+    'Paused: the API refuses our key (401). Fix the key (CARRIER_SYNC_CARRIER_KEY, or the file CARRIER_SYNC_CARRIER_KEY_FILE names); sending resumes by itself once the API accepts it',
+  'ui.tile.refusedNoteLines': 'never sent: in failed/; and {files, plural, one {# file} other {# files}} sent with some lines refused',
+  'ui.refusals.linesTag': '{lines, plural, one {# line refused} other {# lines refused}}; the rest was sent',
+  'ui.refusals.kinds': '{files, plural, one {# file refused} other {# files refused}}, {lineFiles, plural, one {# file} other {# files}} with lines refused',
+  'reason.label.encryptedHandler':
+    'the PDF is encrypted with the {handler} security handler (a certificate or a plug-in), which the platform cannot open to print: export the label without security settings',
+  'reason.label.encryptedNoPrint':
+    'the PDF is encrypted: it opens without a password, but its permissions forbid printing, and the platform must print it: export the label without security settings',
+  'warning.label.encryptedNoPassword': 'encrypted, with no password needed to open it (an empty user password) and printing permitted: sent as it is',
+  'reason.label.unreadableAt':
+    '{offset, select, none {the PDF structure cannot be read} other {the PDF structure cannot be read at byte {offset}}}; re-export or re-save the label',
+  'reason.label.unreadablePagesAt':
+    '{offset, select, none {the PDF page tree cannot be read} other {the PDF page tree cannot be read at byte {offset}}}; re-export or re-save the label',
+  'reason.label.mime':
+    'the file is a MIME multipart message (a web service answer, e.g. SOAP with an attachment) holding a PDF, not the PDF itself: save only its PDF part, the bytes from %PDF- at offset {start} to the %%EOF that ends at offset {end} ({before} bytes of headers before it, {after} bytes after it)',
+  'reason.label.mimeNoEof':
+    'the file is a MIME multipart message (a web service answer, e.g. SOAP with an attachment) whose PDF part, from %PDF- at offset {start}, has no %%EOF: the answer was cut short; fetch the label again and save only its PDF part',
+  'reason.label.lookAlike.xml-base64-pdf':
+    'the file is an XML message (e.g. a SOAP answer) with the PDF inside as base64 text, not the PDF itself: decode the base64 content of the element that holds it and save the result as the .pdf',
+  'reason.label.encryptedPassword':
+    'the PDF is encrypted with a password needed to open it; the platform prints labels unattended and cannot type one: export the label without a password or security settings',
 } as const;
 
 export type MessageKey = keyof typeof EN;

@@ -473,4 +473,34 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
     'a API não respondeu sobre a chave (um erro ou tempo esgotado, não um 401): o envio continua pausado e a chave é testada de novo em breve',
   'cli.resume.waiting':
     'o próximo item enviado testa a chave; nenhum saiu em {seconds} s (o carrier-sync está rodando, e há item aguardando?). `carrier-sync status` mostra se a pausa acabou',
+  // --- branch i45-texts (issue 45 items 6-11) ---
+  'auth.answer':
+    'a API respondeu HTTP {status} ao envio de {kind}{said, select, none {} other {: “{said}”}}{probes, plural, =0 {} one {; # sondagem recusada desde então} other {; # sondagens recusadas desde então}}',
+  'ui.state.workingCounts':
+    'Trabalhando: {pending, plural, one {# item} other {# itens}} para enviar{inbox, plural, =0 {} one {, # na pasta de entrada} other {, # na pasta de entrada}}, {requests, plural, one {# requisição} other {# requisições}} neste minuto{deadLetters, plural, =0 {} one {; # falha definitiva aguarda uma pessoa} other {; # falhas definitivas aguardam uma pessoa}}',
+  'ui.state.attention':
+    'Nada para enviar; {deadLetters, plural, one {# falha definitiva aguarda} other {# falhas definitivas aguardam}} uma pessoa: veja a lista abaixo',
+  'ui.state.pausedAction':
+    'Pausado: a API recusa a nossa chave de API (401). Corrija a chave (CARRIER_SYNC_CARRIER_KEY, ou o arquivo que CARRIER_SYNC_CARRIER_KEY_FILE indica); o envio retoma sozinho quando a API aceitá-la',
+  'ui.tile.refusedNoteLines': 'nunca enviados: em failed/; e {files, plural, one {# arquivo enviado} other {# arquivos enviados}} com algumas linhas recusadas',
+  'ui.refusals.linesTag': '{lines, plural, one {# linha recusada} other {# linhas recusadas}}; o resto foi enviado',
+  'ui.refusals.kinds':
+    '{files, plural, one {# arquivo recusado} other {# arquivos recusados}}, {lineFiles, plural, one {# arquivo} other {# arquivos}} com linhas recusadas',
+  'reason.label.encryptedHandler':
+    'o PDF está criptografado com o mecanismo de segurança {handler} (um certificado ou um complemento), que a plataforma não consegue abrir para imprimir: exporte a etiqueta sem configurações de segurança',
+  'reason.label.encryptedNoPrint':
+    'o PDF está criptografado: abre sem senha, mas as suas permissões proíbem a impressão, e a plataforma precisa imprimi-lo: exporte a etiqueta sem configurações de segurança',
+  'warning.label.encryptedNoPassword': 'criptografado, sem senha para abrir (senha de usuário vazia) e com impressão permitida: enviado como está',
+  'reason.label.unreadableAt':
+    '{offset, select, none {a estrutura do PDF não pode ser lida} other {a estrutura do PDF não pode ser lida no byte {offset}}}; exporte ou salve a etiqueta de novo',
+  'reason.label.unreadablePagesAt':
+    '{offset, select, none {a árvore de páginas do PDF não pode ser lida} other {a árvore de páginas do PDF não pode ser lida no byte {offset}}}; exporte ou salve a etiqueta de novo',
+  'reason.label.mime':
+    'o arquivo é uma mensagem MIME com várias partes (a resposta de um serviço web, por exemplo SOAP com anexo) que contém um PDF, e não o próprio PDF: salve só a parte do PDF, os bytes do %PDF- na posição {start} até o %%EOF que termina na posição {end} ({before} bytes de cabeçalhos antes, {after} bytes depois)',
+  'reason.label.mimeNoEof':
+    'o arquivo é uma mensagem MIME com várias partes (a resposta de um serviço web, por exemplo SOAP com anexo) cuja parte PDF, a partir do %PDF- na posição {start}, não tem %%EOF: a resposta veio cortada; busque a etiqueta de novo e salve só a parte do PDF',
+  'reason.label.lookAlike.xml-base64-pdf':
+    'o arquivo é uma mensagem XML (por exemplo uma resposta SOAP) com o PDF dentro, como texto base64, e não o próprio PDF: decodifique o conteúdo base64 do elemento que o contém e salve o resultado como o .pdf',
+  'reason.label.encryptedPassword':
+    'o PDF está criptografado com uma senha para abrir; a plataforma imprime as etiquetas sem ninguém para digitá-la: exporte a etiqueta sem senha nem configurações de segurança',
 };

@@ -21,7 +21,10 @@ export interface JourneyStep {
   host?: string;
   pid?: number;
   generation?: string;
+  /** Which request of the item this was (1, 2, …: every request counts, a 401 probe or a 429 included). */
   attempt?: number;
+  /** The attempt as BullMQ counts it toward the item's maximum, when it differs (a 401 or 429 spends none). */
+  countedAttempt?: number;
   /** HTTP status of the answer; absent when none came. */
   status?: number;
   code?: string;
@@ -89,8 +92,9 @@ function sourceText(step: StoredStep): string {
 
 /** One delivery's stored steps in their public form, oldest first. */
 export function publicSteps(deliveryId: string, lines: readonly string[]): JourneyStep[] {
-  const stored = lines.flatMap((line) => parse(line) ?? []).sort((a, b) => (a.t ?? 0) - (b.t ?? 0));
+  const stored = causalOrder(lines.flatMap((line) => parse(line) ?? []).sort((a, b) => (a.t ?? 0) - (b.t ?? 0)));
   const known = whatTheStepsSay(stored);
+  numberRequests(stored);
   fillIn(stored, known);
   const out: JourneyStep[] = [];
   for (const step of stored) {
@@ -99,6 +103,72 @@ export function publicSteps(deliveryId: string, lines: readonly string[]): Journ
     out.push(...publicFormOf(deliveryId, step, known));
   }
   return out;
+}
+
+/**
+ * Steps an item has before it is sent: written by the process that queued it once the job was
+ * added (its own round trip, its own clock), so a worker of another process or thread may record
+ * its attempt first, or in the same millisecond (issue 45: `attempt 1 … HTTP 200` before `queued`).
+ */
+const BEFORE_SEND = new Set(['queued', 'received', 'held']);
+/** Steps the push gate writes once the item is on its way (with Redis' clock). */
+const SENDING = new Set(['attempt', 'answer', 'resent', 'accepted', 'dead-lettered', 'duplicate', 'superseded']);
+
+/** An item's identity in its delivery's journey: kind and version (documents) or instant (events); an answer's from its attempt. */
+function itemKeyOf(step: StoredStep, attemptItems: ReadonlyMap<string, string>): string | undefined {
+  if (step.s === 'answer') return step.a === undefined ? undefined : attemptItems.get(step.a);
+  if (step.h === undefined && step.i === undefined) return undefined;
+  return `${step.k}:${step.h?.slice(0, 8) ?? ''}:${step.i ?? ''}`;
+}
+
+/**
+ * Time order, then cause: a step from before the item's sending that was recorded after some of its
+ * sending steps (since its previous step before sending) moves in front of them. Times are kept as
+ * recorded; only the order says what caused what.
+ */
+function causalOrder(stored: readonly StoredStep[]): StoredStep[] {
+  const attemptItems = new Map<string, string>();
+  for (const step of stored) {
+    const key = step.s === 'attempt' && step.a !== undefined ? itemKeyOf(step, attemptItems) : undefined;
+    if (key !== undefined) attemptItems.set(step.a!, key);
+  }
+  const out: StoredStep[] = [];
+  stored.forEach((step, n) => {
+    // A record of an instant already taken (received, then duplicate, in one write) caused no sending.
+    const next = stored[n + 1];
+    const isDuplicate = step.s === 'received' && next?.s === 'duplicate' && next.i === step.i && next.t === step.t;
+    const key = BEFORE_SEND.has(step.s) && !isDuplicate ? itemKeyOf(step, attemptItems) : undefined;
+    let at = out.length;
+    if (key !== undefined) {
+      for (let j = out.length - 1; j >= 0; j -= 1) {
+        const other = out[j]!;
+        if (itemKeyOf(other, attemptItems) !== key) continue;
+        if (!SENDING.has(other.s)) break;
+        at = j;
+      }
+    }
+    out.splice(at, 0, step);
+  });
+  return out;
+}
+
+/** Each attempt step's request number in its item (`numberRequests`), read when the step is made public. */
+const requestNumber = new WeakMap<StoredStep, number>();
+
+/**
+ * Numbers each item's requests 1, 2, …: BullMQ's attempt number (`n`) stays the same over a 401
+ * probe or a 429, which spend no attempt, so six probes all read `attempt 1` (issue 45). `n` is kept
+ * as the counted attempt where it differs.
+ */
+function numberRequests(stored: StoredStep[]): void {
+  const counts = new Map<string, number>();
+  for (const step of stored) {
+    if (step.s !== 'attempt') continue;
+    const key = itemKeyOf(step, new Map()) ?? `attempt:${step.a ?? ''}`;
+    const request = (counts.get(key) ?? 0) + 1;
+    counts.set(key, request);
+    requestNumber.set(step, request);
+  }
 }
 
 /**
@@ -194,7 +264,11 @@ function withFacts(base: JourneyStep, step: StoredStep, known: Known): JourneySt
     view.host = step.w.slice(0, cut);
     view.pid = Number(step.w.slice(cut + 1));
   }
-  if (step.n !== undefined) view.attempt = step.n;
+  const request = requestNumber.get(step);
+  if (request !== undefined) {
+    view.attempt = request;
+    if (step.n !== undefined && step.n !== request) view.countedAttempt = step.n;
+  } else if (step.n !== undefined) view.attempt = step.n;
   if (step.tr !== undefined) view.trace_id = step.tr;
   addAnswer(view, step, known);
   if (step.s === 'superseded') {
@@ -373,12 +447,16 @@ export async function readRange(redis: RedisConnection, keys: Keys, sinceMs: num
       cursor = next;
     } while (cursor !== '0');
   }
-  const all: JourneyStep[] = [];
+  // Sorted by time, each delivery's causal order kept: a step sorts at the latest time of its
+  // delivery's steps up to it (a queued step recorded a few ms after its attempt stays before it).
+  const all: Array<{ step: JourneyStep; sortAt: string }> = [];
   for (const steps of (await readJourneys(redis, keys, [...deliveries], window)).values()) {
+    let latest = '';
     for (const step of steps) {
+      latest = step.at > latest ? step.at : latest;
       const at = Date.parse(step.at);
-      if (at >= sinceMs && at <= untilMs) all.push(step);
+      if (at >= sinceMs && at <= untilMs) all.push({ step, sortAt: latest });
     }
   }
-  return all.sort((a, b) => a.at.localeCompare(b.at));
+  return all.sort((a, b) => a.sortAt.localeCompare(b.sortAt)).map(({ step }) => step);
 }

@@ -14,6 +14,7 @@
 import { statfs } from 'node:fs/promises';
 import type { NotifyConfig } from '../config/schema.js';
 import type { Translate } from '../i18n/translate.js';
+import { describeAuthFailure } from '../i18n/auth-failure.js';
 import type { AuthGate } from '../gate/auth-gate.js';
 import { ITEM_KINDS, type ItemKind, type Keys } from '../store/keys.js';
 import { createLease } from '../store/lease.js';
@@ -57,7 +58,9 @@ export interface ConditionSources {
 export async function checkApiKey(sources: ConditionSources): Promise<Observation> {
   const failure = await sources.authGate.failure();
   const details: Record<string, unknown> =
-    failure === null ? {} : { endpoint: failure.endpoint, reason: failure.message, since: failure.at, probesRefused: failure.probes ?? 0 };
+    failure === null
+      ? {}
+      : { endpoint: failure.endpoint, reason: describeAuthFailure(sources.t, failure), since: failure.at, probesRefused: failure.probes ?? 0 };
   return {
     condition: 'api-key-refused',
     isBad: failure !== null,

@@ -34,7 +34,8 @@ h2 { font-size:14px; margin:0 0 6px; } h2 small { font-weight:400; color:var(--m
 .state-paused .headline, .state-redis-down .headline, .state-disk-full .headline, .state-redis-full .headline { color:var(--red); }
 .state-unreachable .dot { background:#8a93a6; box-shadow:0 0 0 4px #8a93a622; }
 .state-unreachable .headline { color:#5d6880; }
-.state-draining .dot { background:var(--amber); box-shadow:0 0 0 4px #b97f0022; }
+.state-draining .dot, .state-attention .dot { background:var(--amber); box-shadow:0 0 0 4px #b97f0022; }
+.state-attention .headline { color:#8a5d00; }
 .spool { color:var(--muted); font-size:13px; white-space:nowrap; }
 .row { display:grid; gap:10px; }
 .middle-row { grid-template-columns: minmax(0,1.45fr) minmax(0,1fr); }
@@ -60,11 +61,12 @@ tr.warn th, tr.warn td { background:#fff6e0; }
 .chip b { font-variant-numeric:tabular-nums; padding-right:6px; }
 .list-card .scroll { max-height:340px; overflow:auto; }
 table.list { font-size:12px; table-layout:fixed; }
-col.c-when { width:62px; } col.c-file { width:30%; } col.c-code { width:30%; } col.c-act { width:64px; }
+col.c-when { width:62px; } col.c-file { width:24%; } col.c-code { width:20%; } col.c-act { width:64px; }
 table.list td { overflow:hidden; }
 table.list td.when { color:var(--muted); font-variant-numeric:tabular-nums; }
 table.list td.file { white-space:nowrap; text-overflow:ellipsis; }
-table.list td.reason { color:#39445a; }
+table.list td.reason { color:#39445a; overflow-wrap:anywhere; }
+table.list .tag { display:inline-block; margin-right:6px; padding:0 6px; border-radius:8px; background:#eef1f6; color:var(--muted); font-size:11px; }
 .clamp { display:-webkit-box; -webkit-line-clamp:2; -webkit-box-orient:vertical; overflow:hidden; }
 code { font:11.5px ui-monospace,SFMono-Regular,Menlo,monospace; background:#f1f3f7; padding:0 4px; border-radius:4px; overflow-wrap:anywhere; }
 .empty { color:var(--muted); font-style:italic; }

@@ -4,17 +4,18 @@
  * local refusals and dead letters. Redis away is a state of its own, answered without touching
  * Redis (a command would wait in ioredis's offline queue): the page must say so, not hang.
  */
-import type { Lang } from '../i18n/translate.js';
+import { translator, type Lang } from '../i18n/translate.js';
 import type { Clock } from '../clock.js';
 import { readActivity, readRefusals, type Refusal } from '../store/activity.js';
 import type { AttemptLog } from '../queue/attempts.js';
-import type { AuthGate } from '../gate/auth-gate.js';
+import type { AuthFailure, AuthGate } from '../gate/auth-gate.js';
 import { listDeadLetters } from '../queue/dead-letter.js';
 import type { DedupMemory } from '../gate/event-claims.js';
 import { ITEM_KINDS, SPOOL_KIND_OF, type ItemKind, type Keys, type SpoolKind } from '../store/keys.js';
 import type { QueueSet } from '../queue/queues.js';
 import type { RedisConnection } from '../store/redis.js';
 import { appVersion } from '../version.js';
+import { describeAuthFailure } from '../i18n/auth-failure.js';
 import { redisRefusedReason, spoolDiskFullReason, type SpoolDiskReadiness } from './readiness.js';
 import { readChannelReports, type ChannelReport } from '../store/notify-record.js';
 import { readSpoolHolder, type SpoolHolder } from './spool-holder.js';
@@ -55,7 +56,7 @@ export interface OverviewSources {
   topology?: () => Promise<Topology>;
 }
 
-export type StateCode = 'working' | 'idle' | 'paused' | 'disk-full' | 'redis-full' | 'redis-down' | 'draining';
+export type StateCode = 'working' | 'idle' | 'attention' | 'paused' | 'disk-full' | 'redis-full' | 'redis-down' | 'draining';
 
 export interface OverviewState {
   code: StateCode;
@@ -63,10 +64,26 @@ export interface OverviewState {
   /** The reason, for a pause or an unreachable Redis. */
   detail: string | null;
   since: string | null;
-  /** What the headline counts (working: items waiting, requests this minute), so a page can say it in its language. */
-  counts?: { waiting: number; requests: number };
+  /**
+   * What the headline counts, so a page can say it in its language. The same sums the page's tiles
+   * and backlog table show: `pending` is the "Backlog" tile (queued, sending, delayed), `inbox` the
+   * inbox column, `deadLetters` the dead-letters tile. A headline never says "nothing waiting"
+   * beside a backlog or dead letters (issue 45).
+   */
+  counts?: StateCounts;
+  /** The 401 pause: what the API answered and to which kind, for the detail in the page's language. */
+  authFailure?: AuthFailure;
   /** Redis' refusal (redis-full): its code and message, for the detail in the page's language. */
   refusal?: { code: string; message: string };
+}
+
+export interface StateCounts {
+  /** pending + inbox (the English headline's number, kept for scripts). */
+  waiting: number;
+  pending: number;
+  inbox: number;
+  requests: number;
+  deadLetters: number;
 }
 
 export interface ActivitySeries {
@@ -117,7 +134,8 @@ export interface OverviewDetails {
   topology: Topology | null;
   activity: ActivitySeries;
   backlog: BacklogRow[];
-  refusals: { total: number; byCode: CodeCount[]; latest: Refusal[] };
+  /** `total`: files refused (the tile); `lineFiles`: files archived with lines refused, listed in `latest` beside them. */
+  refusals: { total: number; lineFiles: number; byCode: CodeCount[]; latest: Refusal[] };
   /** `codesOf`: how many dead letters `byCode` counts (the latest DEAD_LETTERS_READ of each kind). */
   deadLetters: { total: number; byCode: CodeCount[]; codesOf: number; latest: DeadLetterRow[] };
   /** The notification channels the scheduler runs with, each with its last message and last failure. */
@@ -158,11 +176,22 @@ export async function readOverview(sources: OverviewSources): Promise<Overview> 
   return { ...base, state: stateOf(sources, failure, details), details };
 }
 
-function stateOf(sources: OverviewSources, failure: Awaited<ReturnType<AuthGate['failure']>>, details: OverviewDetails): OverviewState {
+/** The state line from the numbers read (exported for its test). */
+export function stateOf(
+  sources: Pick<OverviewSources, 'isDraining' | 'redisWritesRefused' | 'spoolDisk'>,
+  failure: Awaited<ReturnType<AuthGate['failure']>>,
+  details: OverviewDetails,
+): OverviewState {
   if (sources.isDraining())
     return { code: 'draining', headline: 'Draining: this process is stopping and finishing its in-flight work', detail: null, since: null };
   if (failure !== null) {
-    return { code: 'paused', headline: 'Paused: the API refused our key (401)', detail: `${failure.endpoint}: ${failure.message}`, since: failure.at };
+    return {
+      code: 'paused',
+      headline: 'Paused: the API refuses our key (401); fix the key, sending resumes by itself once the API accepts it',
+      detail: describeAuthFailure(translator('en'), failure),
+      since: failure.at,
+      authFailure: failure,
+    };
   }
   const refused = sources.redisWritesRefused?.() ?? null;
   if (refused !== null) {
@@ -183,16 +212,28 @@ function stateOf(sources: OverviewSources, failure: Awaited<ReturnType<AuthGate[
       since: disk.fullSince === null ? null : new Date(disk.fullSince).toISOString(),
     };
   }
-  const waiting = details.backlog.reduce((sum, row) => sum + row.queued + row.active + (row.inbox ?? 0), 0);
-  const lastMinute = details.activity.requests.at(-1) ?? 0;
-  if (waiting === 0) return { code: 'idle', headline: 'Working: nothing waiting to be sent', detail: null, since: null };
+  const counts = stateCounts(details);
+  const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+  const dead = counts.deadLetters === 0 ? '' : `; ${plural(counts.deadLetters, 'dead letter')} wait for a person`;
+  if (counts.waiting === 0) {
+    if (counts.deadLetters === 0) return { code: 'idle', headline: 'Working: nothing waiting to be sent', detail: null, since: null, counts };
+    return { code: 'attention', headline: `Nothing to send${dead}`, detail: null, since: null, counts };
+  }
+  const inbox = counts.inbox === 0 ? '' : ` (${counts.inbox} in the inbox)`;
   return {
     code: 'working',
-    headline: `Working: ${waiting} item${waiting === 1 ? '' : 's'} to send, ${lastMinute} request${lastMinute === 1 ? '' : 's'} this minute`,
+    headline: `Working: ${plural(counts.waiting, 'item')} to send${inbox}, ${plural(counts.requests, 'request')} this minute${dead}`,
     detail: null,
     since: null,
-    counts: { waiting, requests: lastMinute },
+    counts,
   };
+}
+
+/** The headline's numbers, summed as the tiles and the backlog table sum them. */
+export function stateCounts(details: OverviewDetails): StateCounts {
+  const pending = details.backlog.reduce((sum, row) => sum + row.queued + row.active + row.delayed, 0);
+  const inbox = details.backlog.reduce((sum, row) => sum + (row.inbox ?? 0), 0);
+  return { waiting: pending + inbox, pending, inbox, requests: details.activity.requests.at(-1) ?? 0, deadLetters: details.deadLetters.total };
 }
 
 /** Dead letters of each kind the page reads (the newest): their codes make the chips. */
@@ -239,7 +280,12 @@ async function readDetails(sources: OverviewSources, now: number): Promise<Overv
       refused: series('refused'),
     },
     backlog,
-    refusals: { total: sum(Object.values(refusals.counts)), byCode: byCount(Object.entries(refusals.counts)), latest: refusals.latest },
+    refusals: {
+      total: sum(Object.values(refusals.counts)),
+      lineFiles: refusals.lineFiles,
+      byCode: byCount(Object.entries(refusals.counts)),
+      latest: refusals.latest,
+    },
     deadLetters: {
       // The total from the queues' counts; the codes from the latest DEAD_LETTERS_READ of each kind.
       total: sum(backlog.map((row) => row.deadLetters)),

@@ -8,6 +8,7 @@
  * times are written in UTC inside `<time datetime>` and the page's script shows them in the
  * browser's time zone, with the UTC time on hover. Reasons are rendered from their kept key.
  */
+import { describeAuthFailure } from '../i18n/auth-failure.js';
 import { describeFailure } from '../i18n/reason.js';
 import { kindName } from '../i18n/kind-name.js';
 import { marksToHtml, markTime } from './text-marks.js';
@@ -122,7 +123,9 @@ function renderState(o: Overview, t: Translate): string {
   const topology = o.details?.topology ?? null;
   // Under the spool line, in the same column: beside it, it took the headline's width.
   const redis = topology === null ? '' : `<br>Redis <b data-figure="redis-topology">${topologyLine(topology, t)}</b>`;
-  return `<div class="state state-${o.state.code}" data-state="${o.state.code}"><span class="dot"></span><div><div class="headline" data-figure="state">${escape(headlineOf(o, t))}${since}</div>${detail}</div></div><div class="spool">${spool}${redis}</div>`;
+  // Dead letters wait for a person whatever else happens: the dot is not green beside them.
+  const attention = (o.state.code === 'working' || o.state.code === 'idle') && (o.state.counts?.deadLetters ?? 0) > 0 ? ' state-attention' : '';
+  return `<div class="state state-${o.state.code}${attention}" data-state="${o.state.code}"><span class="dot"></span><div><div class="headline" data-figure="state">${escape(headlineOf(o, t))}${since}</div>${detail}</div></div><div class="spool">${spool}${redis}</div>`;
 }
 
 function spoolHolder(spoolId: string, holder: NonNullable<OverviewDetails['spoolHolder']>, t: Translate): string {
@@ -142,14 +145,16 @@ export function topologyLine(topology: Topology, t: Translate): string {
 
 /** The state's headline in the page's language, from its code (the JSON keeps the English one). */
 function headlineOf(o: Overview, t: Translate): string {
-  const counts = o.state.counts ?? { waiting: 0, requests: 0 };
+  const counts = o.state.counts ?? { waiting: 0, pending: 0, inbox: 0, requests: 0, deadLetters: 0 };
   switch (o.state.code) {
     case 'working':
-      return t('ui.state.working', counts);
+      return t('ui.state.workingCounts', { ...counts });
     case 'idle':
       return t('ui.state.idle');
+    case 'attention':
+      return t('ui.state.attention', { ...counts });
     case 'paused':
-      return t('ui.state.paused');
+      return t('ui.state.pausedAction');
     case 'disk-full':
       return t('ui.state.diskFull');
     case 'redis-full':
@@ -165,6 +170,7 @@ function headlineOf(o: Overview, t: Translate): string {
 
 function detailOf(o: Overview, t: Translate): string {
   const refusal = o.state.refusal;
+  if (o.state.code === 'paused' && o.state.authFailure !== undefined) return describeAuthFailure(t, o.state.authFailure);
   if (o.state.code === 'redis-full' && refusal !== undefined) return t('ui.state.redisFullDetail', { ...refusal, since: o.state.since ?? '' });
   if (o.state.code !== 'disk-full') return o.state.detail ?? '';
   return t(o.state.since === null ? 'ui.state.diskFullDetail' : 'ui.state.diskFullDetailSince', { since: o.state.since ?? '' });
@@ -198,7 +204,15 @@ function renderFigures(o: Overview, d: OverviewDetails, t: Translate): string {
       total(d.activity.rateLimited) > 0 ? 'warn' : '',
     ),
     tile('backlog', t('ui.tile.backlog'), String(backlog), t('ui.tile.backlogNote'), '#backlog'),
-    tile('refused-total', t('ui.tile.refused'), String(d.refusals.total), t('ui.tile.refusedNote'), '#refusals', d.refusals.total > 0 ? 'bad' : ''),
+    tile(
+      'refused-total',
+      t('ui.tile.refused'),
+      String(d.refusals.total),
+      // The list under it also shows events files archived with lines refused: the note counts them, so the tile agrees with the rows.
+      d.refusals.lineFiles === 0 ? t('ui.tile.refusedNote') : t('ui.tile.refusedNoteLines', { files: d.refusals.lineFiles }),
+      '#refusals',
+      d.refusals.total > 0 ? 'bad' : '',
+    ),
     tile(
       'dead-letters-total',
       t('ui.tile.deadLetters'),
@@ -225,7 +239,7 @@ function renderBacklog(rows: BacklogRow[], maxQueued: number, base: string, t: T
 <p class="hint">${t('ui.backlog.hint')}</p>`;
 }
 
-function renderRefusals(r: { total: number; byCode: CodeCount[]; latest: Refusal[] }, base: string, lang: Lang): string {
+function renderRefusals(r: { total: number; lineFiles: number; byCode: CodeCount[]; latest: Refusal[] }, base: string, lang: Lang): string {
   const t = translator(lang);
   const chips =
     r.byCode.length === 0
@@ -234,10 +248,16 @@ function renderRefusals(r: { total: number; byCode: CodeCount[]; latest: Refusal
   const rows = r.latest
     .map((x) => {
       const reason = describeFailure(lang, { code: x.code, message: x.reason, reason: x.reasonSource });
-      return `<tr><td class="when">${timeTag(x.at, shortTime(x.at))}</td><td class="file" title="failed/${escape(x.kind)}/${escape(x.file)}"><a href="${base}/history?q=${encodeURIComponent(x.file)}" data-link="journey">${escape(x.file)}</a></td><td><code>${escape(x.code)}</code></td><td class="reason"><div class="clamp" title="${escape(reason)}">${escape(reason)}</div></td></tr>`;
+      // A file archived with some lines refused is not a refused file: its row says so.
+      const isLines = typeof x.lines === 'number';
+      const what = isLines ? `<span class="tag" data-refusal="lines">${escape(t('ui.refusals.linesTag', { lines: x.lines ?? 0 }))}</span>` : '';
+      const where = isLines ? `failed/${escape(x.kind)}/${escape(x.file)}.error.json` : `failed/${escape(x.kind)}/${escape(x.file)}`;
+      return `<tr${isLines ? ' class="lines"' : ''}><td class="when">${timeTag(x.at, shortTime(x.at))}</td><td class="file" title="${where}"><a href="${base}/history?q=${encodeURIComponent(x.file)}" data-link="journey">${escape(x.file)}</a></td><td><code>${escape(x.code)}</code></td><td class="reason">${what}${escape(reason)}</td></tr>`;
     })
     .join('');
-  return `<h2 id="refusals">${t('ui.refusals.title')} <small>${escape(t('ui.refusals.note'))}</small></h2>
+  const counts =
+    r.lineFiles === 0 ? '' : ` <small data-figure="refusal-kinds">${escape(t('ui.refusals.kinds', { files: r.total, lineFiles: r.lineFiles }))}</small>`;
+  return `<h2 id="refusals">${t('ui.refusals.title')}${counts} <small>${escape(t('ui.refusals.note'))}</small></h2>
 <div class="chips">${chips}</div>
 <div class="scroll"><table class="list"><colgroup><col class="c-when"><col class="c-file"><col class="c-code"><col></colgroup><thead><tr><th>${t('ui.col.time')}</th><th>${t('ui.col.file')}</th><th>${t('ui.col.code')}</th><th>${t('ui.col.reason')}</th></tr></thead><tbody>${rows === '' ? `<tr><td colspan="4" class="empty">${t('ui.refusals.empty')}</td></tr>` : rows}</tbody></table></div>`;
 }
@@ -256,7 +276,7 @@ function renderDeadLetters(dl: { total: number; byCode: CodeCount[]; codesOf: nu
   const rows = dl.latest
     .map(
       (x) =>
-        `<tr data-dead-letter="${escape(x.id)}"><td class="when">${x.lastFailureAt === null ? '-' : timeTag(x.lastFailureAt, shortTime(x.lastFailureAt))}</td><td class="file"><a href="${base}/queues/queue/${encodeURIComponent(x.queue)}/${encodeURIComponent(x.id)}" title="${escape(x.id)}">${escape(x.fileName ?? x.deliveryId)}</a></td><td><code>${escape(x.code)}</code>${x.status === null ? '' : ` <small>HTTP ${x.status}</small>`}</td><td class="reason"><div class="clamp" title="${escape(deadReason(x, lang))}">${escape(deadReason(x, lang))}</div></td><td><button type="button" class="replay" data-replay-id="${escape(x.id)}">${t('ui.dead.replay')}</button> <a class="journey" href="${base}/history/${encodeURIComponent(x.deliveryId)}" data-link="journey" title="${escape(t('ui.dead.journeyHint'))}">${t('ui.dead.journey')}</a></td></tr>`,
+        `<tr data-dead-letter="${escape(x.id)}"><td class="when">${x.lastFailureAt === null ? '-' : timeTag(x.lastFailureAt, shortTime(x.lastFailureAt))}</td><td class="file"><a href="${base}/queues/queue/${encodeURIComponent(x.queue)}/${encodeURIComponent(x.id)}" title="${escape(x.id)}">${escape(x.fileName ?? x.deliveryId)}</a></td><td><code>${escape(x.code)}</code>${x.status === null ? '' : ` <small>HTTP ${x.status}</small>`}</td><td class="reason">${escape(deadReason(x, lang))}</td><td><button type="button" class="replay" data-replay-id="${escape(x.id)}">${t('ui.dead.replay')}</button> <a class="journey" href="${base}/history/${encodeURIComponent(x.deliveryId)}" data-link="journey" title="${escape(t('ui.dead.journeyHint'))}">${t('ui.dead.journey')}</a></td></tr>`,
     )
     .join('');
   return `<h2 id="dead-letters">${t('ui.dead.title')} <small>${t('ui.dead.note')}</small></h2>

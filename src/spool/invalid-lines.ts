@@ -23,6 +23,7 @@ export async function noteInvalidLines(deps: EnqueueDeps, fileName: string, reje
     code: rejects[0]!.code,
     reason: renderReason('en', reason),
     reasonSource: reason,
+    lines: rejects.length,
   });
   if (deps.historyTtlSec !== undefined) recordInvalidLines(chain, deps.keys, { at, file: fileName, count: rejects.length, valid, lines: [...rejects] }, atMs, deps.historyTtlSec);
   await chain.exec();

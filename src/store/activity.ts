@@ -61,6 +61,8 @@ export interface Refusal {
   reason: string;
   /** Its key and values, so the overview shows it in the reader's language. */
   reasonSource?: StoredReason | undefined;
+  /** Set on a file that was archived with this many lines refused (`addRefusalNote`), not refused itself. */
+  lines?: number;
 }
 
 /** Appends the refusal's counters (per minute and in all) and its place in the latest list to `chain`. */
@@ -79,9 +81,12 @@ export function addRefusal(chain: ChainableCommander, keys: Keys, refusal: Refus
  * the overview's latest refusals, without counting as a refused file (its lines are counted as
  * failed items where they are read).
  */
-export function addRefusalNote(chain: ChainableCommander, keys: Keys, refusal: Refusal): ChainableCommander {
+export function addRefusalNote(chain: ChainableCommander, keys: Keys, refusal: Refusal & { lines: number }): ChainableCommander {
   const kept: Refusal = { ...refusal, reason: refusal.reason.length > REASON_MAX_CHARS ? `${refusal.reason.slice(0, REASON_MAX_CHARS - 1)}…` : refusal.reason };
-  return chain.lpush(keys.refusalLatest, JSON.stringify(kept)).ltrim(keys.refusalLatest, 0, REFUSALS_KEPT - 1);
+  return chain
+    .incr(keys.refusalLineFiles)
+    .lpush(keys.refusalLatest, JSON.stringify(kept))
+    .ltrim(keys.refusalLatest, 0, REFUSALS_KEPT - 1);
 }
 
 export interface ActivityMinute {
@@ -111,10 +116,16 @@ export interface RefusalSummary {
   counts: Record<string, number>;
   /** Newest first. */
   latest: Refusal[];
+  /** Events files archived with some lines refused (shown in `latest` with `lines`, not counted in `counts`). */
+  lineFiles: number;
 }
 
 export async function readRefusals(redis: RedisConnection, keys: Keys): Promise<RefusalSummary> {
-  const [rawCounts, rawLatest] = await Promise.all([redis.hgetall(keys.refusalCounts), redis.lrange(keys.refusalLatest, 0, REFUSALS_KEPT - 1)]);
+  const [rawCounts, rawLatest, rawLineFiles] = await Promise.all([
+    redis.hgetall(keys.refusalCounts),
+    redis.lrange(keys.refusalLatest, 0, REFUSALS_KEPT - 1),
+    redis.get(keys.refusalLineFiles),
+  ]);
   const counts: Record<string, number> = {};
   for (const [code, value] of Object.entries(rawCounts)) counts[code] = Number(value);
   const latest: Refusal[] = [];
@@ -125,5 +136,5 @@ export async function readRefusals(redis: RedisConnection, keys: Keys): Promise<
       // An entry that is not JSON was not written by us: skip it rather than fail the page.
     }
   }
-  return { counts, latest };
+  return { counts, latest, lineFiles: Number(rawLineFiles ?? 0) };
 }

@@ -97,6 +97,8 @@ export interface Keys {
   /** Files refused locally: count by error code (hash) and the latest ones (list of JSON, newest first). */
   readonly refusalCounts: string;
   readonly refusalLatest: string;
+  /** Events files archived with some lines refused (a count): the latest list shows them beside refused files. */
+  readonly refusalLineFiles: string;
   /** Outcome messages on their way to the holder of one spool (a list; see `queue/outcome-list.ts`). */
   outcomes(spoolId: string): string;
   /** Who holds one spool (JSON {host, pid, since, …}), written by the spool's watcher. */
@@ -172,6 +174,7 @@ export function createKeys(prefix: string): Keys {
     activityStem: `${k('activity')}:`,
     refusalCounts: k('refusals', 'count'),
     refusalLatest: k('refusals', 'latest'),
+    refusalLineFiles: k('refusals', 'line-files'),
     outcomes: (spoolId) => k('outcomes', spoolId),
     spoolLease: (spoolId) => k('spool-lease', spoolId),
     spools: k('spools'),

@@ -1,7 +1,8 @@
 import { PDFDocument, ParseSpeeds } from 'pdf-lib';
 import { SyncError, type ErrorCode } from '../errors.js';
 import { reasonOf, refusal, type Reason } from '../i18n/reason.js';
-import { labelLookAlike, labelLookAlikeReason } from './look-alike.js';
+import { labelLookAlike, labelLookAlikeReason, mimeLabelReason } from './look-alike.js';
+import { readEncryption } from './pdf-encryption.js';
 import { accept, reject, type Verdict } from './verdict.js';
 
 /**
@@ -12,8 +13,9 @@ import { accept, reject, type Verdict } from './verdict.js';
  * form feed) is fine: browsers' print-to-PDF pads labels with thousands of NULs, and no reader
  * looks past %%EOF. The verdict carries the bytes to SEND, cut after %%EOF and at most one line
  * end, so the API gets a file ending in %%EOF; anything else after %%EOF is refused.
- * Decision: an encrypted PDF is refused, even one that opens without a password, because the
- * platform must print the label unattended.
+ * Decision: an encrypted PDF that needs a password to open is refused (the platform prints the label
+ * unattended); one that opens without a password (an empty user password) and permits printing is
+ * sent, with a warning: the API's contract asks only for %PDF … %%EOF (pdf-encryption.ts says why).
  */
 
 export interface LabelSummary {
@@ -49,7 +51,20 @@ export async function checkLabel(bytes: Uint8Array, options: { maxBytes: number 
   if (header === null) return reject(headerProblem(pdf, text));
   const end = trailerEnd(text);
   if (end instanceof SyncError) return reject(end);
-  if (hasEncryptInTrailer(text)) return encrypted();
+  const warnings: Reason[] = [];
+  let opensWithoutPassword = false;
+  if (hasEncryptInTrailer(text)) {
+    const encryption = readEncryption(text.slice(0, end));
+    if (encryption.opens === 'unknown') {
+      // An /Encrypt that names nothing readable: encrypted, and nothing more is known.
+      if (encryption.handler === 'unreadable') return encrypted();
+      return fail('LABEL_ENCRYPTED', reasonOf('reason.label.encryptedHandler', { handler: encryption.handler }));
+    }
+    if (encryption.opens === 'with-password') return fail('LABEL_ENCRYPTED', reasonOf('reason.label.encryptedPassword'));
+    if (!encryption.canPrint) return fail('LABEL_ENCRYPTED', reasonOf('reason.label.encryptedNoPrint'));
+    opensWithoutPassword = true;
+    warnings.push(reasonOf('warning.label.encryptedNoPassword'));
+  }
 
   let document: PDFDocument;
   try {
@@ -61,18 +76,18 @@ export async function checkLabel(bytes: Uint8Array, options: { maxBytes: number 
       parseSpeed: ParseSpeeds.Medium,
     });
   } catch (error) {
-    return fail('LABEL_UNREADABLE', reasonOf('reason.label.unreadableStructure', { detail: shorten(error) }));
+    return unreadable('reason.label.unreadableAt', error);
   }
-  if (document.isEncrypted) return encrypted();
+  if (document.isEncrypted && !opensWithoutPassword) return encrypted();
   let pageCount: number;
   try {
     pageCount = document.getPageCount();
   } catch (error) {
-    return fail('LABEL_UNREADABLE', reasonOf('reason.label.unreadablePages', { detail: shorten(error) }));
+    return unreadable('reason.label.unreadablePagesAt', error);
   }
   if (pageCount < 1) return fail('LABEL_UNREADABLE', reasonOf('reason.label.noPages'));
   const summary = { pdfVersion: header[1] ?? '', pageCount, byteLength: pdf.length, pdf: pdf.subarray(0, end), paddingBytes: pdf.length - end };
-  return accept(summary, startxrefWarnings(text.slice(0, end)));
+  return accept(summary, [...warnings, ...startxrefWarnings(text.slice(0, end))]);
 }
 
 /** The API takes the base64 with or without this prefix; a file saved with it is decoded first. */
@@ -94,7 +109,12 @@ function decodeDataUri(bytes: Uint8Array, maxBytes: number): Uint8Array | SyncEr
 
 function headerProblem(pdf: Uint8Array, text: string): SyncError {
   const at = text.indexOf('%PDF-');
-  if (at > 0) return refusal('LABEL_NOT_PDF', reasonOf('reason.label.bytesBeforeHeader', { bytes: at }));
+  if (at > 0) {
+    // A SOAP/MIME response saved whole: say so at once, not "bytes precede" and then "trailing data".
+    const mime = mimeLabelReason(text, at);
+    if (mime !== null) return refusal('LABEL_NOT_PDF', mime, { params: { lookAlike: 'mime-multipart' } });
+    return refusal('LABEL_NOT_PDF', reasonOf('reason.label.bytesBeforeHeader', { bytes: at }));
+  }
   if (at === 0) return refusal('LABEL_NOT_PDF', reasonOf('reason.label.headerNoVersion', { header: JSON.stringify(text.slice(0, 8)) }));
   const lookAlike = labelLookAlike(pdf);
   if (lookAlike !== null) return refusal('LABEL_NOT_PDF', labelLookAlikeReason(lookAlike), { params: { lookAlike } });
@@ -156,8 +176,14 @@ function fail(code: ErrorCode, reason: Reason): Verdict<LabelSummary> {
   return reject(refusal(code, reason));
 }
 
-function shorten(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  const line = message.split('\n')[0] ?? '';
-  return line.length > 160 ? `${line.slice(0, 160)}…` : line;
+/**
+ * The parser's words stay out of the reason (they are English, and pdf-lib's end in a parenthesis
+ * (`Trying to parse invalid object: {"line":15,"column":0,"offset":76})`) made `…76}))` in ours, issue 45): the reason names the byte offset where reading
+ * failed when the parser gave one; its message is kept in the refusal's params for the curious.
+ */
+function unreadable(key: 'reason.label.unreadableAt' | 'reason.label.unreadablePagesAt', error: unknown): Verdict<LabelSummary> {
+  const message = (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '';
+  const offset = /offset"?[=:]\s*(\d+)/.exec(message)?.[1];
+  const parserError = message.length > 160 ? `${message.slice(0, 160)}…` : message;
+  return reject(refusal('LABEL_UNREADABLE', reasonOf(key, { offset: offset ?? 'none' }), { params: { parserError } }));
 }

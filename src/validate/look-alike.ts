@@ -7,7 +7,7 @@
  */
 import { reasonOf, type Reason } from '../i18n/reason.js';
 
-export type LabelLookAlike = 'zpl' | 'epl' | 'png' | 'jpeg' | 'tiff' | 'gif' | 'office-zip' | 'zip' | 'office-ole2' | 'html';
+export type LabelLookAlike = 'zpl' | 'epl' | 'png' | 'jpeg' | 'tiff' | 'gif' | 'office-zip' | 'zip' | 'office-ole2' | 'html' | 'xml-base64-pdf';
 
 /** Magic numbers at byte 0. */
 const MAGIC: ReadonlyArray<[LabelLookAlike, number[]]> = [
@@ -39,6 +39,8 @@ export function labelLookAlike(bytes: Uint8Array): LabelLookAlike | null {
     .toString('latin1')
     .replace(/^\xEF\xBB\xBF/, '');
   const start = head.trimStart();
+  // A SOAP or other XML answer with the PDF inside as base64 (`JVBERi0` is base64 of `%PDF-`).
+  if (start.startsWith('<') && /JVBERi0/.test(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('latin1'))) return 'xml-base64-pdf';
   if (/^(<!doctype\s+html|<html[\s>]|<head[\s>]|<body[\s>])/i.test(start) || /<html[\s>]/i.test(head.slice(0, 1024))) return 'html';
   // ZPL: a label format opens with ^XA and holds fields (^FO origin, ^FD data) and closes with ^XZ.
   if (/\^XA/i.test(head) && /\^(XZ|FO|FD)/i.test(head)) return 'zpl';
@@ -52,6 +54,21 @@ function isEpl(text: string): boolean {
   const first = lines.find((line) => line !== '') ?? '';
   if (!/^(N|q\d+|Q\d+,\d+|I8,|O[A-Z]*|S\d|D\d{1,2}|ZT|ZB)$/.test(first)) return false;
   return lines.some((line) => /^[AB]\d+,\d+,\d/.test(line)) && lines.some((line) => /^P\d+(,\d+)?$/.test(line));
+}
+
+/** MIME headers, a multipart boundary line, or a SOAP envelope: what a web service's answer saved whole starts with. */
+const MIME_START = /^--[^\s]{4,}\r?$|^content-(type|id|transfer-encoding):|<(?:[\w-]+:)?envelope[\s>]/im;
+
+/**
+ * A MIME multipart message holding a PDF part (a SOAP response with its attachment, MTOM/XOP),
+ * saved as .pdf: bytes before %PDF- (at `pdfAt`) and after its %%EOF. The reason names it and where
+ * the PDF part is, so one round fixes it; null when the bytes before %PDF- do not look like MIME.
+ */
+export function mimeLabelReason(text: string, pdfAt: number): Reason | null {
+  if (!MIME_START.test(text.slice(0, pdfAt))) return null;
+  const eof = text.lastIndexOf('%%EOF');
+  if (eof < pdfAt) return reasonOf('reason.label.mimeNoEof', { start: pdfAt });
+  return reasonOf('reason.label.mime', { start: pdfAt, end: eof + 5, before: pdfAt, after: text.length - (eof + 5) });
 }
 
 /** The refusal's reason: one whole sentence a look-alike, in the catalogs (`reason.label.lookAlike.<kind>`). */

@@ -287,9 +287,13 @@ describe('/ui overview', () => {
     await authGate.trip({ at: '2026-01-02T03:04:05.000Z', endpoint: 'label', message: 'Invalid <key>' });
     try {
       const o = await overview();
-      expect(o.state).toMatchObject({ code: 'paused', since: '2026-01-02T03:04:05.000Z', detail: 'label: Invalid <key>' });
+      expect(o.state).toMatchObject({
+        code: 'paused',
+        since: '2026-01-02T03:04:05.000Z',
+        detail: 'the API answered HTTP 401 to a label sent: “Invalid <key>”',
+      });
       const paused = await (await fetch(`${server.url}/ui`, { headers: auth })).text();
-      expect(paused).toContain('label: Invalid &#60;key&#62;');
+      expect(paused).toContain('sent: “Invalid &#60;key&#62;”');
       expect(paused).not.toContain('Invalid <key>');
     } finally {
       await authGate.clear();

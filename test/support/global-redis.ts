@@ -1,6 +1,8 @@
 /**
- * Vitest global setup: every test talks to a real Redis. REDIS_URL wins when set; otherwise a
- * private redis-server is started on a free loopback port with nothing on disk, and stopped after.
+ * Vitest global setup: every test talks to a real Redis. CARRIER_SYNC_TEST_REDIS_URL wins when set;
+ * otherwise a private redis-server is started on a free loopback port with nothing on disk, and
+ * stopped after. REDIS_URL is never read here: an operator's shell with a production REDIS_URL
+ * exported must not aim the tests (which flush their prefixes) at it.
  */
 import { spawn } from 'node:child_process';
 import type { TestProject } from 'vitest/node';
@@ -13,7 +15,7 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const fromEnv = process.env['REDIS_URL'];
+  const fromEnv = process.env['CARRIER_SYNC_TEST_REDIS_URL'];
   if (fromEnv !== undefined && fromEnv !== '') {
     project.provide('redisUrl', fromEnv);
     return async () => {};

@@ -1,7 +1,9 @@
 /**
  * Every relative link of README.md and docs/*.md resolves: the file (or folder) exists and, for a
  * link to a heading (`page.md#anchor`, `#anchor`), the page has that heading under GitHub's anchor
- * rules. The README is the map to docs/; a moved section must not leave a dead link behind.
+ * rules. The README is the map to docs/; a moved section must not leave a dead link behind. A
+ * page named in code (`docs/deploy.md`) must exist too: the chart's README once sent readers to one
+ * that had been removed.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -14,6 +16,7 @@ const pages = [
   ...readdirSync(join(ROOT, 'docs'))
     .filter((name) => name.endsWith('.md'))
     .map((name) => `docs/${name}`),
+  'deploy/helm/carrier-sync/README.md',
 ];
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens, repeats numbered. */
@@ -64,6 +67,11 @@ it.each(pages)('every relative link of %s resolves, #anchors included', (page) =
     if (!anchorsOf(readFileSync(file, 'utf8')).has(decodeURIComponent(anchor))) broken.push(`${target}: no heading #${anchor} in ${fromRoot}`);
   }
   expect(broken, `${page}: broken links`).toEqual([]);
+});
+
+it.each(pages)('every docs/*.md that %s names in code exists', (page) => {
+  const named = [...readFileSync(join(ROOT, page), 'utf8').matchAll(/`(docs\/[\w.-]+\.md)`/g)].map((match) => match[1]!);
+  expect(named.filter((path) => !existsSync(join(ROOT, path)))).toEqual([]);
 });
 
 it("the anchor rule is GitHub's", () => {

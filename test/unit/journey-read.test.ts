@@ -33,6 +33,50 @@ describe('publicSteps', () => {
     expect(steps.every((s) => s.delivery_id === 'D1' && s.kind === 'label')).toBe(true);
   });
 
+  it('lists a CT-e queued before its attempt when the worker recorded the attempt first, or in the same millisecond (issue 45)', () => {
+    const h = SHA_A.slice(0, 8);
+    const written = [
+      line(0, { k: 'c', s: 'seen', f: 'D5.xml', h: SHA_A, z: 10, m: at, w: 'host-a/41' }),
+      // The worker (another thread) took the job between addBulk and the queued step's round trip.
+      line(3, { k: 'c', s: 'attempt', h, a: 'cccccc', n: 1, w: 'host-a/41' }),
+      line(4, { k: 'c', s: 'queued', h, g: '1.1' }),
+      line(40, { k: 'c', s: 'answer', a: 'cccccc', st: 200, ms: 30 }),
+      line(40, { k: 'c', s: 'accepted', h }),
+    ];
+    expect(publicSteps('D5', written).map((s) => s.step)).toEqual(['seen', 'claimed', 'valid', 'queued', 'attempt', 'accepted']);
+    // Same millisecond, the queued step appended after the attempt's.
+    const sameMs = [written[0]!, line(3, { k: 'c', s: 'attempt', h, a: 'cccccc', n: 1 }), line(3, { k: 'c', s: 'queued', h, g: '1.1' })];
+    expect(publicSteps('D5', sameMs).map((s) => s.step)).toEqual(['seen', 'claimed', 'valid', 'queued', 'attempt']);
+  });
+
+  it('keeps a later duplicate record of a sent instant after the sending, and a received event before its attempt', () => {
+    const i = eventRef('2026-11-25T08:00:00.000Z');
+    const steps = publicSteps('D6', [
+      line(0, { k: 'e', s: 'attempt', i, a: 'eeeeee', n: 1 }),
+      line(1, { k: 'e', s: 'received', e: '2026-11-25T05:00:00-03:00', i, src: 'POST /events' }),
+      line(20, { k: 'e', s: 'answer', a: 'eeeeee', st: 201, ms: 19 }),
+      line(20, { k: 'e', s: 'accepted', i }),
+      line(500, { k: 'e', s: 'received', e: '2026-11-25T08:00:00Z', i, src: 'enqueue' }),
+      line(500, { k: 'e', s: 'duplicate', e: '2026-11-25T08:00:00Z', i }),
+    ]);
+    expect(steps.map((s) => s.step)).toEqual(['received', 'attempt', 'accepted', 'received', 'duplicate']);
+  });
+
+  it('numbers 401 probes 1, 2, 3 (they spend no attempt), keeping the counted attempt beside', () => {
+    const h = SHA_B.slice(0, 8);
+    const probes = [1, 2, 3].flatMap((k) => [
+      line(k * 1000, { k: 'l', s: 'attempt', h, a: `p${k}p${k}p${k}`, n: 1 }),
+      line(k * 1000 + 5, { k: 'l', s: 'answer', a: `p${k}p${k}p${k}`, st: 401, c: 'API_UNAUTHORIZED', ms: 5 }),
+    ]);
+    const steps = publicSteps('D7', [line(0, { k: 'l', s: 'queued', f: 'D7.pdf', h, g: '1.1' }), ...probes]).filter((s) => s.step === 'attempt');
+    expect(steps.map((s) => [s.attempt, s.countedAttempt])).toEqual([
+      [1, undefined],
+      [2, 1],
+      [3, 1],
+    ]);
+    expect(describeStep(steps[2]!, 'pt-BR')).toMatch(/^tentativa 3\b/);
+  });
+
   it("tells a label's valid step that padding after %%EOF was not sent, and only then", () => {
     const steps = publicSteps('D9', [
       line(0, { k: 'l', s: 'seen', f: 'D9.pdf', h: SHA_A, z: 34_534, m: at, w: 'h/1', p: 20_480 }),

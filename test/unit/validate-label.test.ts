@@ -27,6 +27,27 @@ describe('checkLabel on fixtures', () => {
     { file: 'bad-header-no-version.pdf', code: 'LABEL_NOT_PDF', message: /%PDF-<digit>\.<digit>/ },
     { file: 'bad-not-pdf-png-signature.pdf', code: 'LABEL_NOT_PDF', message: /not a PDF/ },
     { file: 'bad-encrypted-trailer.pdf', code: 'LABEL_ENCRYPTED', message: /without a password/ },
+    // Issue 45: an empty user password opens without asking; printing permitted, it is sent (the API asks only %PDF … %%EOF).
+    { file: 'ok-encrypted-empty-password.pdf', code: null },
+    {
+      file: 'bad-encrypted-empty-password-no-print.pdf',
+      code: 'LABEL_ENCRYPTED',
+      message: /^the PDF is encrypted: it opens without a password, but its permissions forbid printing/,
+    },
+    // Issue 45: a SOAP/MIME answer saved whole is named as what it is, in one round, with where its PDF part is.
+    {
+      file: 'bad-soap-mime-multipart.pdf',
+      code: 'LABEL_NOT_PDF',
+      message:
+        /^the file is a MIME multipart message .* from %PDF- at offset 600 to the %%EOF that ends at offset 9\d\d \(600 bytes of headers before it, \d+ bytes after it\)$/,
+    },
+    { file: 'bad-soap-base64.pdf', code: 'LABEL_NOT_PDF', message: /^the file is an XML message .* with the PDF inside as base64 text/ },
+    // Issue 45: the parser's words (and its closing parenthesis) stay out of the reason.
+    {
+      file: 'bad-unclosed-dictionary.pdf',
+      code: 'LABEL_UNREADABLE',
+      message: /^the PDF structure cannot be read at byte \d+; re-export or re-save the label$/,
+    },
     { file: 'bad-no-pages.pdf', code: 'LABEL_UNREADABLE', message: /no pages/ },
     { file: 'bad-data-uri-not-base64.pdf', code: 'LABEL_NOT_PDF', message: /not valid base64/ },
   ];
@@ -149,6 +170,24 @@ describe('checkLabel on PDFs built in code', () => {
     const verdict = await checkLabel(bytesOf(broken), LIMIT);
     expect(!verdict.ok && verdict.error.code).toBe('LABEL_UNREADABLE');
     expect(!verdict.ok && verdict.error.message.length).toBeLessThan(300);
+  });
+
+  it('says what is true of encryption: no password to open it (sent, with a warning), a password needed, or printing forbidden', async () => {
+    const open = await checkLabel(fixture('ok-encrypted-empty-password.pdf'), LIMIT);
+    expect(open.ok && open.warnings.join()).toMatch(/no password needed to open it/);
+    const real = (name: string): Uint8Array => new Uint8Array(readFileSync(new URL(`../fixtures/real/pdf/${name}`, import.meta.url)));
+    const needsPassword = await checkLabel(real('encrypted-aes256-r6-pdf20-password.pdf'), LIMIT);
+    expect(!needsPassword.ok && needsPassword.error.message).toMatch(/^the PDF is encrypted with a password needed to open it/);
+    const noPrint = await checkLabel(fixture('bad-encrypted-empty-password-no-print.pdf'), LIMIT);
+    expect(!noPrint.ok && noPrint.error.message).not.toMatch(/without a password:/);
+  });
+
+  it('keeps parser text out of every label reason: no doubled parenthesis, no pdf-lib words', async () => {
+    const verdict = await checkLabel(fixture('bad-unclosed-dictionary.pdf'), LIMIT);
+    expect(verdict.ok).toBe(false);
+    if (verdict.ok) return;
+    expect(verdict.error.message).not.toMatch(/\)\)|Failed|line:|col:/);
+    expect(String(verdict.error.params?.['parserError'] ?? '')).not.toBe('');
   });
 
   it('warns, without refusing, when startxref points nowhere', async () => {

@@ -25,6 +25,12 @@ describe('a .pdf that is something else: LABEL_NOT_PDF naming it', () => {
     { what: 'a ZPL label opening with ~ commands', file: bytes('CT~~CD,~CC^~CT~\n^XA~TA000~JSN^LT0\n^FO20,20^FDX^FS^XZ'), lookAlike: 'zpl', reason: /ZPL/ },
     { what: 'an EPL label', file: bytes(EPL), lookAlike: 'epl', reason: /EPL thermal-printer label, not a PDF: export the label as PDF/ },
     {
+      what: 'a SOAP answer with the PDF inside as base64 (JVBERi0 is %PDF-)',
+      file: bytes('<?xml version="1.0"?><soap:Envelope><soap:Body><etiqueta>JVBERi0xLjcKJeLjz9MK</etiqueta></soap:Body></soap:Envelope>'),
+      lookAlike: 'xml-base64-pdf',
+      reason: /XML message .* PDF inside as base64 text, not the PDF itself: decode the base64/,
+    },
+    {
       what: 'a PNG',
       file: bytes([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'rest'),
       lookAlike: 'png',
@@ -95,4 +101,29 @@ describe('a CT-e inbox file that is another fiscal document: CTE_NOT_CTE naming 
       expect(verdict.error.params).toEqual({ lookAlike: row.lookAlike, root: row.root });
     });
   }
+});
+
+describe('a web service answer saved whole (issue 45): named in one round, not "bytes precede" then "trailing data"', () => {
+  const pdf = '%PDF-1.4\n1 0 obj\n<< /Type /Catalog >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF';
+  const boundary = '--uuid:0f3c2a1b-9d8e-4f7a-b6c5-d4e3f2a1b0c9';
+  const head = `${boundary}\r\nContent-Type: application/xop+xml; type="text/xml"\r\n\r\n<soap:Envelope><soap:Body/></soap:Envelope>\r\n${boundary}\r\nContent-Type: application/pdf\r\nContent-ID: <label>\r\n\r\n`;
+
+  it('a MIME multipart message holding a PDF part names it and where the PDF part lies', async () => {
+    const verdict = await checkLabel(bytes(head, pdf, `\r\n${boundary}--\r\n`), LIMIT);
+    expect(verdict.ok).toBe(false);
+    if (verdict.ok) return;
+    expect(verdict.error.params).toMatchObject({ lookAlike: 'mime-multipart' });
+    expect(verdict.error.message).toContain(`from %PDF- at offset ${head.length} to the %%EOF that ends at offset ${head.length + pdf.length}`);
+    expect(verdict.error.message).not.toMatch(/bytes precede/);
+  });
+
+  it('one whose PDF part has no %%EOF says the answer was cut short', async () => {
+    const verdict = await checkLabel(bytes(head, pdf.replace('%%EOF', '')), LIMIT);
+    expect(!verdict.ok && verdict.error.message).toMatch(/has no %%EOF: the answer was cut short/);
+  });
+
+  it('plain bytes before %PDF- (no MIME headers) keep their own reason', async () => {
+    const verdict = await checkLabel(bytes('garbage line\n', pdf), LIMIT);
+    expect(!verdict.ok && verdict.error.message).toMatch(/^13 bytes precede the %PDF- header/);
+  });
 });

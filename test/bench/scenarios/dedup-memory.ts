@@ -153,7 +153,7 @@ export const dedupMemoryScenario: Scenario = {
   name: 'dedup-memory',
   async run(env) {
     const counts = env.isQuick ? [100_000] : [100_000, 1_000_000];
-    const ownRedis: BenchRedis | null = process.env['REDIS_URL'] ? null : await startPrivateRedis(4096);
+    const ownRedis: BenchRedis | null = process.env['CARRIER_SYNC_TEST_REDIS_URL'] ? null : await startPrivateRedis(4096);
     const redisUrl = ownRedis?.url ?? env.redisUrl;
     const facts = await redisFacts(redisUrl);
     const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
@@ -174,7 +174,7 @@ export const dedupMemoryScenario: Scenario = {
     return {
       figures: compact.flatMap((m) => figuresOf(m, earlierOf(m))),
       notes: [
-        `redis ${facts.version} (${ownRedis === null ? 'REDIS_URL' : 'private'}); ${EVENTS_PER_DELIVERY} events a delivery, UUID delivery ids, claimed ${CHUNK} at a time`,
+        `redis ${facts.version} (${ownRedis === null ? 'CARRIER_SYNC_TEST_REDIS_URL' : 'private'}); ${EVENTS_PER_DELIVERY} events a delivery, UUID delivery ids, claimed ${CHUNK} at a time`,
         ...measures.map(
           (m) =>
             `${m.layout} ${m.events}: kept ${m.keptBytesPerEvent} B/event, gross ${m.grossBytesPerEvent} B/event, ${m.keys} keys, ${m.claimsPerSec} claims/s, Redis CPU ${m.claimRedisCpuUs} µs a new claim, ${m.lookupRedisCpuUs} µs a found one`,

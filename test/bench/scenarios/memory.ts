@@ -69,7 +69,7 @@ export const memoryScenario: Scenario = {
     const total = env.isQuick ? 10_000 : 100_000;
     const soakMs = process.env['BENCH_MEMORY_SOAK_SEC'] ? Number(process.env['BENCH_MEMORY_SOAK_SEC']) * 1000 : env.isQuick ? 30_000 : 600_000;
     const tricklePerSec = 10;
-    const ownRedis: BenchRedis | null = process.env['REDIS_URL'] ? null : await startPrivateRedis(MAXMEMORY_MB);
+    const ownRedis: BenchRedis | null = process.env['CARRIER_SYNC_TEST_REDIS_URL'] ? null : await startPrivateRedis(MAXMEMORY_MB);
     const redisUrl = ownRedis?.url ?? env.redisUrl;
     const facts = await redisFacts(redisUrl);
     // A slow API (40–60 ms a request): sending falls behind the claims, so the backlog reaches

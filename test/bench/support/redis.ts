@@ -14,14 +14,14 @@ import { Redis } from 'ioredis';
 
 export interface BenchRedis {
   url: string;
-  /** 'private' when this run started it, 'REDIS_URL' when it was given. */
-  origin: 'private' | 'REDIS_URL';
+  /** 'private' when this run started it, 'CARRIER_SYNC_TEST_REDIS_URL' when it was given (REDIS_URL is never read: it may be production's). */
+  origin: 'private' | 'CARRIER_SYNC_TEST_REDIS_URL';
   stop(): Promise<void>;
 }
 
 export async function openBenchRedis(options: { maxmemoryMb?: number } = {}): Promise<BenchRedis> {
-  const fromEnv = process.env['REDIS_URL'];
-  if (fromEnv !== undefined && fromEnv !== '') return { url: fromEnv, origin: 'REDIS_URL', stop: async () => {} };
+  const fromEnv = process.env['CARRIER_SYNC_TEST_REDIS_URL'];
+  if (fromEnv !== undefined && fromEnv !== '') return { url: fromEnv, origin: 'CARRIER_SYNC_TEST_REDIS_URL', stop: async () => {} };
   return startPrivateRedis(options.maxmemoryMb ?? 1024);
 }
 

@@ -54,6 +54,7 @@ export const ENV_VARIABLES: ReadonlyArray<readonly [string, readonly string[], P
   ['CARRIER_SYNC_SPOOL_ID', ['spool', 'id'], asNullableString],
   ['CARRIER_SYNC_SPOOL_LEASE_MS', ['spool', 'leaseMs'], asInt],
   ['CARRIER_SYNC_SPOOL_HOLDER_FILE_MS', ['spool', 'holderFileMs'], asInt],
+  ['CARRIER_SYNC_EVENTS_TIME_ZONE', ['spool', 'eventsTimeZone'], asNullableString],
   ['CARRIER_SYNC_WRITE_STABLE_MS', ['spool', 'writeStableMs'], asInt],
   ['CARRIER_SYNC_USE_POLLING', ['spool', 'usePolling'], asBool],
   ['CARRIER_SYNC_HTTP_PORT', ['http', 'port'], asInt],

@@ -5,6 +5,8 @@ const ms = z.number().int().nonnegative();
 const positiveInt = z.number().int().positive();
 /** What one file's check may spend on its thread (validate/pool/). */
 const checkBudget = z.object({ cpuMs: positiveInt, memoryMb: z.number().int().min(16) }).strict();
+/** An IANA zone Intl knows (`America/Sao_Paulo`); a typo (`America/Sao Paulo`) is refused here, not per line. */
+const timeZone = z.string().refine(isTimeZone, 'must be an IANA time zone, e.g. America/Sao_Paulo (see the tz database list)');
 const schedule = z.object({ pattern: z.string().min(1).nullable(), tz: z.string().min(1) }).strict();
 
 const notifySchema = z
@@ -88,6 +90,8 @@ export const configSchema = z
         maxCteBytes: positiveInt,
         maxEventsFileBytes: positiveInt,
         maxEventLineBytes: positiveInt,
+        /** The warehouse's zone for events-file timestamps written without an offset; null: refused. */
+        eventsTimeZone: timeZone.nullable(),
       })
       .strict(),
     checks: z
@@ -228,6 +232,15 @@ export const configSchema = z
       });
     }
   });
+
+function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export type Config = z.infer<typeof configSchema>;
 export type ApiConfig = Config['api'];

@@ -99,7 +99,8 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'reason.cte.destNone': 'falta infCte/dest/CNPJ (ou dest/CPF); a API exige o CNPJ ou CPF do destinatário',
   'reason.event.notIso':
     'event_at {value} não é uma data e hora ISO 8601; escreva AAAA-MM-DDTHH:MM:SS(.fração)(Z|±hh:mm), por exemplo 2026-03-01T09:30:00-03:00',
-  'reason.event.noOffset': 'event_at {value} não tem fuso horário (UTC); acrescente Z ou ±hh:mm (nunca adivinhamos o fuso)',
+  'reason.event.noOffset':
+    'event_at {value} não tem fuso horário (UTC); acrescente Z ou ±hh:mm, ou defina CARRIER_SYNC_EVENTS_TIME_ZONE (por exemplo America/Sao_Paulo) com o fuso em que essas horas são escritas (nunca adivinhamos o fuso)',
   'reason.event.month': 'event_at {value} tem mês {month}; use 01–12',
   'reason.event.day': 'event_at {value} tem dia {day}, que o mês {month} de {year} não tem',
   'reason.event.hour': 'event_at {value} tem hora {hour}; use 00–23',
@@ -443,4 +444,6 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
     'O Redis recusa gravações ({code}) desde {since}: {message}; os arquivos aguardam na pasta de entrada, as respostas ficam guardadas até ele voltar a aceitá-las',
   'ui.step.resent': 'reenviado',
   'history.resent': 'resposta desconhecida: o processo responsável morreu; enviado de novo',
+  // Eventos como os armazéns os escrevem; configurações digitadas errado (ramo i45-settings, issue 45).
+  'reason.event.skippedTime': 'event_at {value} nunca existiu em {zone}: os relógios pularam essa hora (horário de verão); escreva a hora com o fuso (UTC)',
 };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LANGS } from '../i18n/langs.js';
+import { LANGS, langOf } from '../i18n/langs.js';
 
 const ms = z.number().int().nonnegative();
 const positiveInt = z.number().int().positive();
@@ -144,7 +144,8 @@ export const configSchema = z
       .strict(),
     shutdown: z.object({ graceMs: ms }).strict(),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) }).strict(),
-    lang: z.enum(LANGS),
+    /** `pt_BR`, `pt-br`, `pt_BR.UTF-8` are pt-BR (i18n/langs.ts `langOf`); the config holds the canonical tag. */
+    lang: z.preprocess((value) => (typeof value === 'string' ? (langOf(value) ?? value) : value), z.enum(LANGS)),
     webhook: z
       .object({
         id: z.string().min(1),

@@ -448,6 +448,13 @@ export const EN = {
   'history.resent': 'answer unknown: owner process died; sent again',
   // Events as warehouses write them; settings a person mistypes (branch i45-settings, issue 45).
   'reason.event.skippedTime': 'event_at {value} never happened in {zone}: the clocks skipped that hour (daylight saving); write the time with its UTC offset',
+  'cli.config.line': '{setting} = {value}  (from {source})',
+  'cli.config.source.default': 'the default, {from}',
+  'cli.config.source.file': 'the file {from}',
+  'cli.config.source.variable': 'the variable {from}',
+  'cli.config.unknown': 'unknown variable {variable}, ignored: no setting has this name; did you mean {closest}?',
+  'cli.config.valid':
+    'configuration valid: {count, plural, one {# setting} other {# settings}}, {variables, plural, =0 {none} one {# of them} other {# of them}} from variables',
 } as const;
 
 export type MessageKey = keyof typeof EN;

@@ -449,7 +449,7 @@ export const EN = {
   // Events as warehouses write them; settings a person mistypes (branch i45-settings, issue 45).
   'reason.event.skippedTime': 'event_at {value} never happened in {zone}: the clocks skipped that hour (daylight saving); write the time with its UTC offset',
   'cli.config.line': '{setting} = {value}  (from {source})',
-  'cli.config.source.default': 'the default, {from}',
+  'cli.config.source.default': 'the default',
   'cli.config.source.file': 'the file {from}',
   'cli.config.source.variable': 'the variable {from}',
   'cli.config.unknown': 'unknown variable {variable}, ignored: no setting has this name; did you mean {closest}?',

@@ -447,7 +447,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   // Eventos como os armazéns os escrevem; configurações digitadas errado (ramo i45-settings, issue 45).
   'reason.event.skippedTime': 'event_at {value} nunca existiu em {zone}: os relógios pularam essa hora (horário de verão); escreva a hora com o fuso (UTC)',
   'cli.config.line': '{setting} = {value}  (vindo {source})',
-  'cli.config.source.default': 'do padrão, {from}',
+  'cli.config.source.default': 'do padrão',
   'cli.config.source.file': 'do arquivo {from}',
   'cli.config.source.variable': 'da variável {from}',
   'cli.config.unknown': 'variável desconhecida {variable}, ignorada: nenhuma configuração tem esse nome; você quis dizer {closest}?',

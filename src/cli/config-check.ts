@@ -6,7 +6,7 @@
  * variables are only named), 2 when they are not.
  */
 import { isSyncError } from '../errors.js';
-import { loadConfigWithSources, SECRET_VARIABLES, type SettingSource } from '../config/load.js';
+import { loadConfigWithSources, localeLang, SECRET_VARIABLES, type SettingSource } from '../config/load.js';
 import { unknownVariables, type UnknownVariable } from '../config/unknown-variables.js';
 import { langOf, type Lang } from '../i18n/langs.js';
 import { translator, type Translate } from '../i18n/translate.js';
@@ -59,10 +59,7 @@ function unknownLines(unknown: readonly UnknownVariable[], t: Translate): string
 
 /** The language when the settings could not be read: CARRIER_SYNC_LANG, else a pt_BR locale, else English. */
 function guessedLang(): Lang {
-  const chosen = langOf(process.env['CARRIER_SYNC_LANG'] ?? '');
-  if (chosen !== null) return chosen;
-  const locale = [process.env['LC_ALL'], process.env['LC_MESSAGES'], process.env['LANG']].find((value) => (value ?? '') !== '');
-  return /^pt[_-]br\b/i.test(locale ?? '') ? 'pt-BR' : 'en';
+  return langOf(process.env['CARRIER_SYNC_LANG'] ?? '') ?? (localeLang(process.env) === null ? 'en' : 'pt-BR');
 }
 
 function shown(row: SettingRow): string {

@@ -167,7 +167,7 @@ export function loadConfigWithSources(options: LoadOptions): LoadedConfig {
  * CARRIER_SYNC_LANG nor a --config file chose a language: LC_ALL, then LC_MESSAGES, then LANG, the
  * first one set deciding (as POSIX reads them), or null.
  */
-function localeLang(env: Env): string | null {
+export function localeLang(env: Env): string | null {
   const variable = ['LC_ALL', 'LC_MESSAGES', 'LANG'].find((name) => (env[name] ?? '') !== '');
   if (variable === undefined) return null;
   return /^pt[_-]br\b/i.test(env[variable] ?? '') ? variable : null;

@@ -2,6 +2,7 @@
 import type { CommanderError } from 'commander';
 import { Command } from 'commander';
 import { registerBackfill } from './backfill.js';
+import { registerConfig } from './config.js';
 import { registerDlq } from './dlq.js';
 import { registerEnqueue } from './enqueue.js';
 import { registerNotify } from './notify.js';
@@ -36,6 +37,7 @@ export function buildProgram(): Command {
     registerResume,
     registerNotify,
     registerHistory,
+    registerConfig,
   ]) {
     register(program);
   }

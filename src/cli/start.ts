@@ -29,6 +29,11 @@ export function registerStart(program: Command): void {
       const logger = createLogger({ level: config.log.level, isPretty: process.stderr.isTTY === true });
       // Libraries' console lines and Node's warnings become log lines too (runtime/console-to-log.ts).
       const restoreConsole = routeConsoleToLog(logger);
+      // A mistyped variable is ignored by the settings; one line each says so, with the closest real one.
+      const { unknownVariables } = await import('../config/unknown-variables.js');
+      for (const { variable, closest } of unknownVariables(process.env)) {
+        logger.warn({ variable, closest }, `unknown variable ${variable} ignored: no setting has this name; did you mean ${closest}?`);
+      }
       const daemon = startDaemon(config, roles as Role[], logger);
       const stopped = obeySignals(daemon, logger);
       // Whichever comes first: the start's end (the daemon then runs until a signal) or a signal

@@ -49,7 +49,7 @@ function failed(lang: Lang, error: { code: string; message: string; reason?: unk
   return { ok: false, code: error.code, message: error.message, reason: describeFailure(lang, error), notes: [] };
 }
 
-type Limits = { maxLabelBytes: number; maxCteBytes: number; maxEventLineBytes: number };
+type Limits = { maxLabelBytes: number; maxCteBytes: number; maxEventLineBytes: number; eventsTimeZone: string | null };
 
 async function verdictOf(file: string, spool: Limits, checks: CheckPool, lang: Lang): Promise<FileVerdict> {
   const t = translator(lang);
@@ -84,7 +84,7 @@ async function verdictOf(file: string, spool: Limits, checks: CheckPool, lang: L
   }
   const format = eventsFormatOf(name);
   if (format !== null) {
-    const v = await checks.events(bytes, format, { maxLineBytes: spool.maxEventLineBytes });
+    const v = await checks.events(bytes, format, { maxLineBytes: spool.maxEventLineBytes, timeZone: spool.eventsTimeZone });
     if (!v.ok) return failed(lang, v.error);
     const result = v.value;
     const notes = [

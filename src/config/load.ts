@@ -54,6 +54,7 @@ export const ENV_VARIABLES: ReadonlyArray<readonly [string, readonly string[], P
   ['CARRIER_SYNC_SPOOL_ID', ['spool', 'id'], asNullableString],
   ['CARRIER_SYNC_SPOOL_LEASE_MS', ['spool', 'leaseMs'], asInt],
   ['CARRIER_SYNC_SPOOL_HOLDER_FILE_MS', ['spool', 'holderFileMs'], asInt],
+  ['CARRIER_SYNC_EVENTS_TIME_ZONE', ['spool', 'eventsTimeZone'], asNullableString],
   ['CARRIER_SYNC_WRITE_STABLE_MS', ['spool', 'writeStableMs'], asInt],
   ['CARRIER_SYNC_USE_POLLING', ['spool', 'usePolling'], asBool],
   ['CARRIER_SYNC_HTTP_PORT', ['http', 'port'], asInt],
@@ -108,30 +109,88 @@ export interface LoadOptions {
   defaultPath?: string;
 }
 
+/** Where a setting's value came from: the defaults file, the --config file, or a variable (`<VAR>_FILE` for a secret read from a file). */
+export type SettingSource = { kind: 'default'; file: string } | { kind: 'file'; file: string } | { kind: 'variable'; variable: string };
+
+export interface LoadedConfig {
+  config: Readonly<Config>;
+  /** Dotted setting path (a leaf of the schema: `spool.dir`, `redis.sentinels`) → where its value came from. */
+  sources: ReadonlyMap<string, SettingSource>;
+}
+
 /**
  * default.yaml → --config file → environment → secrets; validated as a whole.
- * Throws one SyncError(CONFIG_INVALID) whose message lists every problem on one line.
+ * Throws one SyncError(CONFIG_INVALID) whose message lists every problem on one line, each naming
+ * where the wrong value came from: the variable, or the file.
  */
 export function loadConfig(options: LoadOptions): Readonly<Config> {
+  return loadConfigWithSources(options).config;
+}
+
+export function loadConfigWithSources(options: LoadOptions): LoadedConfig {
   const readFile = options.readFile ?? ((path: string) => readFileSync(path, 'utf8'));
-  const merged = readYaml(readFile, options.defaultPath ?? DEFAULT_CONFIG_PATH);
+  const defaultPath = options.defaultPath ?? DEFAULT_CONFIG_PATH;
+  const merged = readYaml(readFile, defaultPath);
+  const sources = new Map<string, SettingSource>();
+  noteLeaves(merged, [], { kind: 'default', file: defaultPath }, sources);
   if (options.configPath !== undefined) {
     const override = readYaml(readFile, options.configPath);
     rejectSecretsInFile(override, options.configPath);
     deepMerge(merged, override);
+    noteLeaves(override, [], { kind: 'file', file: options.configPath }, sources);
   }
   for (const [name, path, parse] of ENV_VARIABLES) {
     const raw = options.env[name];
-    if (raw !== undefined) setPath(merged, path, parse(raw));
+    if (raw === undefined) continue;
+    setPath(merged, path, parse(raw));
+    sources.set(path.join('.'), { kind: 'variable', variable: name });
   }
-  for (const [name, path] of SECRET_VARIABLES) setPath(merged, path, readSecret(options.env, name, readFile));
+  const locale = localeLang(options.env);
+  if (locale !== null && sources.get('lang')?.kind === 'default') {
+    merged['lang'] = 'pt-BR';
+    sources.set('lang', { kind: 'variable', variable: locale });
+  }
+  for (const [name, path] of SECRET_VARIABLES) {
+    const secret = readSecret(options.env, name, readFile);
+    setPath(merged, path, secret?.value ?? null);
+    sources.set(path.join('.'), secret === null ? { kind: 'default', file: defaultPath } : { kind: 'variable', variable: secret.variable });
+  }
 
   const result = configSchema.safeParse(merged);
   if (!result.success) {
-    const problems = result.error.issues.map((issue) => `${describePath(issue.path)}: ${issue.message}`);
+    const problems = result.error.issues.map((issue) => `${describePath(issuePath(issue), sources)}: ${issue.message}`);
     throw new SyncError('CONFIG_INVALID', `invalid configuration: ${problems.join('; ')}`);
   }
-  return deepFreeze(result.data);
+  return { config: deepFreeze(result.data), sources };
+}
+
+/**
+ * The locale variable that asks for Portuguese (pt_BR.UTF-8, pt-BR…) when neither
+ * CARRIER_SYNC_LANG nor a --config file chose a language: LC_ALL, then LC_MESSAGES, then LANG, the
+ * first one set deciding (as POSIX reads them), or null.
+ */
+export function localeLang(env: Env): string | null {
+  const variable = ['LC_ALL', 'LC_MESSAGES', 'LANG'].find((name) => (env[name] ?? '') !== '');
+  if (variable === undefined) return null;
+  return /^pt[_-]br\b/i.test(env[variable] ?? '') ? variable : null;
+}
+
+/** An unrecognized key is blamed on itself (where it was written), not on the object holding it. */
+function issuePath(issue: { path: ReadonlyArray<PropertyKey>; code: string; keys?: readonly string[] }): ReadonlyArray<PropertyKey> {
+  return issue.code === 'unrecognized_keys' && issue.keys?.[0] !== undefined ? [...issue.path, issue.keys[0]] : issue.path;
+}
+
+function noteLeaves(value: unknown, path: string[], source: SettingSource, sources: Map<string, SettingSource>): void {
+  if (isPlainObject(value) && Object.keys(value).length > 0) {
+    for (const [key, child] of Object.entries(value)) noteLeaves(child, [...path, key], source, sources);
+    return;
+  }
+  if (path.length > 0) {
+    const dotted = path.join('.');
+    // A key that now holds a scalar replaces whatever was under it.
+    for (const key of [...sources.keys()]) if (key.startsWith(`${dotted}.`)) sources.delete(key);
+    sources.set(dotted, source);
+  }
 }
 
 function readYaml(readFile: (path: string) => string, path: string): Record<string, unknown> {
@@ -162,20 +221,29 @@ function rejectSecretsInFile(override: Record<string, unknown>, path: string): v
   }
 }
 
-function readSecret(env: Env, name: string, readFile: (path: string) => string): string | null {
+function readSecret(env: Env, name: string, readFile: (path: string) => string): { value: string; variable: string } | null {
   const direct = env[name];
-  if (direct !== undefined && direct !== '') return direct;
+  if (direct !== undefined && direct !== '') return { value: direct, variable: name };
   const file = env[`${name}_FILE`];
   if (file === undefined || file === '') return null;
   try {
-    return readFile(file).trim() || null;
+    const value = readFile(file).trim();
+    return value === '' ? null : { value, variable: `${name}_FILE` };
   } catch {
     throw new SyncError('CONFIG_INVALID', `${name}_FILE: cannot read ${file}`);
   }
 }
 
-function describePath(path: ReadonlyArray<PropertyKey>): string {
+/**
+ * A setting named with where its value came from: `[CARRIER_SYNC_LANG]` when a variable set it,
+ * `[file /etc/cs.yaml]` when the --config file did; a default names the variable that would set it.
+ */
+function describePath(path: ReadonlyArray<PropertyKey>, sources: ReadonlyMap<string, SettingSource>): string {
   const dotted = path.map(String).join('.');
+  let source: SettingSource | undefined;
+  for (let length = path.length; length > 0 && source === undefined; length -= 1) source = sources.get(path.slice(0, length).map(String).join('.'));
+  if (source?.kind === 'variable') return `${dotted} [${source.variable}]`;
+  if (source?.kind === 'file') return `${dotted} [file ${source.file}]`;
   const env = ENV_VARIABLES.find(([, p]) => p.join('.') === dotted)?.[0];
   return env === undefined ? dotted || '(root)' : `${dotted} [${env}]`;
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LANGS } from '../i18n/langs.js';
+import { LANGS, langOf } from '../i18n/langs.js';
 
 const ms = z.number().int().nonnegative();
 
@@ -9,6 +9,8 @@ export type Failpoint = (typeof FAILPOINTS)[number];
 const positiveInt = z.number().int().positive();
 /** What one file's check may spend on its thread (validate/pool/). */
 const checkBudget = z.object({ cpuMs: positiveInt, memoryMb: z.number().int().min(16) }).strict();
+/** An IANA zone Intl knows (`America/Sao_Paulo`); a typo (`America/Sao Paulo`) is refused here, not per line. */
+const timeZone = z.string().refine(isTimeZone, 'must be an IANA time zone, e.g. America/Sao_Paulo (see the tz database list)');
 const schedule = z.object({ pattern: z.string().min(1).nullable(), tz: z.string().min(1) }).strict();
 
 const notifySchema = z
@@ -92,6 +94,8 @@ export const configSchema = z
         maxCteBytes: positiveInt,
         maxEventsFileBytes: positiveInt,
         maxEventLineBytes: positiveInt,
+        /** The warehouse's zone for events-file timestamps written without an offset; null: refused. */
+        eventsTimeZone: timeZone.nullable(),
       })
       .strict(),
     checks: z
@@ -146,7 +150,8 @@ export const configSchema = z
     /** The progress watchdog (runtime/watchdog.ts): its bound, and the faults a test injects. */
     watchdog: z.object({ stallMs: z.number().int().min(2000), failpoints: z.array(z.enum(FAILPOINTS)) }).strict(),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) }).strict(),
-    lang: z.enum(LANGS),
+    /** `pt_BR`, `pt-br`, `pt_BR.UTF-8` are pt-BR (i18n/langs.ts `langOf`); the config holds the canonical tag. */
+    lang: z.preprocess((value) => (typeof value === 'string' ? (langOf(value) ?? value) : value), z.enum(LANGS)),
     webhook: z
       .object({
         id: z.string().min(1),
@@ -234,6 +239,15 @@ export const configSchema = z
       });
     }
   });
+
+function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export type Config = z.infer<typeof configSchema>;
 export type ApiConfig = Config['api'];

@@ -99,7 +99,8 @@ export const EN = {
   'reason.cte.destNone': 'infCte/dest/CNPJ (or dest/CPF) is missing; the API requires the recipient tax id',
   // Collecting events.
   'reason.event.notIso': 'event_at {value} is not an ISO 8601 date-time; write it as YYYY-MM-DDTHH:MM:SS(.fraction)(Z|±hh:mm), e.g. 2026-03-01T09:30:00-03:00',
-  'reason.event.noOffset': 'event_at {value} has no UTC offset; add Z or ±hh:mm (we never guess a timezone)',
+  'reason.event.noOffset':
+    'event_at {value} has no UTC offset; add Z or ±hh:mm, or set CARRIER_SYNC_EVENTS_TIME_ZONE (e.g. America/Sao_Paulo) to the zone such times are written in (we never guess a timezone)',
   'reason.event.month': 'event_at {value} has month {month}; use 01–12',
   'reason.event.day': 'event_at {value} has day {day}, which month {month} of {year} does not have',
   'reason.event.hour': 'event_at {value} has hour {hour}; use 00–23',
@@ -500,6 +501,15 @@ export const EN = {
     'the file is an XML message (e.g. a SOAP answer) with the PDF inside as base64 text, not the PDF itself: decode the base64 content of the element that holds it and save the result as the .pdf',
   'reason.label.encryptedPassword':
     'the PDF is encrypted with a password needed to open it; the platform prints labels unattended and cannot type one: export the label without a password or security settings',
+  // Events as warehouses write them; settings a person mistypes (branch i45-settings, issue 45).
+  'reason.event.skippedTime': 'event_at {value} never happened in {zone}: the clocks skipped that hour (daylight saving); write the time with its UTC offset',
+  'cli.config.line': '{setting} = {value}  (from {source})',
+  'cli.config.source.default': 'the default',
+  'cli.config.source.file': 'the file {from}',
+  'cli.config.source.variable': 'the variable {from}',
+  'cli.config.unknown': 'unknown variable {variable}, ignored: no setting has this name; did you mean {closest}?',
+  'cli.config.valid':
+    'configuration valid: {count, plural, one {# setting} other {# settings}}, {variables, plural, =0 {none} one {# of them} other {# of them}} from variables',
 } as const;
 
 export type MessageKey = keyof typeof EN;

@@ -99,7 +99,8 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'reason.cte.destNone': 'falta infCte/dest/CNPJ (ou dest/CPF); a API exige o CNPJ ou CPF do destinatário',
   'reason.event.notIso':
     'event_at {value} não é uma data e hora ISO 8601; escreva AAAA-MM-DDTHH:MM:SS(.fração)(Z|±hh:mm), por exemplo 2026-03-01T09:30:00-03:00',
-  'reason.event.noOffset': 'event_at {value} não tem fuso horário (UTC); acrescente Z ou ±hh:mm (nunca adivinhamos o fuso)',
+  'reason.event.noOffset':
+    'event_at {value} não tem fuso horário (UTC); acrescente Z ou ±hh:mm, ou defina CARRIER_SYNC_EVENTS_TIME_ZONE (por exemplo America/Sao_Paulo) com o fuso em que essas horas são escritas (nunca adivinhamos o fuso)',
   'reason.event.month': 'event_at {value} tem mês {month}; use 01–12',
   'reason.event.day': 'event_at {value} tem dia {day}, que o mês {month} de {year} não tem',
   'reason.event.hour': 'event_at {value} tem hora {hour}; use 00–23',
@@ -503,4 +504,13 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
     'o arquivo é uma mensagem XML (por exemplo uma resposta SOAP) com o PDF dentro, como texto base64, e não o próprio PDF: decodifique o conteúdo base64 do elemento que o contém e salve o resultado como o .pdf',
   'reason.label.encryptedPassword':
     'o PDF está criptografado com uma senha para abrir; a plataforma imprime as etiquetas sem ninguém para digitá-la: exporte a etiqueta sem senha nem configurações de segurança',
+  // Eventos como os armazéns os escrevem; configurações digitadas errado (ramo i45-settings, issue 45).
+  'reason.event.skippedTime': 'event_at {value} nunca existiu em {zone}: os relógios pularam essa hora (horário de verão); escreva a hora com o fuso (UTC)',
+  'cli.config.line': '{setting} = {value}  (vindo {source})',
+  'cli.config.source.default': 'do padrão',
+  'cli.config.source.file': 'do arquivo {from}',
+  'cli.config.source.variable': 'da variável {from}',
+  'cli.config.unknown': 'variável desconhecida {variable}, ignorada: nenhuma configuração tem esse nome; você quis dizer {closest}?',
+  'cli.config.valid':
+    'configuração válida: {count, plural, one {# ajuste} other {# ajustes}}, {variables, plural, =0 {nenhum vindo de variáveis} one {# deles vindo de variáveis} other {# deles vindos de variáveis}}',
 };

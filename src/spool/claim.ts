@@ -261,7 +261,7 @@ async function check(deps: PrepareDeps, { kind, fileName, bytes, claimId, mtimeM
   if (kind === 'events') {
     const format = eventsFormatOf(fileName);
     if (format === null) return { error: badName(fileName) };
-    const verdict = await deps.checks.events(bytes, format, { maxLineBytes: deps.spool.maxEventLineBytes });
+    const verdict = await deps.checks.events(bytes, format, { maxLineBytes: deps.spool.maxEventLineBytes, timeZone: deps.spool.eventsTimeZone });
     return verdict.ok ? { events: { ...verdict.value, batchId: claimId } } : { error: verdict.error };
   }
   const name = parseSpoolName(kind, fileName);

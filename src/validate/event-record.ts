@@ -28,8 +28,13 @@ export function checkDeliveryId(id: string): SyncError | null {
   return refusal('EVENT_BAD_DELIVERY_ID', reasonOf('reason.event.badDeliveryId', { value: JSON.stringify(shown) }), { params: { deliveryId: shown } });
 }
 
+export interface EventRecordOptions {
+  /** The warehouse's IANA zone for an event_at written without an offset (events files only); null: refused. */
+  timeZone?: string | null;
+}
+
 /** Checks one raw record (a parsed JSON object or a CSV row keyed by its header); extra fields are ignored. */
-export function checkEventRecord(raw: unknown): Verdict<CollectingEventRecord> {
+export function checkEventRecord(raw: unknown, options: EventRecordOptions = {}): Verdict<CollectingEventRecord> {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     return reject(refusal('EVENT_BAD_RECORD', reasonOf('reason.event.notObject')));
   }
@@ -40,7 +45,7 @@ export function checkEventRecord(raw: unknown): Verdict<CollectingEventRecord> {
   if (typeof eventAt !== 'string') return reject(missing('event_at', eventAt));
   const idError = checkDeliveryId(deliveryId);
   if (idError !== null) return reject(idError);
-  const instant = parseEventAt(eventAt);
+  const instant = parseEventAt(eventAt, { timeZone: options.timeZone ?? null });
   if (instant instanceof SyncError) return reject(instant);
   return accept({ deliveryId, eventAt, ...instant });
 }

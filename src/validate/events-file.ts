@@ -2,16 +2,19 @@ import { CsvError, parse, type InfoRecord } from 'csv-parse/sync';
 import type { SyncError } from '../errors.js';
 import { type ErrorCode } from '../errors.js';
 import { asReason, reasonOf, renderReason, type Reason } from '../i18n/reason.js';
-import { checkEventRecord, type CollectingEventRecord } from './event-record.js';
+import { checkEventRecord, type CollectingEventRecord, type EventRecordOptions } from './event-record.js';
+import { csvSeparatorOf, type CsvSeparator } from './events-text.js';
 import type { EventsFormat } from './spool-name.js';
 
-// Kept here too for the callers that read an events file: which format a name says.
+// Kept here too for the callers that read an events file: which format a name says, and its text.
 export { eventsFormatOf, type EventsFormat } from './spool-name.js';
+export { decodeEventsBytes } from './events-text.js';
 
 /**
  * Reads one events file into checked records and per-line rejects. A bad line never holds back the
  * good ones: each line (NDJSON) or record (CSV) is judged alone, and line numbers are 1-based
- * physical lines of the file, so an operator can open the file at the reported line.
+ * physical lines of the file, so an operator can open the file at the reported line. A CSV file is
+ * separated by `,` or `;`, as its header row says (events-text.ts); bytes become text there too.
  */
 
 export type EventLineRecord = CollectingEventRecord & { line: number };
@@ -28,7 +31,11 @@ export interface EventsFileResult {
   rejects: EventLineReject[];
 }
 
-export function parseEventsFile(text: string, format: EventsFormat, options: { maxLineBytes: number }): EventsFileResult {
+export interface EventsFileOptions extends EventRecordOptions {
+  maxLineBytes: number;
+}
+
+export function parseEventsFile(text: string, format: EventsFormat, options: EventsFileOptions): EventsFileResult {
   const result: EventsFileResult = { records: [], rejects: [] };
   // Long lines are blanked, not removed, so the line numbers of the others stay true.
   const lines = text
@@ -42,13 +49,14 @@ export function parseEventsFile(text: string, format: EventsFormat, options: { m
       );
       return '';
     });
-  if (format === 'ndjson') readNdjson(lines, result);
-  else readCsv(lines, result);
+  const record: EventRecordOptions = { timeZone: options.timeZone ?? null };
+  if (format === 'ndjson') readNdjson(lines, result, record);
+  else readCsv(lines, result, record);
   result.rejects.sort((a, b) => a.line - b.line);
   return result;
 }
 
-function readNdjson(lines: string[], result: EventsFileResult): void {
+function readNdjson(lines: string[], result: EventsFileResult, options: EventRecordOptions): void {
   lines.forEach((text, index) => {
     if (text.trim() === '') return;
     let raw: unknown;
@@ -59,15 +67,16 @@ function readNdjson(lines: string[], result: EventsFileResult): void {
       result.rejects.push(reject(index + 1, 'EVENT_BAD_RECORD', reasonOf('reason.event.notJson', { detail: reason })));
       return;
     }
-    take(raw, index + 1, result);
+    take(raw, index + 1, result, options);
   });
 }
 
 /** Field separators other than the comma that a CSV header may be split by. */
 const OTHER_SEPARATORS = [';', '\t', '|'];
 
-function readCsv(lines: string[], result: EventsFileResult): void {
-  const { header, rows } = csvTable(lines, result);
+function readCsv(lines: string[], result: EventsFileResult, options: EventRecordOptions): void {
+  const separator = csvSeparatorOf(lines.find((line) => line.trim() !== '') ?? '');
+  const { header, rows } = csvTable(lines, result, separator);
   if (header === null) return;
   const names = header.fields.map((name) => name.trim().toLowerCase());
   const idColumn = names.indexOf('delivery_id');
@@ -97,7 +106,7 @@ function readCsv(lines: string[], result: EventsFileResult): void {
       result.rejects.push(reject(row.line, 'EVENT_BAD_RECORD', reasonOf(key, { fields: row.fields.length, columns: String(names.length) })));
       continue;
     }
-    take({ delivery_id: row.fields[idColumn], event_at: row.fields[atColumn] }, row.line, result);
+    take({ delivery_id: row.fields[idColumn], event_at: row.fields[atColumn] }, row.line, result, options);
   }
 }
 
@@ -113,16 +122,16 @@ interface CsvTable {
 }
 
 /** The whole file in one pass; if it is malformed (an unclosed quote…), each physical line on its own. */
-function csvTable(lines: string[], result: EventsFileResult): CsvTable {
+function csvTable(lines: string[], result: EventsFileResult, separator: CsvSeparator): CsvTable {
   try {
     const table: CsvTable = { header: null, rows: [] };
-    table.rows = parseCsv(lines.join('\n'), 1, table);
+    table.rows = parseCsv(lines.join('\n'), 1, table, separator);
     return table;
   } catch {
     const table: CsvTable = { header: null, rows: [] };
     lines.forEach((line, index) => {
       try {
-        table.rows.push(...parseCsv(line, index + 1, table));
+        table.rows.push(...parseCsv(line, index + 1, table, separator));
       } catch (error) {
         const reason = error instanceof Error ? error.message.replace(/ at line \d+/, '') : String(error);
         result.rejects.push(reject(index + 1, 'EVENT_BAD_RECORD', reasonOf('reason.event.badCsv', { detail: reason })));
@@ -139,7 +148,7 @@ function csvTable(lines: string[], result: EventsFileResult): CsvTable {
  * be reported). Columns are named by position, so field order and repeated header names stay ours
  * to read. Per-line parsing hands the header found on an earlier line to csv-parse the same way.
  */
-function parseCsv(text: string, firstLine: number, table: CsvTable): CsvRow[] {
+function parseCsv(text: string, firstLine: number, table: CsvTable, separator: CsvSeparator): CsvRow[] {
   const byPosition = (fields: string[]): string[] => fields.map((_, index) => String(index));
   const columns =
     table.header === null
@@ -152,6 +161,7 @@ function parseCsv(text: string, firstLine: number, table: CsvTable): CsvRow[] {
   const parsed = parse<{ record: Record<string, string>; info: Omit<InfoRecord, 'error'> & { error?: CsvError } }>(text, {
     bom: true,
     columns,
+    delimiter: separator,
     info: true,
     relax_column_count: true,
     skip_empty_lines: true,
@@ -170,8 +180,8 @@ function parseCsv(text: string, firstLine: number, table: CsvTable): CsvRow[] {
   });
 }
 
-function take(raw: unknown, line: number, result: EventsFileResult): void {
-  const verdict = checkEventRecord(raw);
+function take(raw: unknown, line: number, result: EventsFileResult, options: EventRecordOptions): void {
+  const verdict = checkEventRecord(raw, options);
   if (verdict.ok) result.records.push({ ...verdict.value, line });
   else result.rejects.push(fromError(line, verdict.error));
 }

@@ -98,8 +98,10 @@ describe('CARRIER_SYNC_LANG=pt-BR', () => {
       {
         line: 2,
         code: 'EVENT_BAD_TIME',
-        message: 'event_at "2026-03-01T10:00:00" has no UTC offset; add Z or ±hh:mm (we never guess a timezone)',
-        reason: 'event_at "2026-03-01T10:00:00" não tem fuso horário (UTC); acrescente Z ou ±hh:mm (nunca adivinhamos o fuso)',
+        message:
+          'event_at "2026-03-01T10:00:00" has no UTC offset; add Z or ±hh:mm, or set CARRIER_SYNC_EVENTS_TIME_ZONE (e.g. America/Sao_Paulo) to the zone such times are written in (we never guess a timezone)',
+        reason:
+          'event_at "2026-03-01T10:00:00" não tem fuso horário (UTC); acrescente Z ou ±hh:mm, ou defina CARRIER_SYNC_EVENTS_TIME_ZONE (por exemplo America/Sao_Paulo) com o fuso em que essas horas são escritas (nunca adivinhamos o fuso)',
       },
     ]);
   });

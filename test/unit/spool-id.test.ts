@@ -3,7 +3,7 @@
  * processes starting at once, overridable, and compatible with spools from before the file.
  */
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -68,5 +68,29 @@ describe('the spool id file', () => {
     expect(error).toBeInstanceOf(SyncError);
     expect(error).toMatchObject({ code: 'CONFIG_INVALID' });
     expect((error as Error).message).toContain(join(spool, SPOOL_ID_FILE));
+  });
+
+  it('a spool whose parent folder does not exist (a share not mounted) is refused with one line, and nothing is made', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cs-spool-id-'));
+    dirs.push(dir);
+    const spool = join(dir, 'share-not-mounted', 'spool');
+    const error = await resolveSpoolId(spool, null, silentLogger).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'CONFIG_INVALID' });
+    expect((error as Error).message).toMatch(/does not exist, so the spool .* is not made in it \(a share not mounted\?\).*CARRIER_SYNC_SPOOL_DIR/);
+    expect((error as Error).message).not.toContain('\n');
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it('a spool root whose parent exists is made, and a root that is a file is refused', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cs-spool-id-'));
+    dirs.push(dir);
+    await resolveSpoolId(join(dir, 'spool'), null, silentLogger);
+    expect((await stat(join(dir, 'spool'))).isDirectory()).toBe(true);
+    await mkdir(join(dir, 'x'));
+    await writeFile(join(dir, 'x', 'spool'), 'a file');
+    await expect(resolveSpoolId(join(dir, 'x', 'spool'), null, silentLogger)).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: expect.stringMatching(/is not a folder/),
+    });
   });
 });

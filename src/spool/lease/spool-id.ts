@@ -9,8 +9,8 @@
  * and folder, or the configured id), so an upgraded deployment keeps its outcome messages.
  */
 import { randomBytes } from 'node:crypto';
-import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { link, mkdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { SyncError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { defaultSpoolId } from '../paths.js';
@@ -27,7 +27,7 @@ export interface SpoolIdentity {
 /** Reads the spool's id from its file, writing the file first if it has none. `configured` wins. */
 export async function resolveSpoolId(dir: string, configured: string | null, logger: Logger): Promise<SpoolIdentity> {
   const root = resolve(dir);
-  await mkdir(root, { recursive: true });
+  await ensureSpoolRoot(root, logger);
   const path = join(root, SPOOL_ID_FILE);
   let stored = await readSpoolIdFile(root);
   let isCreated = false;
@@ -51,6 +51,30 @@ export async function resolveSpoolId(dir: string, configured: string | null, log
     return { spoolId: configured, source: 'config' };
   }
   return { spoolId: stored, source: isCreated ? 'created' : 'file' };
+}
+
+/**
+ * The spool root is made when its parent folder exists, never the parent itself: a spool on a share
+ * that is not mounted (`/mnt/share/spool`) must not become an empty folder on the local disk that is
+ * watched while files pile up on the share. So a missing parent is refused (one line, exit 2), and
+ * a root that is a file too. The inboxes under an existing root are made by the watcher.
+ */
+export async function ensureSpoolRoot(root: string, logger: Logger): Promise<void> {
+  try {
+    await mkdir(root);
+    logger.info({ spoolDir: root }, 'created the spool folder');
+    return;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') {
+      throw new SyncError(
+        'CONFIG_INVALID',
+        `spool.dir: the folder ${dirname(root)} does not exist, so the spool ${root} is not made in it (a share not mounted?): mount or create it, or set CARRIER_SYNC_SPOOL_DIR (spool.dir) to the spool's real place`,
+      );
+    }
+    if (code !== 'EEXIST') throw error;
+  }
+  if (!(await stat(root)).isDirectory()) throw new SyncError('CONFIG_INVALID', `spool.dir: ${root} is not a folder; set CARRIER_SYNC_SPOOL_DIR (spool.dir) to the spool's folder`);
 }
 
 /** The id in `<root>/.spool-id`, or null when there is no such file. A file holding anything else is an error. */

@@ -4,14 +4,14 @@
  */
 import { threadId } from 'node:worker_threads';
 import { checkCte } from '../cte.js';
-import { parseEventsFile } from '../events-file.js';
+import { decodeEventsBytes, parseEventsFile } from '../events-file.js';
 import { checkLabel } from '../label.js';
 import { toWire, type CheckOutcome, type CheckTask } from './wire.js';
 
 export async function checkNow(task: CheckTask): Promise<CheckOutcome> {
   const bytes = Buffer.from(task.bytes.buffer, task.bytes.byteOffset, task.bytes.byteLength);
   if (task.kind === 'events') {
-    const value = parseEventsFile(bytes.toString('utf8'), task.format, { maxLineBytes: task.maxLineBytes });
+    const value = parseEventsFile(decodeEventsBytes(bytes), task.format, { maxLineBytes: task.maxLineBytes, timeZone: task.timeZone });
     return { ok: true, kind: 'events', value, warnings: [], threadId };
   }
   if (task.kind === 'cte') {

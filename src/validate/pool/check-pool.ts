@@ -33,7 +33,7 @@ import type { ChecksConfig } from '../../config/schema.js';
 import { SyncError, type ErrorCode } from '../../errors.js';
 import { reasonOf, refusal, type Reason } from '../../i18n/reason.js';
 import type { Logger } from '../../log.js';
-import type { EventsFileResult, EventsFormat } from '../events-file.js';
+import type { EventsFileOptions, EventsFileResult, EventsFormat } from '../events-file.js';
 import { accept, reject, type Verdict } from '../verdict.js';
 import { begunBy, boardOf, createSharedBoard, type CheckBoard } from './check-board.js';
 import type { checkNow } from './check-now.js';
@@ -44,7 +44,7 @@ import { fromWire, type CheckedCte, type CheckedLabel, type CheckKind, type Chec
 export interface CheckPool {
   label(bytes: Uint8Array, options: { maxBytes: number }): Promise<Verdict<CheckedLabel>>;
   cte(bytes: Uint8Array, options: { maxBytes: number }): Promise<Verdict<CheckedCte>>;
-  events(bytes: Uint8Array, format: EventsFormat, options: { maxLineBytes: number }): Promise<Verdict<EventsFileResult>>;
+  events(bytes: Uint8Array, format: EventsFormat, options: EventsFileOptions): Promise<Verdict<EventsFileResult>>;
   /** Lets the checks running finish, then ends every thread; a check asked for after it throws. */
   close(): Promise<void>;
 }
@@ -170,7 +170,9 @@ export function createCheckPool(config: ChecksConfig, logger: Logger): CheckPool
       return verdictOf<CheckedCte>(await check({ kind: 'cte', bytes, maxBytes: options.maxBytes }));
     },
     async events(bytes, format, options) {
-      return verdictOf<EventsFileResult>(await check({ kind: 'events', bytes, format, maxLineBytes: options.maxLineBytes }));
+      return verdictOf<EventsFileResult>(
+        await check({ kind: 'events', bytes, format, maxLineBytes: options.maxLineBytes, timeZone: options.timeZone ?? null }),
+      );
     },
     async close() {
       isClosed = true;

@@ -10,7 +10,7 @@ import type { EventsFileResult, EventsFormat } from '../events-file.js';
 export type CheckTask =
   | { kind: 'label'; bytes: Uint8Array; maxBytes: number }
   | { kind: 'cte'; bytes: Uint8Array; maxBytes: number }
-  | { kind: 'events'; bytes: Uint8Array; format: EventsFormat; maxLineBytes: number };
+  | { kind: 'events'; bytes: Uint8Array; format: EventsFormat; maxLineBytes: number; timeZone: string | null };
 
 export type CheckKind = CheckTask['kind'];
 

@@ -52,11 +52,15 @@ export async function scriptNames(): Promise<Map<string, string>> {
     const text = await readFile(join(srcDir, file), 'utf8');
     if (text.includes('defineScript(') && !file.endsWith(join('store', 'script.js'))) await import(pathToFileURL(join(srcDir, file)).href);
   }
-  for (const [command, lua] of definedScripts())
-    names.set(
-      sha1(lua),
-      command.replace(/^carrierSync/, '').replace(/^./, (c) => c.toLowerCase()),
-    );
+  // The built module's definitions, and this process' own when it runs from the sources (a test).
+  const built = (await import(pathToFileURL(join(srcDir, 'store', 'script.js')).href)) as { definedScripts: typeof definedScripts };
+  for (const defined of [built.definedScripts(), definedScripts()]) {
+    for (const [command, lua] of defined)
+      names.set(
+        sha1(lua),
+        command.replace(/^carrierSync/, '').replace(/^./, (c) => c.toLowerCase()),
+      );
+  }
   return names;
 }
 

@@ -41,6 +41,15 @@ type Invoke = (numberOfKeys: number, ...keysAndArgs: Array<string | number | Buf
 
 const defined = new Map<string, string>();
 
+/**
+ * Every script defined so far in this process: command name → Lua body (ioredis sends it as
+ * EVALSHA of the body's SHA-1). For the round-trip bench, which names the scripts Redis' MONITOR
+ * shows by their SHA; nothing in the daemon reads it.
+ */
+export function definedScripts(): ReadonlyMap<string, string> {
+  return defined;
+}
+
 /** The pipelines ioredis' auto-pipelining is gathering on a connection (ioredis 5's own field). */
 type AutoPipelines = Map<string, Record<string, unknown> & { _shaToScript: Record<string, unknown> }>;
 

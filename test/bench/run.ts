@@ -25,6 +25,8 @@ import { mixedScenario } from './scenarios/mixed-1000.js';
 import { mixedDropLargeScenario, mixedDropScenario } from './scenarios/mixed-drop.js';
 import { pushScenario } from './scenarios/push.js';
 import { pushReplicaScenario } from './scenarios/push-replica.js';
+import { roundTripsScenario } from './scenarios/round-trips.js';
+import { itemBytesScenario } from './scenarios/item-bytes.js';
 import { validatorsScenario } from './scenarios/validators.js';
 import { runCompare } from './support/compare.js';
 import { openBenchRedis, redisFacts } from './support/redis.js';
@@ -57,6 +59,8 @@ const SCENARIOS: readonly Scenario[] = [
   historyScenario,
   chainBacklogScenario,
   idleRssScenario,
+  roundTripsScenario,
+  itemBytesScenario,
 ];
 
 interface Args {

@@ -1,9 +1,9 @@
 /**
- * Every relative link of README.md and docs/*.md resolves: the file (or folder) exists and, for a
- * link to a heading (`page.md#anchor`, `#anchor`), the page has that heading under GitHub's anchor
- * rules. The README is the map to docs/; a moved section must not leave a dead link behind. A
- * page named in code (`docs/deploy.md`) must exist too: the chart's README once sent readers to one
- * that had been removed.
+ * Every relative link of README.md, BENCHMARKS.md, docs/*.md and docs/benchmarks/*.md resolves:
+ * the file (or folder) exists and, for a link to a heading (`page.md#anchor`, `#anchor`), the page
+ * has that heading under GitHub's anchor rules. The README is the map to docs/; a moved section
+ * must not leave a dead link behind. A page named in code (`docs/deploy.md`) must exist too: the
+ * chart's README once sent readers to one that had been removed.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -13,9 +13,13 @@ const ROOT = new URL('../..', import.meta.url).pathname;
 
 const pages = [
   'README.md',
+  'BENCHMARKS.md',
   ...readdirSync(join(ROOT, 'docs'))
     .filter((name) => name.endsWith('.md'))
     .map((name) => `docs/${name}`),
+  ...readdirSync(join(ROOT, 'docs', 'benchmarks'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/benchmarks/${name}`),
   'deploy/helm/carrier-sync/README.md',
 ];
 

@@ -93,7 +93,7 @@ async function reconcileDocuments(
         // Failed by a Redis error (BullMQ's own finish met MOVED, a closed connection…), not by a
         // dead letter: no refusal of the API, so the job is put back to work and the file waits.
         if (job !== undefined && (await retryIfFailedByRedis(job))) {
-          logger.info({ kind, file: parsed.fileName, jobId, reason: job.failedReason }, 'job failed by a Redis error put back to work (no dead letter)');
+          deps.logger.info({ kind, file: parsed.fileName, jobId, reason: job.failedReason }, 'job failed by a Redis error put back to work (no dead letter)');
           continue;
         }
         // The outcome that carried this dead letter's report was lost: the same report is built

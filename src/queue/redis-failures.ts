@@ -17,6 +17,8 @@ import type { ItemJob } from '../store/payloads.js';
 import type { QueueSet } from './queues.js';
 import type { RedisConnection } from '../store/redis.js';
 
+const READ_BATCH = 1000;
+
 /** The failed job ended so because of Redis, not by the job processor's dead letter. */
 export function isFailedByRedis(job: Pick<Job, 'failedReason'>): boolean {
   return isRedisErrorText(job.failedReason);
@@ -39,15 +41,18 @@ export async function retryFailedByRedis(redis: RedisConnection, queues: QueueSe
   for (const kind of ITEM_KINDS) {
     const queue = queues.items[kind];
     const ids = await redis.zrangebyscore(queue.keys['failed'] ?? queue.toKey('failed'), sinceMs, '+inf');
-    if (ids.length === 0) continue;
-    const pipeline = redis.pipeline();
-    for (const id of ids) pipeline.hget(queue.toKey(id), 'failedReason');
-    const reasons = (await pipeline.exec()) ?? [];
-    for (const [index, id] of ids.entries()) {
-      const [error, reason] = reasons[index] ?? [null, null];
-      if (error !== null || typeof reason !== 'string' || !isRedisErrorText(reason)) continue;
-      const job = (await queue.getJob(id)) as Job<ItemJob> | undefined;
-      if (job !== undefined && (await retryIfFailedByRedis(job))) retried.push(id);
+    // Their reasons a thousand at a time: a first pass reads every dead letter kept.
+    for (let start = 0; start < ids.length; start += READ_BATCH) {
+      const batch = ids.slice(start, start + READ_BATCH);
+      const pipeline = redis.pipeline();
+      for (const id of batch) pipeline.hget(queue.toKey(id), 'failedReason');
+      const reasons = (await pipeline.exec()) ?? [];
+      for (const [index, id] of batch.entries()) {
+        const [error, reason] = reasons[index] ?? [null, null];
+        if (error !== null || typeof reason !== 'string' || !isRedisErrorText(reason)) continue;
+        const job = (await queue.getJob(id)) as Job<ItemJob> | undefined;
+        if (job !== undefined && (await retryIfFailedByRedis(job))) retried.push(id);
+      }
     }
   }
   return retried;

@@ -13,6 +13,10 @@ import { collectingJobOf } from '../../src/store/payloads.js';
 import { openContext } from '../../src/runtime/context.js';
 import { startDaemon } from '../../src/runtime/start.js';
 import { checkEventRecord } from '../../src/validate/event-record.js';
+import { readRefusals } from '../../src/store/activity.js';
+import { asReason, renderReason } from '../../src/i18n/reason.js';
+import { readInvalidLines } from '../../src/journey/events-file-lines.js';
+import { say } from '../../src/i18n/translate.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
 import { waitFor } from '../support/wait.js';
 
@@ -240,6 +244,25 @@ describe('collecting events', () => {
       // The file with a valid record: archived, and its report may say so.
       expect(oneGood.archivedTo).toMatch(/^archive\/events\//);
       expect(oneGood.reason).toMatch(claimsSent);
+
+      // The overview's latest refusals and the history's record of the lines say the same, in the reader's language.
+      const ctx = await openContext(t.config, createLogger({ level: 'silent' }), 'test-read');
+      try {
+        const { latest } = await readRefusals(ctx.redis, ctx.keys);
+        const row = (file: string): string => renderReason(lang, asReason(latest.find((entry) => entry.file === file)?.reasonSource)!);
+        for (const file of ['excel.csv', 'all-bad.ndjson']) expect(row(file), file).not.toMatch(claimsSent);
+        expect(row('one-good.ndjson')).toMatch(claimsSent);
+        const [record] = await readInvalidLines(ctx.redis, ctx.keys, 'excel.csv', 30, Date.now());
+        expect(record?.valid).toBe(0);
+        const historyLine = say(lang, record?.valid === 0 ? 'history.invalidLinesNoneValid' : 'history.invalidLines', {
+          file: 'excel.csv',
+          at: record?.at ?? '',
+          count: record?.count ?? 0,
+        });
+        expect(historyLine).not.toMatch(claimsSent);
+      } finally {
+        await ctx.closers.closeAll();
+      }
     },
   );
 

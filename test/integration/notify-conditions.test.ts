@@ -129,13 +129,17 @@ describe('the dead-letter digest', () => {
       const worker = new Worker(
         ownQueues.items.label.name,
         async (job) => {
-          throw new UnrecoverableError(`API_REJECTED: ${String((job.data as { deliveryId: string }).deliveryId)} refused`);
+          const deliveryId = String((job.data as { deliveryId: string }).deliveryId);
+          // A job failed by a real MOVED reply of Redis is no dead letter (issue 44): not in the digest.
+          if (deliveryId === 'moved') await redis.eval('return redis.error_reply(ARGV[1])', 0, 'MOVED 7684 127.0.0.1:46093');
+          throw new UnrecoverableError(`API_REJECTED: ${deliveryId} refused`);
         },
         { connection: redis, prefix: own, autorun: true },
       );
       try {
         for (let i = 0; i < 4; i++) await ownQueues.items.label.add('label', { kind: 'label', deliveryId: `d-${i}` } as never, { attempts: 1 });
-        await waitFor(async () => (await ownQueues.items.label.getFailedCount()) === 4, { what: 'four dead letters' });
+        await ownQueues.items.label.add('label', { kind: 'label', deliveryId: 'moved' } as never, { attempts: 1 });
+        await waitFor(async () => (await ownQueues.items.label.getFailedCount()) === 5, { what: 'four dead letters and a job failed by MOVED' });
       } finally {
         await worker.close();
       }

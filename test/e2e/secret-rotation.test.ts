@@ -103,38 +103,38 @@ describe('a key file fixed while paused on 401', () => {
     await rename(join(secretDir, '..data_tmp'), join(secretDir, '..data'));
     await expectAcceptedWithoutRestart(env, daemon, fixedAt);
   });
+});
 
-  describe('the ops secrets given as files', () => {
-    it('a new UI password and ingest token written into their files are asked for without a restart', { timeout: 60_000 }, async () => {
-      t = await createE2eEnv();
-      const env = t;
-      const [uiFile, tokenFile] = [join(env.dir, 'ui-password'), join(env.dir, 'ingest-token')];
-      const [oldPassword, newPassword, oldToken, newToken] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
-      await writeFile(uiFile, oldPassword);
-      await writeFile(tokenFile, oldToken);
-      const daemon = spawnDaemon({ ...env.env, CARRIER_SYNC_UI_PASSWORD_FILE: uiFile, CARRIER_SYNC_INGEST_TOKEN_FILE: tokenFile }, { args: env.args('start') });
-      const started = await daemon.waitForLog((line) => line.msg === 'carrier-sync started', { timeoutMs: 30_000, what: 'the start' });
-      const url = String(started['opsUrl']);
-      const ui = async (password: string): Promise<number> =>
-        (await fetch(`${url}/ui`, { headers: { authorization: `Basic ${Buffer.from(`admin:${password}`).toString('base64')}` } })).status;
-      // An empty batch: the token is checked before the body is read.
-      const ingest = async (token: string): Promise<number> =>
-        (await fetch(`${url}/events`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson' }, body: '' }))
-          .status;
-      expect(await ui(oldPassword)).toBe(200);
-      expect(await ui(newPassword)).toBe(401);
-      expect(await ingest(oldToken)).not.toBe(401);
+describe('the ops secrets given as files', () => {
+  it('a new UI password and ingest token written into their files are asked for without a restart', { timeout: 60_000 }, async () => {
+    t = await createE2eEnv();
+    const env = t;
+    const [uiFile, tokenFile] = [join(env.dir, 'ui-password'), join(env.dir, 'ingest-token')];
+    const [oldPassword, newPassword, oldToken, newToken] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    await writeFile(uiFile, oldPassword);
+    await writeFile(tokenFile, oldToken);
+    const daemon = spawnDaemon({ ...env.env, CARRIER_SYNC_UI_PASSWORD_FILE: uiFile, CARRIER_SYNC_INGEST_TOKEN_FILE: tokenFile }, { args: env.args('start') });
+    const started = await daemon.waitForLog((line) => line.msg === 'carrier-sync started', { timeoutMs: 30_000, what: 'the start' });
+    const url = String(started['opsUrl']);
+    const ui = async (password: string): Promise<number> =>
+      (await fetch(`${url}/ui`, { headers: { authorization: `Basic ${Buffer.from(`admin:${password}`).toString('base64')}` } })).status;
+    // An empty batch: the token is checked before the body is read.
+    const ingest = async (token: string): Promise<number> =>
+      (await fetch(`${url}/events`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson' }, body: '' }))
+        .status;
+    expect(await ui(oldPassword)).toBe(200);
+    expect(await ui(newPassword)).toBe(401);
+    expect(await ingest(oldToken)).not.toBe(401);
 
-      await writeFile(uiFile, newPassword);
-      await writeFile(tokenFile, newToken);
-      await waitFor(async () => (await ui(newPassword)) === 200 && (await ingest(newToken)) !== 401, {
-        timeoutMs: 10_000,
-        what: 'the new secrets to be asked for',
-      });
-      expect(await ui(oldPassword)).toBe(401);
-      expect(await ingest(oldToken)).toBe(401);
-      const output = [...daemon.stderrLines, ...daemon.stdoutLines].join('\n');
-      for (const secret of [oldPassword, newPassword, oldToken, newToken]) expect(output.includes(secret)).toBe(false);
+    await writeFile(uiFile, newPassword);
+    await writeFile(tokenFile, newToken);
+    await waitFor(async () => (await ui(newPassword)) === 200 && (await ingest(newToken)) !== 401, {
+      timeoutMs: 10_000,
+      what: 'the new secrets to be asked for',
     });
+    expect(await ui(oldPassword)).toBe(401);
+    expect(await ingest(oldToken)).toBe(401);
+    const output = [...daemon.stderrLines, ...daemon.stdoutLines].join('\n');
+    for (const secret of [oldPassword, newPassword, oldToken, newToken]) expect(output.includes(secret)).toBe(false);
   });
 });

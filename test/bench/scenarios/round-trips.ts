@@ -11,7 +11,8 @@
  * polls, leases, health checks); everything in it counts, background too, divided by the items.
  * Also reported: a per-command and per-script profile (the evidence for what to fold next), the
  * background's rate, how the commands group into runs of one connection (≈ its writes), and what a
- * retry adds: a fourth phase of 200 labels with 30 % of the requests answered 503.
+ * retry and a 429 add: a fourth phase of 200 labels with 30 % of the requests answered 503, a fifth
+ * dropped into a 1 s storm of 429s.
  */
 import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
@@ -37,7 +38,7 @@ const IDLE_MS = 3000;
 const TAIL_MS = 1500;
 
 interface Phase {
-  name: 'label' | 'CT-e' | 'event' | 'retried label';
+  name: 'label' | 'CT-e' | 'event' | 'retried label' | 'label in a 429 storm';
   tally: Tally;
   windowMs: number;
   requests: number;
@@ -152,12 +153,23 @@ export const roundTripsScenario: Scenario = {
         async () => (await archived('labels')) >= 2 * ITEMS,
       );
       sandbox.setFaults({ errorRate: 0 });
+      // What a 429 adds: 200 more labels dropped into a 1 s storm of 429s (Retry-After 1 s): the
+      // first requests are refused, every process pauses, then all go.
+      const stormed = Array.from({ length: ITEMS }, () => sandbox.state.addDelivery({}).id);
+      sandbox.setFaults({ rateLimitStormUntil: Date.now() + 1000, stormRetryAfterSec: 1 });
+      await runPhase(
+        'label in a 429 storm',
+        'labels',
+        stormed.map((id, i) => ({ name: `${id}.pdf`, bytes: labelPdf(`rt storm ${i}`, 1500) })),
+        async () => (await archived('labels')) >= 3 * ITEMS,
+      );
+      sandbox.setFaults({ rateLimitStormUntil: null });
 
       const figures: Figure[] = [];
       const notes: string[] = [];
       const details: Record<string, unknown> = {};
       const measures: Record<string, number> = {};
-      for (const phase of phases.filter((p) => p.name !== 'retried label')) {
+      for (const phase of phases.filter((p) => p.name === 'label' || p.name === 'CT-e' || p.name === 'event')) {
         const t = phase.tally;
         const roundTrips = t.topLevel / ITEMS;
         const commands = (t.topLevel + t.inner) / ITEMS;
@@ -207,23 +219,41 @@ export const roundTripsScenario: Scenario = {
         if (phase.notAtFirst > 0)
           throw new Error(`${phase.name}s: ${phase.notAtFirst} API requests were not accepted at the first attempt: not the happy path`);
       }
-      // A retry's cost: what the retried phase spent beyond the happy labels' cost an item, over its extra attempts.
-      const retried = phases.find((p) => p.name === 'retried label');
+      // What a retry and a 429 add: each phase's cost beyond the happy labels', over its extra requests.
       const happy = phases.find((p) => p.name === 'label');
-      if (retried !== undefined && happy !== undefined && retried.requests > ITEMS) {
-        const extra = retried.requests - ITEMS;
-        const topLevel = (retried.tally.topLevel - happy.tally.topLevel) / extra;
-        const all = (retried.tally.topLevel + retried.tally.inner - happy.tally.topLevel - happy.tally.inner) / extra;
+      const costs = [
+        {
+          phase: 'retried label',
+          what: 'a retry (the API answered 503, the job attempted again)',
+          key: 'retry',
+          cause: `${round(RETRY_ERROR_RATE * 100, 0)} % of requests answered 503`,
+        },
+        {
+          phase: 'label in a 429 storm',
+          what: 'a 429 (every process paused for its Retry-After, then the request again)',
+          key: '429',
+          cause: 'dropped into a 1 s storm of 429s (Retry-After 1 s)',
+        },
+      ] as const;
+      for (const cost of costs) {
+        const phase = phases.find((p) => p.name === cost.phase);
+        if (phase === undefined || happy === undefined || phase.requests <= ITEMS) continue;
+        const extra = phase.requests - ITEMS;
+        const sign = (n: number, digits: number): string => `${n >= 0 ? '+' : '−'}${Math.abs(round(n, digits))}`;
+        const labelTopLevel = (phase.tally.topLevel - happy.tally.topLevel) / ITEMS;
+        const labelAll = (phase.tally.topLevel + phase.tally.inner - happy.tally.topLevel - happy.tally.inner) / ITEMS;
+        const topLevel = (labelTopLevel * ITEMS) / extra;
+        const all = (labelAll * ITEMS) / extra;
         figures.push({
-          metric: 'a retry (the API answered 503, the job attempted again): what it adds',
-          value: `+${round(topLevel, 1)} / +${round(all, 0)}`,
-          unit: 'round trips / commands',
-          reference: `${ITEMS} labels, ${round(RETRY_ERROR_RATE * 100, 0)} % of requests answered 503: ${retried.requests} requests (${extra} retries), ${round(retried.tally.topLevel / ITEMS, 1)} round trips and ${round((retried.tally.topLevel + retried.tally.inner) / ITEMS, 0)} commands a label, in ${round(retried.windowMs / 1000, 1)} s (backoff waits, and the background in them, included)`,
+          metric: `${cost.what}: what it adds to a label`,
+          value: `${sign(labelTopLevel, 1)} / ${sign(labelAll, 0)}`,
+          unit: 'round trips / commands a label',
+          reference: `${ITEMS} labels ${cost.cause}: ${phase.requests} requests (${extra} beyond one a label; each ${sign(topLevel, 1)} round trips, ${sign(all, 0)} commands), ${round(phase.tally.topLevel / ITEMS, 1)} round trips and ${round((phase.tally.topLevel + phase.tally.inner) / ITEMS, 0)} commands a label against the happy phase's ${round(happy.tally.topLevel / ITEMS, 1)} and ${round((happy.tally.topLevel + happy.tally.inner) / ITEMS, 0)}, in ${round(phase.windowMs / 1000, 1)} s (the waits, and the background in them, included)`,
         });
-        notes.push(`retried label, top-level an item: ${perItem(retried.tally.byTopLevel, ITEMS)}`);
-        measures['retry: round trips it adds'] = topLevel;
-        measures['retry: commands it adds'] = all;
-        details['retried label'] = { topLevel: retried.tally.topLevel, inner: retried.tally.inner, requests: retried.requests, windowMs: retried.windowMs };
+        notes.push(`${cost.phase}, top-level an item: ${perItem(phase.tally.byTopLevel, ITEMS)}`);
+        measures[`${cost.key}: round trips it adds a label`] = labelTopLevel;
+        measures[`${cost.key}: commands it adds a label`] = labelAll;
+        details[cost.phase] = { topLevel: phase.tally.topLevel, inner: phase.tally.inner, requests: phase.requests, windowMs: phase.windowMs };
       }
       const idleTally = tally(idle);
       notes.push(

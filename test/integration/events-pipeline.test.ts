@@ -194,13 +194,13 @@ describe('collecting events', () => {
   });
 
   it.each(['en', 'pt-BR'] as const)(
-    '%s: an events file with no valid record (every line invalid, a CSV split by ";") goes to failed/events/ with its report, never archive/, and nothing says its records were sent (issue 44)',
+    '%s: an events file with no valid record (every line invalid, a CSV split by tabs) goes to failed/events/ with its report, never archive/, and nothing says its records were sent (issue 44)',
     async (lang) => {
       running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true }, env: { CARRIER_SYNC_LANG: lang } });
       const t = running;
       const id = randomUUID();
-      // What Excel writes in Brazil: a CSV separated by ';'. Its header reads as one column.
-      await writeFile(join(t.spool, 'events', 'excel.csv'), `delivery_id;event_at\r\n${id};2026-11-22T04:46:26Z\r\n`);
+      // A "CSV" split by tabs (';' and ',' are read; a tab is not): its header reads as one column.
+      await writeFile(join(t.spool, 'events', 'tabs.csv'), `delivery_id\tevent_at\r\n${id}\t2026-11-22T04:46:26Z\r\n`);
       await writeFile(join(t.spool, 'events', 'all-bad.ndjson'), `{"delivery_id":"${id}","event_at":"2026-11-22T04:46:26"}\nnot json\n`);
       // And one with a valid record beside an invalid line: still archived, its lines reported.
       await writeFile(join(t.spool, 'events', 'one-good.ndjson'), `{"delivery_id":"${id}","event_at":"2026-11-22T05:46:26Z"}\nnot json\n`);
@@ -213,7 +213,7 @@ describe('collecting events', () => {
       await waitFor(async () => (await readdir(join(t.spool, 'archive'), { recursive: true })).map(String).some((f) => f.endsWith('one-good.ndjson')), {
         what: 'the file with a valid record archived',
       });
-      expect(await listFailed()).toEqual(['all-bad.ndjson', 'all-bad.ndjson.error.json', 'excel.csv', 'excel.csv.error.json', 'one-good.ndjson.error.json']);
+      expect(await listFailed()).toEqual(['all-bad.ndjson', 'all-bad.ndjson.error.json', 'one-good.ndjson.error.json', 'tabs.csv', 'tabs.csv.error.json']);
       const archived = (await readdir(join(t.spool, 'archive'), { recursive: true })).map(String);
       expect(archived.filter((f) => f.endsWith('.csv') || f.endsWith('all-bad.ndjson'))).toEqual([]);
       expect(sent(t).map((r) => r.eventAt)).toEqual(['2026-11-22T05:46:26.000Z']);
@@ -227,7 +227,7 @@ describe('collecting events', () => {
         invalidLines: Array<{ line: number; reason: string }>;
       };
       const read = async (name: string): Promise<Report> => JSON.parse(await readFile(join(failedDir, `${name}.error.json`), 'utf8')) as Report;
-      const excel = await read('excel.csv');
+      const excel = await read('tabs.csv');
       const allBad = await read('all-bad.ndjson');
       const oneGood = await read('one-good.ndjson');
       const claimsSent = lang === 'en' ? /valid records were sent/ : /registros válidos foram enviados/;
@@ -239,7 +239,7 @@ describe('collecting events', () => {
       }
       expect(excel.code).toBe('EVENT_BAD_RECORD');
       expect(excel.invalidLines).toHaveLength(1);
-      expect(excel.invalidLines[0]!.reason).toMatch(lang === 'en' ? /^the header row is separated by ';'/ : /^a linha de cabeçalho está separada por ';'/);
+      expect(excel.invalidLines[0]!.reason).toMatch(lang === 'en' ? /^the header row is separated by '\\t'/ : /^a linha de cabeçalho está separada por '\\t'/);
       expect(allBad.invalidLines.map((line) => line.line)).toEqual([1, 2]);
       // The file with a valid record: archived, and its report may say so.
       expect(oneGood.archivedTo).toMatch(/^archive\/events\//);
@@ -250,12 +250,12 @@ describe('collecting events', () => {
       try {
         const { latest } = await readRefusals(ctx.redis, ctx.keys);
         const row = (file: string): string => renderReason(lang, asReason(latest.find((entry) => entry.file === file)?.reasonSource)!);
-        for (const file of ['excel.csv', 'all-bad.ndjson']) expect(row(file), file).not.toMatch(claimsSent);
+        for (const file of ['tabs.csv', 'all-bad.ndjson']) expect(row(file), file).not.toMatch(claimsSent);
         expect(row('one-good.ndjson')).toMatch(claimsSent);
-        const [record] = await readInvalidLines(ctx.redis, ctx.keys, 'excel.csv', 30, Date.now());
+        const [record] = await readInvalidLines(ctx.redis, ctx.keys, 'tabs.csv', 30, Date.now());
         expect(record?.valid).toBe(0);
         const historyLine = say(lang, record?.valid === 0 ? 'history.invalidLinesNoneValid' : 'history.invalidLines', {
-          file: 'excel.csv',
+          file: 'tabs.csv',
           at: record?.at ?? '',
           count: record?.count ?? 0,
         });

@@ -19,23 +19,42 @@ import type { Context } from './context.js';
 import type { DeliveryThread } from './delivery-thread.js';
 import type { StallCheck } from './watchdog.js';
 
-export function deliveryThreadCheck(thread: DeliveryThread, stallMs: number): StallCheck {
+/** What a stall is, without its recovery. */
+type StallFacts = { what: string; since: number };
+
+export interface ThreadWatch {
+  /** The thread's own check: its heartbeat and its connections; a stall lasts while the thread is replaced. */
+  check: StallCheck;
+  /** A recovery that replaces the thread, `stall` lasting until the new one runs (the ready-jobs check uses it too). */
+  replaceFor(stall: StallFacts): () => Promise<void>;
+}
+
+export function watchDeliveryThread(thread: DeliveryThread, stallMs: number): ThreadWatch {
   let endedSeenAt: number | null = null;
-  return async (nowMs) => {
+  let replacing: StallFacts | null = null;
+  const replaceFor = (stall: StallFacts) => async (): Promise<void> => {
+    replacing = stall;
+    try {
+      await thread.restart();
+    } finally {
+      replacing = null;
+    }
+  };
+  const check: StallCheck = async (nowMs) => {
+    if (replacing !== null) return { ...replacing, recover: async () => {} };
     const beat = thread.beat();
-    if (beat === null) return null; // starting, stopping or being replaced
+    if (beat === null) return null; // starting or stopping
     if (beat.endedConnections.length > 0) {
       endedSeenAt ??= nowMs;
-      return {
-        what: `the delivery thread's Redis connection ended (${beat.endedConnections.join(', ')})`,
-        since: endedSeenAt,
-        recover: () => thread.restart(),
-      };
+      const stall = { what: `the delivery thread's Redis connection ended (${beat.endedConnections.join(', ')})`, since: endedSeenAt };
+      return { ...stall, recover: replaceFor(stall) };
     }
     endedSeenAt = null;
     if (nowMs - beat.lastAt < stallMs) return null;
-    return { what: 'the delivery thread does not answer', since: beat.lastAt, recover: () => thread.restart() };
+    const stall = { what: 'the delivery thread does not answer', since: beat.lastAt };
+    return { ...stall, recover: replaceFor(stall) };
   };
+  return { check, replaceFor };
 }
 
 export function redisConnectionsCheck(connections: ReadonlyArray<readonly [string, RedisConnection]>): StallCheck {
@@ -59,10 +78,11 @@ export function redisConnectionsCheck(connections: ReadonlyArray<readonly [strin
 
 const FINISHED = ['sent', 'dead_lettered', 'superseded', 'duplicates'] as const;
 
-export function readyJobsCheck(ctx: Context, stallMs: number, recover: () => Promise<void>): StallCheck {
+/** `recoverFor`: what brings the workers back (a new delivery thread); `isHeld`: they are not there yet (the thread starting). */
+export function readyJobsCheck(ctx: Context, stallMs: number, recoverFor: (stall: StallFacts) => () => Promise<void>, isHeld: () => boolean): StallCheck {
   let mark: { finished: number; at: number } | null = null;
   return async (nowMs) => {
-    if (ctx.health.current() !== null || (await ctx.authGate.failure()) !== null) {
+    if (isHeld() || ctx.health.current() !== null || (await ctx.authGate.failure()) !== null) {
       mark = null;
       return null;
     }
@@ -78,7 +98,8 @@ export function readyJobsCheck(ctx: Context, stallMs: number, recover: () => Pro
       return null;
     }
     if (nowMs - mark.at < stallMs) return null;
-    return { what: `${waiting} jobs ready and none taken`, since: mark.at, recover };
+    const stall = { what: `${waiting} jobs ready and none taken`, since: mark.at };
+    return { ...stall, recover: recoverFor(stall) };
   };
 }
 

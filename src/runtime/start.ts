@@ -17,6 +17,10 @@
  * exist only in a process with the http role, the one place they are read (`/metrics`): without
  * it, prom-client (and its event-loop and GC observers) is not loaded and the API client's timing
  * samples go nowhere.
+ *
+ * Once the roles are up, the watchdog (runtime/watchdog.ts) checks that the work moves; a stall it
+ * cannot recover within the bound ends the daemon as a crashed delivery thread does (exit 1), after
+ * `/healthz` answered 503 for a moment.
  */
 import { runDeploymentUpgrades } from './upgrades.js';
 import { readOutcomeBacklog } from '../queue/outcome-list.js';
@@ -41,16 +45,16 @@ import { startTracing, type SpansDropped, type Tracing } from './tracing.js';
 import { armFailpoints } from '../failpoints.js';
 import type { RedisConnection } from '../store/redis.js';
 import { createWatchdog, type StallCheck, type Watchdog } from './watchdog.js';
-import { deliveryThreadCheck, readyJobsCheck, redisConnectionsCheck, unsealedBatchCheck, type BatchWatch } from './stall-checks.js';
+import { readyJobsCheck, redisConnectionsCheck, unsealedBatchCheck, watchDeliveryThread, type BatchWatch } from './stall-checks.js';
 
 /** What the API client reports after each request: the http role's request metrics, or nothing. */
 type ObserveRequest = Metrics['observeRequest'];
 
 export const ROLES = ['watcher', 'worker', 'scheduler', 'http'] as const;
+export type Role = (typeof ROLES)[number];
 
 /** After a stall the watchdog could not recover: how long `/healthz` answers 503 before the process stops (exit 1). */
 const FATAL_HOLD_MS = 5000;
-export type Role = (typeof ROLES)[number];
 
 export interface DaemonHandle {
   /** Resolves once every role is up. */
@@ -301,8 +305,13 @@ function watchProgress(state: DaemonState, ctx: Context): void {
   const connections: Array<[string, RedisConnection]> = [['redis', ctx.redis]];
   if (ctx.bullRedis !== ctx.redis) connections.push(['redis (bullmq)', ctx.bullRedis]);
   const checks: StallCheck[] = [redisConnectionsCheck(connections)];
-  if (thread !== null) checks.push(deliveryThreadCheck(thread, stallMs));
-  if (roles.includes('worker')) checks.push(readyJobsCheck(ctx, stallMs, thread === null ? async () => {} : () => thread.restart()));
+  const threadWatch = thread === null ? null : watchDeliveryThread(thread, stallMs);
+  if (threadWatch !== null) checks.push(threadWatch.check);
+  if (roles.includes('worker')) {
+    // Without a thread to replace, nothing here brings the workers back: the bound ends the process.
+    const recoverFor = threadWatch?.replaceFor ?? (() => async () => {});
+    checks.push(readyJobsCheck(ctx, stallMs, recoverFor, () => thread !== null && thread.beat() === null));
+  }
   if (state.batchWatch !== null) checks.push(unsealedBatchCheck(state.batchWatch, stallMs, (withinMs) => ctx.health.isTroubled(withinMs)));
   state.stopIntake.unshift(() => watchdog.close());
   watchdog.start(checks);

@@ -11,6 +11,8 @@
  * restart the delivery thread, reconcile the spool). When no check finds it any more, one info
  * line and the notification's `resolved`. Still stuck `stallMs` after it was seen: `onFatal`
  * (start.ts turns `/healthz` 503 and the daemon exits 1, for systemd or Kubernetes to restart it).
+ * A recovery step still under way then (a new delivery thread starting on a loaded machine) gets up
+ * to one bound more.
  */
 import type { Logger } from '../log.js';
 import { stallReason } from '../ops/readiness.js';
@@ -69,6 +71,8 @@ export function createWatchdog(options: WatchdogOptions): Watchdog {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | null = null;
   let isClosed = false;
+  /** A recovery step is under way (a new thread starting): it gets up to one bound more before the stall is fatal. */
+  let isRecovering = false;
 
   const emit = (): void => {
     for (const listener of listeners) listener(state === null ? null : { ...state });
@@ -102,10 +106,15 @@ export function createWatchdog(options: WatchdogOptions): Watchdog {
       state = { what: stall.what, since: stall.since, seenAt: nowMs, isFatal: false };
       logger.error({ stall: stall.what, since: new Date(stall.since).toISOString(), stallMs }, `${stallReason(stall)}: recovering`);
       emit();
-      stall.recover().catch((error: unknown) => logger.warn({ err: error, stall: stall.what }, 'stall recovery failed'));
+      isRecovering = true;
+      stall
+        .recover()
+        .catch((error: unknown) => logger.warn({ err: error, stall: stall.what }, 'stall recovery failed'))
+        .finally(() => (isRecovering = false));
       return;
     }
-    if (!state.isFatal && nowMs - state.seenAt >= stallMs) {
+    const stuckMs = nowMs - state.seenAt;
+    if (!state.isFatal && stuckMs >= stallMs && (!isRecovering || stuckMs >= 2 * stallMs)) {
       state.isFatal = true;
       emit();
       options.onFatal(`${stallReason(state)}; not recovered within ${stallMs} ms`);

@@ -106,7 +106,11 @@ async function expectToldOnceAndRecovered(run: Running, reasonStart: string, fau
   expect(String(line.msg)).toContain(reasonStart);
   expect(Number(line.time) - faultAt).toBeLessThan(SEEN_WITHIN_MS);
   const after = await dropLabel(env);
-  await waitFor(async () => (await archived(env)).includes(after), { timeoutMs: 30_000, what: `${after} archived after the recovery` });
+  await waitFor(async () => (await archived(env)).includes(after), { timeoutMs: 30_000, what: `${after} archived after the recovery` }).catch(
+    (error: unknown) => {
+      throw new Error(`${String(error)}\n${daemon.tail(60)}`);
+    },
+  );
   await daemon.waitForLog((l) => l.msg === 'stall recovered', { timeoutMs: 15_000, what: 'stall recovered' });
   await waitFor(() => stalledNotifications(hook).some((n) => n.state === 'resolved'), { timeoutMs: 15_000, what: 'the stalled notification resolved' });
   expect(stalledNotifications(hook).map((n) => n.state)).toEqual(['firing', 'resolved']);

@@ -71,6 +71,25 @@ describe('the watchdog', () => {
     expect(watchdog.current()?.isFatal).toBe(true);
   });
 
+  it('gives a recovery still under way (a new thread starting) up to one bound more', async () => {
+    const { logger } = loggerWithLines();
+    let nowMs = 0;
+    const fatal: string[] = [];
+    let finish: () => void = () => {};
+    const recovery = new Promise<void>((resolve) => (finish = resolve));
+    const watchdog = createWatchdog({ stallMs: 3000, logger, onFatal: (reason) => fatal.push(reason), now: () => nowMs });
+    watchdog.start([async () => ({ what: 'the delivery thread does not answer', since: 0, recover: () => recovery })]);
+    await watchdog.tick();
+    nowMs = 4000;
+    await watchdog.tick();
+    expect(fatal).toEqual([]);
+    nowMs = 6000;
+    await watchdog.tick();
+    expect(fatal).toHaveLength(1);
+    finish();
+    watchdog.close();
+  });
+
   it('takes a failing check for no stall, and checks a few times per bound, at most every 5 s', async () => {
     const { logger } = loggerWithLines();
     const watchdog = createWatchdog({ stallMs: 3000, logger, onFatal: () => {} });

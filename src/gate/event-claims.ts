@@ -37,22 +37,38 @@ const RECORD_BYTES = 12;
 // which the push gate's scripts have with the rate window); `record` is the claim's 12 bytes, `ttl` the
 // retention in s. `claimFind(stem, record, ttl)` returns the owner (4 bytes) of the event's claim,
 // its bucket and its byte offset there — or false — and the current bucket. The event's 8 bytes
-// count only at a record's start. `claimDone(owner)` is the owner once the event was sent (the
+// count only at a record's start. It reads the current bucket first (GET: where the gate finds the
+// claim of an event being sent), then the older ones in one MGET: a new claim reads the 10 buckets
+// of a 90-day retention in 2 commands instead of 10 (issue 46), and a claim found in the current
+// bucket never copies the older ones into the script. `claimDone(owner)` is the owner once the event was sent (the
 // first bit set). `claimIsDone` and `claimMarkDone` fall back to the claim of the earlier layout
 // (`legacyKey`: instant → source id or `done:<source>`) where no record is found.
 export const CLAIM_RECORD_LUA = `
+local function claimFindIn(records, event)
+  local at = 1
+  while records do
+    local i = string.find(records, event, at, true)
+    if not i then return nil end
+    if i % ${RECORD_BYTES} == 1 then return i end
+    at = i + 1
+  end
+  return nil
+end
 local function claimFind(stem, record, ttl)
   local event = string.sub(record, 1, 8)
   local current = math.floor(nowMs() / ${CLAIM_BUCKET_SEC * 1000})
-  for b = current, current - math.ceil(tonumber(ttl) / ${CLAIM_BUCKET_SEC}), -1 do
-    local records = redis.call('GET', stem .. b)
-    local at = 1
-    while records do
-      local i = string.find(records, event, at, true)
-      if not i then break end
-      if i % ${RECORD_BYTES} == 1 then return string.sub(records, i + 8, i + 11), b, i - 1, current end
-      at = i + 1
-    end
+  local records = redis.call('GET', stem .. current)
+  local i = claimFindIn(records, event)
+  if i then return string.sub(records, i + 8, i + 11), current, i - 1, current end
+  local oldest = current - math.ceil(tonumber(ttl) / ${CLAIM_BUCKET_SEC})
+  if oldest >= current then return false, nil, nil, current end
+  local older = {}
+  for b = current - 1, oldest, -1 do older[#older + 1] = stem .. b end
+  local values = redis.call('MGET', unpack(older))
+  for n = 1, #older do
+    local v = values[n]
+    i = claimFindIn(v, event)
+    if i then return string.sub(v, i + 8, i + 11), current - n, i - 1, current end
   end
   return false, nil, nil, current
 end

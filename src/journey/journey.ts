@@ -152,18 +152,37 @@ local function journal(dayStem, deliveryId, ttlSec, ...)
 end
 `;
 
-// KEYS: 1 the day's journey hash. ARGV: 1 its expiry (epoch s), then pairs: delivery id, step
-// (complete JSON, with its time). Appends each step to its delivery's steps of the day. Returns 1.
+// KEYS: 1 the day's journey hash, then the file indexes' keys written (`appendSteps`). ARGV: 1
+// their expiry (epoch s), 2 the number of steps, then pairs: delivery id, step (complete JSON, with
+// its time); then for each index key, its number of members and the members. Appends each step to
+// its delivery's steps of the day, adds the members (score 0) and sets the expiry. Returns 1.
 const APPEND_STEPS = defineScript(
   'journeyAppend',
   `
-local key, expireAt = KEYS[1], ARGV[1]
-for n = 2, #ARGV, 2 do
+local key, expireAt, steps = KEYS[1], ARGV[1], tonumber(ARGV[2])
+local n = 3
+for _ = 1, steps do
   local deliveryId, entry = ARGV[n], ARGV[n + 1]
   local before = redis.call('HGET', key, deliveryId)
   redis.call('HSET', key, deliveryId, before and (before .. '\\n' .. entry) or entry)
+  n = n + 2
 end
 redis.call('EXPIREAT', key, expireAt)
+for k = 2, #KEYS do
+  local count = tonumber(ARGV[n])
+  n = n + 1
+  local args = {}
+  for m = 1, count do
+    args[#args + 1] = 0
+    args[#args + 1] = ARGV[n]
+    n = n + 1
+    if #args == 1000 or m == count then
+      redis.call('ZADD', KEYS[k], unpack(args))
+      args = {}
+    end
+  end
+  redis.call('EXPIREAT', KEYS[k], expireAt)
+end
 return 1
 `,
 );
@@ -212,32 +231,46 @@ export interface JourneyEntry {
   file?: { name: string; sha256: string };
 }
 
-/** Appends the entries' writes to `chain` (one round trip with the caller's own commands). */
+/**
+ * Appends the entries' writes to `chain` (one round trip with the caller's own commands): one
+ * script call that appends the steps and writes the file indexes (issue 46: the indexes' `ZADD` and
+ * `EXPIREAT` were top-level commands of their own, 2 round trips a claimed label).
+ */
 export function appendSteps(chain: ChainableCommander, keys: Keys, ttlSec: number, entries: readonly JourneyEntry[], nowMs: number): ChainableCommander {
   if (entries.length === 0) return chain;
   const day = epochDayOf(nowMs);
   const dayExpiresAt = (day + 1) * (DAY_MS / 1000) + ttlSec;
-  APPEND_STEPS.queue(
-    chain,
-    [keys.journeyDay(day)],
-    [dayExpiresAt, ...entries.flatMap(({ deliveryId, step }) => [deliveryId, stepJson({ t: nowMs - day * DAY_MS, ...step })])],
-  );
-  const indexKeys = new Set<string>();
+  // The index members by key, each member once: an events file's events all name the same file,
+  // so its sha256 member is written once, not once an event, and its name's members (one a
+  // delivery, all in the name's shard) are one ZADD.
+  const indexes = new Map<string, Set<string>>();
+  const index = (key: string, member: string): void => {
+    const members = indexes.get(key);
+    if (members === undefined) indexes.set(key, new Set([member]));
+    else members.add(member);
+  };
   for (const { deliveryId, file } of entries) {
     if (file === undefined) continue;
     // A name that carries its delivery id (labels, CT-e) is found from the name itself.
     if (deliveryOfName(file.name) !== deliveryId) {
       const { shard, member } = fileIndexEntry(file.name, deliveryId);
-      indexKeys.add(keys.journeyFiles(day, shard));
-      chain.zadd(keys.journeyFiles(day, shard), 0, member);
+      index(keys.journeyFiles(day, shard), member);
     }
     if (file.sha256 !== '') {
       const { shard, member } = shaIndexEntry(file.sha256, file.name);
-      indexKeys.add(keys.journeyHashes(day, shard));
-      chain.zadd(keys.journeyHashes(day, shard), 0, member);
+      index(keys.journeyHashes(day, shard), member);
     }
   }
-  for (const key of indexKeys) chain.expireat(key, dayExpiresAt);
+  APPEND_STEPS.queue(
+    chain,
+    [keys.journeyDay(day), ...indexes.keys()],
+    [
+      dayExpiresAt,
+      entries.length,
+      ...entries.flatMap(({ deliveryId, step }) => [deliveryId, stepJson({ t: nowMs - day * DAY_MS, ...step })]),
+      ...[...indexes.values()].flatMap((members) => [members.size, ...members]),
+    ],
+  );
   return chain;
 }
 

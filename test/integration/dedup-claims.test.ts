@@ -95,6 +95,13 @@ describe('the event_at claims', () => {
     expect(await dedup().claim(d, instant(1), 'file:new:1')).toBe('duplicate');
     expect(await dedup().claim(d, instant(1), 'file:old:1')).toBe('own');
     expect(await dedup().claim(d, instant(2), 'file:new:2')).toBe('new');
+    // Found in a bucket between (read with the older ones in one MGET): its bucket and offset are
+    // the ones a release deletes from.
+    await redis.append(`${stem}${current - 3}`, Buffer.concat([claimRecord(d, instant(4), 'file:a:4'), claimRecord(d, instant(5), 'file:mid:5')]));
+    expect(await dedup().claim(d, instant(5), 'file:new:5')).toBe('duplicate');
+    await dedup().release(d, instant(5), 'file:mid:5');
+    expect(await redis.getBuffer(`${stem}${current - 3}`)).toEqual(claimRecord(d, instant(4), 'file:a:4'));
+    expect(await dedup().claim(d, instant(5), 'file:new:5')).toBe('new');
     // The event's 8 bytes inside another record (offset 4) are no claim of it.
     const event = claimRecord(d, instant(3), 'x').subarray(0, 8);
     await redis.append(`${stem}${current}`, Buffer.concat([Buffer.from('abcd'), event]));

@@ -57,6 +57,31 @@ describe('journey file indexes', () => {
     expect(await redis.ttl(keys.journeyHashes(day, shard))).toBeGreaterThan(TTL_SEC);
   });
 
+  it("writes an events file's steps and index members in one call, its sha256 member once", async () => {
+    prepareJourney(redis);
+    const now = Date.now();
+    const fileName = 'events-2026-11-26.ndjson';
+    const entries: JourneyEntry[] = [];
+    for (let n = 0; n < 200; n += 1) entries.push(eventReceived(`d-f${n}`, fileName, n % 10));
+    const pipeline = appendSteps(redis.pipeline(), keys, TTL_SEC, entries, now);
+    // One script call writes the steps and both indexes (each member once): not a ZADD an event
+    // and index with an EXPIREAT a key beside it (403 commands before issue 46).
+    expect(pipeline.length).toBe(1);
+    await pipeline.exec();
+
+    const day = epochDayOf(now);
+    const { shard: nameShard, member: namePrefix } = fileIndexEntry(fileName, '');
+    const named = (await redis.zrange(keys.journeyFiles(day, nameShard), 0, -1)).filter((m) => m.startsWith(namePrefix));
+    expect(named).toHaveLength(200);
+    const { shard: shaShard, member } = shaIndexEntry(sha(fileName), fileName);
+    expect(await redis.zrange(keys.journeyHashes(day, shaShard), 0, -1)).toContain(member);
+    expect(await redis.ttl(keys.journeyHashes(day, shaShard))).toBeGreaterThan(TTL_SEC);
+    const byName = await findByFile(redis, keys, [fileName], 30, now);
+    expect(new Set(byName.map((s) => s.delivery_id)).size).toBe(200);
+    const bySha = await findBySha256(redis, keys, sha(fileName).slice(0, 8), 30, now);
+    expect(new Set(bySha.map((s) => s.delivery_id)).size).toBe(200);
+  });
+
   it('still finds files recorded in the one-set-a-day indexes written before the upgrade', async () => {
     prepareJourney(redis);
     const now = Date.now();

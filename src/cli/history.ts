@@ -136,7 +136,9 @@ async function invalidLinesText(records: readonly InvalidLinesRecord[], lang: La
   const t = translator(lang);
   const lines: string[] = [];
   for (const record of records) {
-    lines.push(t('history.invalidLines', { file: record.file, at: localTime(record.at), count: record.count }));
+    lines.push(
+      t(record.valid === 0 ? 'history.invalidLinesNoneValid' : 'history.invalidLines', { file: record.file, at: localTime(record.at), count: record.count }),
+    );
     for (const line of record.lines) lines.push(`  ${renderReason(lang, lineReason(line))}`);
     if (record.count > record.lines.length) lines.push('  …');
   }

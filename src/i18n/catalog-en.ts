@@ -142,7 +142,7 @@ export const EN = {
   'cli.validate.invalid': 'INVALID {file}',
   'cli.validate.note': 'note: {note}',
   'cli.validate.pdf': 'PDF {version}, {pages, plural, one {# page} other {# pages}}',
-  'cli.validate.validRecords': '{count, plural, one {# valid record} other {# valid records}}',
+  'cli.validate.validRecords': '{count, plural, =0 {no valid record} one {# valid record} other {# valid records}}',
   'cli.validate.line': 'line {line}: {code}: {reason}',
   'cli.validate.unreadable': 'the file cannot be read: {detail}',
   'cli.validate.unknownType': 'unknown file type: expected .pdf, .xml, .ndjson, .jsonl or .csv',
@@ -445,6 +445,13 @@ export const EN = {
   'ui.state.redisFullDetail': 'redis refuses writes ({code}) since {since}: {message}; files wait in the inbox, answers are kept until it takes writes again',
   'ui.step.resent': 'resent',
   'history.resent': 'answer unknown: owner process died; sent again',
+  // i44-classify: an events file with no valid record (failed/, never "the valid records were sent"), a header split by another separator.
+  'reason.events.noValidRecord': '{count, plural, one {# invalid line} other {# invalid lines}} and no valid record: nothing of the file was sent',
+  'reason.events.linesNoneValid': '{count, plural, one {# invalid line} other {# invalid lines}} and no valid record: nothing of the file was sent: {first}',
+  'history.invalidLinesNoneValid':
+    'file {file}, read {at}: {count, plural, one {# invalid line} other {# invalid lines}} and no valid record: nothing of the file was sent',
+  'reason.event.headerSeparator':
+    "the header row is separated by ''{separator}'', not by commas (found: {found}); save the file as CSV with commas between fields, its first row naming delivery_id and event_at",
 } as const;
 
 export type MessageKey = keyof typeof EN;

@@ -140,7 +140,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'cli.validate.invalid': 'INVÁLIDO {file}',
   'cli.validate.note': 'observação: {note}',
   'cli.validate.pdf': 'PDF {version}, {pages, plural, one {# página} other {# páginas}}',
-  'cli.validate.validRecords': '{count, plural, one {# registro válido} other {# registros válidos}}',
+  'cli.validate.validRecords': '{count, plural, =0 {nenhum registro válido} one {# registro válido} other {# registros válidos}}',
   'cli.validate.line': 'linha {line}: {code}: {reason}',
   'cli.validate.unreadable': 'o arquivo não pode ser lido: {detail}',
   'cli.validate.unknownType': 'tipo de arquivo desconhecido: esperado .pdf, .xml, .ndjson, .jsonl ou .csv',
@@ -173,7 +173,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
     '{total, plural, one {# item terminou em falha definitiva} other {# itens terminaram em falha definitiva}} desde {since}: a API os recusou ou as tentativas acabaram',
   'notify.deadLetters.action': '`carrier-sync dlq list` mostra-os; `carrier-sync dlq retry` envia-os de novo depois de corrigidos',
   'notify.refused.summary':
-    '{total, plural, one {# arquivo recusado} other {# arquivos recusados}} localmente (inválidos, nunca enviados) e movidos para failed/',
+    '{total, plural, one {# arquivo recusado localmente (inválido, nunca enviado) e movido para failed/} other {# arquivos recusados localmente (inválidos, nunca enviados) e movidos para failed/}}',
   'notify.refused.action': 'cada arquivo tem ao lado, em failed/, um <arquivo>.error.json dizendo o motivo',
   'notify.test.summary': 'Mensagem de teste do carrier-sync em {host}: este canal funciona',
   'notify.openOverview': 'abrir o painel',
@@ -443,4 +443,12 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
     'O Redis recusa gravações ({code}) desde {since}: {message}; os arquivos aguardam na pasta de entrada, as respostas ficam guardadas até ele voltar a aceitá-las',
   'ui.step.resent': 'reenviado',
   'history.resent': 'resposta desconhecida: o processo responsável morreu; enviado de novo',
+  // i44-classify: um arquivo de coletas sem registro válido (failed/, nunca "os registros válidos foram enviados"), um cabeçalho com outro separador.
+  'reason.events.noValidRecord': '{count, plural, one {# linha inválida} other {# linhas inválidas}} e nenhum registro válido: nada do arquivo foi enviado',
+  'reason.events.linesNoneValid':
+    '{count, plural, one {# linha inválida} other {# linhas inválidas}} e nenhum registro válido: nada do arquivo foi enviado: {first}',
+  'history.invalidLinesNoneValid':
+    'arquivo {file}, lido em {at}: {count, plural, one {# linha inválida} other {# linhas inválidas}} e nenhum registro válido: nada do arquivo foi enviado',
+  'reason.event.headerSeparator':
+    "a linha de cabeçalho está separada por ''{separator}'', não por vírgulas (encontrado: {found}); salve o arquivo como CSV com vírgulas entre os campos, a primeira linha nomeando delivery_id e event_at",
 };

@@ -29,6 +29,8 @@ export interface InvalidLinesRecord {
   file: string;
   /** Every invalid line of the file; `lines` holds the first of them. */
   count: number;
+  /** Its valid records (sent, or duplicates): 0 when nothing of the file was sent; absent in records of earlier versions. */
+  valid?: number;
   lines: InvalidLineRecord[];
 }
 
@@ -58,10 +60,13 @@ export async function readInvalidLines(redis: RedisConnection, keys: Keys, file:
 /** Lines whose reasons the overview's row names. */
 const LINES_NAMED = 3;
 
-/** `2 invalid lines, not sent (the valid records were sent): line 2: …; line 5: …`, by key, for any reader's language. */
-export function linesReason(rejects: readonly InvalidLineRecord[]): Reason {
+/**
+ * `2 invalid lines, not sent (the valid records were sent): line 2: …; line 5: …`, by key, for any
+ * reader's language; with no valid record (`valid` 0), it says nothing of the file was sent.
+ */
+export function linesReason(rejects: readonly InvalidLineRecord[], valid?: number): Reason {
   const first: Reason[] = rejects.slice(0, LINES_NAMED).map((line) => lineReason(line));
-  return reasonOf('reason.events.linesNotSent', { count: rejects.length, first });
+  return reasonOf(valid === 0 ? 'reason.events.linesNoneValid' : 'reason.events.linesNotSent', { count: rejects.length, first });
 }
 
 /** `line 2: <its reason>`; a line kept without a reason key reads with its English message. */

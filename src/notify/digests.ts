@@ -7,6 +7,7 @@
  * (the dead letters' time cursor; the refusals' "counts already reported" snapshot), so a second
  * scheduler, or this one after a restart, finds nothing left to report.
  */
+import { isFailedByRedis } from '../queue/redis-failures.js';
 import type { Job } from 'bullmq';
 import { readRefusals } from '../store/activity.js';
 import type { AttemptLog } from '../queue/attempts.js';
@@ -82,6 +83,11 @@ export async function takeDeadLetterDigest(sources: DigestSources, options: Dige
     const unread = ids.length - Math.min(ids.length, READ_MAX);
     for (const id of ids.slice(0, READ_MAX)) {
       const job = (await queues.items[kind].getJob(id)) as Job<ItemJob> | undefined;
+      // Failed by a Redis error, not dead-lettered: put back to work (queue/redis-failures.ts), no news.
+      if (job !== undefined && isFailedByRedis(job)) {
+        total -= 1;
+        continue;
+      }
       const history = await sources.attempts.read(id);
       const last = history[history.length - 1];
       const code = last?.apiCode ?? last?.code ?? /^([A-Z][A-Z_]*):/.exec(job?.failedReason ?? '')?.[1] ?? 'UNKNOWN';

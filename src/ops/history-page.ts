@@ -99,7 +99,11 @@ function invalidLinesCards(records: readonly InvalidLinesRecord[], lang: Lang): 
   const t = translator(lang);
   return records
     .map((record) => {
-      const heading = marksToHtml(t('history.invalidLines', { file: record.file, at: markTime(record.at), count: record.count }), escape, timeTag);
+      const heading = marksToHtml(
+        t(record.valid === 0 ? 'history.invalidLinesNoneValid' : 'history.invalidLines', { file: record.file, at: markTime(record.at), count: record.count }),
+        escape,
+        timeTag,
+      );
       const rows = record.lines
         .map((line) => `<li data-invalid-line="${line.line}"><code>${escape(line.code)}</code> ${escape(renderReason(lang, lineReason(line)))}</li>`)
         .join('');

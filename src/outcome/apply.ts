@@ -4,7 +4,7 @@
  * for files that never became jobs. Every step is idempotent, so an outcome delivered twice, or
  * replayed after a crash, moves nothing twice.
  */
-import type { SyncError } from '../errors.js';
+import { ERROR_CODES, type ErrorCode, type SyncError } from '../errors.js';
 import { reasonOf, refusal } from '../i18n/reason.js';
 import type { Lang } from '../i18n/translate.js';
 import { readFile } from 'node:fs/promises';
@@ -154,13 +154,31 @@ async function finishBatch(deps: OutcomeDeps, batchId: string): Promise<void> {
   await deps.batches.drop(batchId);
 }
 
-/** Any dead letter: the file to failed/. Invalid lines only: a lines report in failed/, the file to archive/. */
+/**
+ * Any dead letter: the file to failed/. Invalid lines and no valid record at all (every line
+ * invalid, a CSV header that cannot be read): nothing of it went to the API, so the file to failed/
+ * too. Invalid lines beside valid records: a lines report in failed/, the file to archive/ (the API
+ * accepted what it carried).
+ */
 async function moveEventsFile(deps: OutcomeDeps, state: BatchState, path: string): Promise<void> {
   const { info } = state;
+  // Valid records: the batch's events, and those found already taken (duplicates: the API holds them).
+  const valid = state.total + info.duplicates;
   if (state.deadLettered.length > 0) {
     const reason = reasonOf('reason.events.deadLettered', { count: String(state.deadLettered.length), total: String(state.total) });
-    const content = batchReport(state, refusal('API_REJECTED', reason));
+    const content = batchReport(state, refusal(deadLetteredCode(state), reason));
     await reject(deps, 'events', path, info.fileName, content);
+  } else if (valid === 0 && info.rejects.length > 0) {
+    const codes = new Set(info.rejects.map((line) => line.code));
+    const first = info.rejects[0]!.code;
+    const code = codes.size === 1 && isErrorCode(first) ? first : 'EVENT_BAD_RECORD';
+    await reject(
+      deps,
+      'events',
+      path,
+      info.fileName,
+      batchReport(state, refusal(code, reasonOf('reason.events.noValidRecord', { count: info.rejects.length }))),
+    );
   } else if (info.rejects.length > 0) {
     const content = batchReport(state, refusal('EVENT_BAD_RECORD', reasonOf('reason.events.invalidLinesSent', { count: info.rejects.length })));
     const report = { kind: 'events', at: now(deps).toISOString(), content, lang: deps.lang ?? 'en' };
@@ -171,6 +189,17 @@ async function moveEventsFile(deps: OutcomeDeps, state: BatchState, path: string
     if (target !== null && archived !== null) await noteArchived(`${target}${REPORT}`, relative(deps.paths.root, archived), deps.disk);
   } else await archive(deps, 'events', path, info.fileName);
 }
+
+/**
+ * An events file's code for its dead letters: API_REJECTED when the API answered each of them (an
+ * API_* code), else the first code that did not come from an answer (NETWORK, TIMEOUT: retries ran out).
+ */
+function deadLetteredCode(state: BatchState): ErrorCode {
+  const codes = state.deadLettered.map((dead) => dead.error['code']).filter((code): code is ErrorCode => typeof code === 'string' && isErrorCode(code));
+  return codes.find((code) => !code.startsWith('API_')) ?? 'API_REJECTED';
+}
+
+const isErrorCode = (code: string): code is ErrorCode => (ERROR_CODES as readonly string[]).includes(code);
 
 function batchReport(state: BatchState, error: SyncError): ReportContent {
   return eventsFileReport(

@@ -7,6 +7,9 @@
  *                  spending an attempt, until it has been held back maxRateLimitedMs in all
  *   pause        → 401: the auth gate pauses the queues; the job waits without spending an attempt
  *   dead-letter  → UnrecoverableError: the job stays in the failed set (the DLQ)
+ * A Redis error met anywhere in a run (the gate, the answer's write, a step aside; MOVED after a
+ * Cluster promotion, READONLY, a closed connection…) is none of these: it is no answer of the API, so
+ * the job goes back to delayed without spending an attempt (`onRedisError`), like any Redis outage.
  *
  * Redis work per item: one round trip before the request (the push gate: order, 401 gate, rate
  * limit, the attempt record; with replicas, WAIT for it in the same round trip) and one after it
@@ -19,6 +22,7 @@ import type { Job } from 'bullmq';
 import { DelayedError, UnrecoverableError } from '../queue/bullmq.js';
 import { isSyncError, SyncError } from '../errors.js';
 import { countActivity } from '../store/activity.js';
+import { isRedisError, isRedisUnavailable } from '../store/redis-errors.js';
 import { wakeEvent } from '../gate/event-wake.js';
 import type { AttemptRecord } from '../queue/attempts.js';
 import type { ItemJob, ItemResult } from '../store/payloads.js';
@@ -54,6 +58,10 @@ const UNREPLICATED_RETRY_MS = 1_000;
 /** The journey's answer to an attempt that did not leave: no replica acknowledged its record. */
 const UNREPLICATED_ANSWER: AttemptAnswer = { durationMs: 0, message: 'not sent: no Redis replica acknowledged the attempt record in time; asking again' };
 const PROBE_MAX_MS = 300_000;
+/** A job that met a Redis error that passes (a failover, an outage, a redirect): asked again after this. */
+const REDIS_RETRY_MS = 1_000;
+/** One that met another Redis error (a script's ERR, WRONGTYPE: not expected to pass on its own): asked again after this, told at error level. */
+const REDIS_FAULT_RETRY_MS = 30_000;
 
 export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: string) => Promise<string> {
   const run = processJob(deps);
@@ -138,6 +146,41 @@ const PROCESS_SPAN_NAME: Readonly<Record<ItemJob['kind'], string>> = { label: 'p
 const isRunError = (error: unknown): boolean => !(error instanceof DelayedError);
 
 function processJob(deps: PushDeps): (job: Job<ItemJob>, token?: string) => Promise<string> {
+  const run = runJob(deps);
+  return async (job, token) => {
+    try {
+      return await run(job, token);
+    } catch (error) {
+      if (error instanceof DelayedError || error instanceof UnrecoverableError || isSyncError(error) || !isRedisError(error)) throw error;
+      return onRedisError(deps, job, token, error);
+    }
+  };
+}
+
+/**
+ * A Redis error met by a run: never the API's refusal, never a spent attempt. The job goes back to
+ * delayed; when Redis cannot take even that, the run ends as stepped aside all the same (a
+ * DelayedError: BullMQ then neither fails the job nor spends an attempt), the job's lock lapses and
+ * BullMQ's stalled check hands it to a worker again once Redis answers. An answer the API gave in
+ * this run was written before (kept-answers.ts keeps it through an outage), so the next run's gate
+ * finds it: nothing is sent twice.
+ */
+async function onRedisError(deps: PushDeps, job: Job<ItemJob>, token: string | undefined, error: unknown): Promise<never> {
+  const isPassing = isRedisUnavailable(error);
+  const context = { kind: job.data.kind, deliveryId: job.data.deliveryId, jobId: String(job.id), attempt: job.attemptsMade + 1, err: error };
+  // A failover or an outage is told once by redis-health.ts; another Redis error is news.
+  if (isPassing) deps.logger.debug(context, 'Redis error during a push: the item waits and is tried again, no attempt spent');
+  else deps.logger.error(context, 'Redis refused a command of a push: the item waits and is tried again, no attempt spent');
+  try {
+    await job.moveToDelayed(Date.now() + (isPassing ? REDIS_RETRY_MS : REDIS_FAULT_RETRY_MS), token);
+  } catch (moveError) {
+    if (!isRedisError(moveError)) throw moveError;
+    deps.logger.debug({ ...context, err: moveError }, 'Redis cannot take the job back to delayed now: its lock lapses and it is taken up again');
+  }
+  throw new DelayedError();
+}
+
+function runJob(deps: PushDeps): (job: Job<ItemJob>, token?: string) => Promise<string> {
   return async (job, token) => {
     const item = job.data;
     const jobId = String(job.id);
@@ -198,6 +241,15 @@ async function send(
     result = await withSpan(spanBoundTo(job), () => sendItem(deps.client, item));
   } catch (error) {
     const used: SlotUse = { slot, respondedAt: performance.now() };
+    if (isFromRedis(error)) {
+      // No answer of the API (the call itself never touches Redis; whatever did, it was not the
+      // API refusing): the attempt is released as not answered, and the run steps aside.
+      const message = `not sent: a Redis error came instead of the API's answer: ${(error as Error).message}`.slice(0, 160);
+      await writeAnswer(deps, jobId, slot, () =>
+        deps.gate.leave(item, jobId, used, null, { durationMs: used.respondedAt - sentAt, message }).then(() => undefined),
+      );
+      throw error;
+    }
     const syncError = toSyncError(error);
     if (isProbe) await onProbeAnswer(deps, syncError);
     return onFailure(deps, job, token, used, authEpoch, syncError, answerOf(syncError, used.respondedAt - sentAt));
@@ -333,8 +385,22 @@ async function stepAside(job: Job, token: string | undefined, delayMs: number): 
   throw new DelayedError();
 }
 
+/**
+ * What the API call threw, as a SyncError. The client turns every answer and transport failure into
+ * one; anything else is unexpected and retried as NETWORK (a Redis error never gets here: `send`).
+ */
 function toSyncError(error: unknown): SyncError {
   if (isSyncError(error)) return error;
   const message = error instanceof Error ? error.message : String(error);
   return new SyncError('NETWORK', `unexpected failure: ${message}`, { disposition: 'retry', cause: error });
+}
+
+/**
+ * A Redis error thrown by the API call's code. A socket's failure (ECONNRESET…) there is the API's
+ * way failing, not Redis': only a reply error or a Redis message counts.
+ */
+function isFromRedis(error: unknown): boolean {
+  if (isSyncError(error) || !isRedisError(error)) return false;
+  const code = (error as NodeJS.ErrnoException).code;
+  return typeof code !== 'string' || !code.startsWith('E');
 }

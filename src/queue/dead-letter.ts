@@ -9,6 +9,7 @@ import type { DedupMemory } from '../gate/event-claims.js';
 import type { DeadLetterFacts } from './failure-report.js';
 import { appendSteps, prepareJourney, type JourneyEntry } from '../journey/journey.js';
 import { documentSteps, eventSteps } from './job-steps.js';
+import { isFailedByRedis } from './redis-failures.js';
 import { ITEM_KINDS, type ItemKind, type Keys } from '../store/keys.js';
 import type { ItemJob } from '../store/payloads.js';
 import type { QueueSet } from './queues.js';
@@ -48,7 +49,8 @@ export async function listDeadLetters(deps: DeadLetterDeps, options: { latestPer
   const perKind = await Promise.all(
     ITEM_KINDS.map(async (kind) => {
       const jobs = (await deps.queues.items[kind].getFailed(0, end)) as Array<Job<ItemJob>>;
-      return Promise.all(jobs.map((job) => describe(deps, kind, job)));
+      // A job failed by a Redis error is no dead letter: it is put back to work (redis-failures.ts).
+      return Promise.all(jobs.filter((job) => !isFailedByRedis(job)).map((job) => describe(deps, kind, job)));
     }),
   );
   return perKind.flat().sort((a, b) => (a.lastFailureAt ?? '').localeCompare(b.lastFailureAt ?? ''));

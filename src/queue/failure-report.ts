@@ -169,7 +169,11 @@ export interface DeadLetterFacts {
 
 const NOT_FOUND_HINT = say('en', 'reason.notFoundHint');
 
-/** An item the API refused for good, or whose retries ran out. */
+/**
+ * An item the API refused for good, or whose retries ran out. A dead letter whose error has no code
+ * (an earlier version's failed reason that was not ours) is UNKNOWN: an API_* code comes only from
+ * an answer the API gave.
+ */
 export function deadLetterReport(facts: DeadLetterFacts): ReportBody {
   const { error } = facts;
   const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
@@ -177,7 +181,7 @@ export function deadLetterReport(facts: DeadLetterFacts): ReportBody {
   const apiMessage = text(error['apiMessage']);
   const params = error['params'];
   return {
-    code: text(error['code']) ?? 'API_REJECTED',
+    code: text(error['code']) ?? 'UNKNOWN',
     message: apiMessage ?? text(error['message']) ?? 'dead-lettered',
     status: typeof error['status'] === 'number' ? error['status'] : null,
     apiCode,

@@ -20,6 +20,12 @@ import type { Context } from './context.js';
 import { inFlightGraceMs } from './closers.js';
 import { closeWorkers } from './close-workers.js';
 import type { Metrics } from '../ops/metrics.js';
+import { retryFailedByRedis } from '../queue/redis-failures.js';
+
+/** How often the failed sets are looked through for jobs Redis failed (queue/redis-failures.ts). */
+const REDIS_FAILURES_SWEEP_MS = 5_000;
+/** Each sweep reads the failures of this long before the last one too (another process' clock). */
+const REDIS_FAILURES_OVERLAP_MS = 60_000;
 
 /** BullMQ's words for a job whose lock lapsed: a renewal that failed, a finish without the lock (or after another run took the job). */
 /** How long after a Redis episode a lost job lock is still its echo (a kept answer written late). */
@@ -93,5 +99,34 @@ export async function startWorkerRole(ctx: Context, target: ApiTarget, observeRe
     workers.push(worker);
   }
   ctx.closers.push('workers', () => closeWorkers(workers, inFlightGraceMs(config.shutdown.graceMs), ctx.health, log));
+  sweepRedisFailures(ctx, log);
   log.info({ kinds: ITEM_KINDS, concurrency: config.delivery.concurrency, api: target.url, ratePerMinute: config.delivery.ratePerMinute }, 'workers started');
+}
+
+/**
+ * A job that Redis failed (its last attempt met MOVED, a closed connection…: BullMQ failed it with
+ * that message) is put back to work: all of them at the start, then those failed since the last pass.
+ */
+function sweepRedisFailures(ctx: Context, log: Context['logger']): void {
+  let sinceMs = 0;
+  let isRunning = false;
+  const pass = async (): Promise<void> => {
+    if (isRunning) return;
+    isRunning = true;
+    const startedAt = Date.now();
+    try {
+      const retried = await retryFailedByRedis(ctx.redis, ctx.queues, sinceMs);
+      sinceMs = Math.max(0, startedAt - REDIS_FAILURES_OVERLAP_MS);
+      if (retried.length > 0)
+        log.info({ jobIds: retried.slice(0, 20), count: retried.length }, 'jobs failed by a Redis error put back to work (no dead letter)');
+    } catch (error) {
+      if (!ctx.health.report(error, 'redis-failures')) log.warn({ err: error }, 'looking for jobs failed by Redis failed; trying again');
+    } finally {
+      isRunning = false;
+    }
+  };
+  void pass();
+  const timer = setInterval(() => void pass(), REDIS_FAILURES_SWEEP_MS);
+  timer.unref();
+  ctx.closers.push('redis failures sweep', () => clearInterval(timer));
 }

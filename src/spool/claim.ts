@@ -315,7 +315,7 @@ async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: s
     const enqueued = await withSpan(span, () => enqueueEvents(deps.enqueue, jobs));
     await deps.enqueue.stats.add('received', 'collecting', rejects.length);
     await deps.enqueue.stats.add('failed', 'collecting', rejects.length);
-    await noteInvalidLines(deps.enqueue, fileName, rejects);
+    await noteInvalidLines(deps.enqueue, fileName, rejects, records.length);
     // Records this file's earlier claim sent (a re-read after a crash, a stuck batch taken up again)
     // are its own jobs, finished: the batch counts them, and they are no duplicates. They are marked
     // done with the seal: their claims say they were sent, and the outcome that marked them may

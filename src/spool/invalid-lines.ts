@@ -1,6 +1,7 @@
 /**
- * An events file read with invalid lines is archived (its valid lines are sent), so nothing would
- * show it but the lines report in failed/events/. This makes it findable: a row in the overview's
+ * An events file read with invalid lines and valid ones is archived (its valid lines are sent), so
+ * nothing would show it but the lines report in failed/events/ (one with no valid record goes to
+ * failed/ whole, and the row and the record say nothing of it was sent). This makes it findable: a row in the overview's
  * latest refusals (its name, how many lines, the first reasons; not counted as a refused file) and
  * a record that `history --file` and the history page's file search read. One round trip.
  */
@@ -9,11 +10,12 @@ import { linesReason, recordInvalidLines, type InvalidLineRecord } from '../jour
 import type { EnqueueDeps } from '../queue/enqueue.js';
 import { addRefusalNote } from '../store/activity.js';
 
-export async function noteInvalidLines(deps: EnqueueDeps, fileName: string, rejects: readonly InvalidLineRecord[]): Promise<void> {
+/** `valid`: the file's valid records (queued or duplicates). */
+export async function noteInvalidLines(deps: EnqueueDeps, fileName: string, rejects: readonly InvalidLineRecord[], valid: number): Promise<void> {
   if (rejects.length === 0) return;
   const atMs = deps.clock.now();
   const at = new Date(atMs).toISOString();
-  const reason = linesReason(rejects);
+  const reason = linesReason(rejects, valid);
   const chain = addRefusalNote(deps.redis.multi(), deps.keys, {
     at,
     kind: 'events',
@@ -22,6 +24,6 @@ export async function noteInvalidLines(deps: EnqueueDeps, fileName: string, reje
     reason: renderReason('en', reason),
     reasonSource: reason,
   });
-  if (deps.historyTtlSec !== undefined) recordInvalidLines(chain, deps.keys, { at, file: fileName, count: rejects.length, lines: [...rejects] }, atMs, deps.historyTtlSec);
+  if (deps.historyTtlSec !== undefined) recordInvalidLines(chain, deps.keys, { at, file: fileName, count: rejects.length, valid, lines: [...rejects] }, atMs, deps.historyTtlSec);
   await chain.exec();
 }

@@ -6,7 +6,8 @@
  *    its outcome will move the file (taken up again then, the item was sent twice: the traces
  *    failover test, under load, once);
  *  - job completed or dead-lettered but the file still here (its outcome was lost or raced) →
- *    moved as its job ended;
+ *    moved as its job ended; a job failed by a Redis error, not dead-lettered, is put back to work
+ *    (queue/redis-failures.ts) and its file waits;
  *  - an events file whose batch was never sealed → ingested again (its claims come back as OWN);
  *    a sealed batch whose jobs all finished → finished;
  *  - a sealed batch that cannot complete (no job of it marked done for STUCK_MS; in the pass after
@@ -21,6 +22,7 @@ import { createAttemptLog, type AttemptLog } from '../queue/attempts.js';
 import { readDeadLetterFacts } from '../queue/dead-letter.js';
 import { collectingJobId, documentJobId, enqueueEvents } from '../queue/enqueue.js';
 import { pendingOutcomeJobIds } from '../queue/outcome-list.js';
+import { retryIfFailedByRedis } from '../queue/redis-failures.js';
 import { deadLetterReport, type DeadLetterFacts } from '../queue/failure-report.js';
 import type { SpoolKind } from '../store/keys.js';
 import { inflightEventJobs, resumeInflight, type ClaimDeps } from './claim.js';
@@ -53,7 +55,7 @@ export async function reconcileInflight(
   // Read once, and only when a job reads as unknown (rare: a crash, a lost write, or a job that just finished).
   let pending: Promise<Set<string>> | undefined;
   const isOutcomePending = async (jobId: string): Promise<boolean> => (await (pending ??= pendingOutcomeJobIds(deps.enqueue.redis, deps.enqueue.keys, deps.paths.spoolId))).has(jobId);
-  const documents = await reconcileDocuments(deps, index, settledBefore, isOutcomePending, attempts);
+  const documents = await reconcileDocuments(deps, index, logger, settledBefore, isOutcomePending, attempts);
   const events = await reconcileEvents(deps, index, logger, settledBefore, { stuckMs, isOutcomePending, attempts });
   const resumed = documents.resumed + events.resumed;
   const settled = documents.settled + events.settled;
@@ -64,6 +66,7 @@ export async function reconcileInflight(
 async function reconcileDocuments(
   deps: ClaimDeps,
   index: InflightIndex,
+  logger: Logger,
   settledBefore: number,
   isOutcomePending: (jobId: string) => Promise<boolean>,
   attempts: AttemptLog,
@@ -87,12 +90,19 @@ async function reconcileDocuments(
         index.forget(kind, name);
         settled += 1;
       } else if (state === 'failed') {
-        // The outcome that carried this dead letter's report was lost: the same report is built
-        // from the failed job and its attempt log.
         const job = await queue.getJob(jobId);
+        // Failed by a Redis error (BullMQ's own finish met MOVED, a closed connection…), not by a
+        // dead letter: no refusal of the API, so the job is put back to work and the file waits.
+        if (job !== undefined && (await retryIfFailedByRedis(job))) {
+          logger.info({ kind, file: parsed.fileName, jobId, reason: job.failedReason }, 'job failed by a Redis error put back to work (no dead letter)');
+          continue;
+        }
+        // The outcome that carried this dead letter's report was lost: the same report is built
+        // from the failed job and its attempt log. A job purged meanwhile left no facts: nothing
+        // says the API refused it.
         const facts: DeadLetterFacts =
           job === undefined
-            ? { error: { code: 'API_REJECTED', message: 'dead-lettered (its job was purged before the file was moved)' }, attempts: null, firstFailureAt: null, lastFailureAt: null, jobId, deliveryId: spoolName.value.deliveryId }
+            ? { error: { code: 'UNKNOWN', message: 'dead-lettered (its job was purged before the file was moved)' }, attempts: null, firstFailureAt: null, lastFailureAt: null, jobId, deliveryId: spoolName.value.deliveryId }
             : await readDeadLetterFacts(attempts, job);
         await deps.sink.reject(kind, join(deps.paths.inflight(kind), name), parsed.fileName, deadLetterReport(facts));
         index.forget(kind, name);
@@ -183,6 +193,8 @@ async function finishJobByJob(
     const state = await queue.getJobState(jobId);
     if (state !== 'failed' && state !== 'completed') continue;
     const job = await queue.getJob(jobId);
+    // Failed by a Redis error, not dead-lettered: put back to work (queue/redis-failures.ts); its mark comes with its outcome.
+    if (state === 'failed' && job !== undefined && (await retryIfFailedByRedis(job))) continue;
     const line = job !== undefined && 'line' in job.data.origin ? job.data.origin.line : 0;
     const dead = state === 'failed' && job !== undefined ? { line, ...(await readDeadLetterFacts(how.attempts, job)) } : undefined;
     if (dead !== undefined) deadLettered += 1;

@@ -4,6 +4,8 @@
  * into one warn and one info line per episode; the push path keeps an answer through any of them
  * (push/kept-answers.ts); the claims and moves back off quietly.
  */
+import { ERROR_CODES } from '../errors.js';
+
 export type RedisTrouble = 'unreachable' | 'writes-refused' | 'failover';
 
 /** Socket-level codes of a connection that is gone or cannot be made. */
@@ -25,8 +27,23 @@ const CONNECTION_MESSAGES = [
 ];
 /** Reply prefixes of a Redis that answers but refuses writes. */
 const REFUSED_PREFIXES = ['OOM', 'NOREPLICAS', 'MISCONF'];
-/** Replies and messages of a primary changing under us. */
-const FAILOVER_PREFIXES = ['READONLY', 'UNBLOCKED', 'Too many Cluster redirections', 'CLUSTERDOWN', 'TRYAGAIN', 'MASTERDOWN', 'Failed to refresh slots cache'];
+/**
+ * Replies and messages of a primary changing under us. MOVED and ASK are a Cluster's redirections:
+ * ioredis follows them itself, except inside a pipeline or MULTI whose commands did not all get the
+ * same one; such a reply reaches us after a promotion or a slot's move, and the next try goes to the
+ * right node (ioredis refreshed its slot map on seeing it).
+ */
+const FAILOVER_PREFIXES = [
+  'READONLY',
+  'UNBLOCKED',
+  'Too many Cluster redirections',
+  'CLUSTERDOWN',
+  'TRYAGAIN',
+  'MASTERDOWN',
+  'Failed to refresh slots cache',
+  'MOVED ',
+  'ASK ',
+];
 
 export function isConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
@@ -63,6 +80,50 @@ function messageStartsWith(error: unknown, prefixes: readonly string[]): boolean
   if (Array.isArray(previous) && previous.some((each) => messageStartsWith(each, prefixes))) return true;
   return error.cause !== undefined && error.cause !== error && messageStartsWith(error.cause, prefixes);
 }
+
+/**
+ * The error came from Redis or from the way to it, whatever wraps it (a cause, a MULTI's previous
+ * errors): every reply error Redis sent (ioredis' ReplyError: MOVED, READONLY, a script's ERR…)
+ * and every error of isRedisUnavailable. Never an answer of the API: an item that meets one waits
+ * and is tried again, it is never refused nor dead-lettered for it (push/processor.ts).
+ */
+export function isRedisError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (isRedisUnavailable(error) || error.name === 'ReplyError' || error.constructor.name === 'ReplyError') return true;
+  const previous = (error as { previousErrors?: unknown }).previousErrors;
+  if (Array.isArray(previous) && previous.some(isRedisError)) return true;
+  return error.cause !== undefined && error.cause !== error && isRedisError(error.cause);
+}
+
+/**
+ * A text that is a Redis error's message (a failed job's `failedReason`: BullMQ keeps only the
+ * message). A reason the job processor gave a dead letter (`<CODE>: <message>`, push/processor.ts)
+ * is one only when an earlier version wrapped a Redis error as `NETWORK: unexpected failure: …`;
+ * the API's failures (a reset, a timeout of its own) never read as one.
+ */
+export function isRedisErrorText(text: string | undefined): boolean {
+  if (text === undefined) return false;
+  const coded = /^([A-Z][A-Z_]*): ([\s\S]*)$/.exec(text);
+  if (coded !== null && (ERROR_CODES as readonly string[]).includes(coded[1] ?? '')) {
+    const rest = coded[2] ?? '';
+    return coded[1] === 'NETWORK' && rest.startsWith(UNEXPECTED) && isRedisErrorText(rest.slice(UNEXPECTED.length));
+  }
+  const bare = text.startsWith(UNEXPECTED) ? text.slice(UNEXPECTED.length) : text;
+  return REDIS_TEXT.some((pattern) => pattern.test(bare));
+}
+
+const UNEXPECTED = 'unexpected failure: ';
+
+const REDIS_TEXT: readonly RegExp[] = [
+  /^(MOVED|ASK) \d+ \S+:\d+/,
+  /^(TRYAGAIN|CLUSTERDOWN|LOADING|READONLY|MASTERDOWN|UNBLOCKED|OOM|NOREPLICAS|MISCONF|EXECABORT|NOSCRIPT|BUSY|WRONGTYPE|NOPERM|NOAUTH|WRONGPASS)\b/,
+  /^ERR (Error running script|.*script)/,
+  /^Too many Cluster redirections/,
+  /^Failed to refresh slots cache/,
+  ...CONNECTION_MESSAGES.map((text) => new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`)),
+  /^(read|write|connect) (ECONNRESET|ECONNREFUSED|ETIMEDOUT|EPIPE)\b/,
+  /^(Reached the max retries per request limit|Command timed out)/,
+];
 
 export function troubleOf(error: unknown): RedisTrouble | null {
   if (isConnectionError(error)) return 'unreachable';

@@ -31,7 +31,15 @@ import type { RedisConnection } from './redis.js';
 import { codeOf, troubleOf, type RedisTrouble } from './redis-errors.js';
 import { infoNumber, parseInfo } from './redis-info.js';
 
-export { isConnectionError, isFailoverError, isRedisUnavailable, isWritesRefusedError, type RedisTrouble } from './redis-errors.js';
+export {
+  isConnectionError,
+  isFailoverError,
+  isRedisError,
+  isRedisErrorText,
+  isRedisUnavailable,
+  isWritesRefusedError,
+  type RedisTrouble,
+} from './redis-errors.js';
 
 export interface RedisEpisode {
   kind: RedisTrouble;

@@ -63,6 +63,9 @@ function readNdjson(lines: string[], result: EventsFileResult): void {
   });
 }
 
+/** Field separators other than the comma that a CSV header may be split by. */
+const OTHER_SEPARATORS = [';', '\t', '|'];
+
 function readCsv(lines: string[], result: EventsFileResult): void {
   const { header, rows } = csvTable(lines, result);
   if (header === null) return;
@@ -71,11 +74,15 @@ function readCsv(lines: string[], result: EventsFileResult): void {
   const atColumn = names.indexOf('event_at');
   if (idColumn < 0 || atColumn < 0) {
     const absent = [idColumn < 0 ? 'delivery_id' : null, atColumn < 0 ? 'event_at' : null].filter((name) => name !== null);
+    // A header read as one field split by another character (';' is what a spreadsheet in Brazil writes): say which.
+    const separator = OTHER_SEPARATORS.find((each) => names.some((name) => name.includes(each)));
     result.rejects.push(
       reject(
         header.line,
         'EVENT_BAD_RECORD',
-        reasonOf(absent.length === 1 ? 'reason.event.headerLacks' : 'reason.event.headerLacksBoth', { missing: absent.join(''), found: names.join(', ') }),
+        separator !== undefined
+          ? reasonOf('reason.event.headerSeparator', { separator: separator === '\t' ? '\\t' : separator, found: names.join(', ') })
+          : reasonOf(absent.length === 1 ? 'reason.event.headerLacks' : 'reason.event.headerLacksBoth', { missing: absent.join(''), found: names.join(', ') }),
       ),
     );
     return;

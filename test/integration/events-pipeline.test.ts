@@ -13,6 +13,10 @@ import { collectingJobOf } from '../../src/store/payloads.js';
 import { openContext } from '../../src/runtime/context.js';
 import { startDaemon } from '../../src/runtime/start.js';
 import { checkEventRecord } from '../../src/validate/event-record.js';
+import { readRefusals } from '../../src/store/activity.js';
+import { asReason, renderReason } from '../../src/i18n/reason.js';
+import { readInvalidLines } from '../../src/journey/events-file-lines.js';
+import { say } from '../../src/i18n/translate.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
 import { waitFor } from '../support/wait.js';
 
@@ -188,6 +192,79 @@ describe('collecting events', () => {
     expect(t.sandbox.requests().filter((r) => r.deliveryId !== undefined && poisoned.has(r.deliveryId))).toEqual([]);
     expect((await archived()).map((f) => f.split('/').at(-1)).sort()).toEqual([...names].sort());
   });
+
+  it.each(['en', 'pt-BR'] as const)(
+    '%s: an events file with no valid record (every line invalid, a CSV split by ";") goes to failed/events/ with its report, never archive/, and nothing says its records were sent (issue 44)',
+    async (lang) => {
+      running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true }, env: { CARRIER_SYNC_LANG: lang } });
+      const t = running;
+      const id = randomUUID();
+      // What Excel writes in Brazil: a CSV separated by ';'. Its header reads as one column.
+      await writeFile(join(t.spool, 'events', 'excel.csv'), `delivery_id;event_at\r\n${id};2026-11-22T04:46:26Z\r\n`);
+      await writeFile(join(t.spool, 'events', 'all-bad.ndjson'), `{"delivery_id":"${id}","event_at":"2026-11-22T04:46:26"}\nnot json\n`);
+      // And one with a valid record beside an invalid line: still archived, its lines reported.
+      await writeFile(join(t.spool, 'events', 'one-good.ndjson'), `{"delivery_id":"${id}","event_at":"2026-11-22T05:46:26Z"}\nnot json\n`);
+      const failedDir = join(t.spool, 'failed', 'events');
+      const listFailed = async (): Promise<string[]> => (await readdir(failedDir).catch((): string[] => [])).sort();
+      await waitFor(async () => (await listFailed()).filter((name) => !name.endsWith('.error.json')).length === 2, {
+        what: 'two events files in failed/events/',
+        timeoutMs: 30_000,
+      });
+      await waitFor(async () => (await readdir(join(t.spool, 'archive'), { recursive: true })).map(String).some((f) => f.endsWith('one-good.ndjson')), {
+        what: 'the file with a valid record archived',
+      });
+      expect(await listFailed()).toEqual(['all-bad.ndjson', 'all-bad.ndjson.error.json', 'excel.csv', 'excel.csv.error.json', 'one-good.ndjson.error.json']);
+      const archived = (await readdir(join(t.spool, 'archive'), { recursive: true })).map(String);
+      expect(archived.filter((f) => f.endsWith('.csv') || f.endsWith('all-bad.ndjson'))).toEqual([]);
+      expect(sent(t).map((r) => r.eventAt)).toEqual(['2026-11-22T05:46:26.000Z']);
+
+      type Report = {
+        code: string;
+        reason: string;
+        message: string;
+        accepted: number;
+        archivedTo: string | null;
+        invalidLines: Array<{ line: number; reason: string }>;
+      };
+      const read = async (name: string): Promise<Report> => JSON.parse(await readFile(join(failedDir, `${name}.error.json`), 'utf8')) as Report;
+      const excel = await read('excel.csv');
+      const allBad = await read('all-bad.ndjson');
+      const oneGood = await read('one-good.ndjson');
+      const claimsSent = lang === 'en' ? /valid records were sent/ : /registros válidos foram enviados/;
+      for (const report of [excel, allBad]) {
+        expect(report).toMatchObject({ accepted: 0, archivedTo: null });
+        expect(report.reason).not.toMatch(claimsSent);
+        expect(report.message).not.toMatch(/valid records were sent/);
+        expect(report.reason).toMatch(lang === 'en' ? /no valid record: nothing of the file was sent/ : /nenhum registro válido: nada do arquivo foi enviado/);
+      }
+      expect(excel.code).toBe('EVENT_BAD_RECORD');
+      expect(excel.invalidLines).toHaveLength(1);
+      expect(excel.invalidLines[0]!.reason).toMatch(lang === 'en' ? /^the header row is separated by ';'/ : /^a linha de cabeçalho está separada por ';'/);
+      expect(allBad.invalidLines.map((line) => line.line)).toEqual([1, 2]);
+      // The file with a valid record: archived, and its report may say so.
+      expect(oneGood.archivedTo).toMatch(/^archive\/events\//);
+      expect(oneGood.reason).toMatch(claimsSent);
+
+      // The overview's latest refusals and the history's record of the lines say the same, in the reader's language.
+      const ctx = await openContext(t.config, createLogger({ level: 'silent' }), 'test-read');
+      try {
+        const { latest } = await readRefusals(ctx.redis, ctx.keys);
+        const row = (file: string): string => renderReason(lang, asReason(latest.find((entry) => entry.file === file)?.reasonSource)!);
+        for (const file of ['excel.csv', 'all-bad.ndjson']) expect(row(file), file).not.toMatch(claimsSent);
+        expect(row('one-good.ndjson')).toMatch(claimsSent);
+        const [record] = await readInvalidLines(ctx.redis, ctx.keys, 'excel.csv', 30, Date.now());
+        expect(record?.valid).toBe(0);
+        const historyLine = say(lang, record?.valid === 0 ? 'history.invalidLinesNoneValid' : 'history.invalidLines', {
+          file: 'excel.csv',
+          at: record?.at ?? '',
+          count: record?.count ?? 0,
+        });
+        expect(historyLine).not.toMatch(claimsSent);
+      } finally {
+        await ctx.closers.closeAll();
+      }
+    },
+  );
 
   it('holds an event whose event_at lies in the future until it falls due', async () => {
     running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true } });

@@ -101,6 +101,14 @@ describe('the .error.json format', () => {
     });
   });
 
+  it('a dead letter whose error has no code is UNKNOWN, never an API refusal (API_* only from an answer of the API)', () => {
+    // What the in-flight reconcile read from a failed job whose reason was not the processor's: the incident's MOVED.
+    const report = errorReport(PLACE, deadLetterReport({ ...deadLetterFactsOfOutcome(notFound), error: { message: 'MOVED 7684 127.0.0.1:46093' } }), 'pt-BR');
+    expect(report.code).toBe('UNKNOWN');
+    expect(report.code).not.toMatch(/^API_/);
+    expect(report.reason).not.toMatch(/API/);
+  });
+
   it("an events file's report adds its lines, and lists each dead-lettered event in the dead-letter format", () => {
     const dead = { line: 7, ...deadLetterReport(deadLetterFactsOfOutcome({ ...notFound, kind: 'collecting' })) };
     const report = errorReport(

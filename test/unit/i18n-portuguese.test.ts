@@ -6,6 +6,7 @@
 import { parse, TYPE, type MessageFormatElement } from '@formatjs/icu-messageformat-parser';
 import { describe, expect, it } from 'vitest';
 import { PT_BR } from '../../src/i18n/catalog-pt-br.js';
+import { say } from '../../src/i18n/translate.js';
 import { englishWordsIn } from '../support/english-words.js';
 
 /** The literal text of a message, every branch of its plurals and selects, placeholders left out. */
@@ -41,5 +42,19 @@ describe('the pt-BR catalog', () => {
     expect(englishWordsIn('tipo label')).toEqual(['label']);
     expect(englishWordsIn('confira CARRIER_SYNC_CARRIER_KEY e rode `carrier-sync resume`; veja failed/labels/x.pdf.error.json')).toEqual([]);
     expect(englishWordsIn('os processos com o papel worker; o comando carrier-sync dlq retry; a aba “Failed”')).toEqual([]);
+  });
+});
+
+// Issue 44: numbers agree with their words, and "the valid records were sent" only when some were.
+describe('pt-BR counts', () => {
+  it.each([
+    ['cli.validate.validRecords', { count: 0 }, 'nenhum registro válido'],
+    ['cli.validate.validRecords', { count: 1 }, '1 registro válido'],
+    ['cli.validate.validRecords', { count: 2 }, '2 registros válidos'],
+    ['notify.refused.summary', { total: 1 }, '1 arquivo recusado localmente (inválido, nunca enviado) e movido para failed/'],
+    ['notify.refused.summary', { total: 3 }, '3 arquivos recusados localmente (inválidos, nunca enviados) e movidos para failed/'],
+    ['reason.events.noValidRecord', { count: 1 }, '1 linha inválida e nenhum registro válido: nada do arquivo foi enviado'],
+  ] as const)('%s with %j reads "%s"', (key, values, text) => {
+    expect(say('pt-BR', key, values)).toBe(text);
   });
 });

@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest';
-import { isConnectionError, isFailoverError, isRedisUnavailable, isWritesRefusedError } from '../../src/store/redis-health.js';
+import { SyncError } from '../../src/errors.js';
+import { isConnectionError, isFailoverError, isRedisError, isRedisErrorText, isRedisUnavailable, isWritesRefusedError } from '../../src/store/redis-health.js';
 
 const withCode = (message: string, code: string): Error => Object.assign(new Error(message), { code });
 const named = (name: string, message: string): Error => Object.assign(new Error(message), { name });
@@ -55,4 +56,65 @@ it.each([
   expect(isWritesRefusedError(error)).toBe(expected === 'refused');
   expect(isFailoverError(error)).toBe(expected === 'failover');
   expect(isRedisUnavailable(error)).toBe(expected !== 'neither');
+});
+
+// Issue 44 point 3: a Redis error is never taken for the API's refusal, whatever wraps it.
+it.each([
+  ['a Cluster redirect after a promotion', named('ReplyError', 'MOVED 7684 127.0.0.1:46093')],
+  ['a Cluster redirect during a slot migration', named('ReplyError', 'ASK 7684 127.0.0.1:46093')],
+])('%s is a failover, Redis unavailable for now', (_, error) => {
+  expect(isFailoverError(error)).toBe(true);
+  expect(isRedisUnavailable(error)).toBe(true);
+  expect(isRedisError(error)).toBe(true);
+});
+
+it.each([
+  ['a bare reply error', named('ReplyError', 'MOVED 7684 127.0.0.1:46093')],
+  ['a script bug (a reply error of Redis)', named('ReplyError', 'ERR Error running script: attempt to compare nil with number')],
+  ['a closed connection', new Error('Connection is closed.')],
+  ['a reset Redis socket', withCode('read ECONNRESET', 'ECONNRESET')],
+  ['wrapped as a cause', new Error('moving the job failed', { cause: named('ReplyError', 'TRYAGAIN Multiple keys request during rehashing of slot') })],
+  ['wrapped twice', new Error('outer', { cause: new Error('inner', { cause: named('ReplyError', 'CLUSTERDOWN The cluster is down') }) })],
+  [
+    'inside a MULTI',
+    Object.assign(named('ReplyError', 'EXECABORT Transaction discarded because of previous errors.'), {
+      previousErrors: [named('ReplyError', 'MOVED 7684 127.0.0.1:46093')],
+    }),
+  ],
+  ['a Redis loading its data', named('ReplyError', 'LOADING Redis is loading the dataset in memory')],
+])('%s is a Redis error', (_, error) => {
+  expect(isRedisError(error)).toBe(true);
+});
+
+it.each([
+  ['an API answer', new SyncError('API_REJECTED', 'the API rejected the request', { status: 400 }), false],
+  ['a plain bug', new TypeError("Cannot read properties of undefined (reading 'x')"), false],
+  ['not an Error', 'MOVED 1 a:1', false],
+])('%s is not a Redis error', (_, error, expected) => {
+  expect(isRedisError(error)).toBe(expected);
+});
+
+it.each([
+  // What BullMQ keeps as a failed job's reason: the message only.
+  ['MOVED 7684 127.0.0.1:46093', true],
+  ['ASK 7684 127.0.0.1:46093', true],
+  ['TRYAGAIN Multiple keys request during rehashing of slot', true],
+  ['CLUSTERDOWN The cluster is down', true],
+  ['LOADING Redis is loading the dataset in memory', true],
+  ["READONLY You can't write against a read only replica.", true],
+  ['Connection is closed.', true],
+  ['read ECONNRESET', true],
+  ['Too many Cluster redirections. Last error: Error: Connection is closed.', true],
+  ['ERR Error running script (call to f_ecaa70): @user_script:1: attempt to compare nil', true],
+  // An earlier version wrapped a Redis error met in the API call as NETWORK.
+  ['NETWORK: unexpected failure: MOVED 7684 127.0.0.1:46093', true],
+  // Dead letters the job processor made: the API's answers, or retries that ran out on the API.
+  ['API_REJECTED: the API rejected the request (400)', false],
+  ['API_UNAVAILABLE: the API is unavailable (503)', false],
+  ['NETWORK: read ECONNRESET', false],
+  ['TIMEOUT: the API did not answer within 30000 ms', false],
+  ['job stalled more than allowable limit', false],
+  [undefined, false],
+])('the failed reason %j is a Redis error: %s', (text, expected) => {
+  expect(isRedisErrorText(text)).toBe(expected);
 });

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { SyncError } from '../../src/errors.js';
+import { renderReason } from '../../src/i18n/reason.js';
 import { checkDeliveryId, checkEventRecord, eventsFormatOf, isIgnoredName, parseEventAt, parseEventsFile, parseSpoolName } from '../../src/validate/index.js';
 
 const fixture = (name: string): string => readFileSync(new URL(`../fixtures/events/${name}`, import.meta.url), 'utf8');
@@ -144,6 +145,19 @@ describe('parseEventsFile', () => {
     const { records, rejects } = parseEventsFile(fixture('events-missing-header.csv'), 'csv', LINE);
     expect(records).toEqual([]);
     expect(rejects).toMatchObject([{ line: 1, code: 'EVENT_BAD_RECORD', message: expect.stringMatching(/lacks delivery_id and event_at/) }]);
+  });
+
+  it.each([
+    [';', 'delivery_id;event_at\r\ndlv-1;2026-11-22T04:46:26Z\r\n', ';'],
+    ['a tab', 'delivery_id\tevent_at\ndlv-1\t2026-11-22T04:46:26Z\n', '\\t'],
+    ['|', 'delivery_id|event_at\ndlv-1|2026-11-22T04:46:26Z\n', '|'],
+  ])('a CSV header separated by %s: no record, and the reason names the separator it saw, in both languages (issue 44)', (_, text, shown) => {
+    const { records, rejects } = parseEventsFile(text, 'csv', LINE);
+    expect(records).toEqual([]);
+    expect(rejects).toHaveLength(1);
+    expect(rejects[0]).toMatchObject({ line: 1, code: 'EVENT_BAD_RECORD' });
+    expect(rejects[0]!.message.startsWith(`the header row is separated by '${shown}', not by commas`)).toBe(true);
+    expect(renderReason('pt-BR', rejects[0]!.reason!).startsWith(`a linha de cabeçalho está separada por '${shown}', não por vírgulas`)).toBe(true);
   });
 
   it('an unclosed quote costs only its own line', () => {

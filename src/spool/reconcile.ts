@@ -55,7 +55,7 @@ export async function reconcileInflight(
   // Read once, and only when a job reads as unknown (rare: a crash, a lost write, or a job that just finished).
   let pending: Promise<Set<string>> | undefined;
   const isOutcomePending = async (jobId: string): Promise<boolean> => (await (pending ??= pendingOutcomeJobIds(deps.enqueue.redis, deps.enqueue.keys, deps.paths.spoolId))).has(jobId);
-  const documents = await reconcileDocuments(deps, index, settledBefore, isOutcomePending, attempts);
+  const documents = await reconcileDocuments(deps, index, logger, settledBefore, isOutcomePending, attempts);
   const events = await reconcileEvents(deps, index, logger, settledBefore, { stuckMs, isOutcomePending, attempts });
   const resumed = documents.resumed + events.resumed;
   const settled = documents.settled + events.settled;
@@ -66,6 +66,7 @@ export async function reconcileInflight(
 async function reconcileDocuments(
   deps: ClaimDeps,
   index: InflightIndex,
+  logger: Logger,
   settledBefore: number,
   isOutcomePending: (jobId: string) => Promise<boolean>,
   attempts: AttemptLog,
@@ -192,6 +193,8 @@ async function finishJobByJob(
     const state = await queue.getJobState(jobId);
     if (state !== 'failed' && state !== 'completed') continue;
     const job = await queue.getJob(jobId);
+    // Failed by a Redis error, not dead-lettered: put back to work (queue/redis-failures.ts); its mark comes with its outcome.
+    if (state === 'failed' && job !== undefined && (await retryIfFailedByRedis(job))) continue;
     const line = job !== undefined && 'line' in job.data.origin ? job.data.origin.line : 0;
     const dead = state === 'failed' && job !== undefined ? { line, ...(await readDeadLetterFacts(how.attempts, job)) } : undefined;
     if (dead !== undefined) deadLettered += 1;

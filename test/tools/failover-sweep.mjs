@@ -50,6 +50,8 @@ const KINDS = [
   ['an item lost or out of order', /label of |events of /],
   ['status wrong after the failover', /topology|lastFailover|status/i],
   ['the topology did not start or fail over', /Failed listening|a replica promoted|the replica lagging|answers before the kill/],
+  // Before any failover: the two daemons' start (modules, the delivery thread) starved of CPU.
+  ['a daemon did not start within 30 s (setup, before the failover)', /waiting for 'carrier-sync started'/],
 ];
 const kindOf = (message) => KINDS.find(([, pattern]) => pattern.test(message))?.[0] ?? `other: ${message.split('\n')[0].slice(0, 100)}`;
 

@@ -252,7 +252,7 @@ function renderRefusals(r: { total: number; lineFiles: number; byCode: CodeCount
       const isLines = typeof x.lines === 'number';
       const what = isLines ? `<span class="tag" data-refusal="lines">${escape(t('ui.refusals.linesTag', { lines: x.lines ?? 0 }))}</span>` : '';
       const where = isLines ? `failed/${escape(x.kind)}/${escape(x.file)}.error.json` : `failed/${escape(x.kind)}/${escape(x.file)}`;
-      return `<tr${isLines ? ' class="lines"' : ''}><td class="when">${timeTag(x.at, shortTime(x.at))}</td><td class="file" title="${where}"><a href="${base}/history?q=${encodeURIComponent(x.file)}" data-link="journey">${escape(x.file)}</a></td><td><code>${escape(x.code)}</code></td><td class="reason">${what}${escape(reason)}</td></tr>`;
+      return `<tr${isLines ? ' class="lines"' : ''}><td class="when">${timeTag(x.at, shortTime(x.at))}</td><td class="file" title="${where}"><a href="${base}/history?q=${encodeURIComponent(x.droppedAs ?? x.file)}" data-link="journey">${escape(x.file)}</a></td><td><code>${escape(x.code)}</code></td><td class="reason">${what}${escape(reason)}</td></tr>`;
     })
     .join('');
   const counts =

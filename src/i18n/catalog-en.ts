@@ -454,7 +454,7 @@ export const EN = {
   'ui.state.pausedAction':
     'What to do: fix the key (CARRIER_SYNC_CARRIER_KEY, or the file CARRIER_SYNC_CARRIER_KEY_FILE names); sending resumes by itself once the API accepts it',
   'ui.tile.refusedNoteLines': '+{files, plural, one {# file} other {# files}} with lines refused',
-  'ui.refusals.linesTag': '{lines, plural, one {# line refused} other {# lines refused}}; the rest was sent',
+  'ui.refusals.linesTag': 'file sent; {lines, plural, one {# line refused} other {# lines refused}}',
   'ui.refusals.kinds': '{files, plural, one {# file refused} other {# files refused}}, {lineFiles, plural, one {# file} other {# files}} with lines refused',
   'reason.label.encryptedHandler':
     'the PDF is encrypted with the {handler} security handler (a certificate or a plug-in), which the platform cannot open to print: export the label without security settings',

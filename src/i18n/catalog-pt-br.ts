@@ -453,7 +453,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'ui.state.pausedAction':
     'O que fazer: corrija a chave (CARRIER_SYNC_CARRIER_KEY, ou o arquivo que CARRIER_SYNC_CARRIER_KEY_FILE indica); o envio retoma sozinho quando a API aceitá-la',
   'ui.tile.refusedNoteLines': '+{files, plural, one {# arquivo} other {# arquivos}} com linhas recusadas',
-  'ui.refusals.linesTag': '{lines, plural, one {# linha recusada} other {# linhas recusadas}}; o resto foi enviado',
+  'ui.refusals.linesTag': 'arquivo enviado; {lines, plural, one {# linha recusada} other {# linhas recusadas}}',
   'ui.refusals.kinds':
     '{files, plural, one {# arquivo recusado} other {# arquivos recusados}}, {lineFiles, plural, one {# arquivo} other {# arquivos}} com linhas recusadas',
   'reason.label.encryptedHandler':

@@ -131,8 +131,8 @@ describe('the lists under the tiles', () => {
     expect(textOf(parts.figures)).toContain('+2 arquivos com linhas recusadas');
     expect(parts.refusals.match(/data-refusal="lines"/g)).toHaveLength(2);
     expect(textOf(parts.refusals)).toContain('2 arquivos recusados, 2 arquivos com linhas recusadas');
-    expect(textOf(parts.refusals)).toContain('3 linhas recusadas; o resto foi enviado');
-    expect(textOf(parts.refusals)).toContain('1 linha recusada; o resto foi enviado');
+    expect(textOf(parts.refusals)).toContain('arquivo enviado; 3 linhas recusadas');
+    expect(textOf(parts.refusals)).toContain('arquivo enviado; 1 linha recusada');
   });
 
   it('shows a dead letter reason whole, wrapped in its cell, not cut to two lines', () => {

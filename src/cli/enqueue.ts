@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import { UsageError } from './usage-error.js';
+import { localTime } from '../i18n/local-time.js';
+import { translator } from '../i18n/translate.js';
 import { print, withContext } from './shared.js';
 
 export function registerEnqueue(program: Command): void {
@@ -19,9 +21,11 @@ export function registerEnqueue(program: Command): void {
       const verdict = checkEventRecord({ delivery_id: options.deliveryId, event_at: options.eventAt });
       if (!verdict.ok) throw new UsageError(verdict.error.message);
       const job = collectingJobOf(verdict.value, `cli:${randomUUID()}`, { source: 'cli' }, new Date().toISOString());
-      const result = await withContext(command, (ctx) => enqueueEvents(ctx.enqueueDeps, [job]));
-      if (result.duplicates.length > 0)
-        print(`duplicate: an event at ${verdict.value.instantKey} was already taken for delivery ${options.deliveryId}; not sent again`);
-      else print(`queued ${result.jobIds[0] ?? ''}${verdict.value.epochMs > Date.now() ? ` (held until ${verdict.value.instantKey})` : ''}`);
+      const { result, lang } = await withContext(command, async (ctx) => ({ result: await enqueueEvents(ctx.enqueueDeps, [job]), lang: ctx.config.lang }));
+      const t = translator(lang);
+      const at = localTime(verdict.value.epochMs);
+      if (result.duplicates.length > 0) print(t('cli.enqueue.duplicate', { at, deliveryId: options.deliveryId }));
+      else if (verdict.value.epochMs > Date.now()) print(t('cli.enqueue.queuedHeld', { jobId: result.jobIds[0] ?? '', at }));
+      else print(t('cli.enqueue.queued', { jobId: result.jobIds[0] ?? '' }));
     });
 }

@@ -83,6 +83,7 @@ export const ENV_VARIABLES: ReadonlyArray<readonly [string, readonly string[], P
   ['CARRIER_SYNC_NOTIFY_EMAIL_FROM', ['notify', 'email', 'from'], asNullableString],
   ['CARRIER_SYNC_NOTIFY_EMAIL_TO', ['notify', 'email', 'to'], asList],
   ['CARRIER_SYNC_NOTIFY_DIGEST_MINUTES', ['notify', 'digestMinutes'], asNumber],
+  ['CARRIER_SYNC_NOTIFY_OVERVIEW_URL', ['notify', 'overviewUrl'], asNullableString],
 ];
 
 /** Secrets: from the environment, or from the file named by `<VAR>_FILE`. Never from a config file. */

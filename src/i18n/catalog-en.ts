@@ -480,9 +480,9 @@ export const EN = {
     'Working: {pending, plural, one {# item} other {# items}} to send{inbox, plural, =0 {} other {, # in the inbox}}, {requests, plural, one {# request} other {# requests}} this minute{deadLetters, plural, =0 {} one {; # dead letter waits for a person} other {; # dead letters wait for a person}}',
   'ui.state.attention': 'Nothing to send; {deadLetters, plural, one {# dead letter waits} other {# dead letters wait}} for a person: see the list below',
   'ui.state.pausedAction':
-    'Paused: the API refuses our key (401). Fix the key (CARRIER_SYNC_CARRIER_KEY, or the file CARRIER_SYNC_CARRIER_KEY_FILE names); sending resumes by itself once the API accepts it',
-  'ui.tile.refusedNoteLines': 'never sent: in failed/; and {files, plural, one {# file} other {# files}} sent with some lines refused',
-  'ui.refusals.linesTag': '{lines, plural, one {# line refused} other {# lines refused}}; the rest was sent',
+    'What to do: fix the key (CARRIER_SYNC_CARRIER_KEY, or the file CARRIER_SYNC_CARRIER_KEY_FILE names); sending resumes by itself once the API accepts it',
+  'ui.tile.refusedNoteLines': '+{files, plural, one {# file} other {# files}} with lines refused',
+  'ui.refusals.linesTag': 'file sent; {lines, plural, one {# line refused} other {# lines refused}}',
   'ui.refusals.kinds': '{files, plural, one {# file refused} other {# files refused}}, {lineFiles, plural, one {# file} other {# files}} with lines refused',
   'reason.label.encryptedHandler':
     'the PDF is encrypted with the {handler} security handler (a certificate or a plug-in), which the platform cannot open to print: export the label without security settings',
@@ -510,6 +510,11 @@ export const EN = {
   'cli.config.unknown': 'unknown variable {variable}, ignored: no setting has this name; did you mean {closest}?',
   'cli.config.valid':
     'configuration valid: {count, plural, one {# setting} other {# settings}}, {variables, plural, =0 {none} one {# of them} other {# of them}} from variables',
+  'cli.enqueue.queued': 'queued {jobId}',
+  'cli.enqueue.queuedHeld': 'queued {jobId} (held until {at}, when it falls due)',
+  'cli.enqueue.duplicate': 'duplicate: an event at {at} was already taken for delivery {deliveryId}; not sent again',
+  'cli.resume.noPause': 'queues resumed (no 401 pause was recorded)',
+  'cli.resume.wasPaused': 'queues resumed (they were paused by a 401 since {at})',
 } as const;
 
 export type MessageKey = keyof typeof EN;

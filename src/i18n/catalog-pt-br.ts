@@ -172,7 +172,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'notify.redis.note': 'enviado por cada processo com o papel scheduler, por conta própria',
   'notify.redis.resolved': 'O Redis voltou a responder (depois de {duration})',
   'notify.deadLetters.summary':
-    '{total, plural, one {# item terminou em falha definitiva} other {# itens terminaram em falha definitiva}} desde {since}: a API os recusou ou as tentativas acabaram',
+    '{total, plural, one {# item terminou em falha definitiva desde {since}: a API o recusou ou as tentativas acabaram} other {# itens terminaram em falha definitiva desde {since}: a API os recusou ou as tentativas acabaram}}',
   'notify.deadLetters.action': '`carrier-sync dlq list` mostra-os; `carrier-sync dlq retry` envia-os de novo depois de corrigidos',
   'notify.refused.summary':
     '{total, plural, one {# arquivo recusado localmente (inválido, nunca enviado) e movido para failed/} other {# arquivos recusados localmente (inválidos, nunca enviados) e movidos para failed/}}',
@@ -482,9 +482,9 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'ui.state.attention':
     'Nada para enviar; {deadLetters, plural, one {# falha definitiva aguarda} other {# falhas definitivas aguardam}} uma pessoa: veja a lista abaixo',
   'ui.state.pausedAction':
-    'Pausado: a API recusa a nossa chave de API (401). Corrija a chave (CARRIER_SYNC_CARRIER_KEY, ou o arquivo que CARRIER_SYNC_CARRIER_KEY_FILE indica); o envio retoma sozinho quando a API aceitá-la',
-  'ui.tile.refusedNoteLines': 'nunca enviados: em failed/; e {files, plural, one {# arquivo enviado} other {# arquivos enviados}} com algumas linhas recusadas',
-  'ui.refusals.linesTag': '{lines, plural, one {# linha recusada} other {# linhas recusadas}}; o resto foi enviado',
+    'O que fazer: corrija a chave (CARRIER_SYNC_CARRIER_KEY, ou o arquivo que CARRIER_SYNC_CARRIER_KEY_FILE indica); o envio retoma sozinho quando a API aceitá-la',
+  'ui.tile.refusedNoteLines': '+{files, plural, one {# arquivo} other {# arquivos}} com linhas recusadas',
+  'ui.refusals.linesTag': 'arquivo enviado; {lines, plural, one {# linha recusada} other {# linhas recusadas}}',
   'ui.refusals.kinds':
     '{files, plural, one {# arquivo recusado} other {# arquivos recusados}}, {lineFiles, plural, one {# arquivo} other {# arquivos}} com linhas recusadas',
   'reason.label.encryptedHandler':
@@ -513,4 +513,9 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'cli.config.unknown': 'variável desconhecida {variable}, ignorada: nenhuma configuração tem esse nome; você quis dizer {closest}?',
   'cli.config.valid':
     'configuração válida: {count, plural, one {# ajuste} other {# ajustes}}, {variables, plural, =0 {nenhum vindo de variáveis} one {# deles vindo de variáveis} other {# deles vindos de variáveis}}',
+  'cli.enqueue.queued': 'na fila: {jobId}',
+  'cli.enqueue.queuedHeld': 'na fila: {jobId} (retido até {at}, quando chegar a hora)',
+  'cli.enqueue.duplicate': 'duplicado: um evento em {at} já foi registrado para a entrega {deliveryId}; não é enviado de novo',
+  'cli.resume.noPause': 'filas retomadas (nenhuma pausa por 401 estava registrada)',
+  'cli.resume.wasPaused': 'filas retomadas (estavam pausadas por um 401 desde {at})',
 };

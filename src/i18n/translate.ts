@@ -5,7 +5,7 @@
  * as ICU says, and numbers are written the locale's way. Compiled messages are kept per language
  * and key (a few hundred at most). Tags are off: `<infCte>` in a reason is text, not markup.
  */
-import { IntlMessageFormat } from 'intl-messageformat';
+import { IntlMessageFormat, type Formatters } from 'intl-messageformat';
 import { EN, type MessageKey } from './catalog-en.js';
 import { PT_BR } from './catalog-pt-br.js';
 
@@ -23,6 +23,39 @@ export type Translate = (key: MessageKey, values?: MessageValues) => string;
 const CATALOGS: Readonly<Record<Lang, Readonly<Record<MessageKey, string>>>> = { en: EN, 'pt-BR': PT_BR };
 const compiled = new Map<string, IntlMessageFormat>();
 
+/**
+ * CLDR puts 0 in Portuguese's `one` (i = 0..1), which made `0 registro válido` (issue 45); Brazilian
+ * usage says `0 registros válidos`. So under pt-BR a cardinal 0 takes the `other` branch (an `=0`
+ * branch, where a message has one, still wins).
+ */
+class PtBrPluralRules extends Intl.PluralRules {
+  private readonly isCardinal: boolean;
+  constructor(locales?: string | string[], options?: Intl.PluralRulesOptions) {
+    super(locales, options);
+    this.isCardinal = options?.type !== 'ordinal';
+  }
+  override select(n: number): Intl.LDMLPluralRule {
+    return n === 0 && this.isCardinal ? 'other' : super.select(n);
+  }
+}
+
+const memo = new Map<string, Intl.NumberFormat | Intl.DateTimeFormat>();
+function memoized<T extends Intl.NumberFormat | Intl.DateTimeFormat>(kind: string, args: unknown[], make: () => T): T {
+  const id = `${kind}${JSON.stringify(args)}`;
+  let made = memo.get(id) as T | undefined;
+  if (made === undefined) {
+    made = make();
+    memo.set(id, made);
+  }
+  return made;
+}
+
+const PT_BR_FORMATTERS: Formatters = {
+  getNumberFormat: (...args) => memoized('n', args, () => new Intl.NumberFormat(...args)),
+  getDateTimeFormat: (...args) => memoized('d', args, () => new Intl.DateTimeFormat(...args)),
+  getPluralRules: (...args) => new PtBrPluralRules(...(args as [string | string[] | undefined, Intl.PluralRulesOptions | undefined])),
+};
+
 export function isMessageKey(key: string): key is MessageKey {
   return Object.hasOwn(EN, key);
 }
@@ -36,7 +69,7 @@ export function say(lang: Lang, key: MessageKey, values: MessageValues = {}): st
   const id = `${lang}\u0000${key}`;
   let format = compiled.get(id);
   if (format === undefined) {
-    format = new IntlMessageFormat(CATALOGS[lang][key], lang, undefined, { ignoreTag: true });
+    format = new IntlMessageFormat(CATALOGS[lang][key], lang, undefined, { ignoreTag: true, ...(lang === 'pt-BR' ? { formatters: PT_BR_FORMATTERS } : {}) });
     compiled.set(id, format);
   }
   return String(format.format(values));

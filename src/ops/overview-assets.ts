@@ -29,6 +29,7 @@ h2 { font-size:14px; margin:0 0 6px; } h2 small { font-weight:400; color:var(--m
 .state .headline { font-size:16px; font-weight:600; }
 .state .since { font-weight:400; color:var(--muted); font-size:13px; }
 .state .detail { color:var(--muted); font-size:13px; margin-top:1px; }
+.state .detail.action { color:var(--ink); }
 .dot { width:14px; height:14px; border-radius:50%; background:var(--green); box-shadow:0 0 0 4px #1f9d5522; flex:none; }
 .state-paused .dot, .state-redis-down .dot, .state-disk-full .dot, .state-redis-full .dot { background:var(--red); box-shadow:0 0 0 4px #d6454522; }
 .state-paused .headline, .state-redis-down .headline, .state-disk-full .headline, .state-redis-full .headline { color:var(--red); }
@@ -46,7 +47,7 @@ h2 { font-size:14px; margin:0 0 6px; } h2 small { font-weight:400; color:var(--m
 a.tile:hover { border-color:var(--blue); text-decoration:none; }
 .tile .label { font-size:12px; color:var(--muted); }
 .tile .value { font-size:24px; line-height:1.2; font-weight:700; font-variant-numeric:tabular-nums; }
-.tile .note { font-size:11px; color:var(--muted); white-space:nowrap; overflow:hidden; text-overflow:ellipsis; }
+.tile .note { font-size:11px; color:var(--muted); overflow-wrap:anywhere; }
 .tile.warn .value { color:var(--amber); } .tile.bad .value { color:var(--red); }
 table { border-collapse:collapse; width:100%; }
 th, td { text-align:left; padding:4px 8px; border-bottom:1px solid var(--line); vertical-align:top; }
@@ -61,7 +62,9 @@ tr.warn th, tr.warn td { background:#fff6e0; }
 .chip b { font-variant-numeric:tabular-nums; padding-right:6px; }
 .list-card .scroll { max-height:340px; overflow:auto; }
 table.list { font-size:12px; table-layout:fixed; }
-col.c-when { width:62px; } col.c-file { width:24%; } col.c-code { width:20%; } col.c-act { width:64px; }
+col.c-when { width:62px; } col.c-file { width:30%; } col.c-code { width:30%; } col.c-act { width:64px; } col.c-dead-code { width:42%; }
+table.dead-list tr[data-dead-letter] td { border-bottom:none; padding-bottom:0; }
+table.dead-list tr.reason-row td { padding-top:2px; }
 table.list td { overflow:hidden; }
 table.list td.when { color:var(--muted); font-variant-numeric:tabular-nums; }
 table.list td.file { white-space:nowrap; text-overflow:ellipsis; }

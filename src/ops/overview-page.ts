@@ -113,6 +113,8 @@ function renderState(o: Overview, t: Translate): string {
       ? ''
       : ` <span class="since">${t('ui.state.since', { time: timeTag(o.state.since, clockTime(o.state.since)), ago: escape(ago(o.state.since, o.at, t)) })}</span>`;
   const detail = o.state.detail === null ? '' : `<div class="detail">${escape(detailOf(o, t))}</div>`;
+  // The 401 pause says what to do, on a line of its own under what the API answered.
+  const action = o.state.code === 'paused' ? `<div class="detail action">${escape(t('ui.state.pausedAction'))}</div>` : '';
   const holder = o.details?.spoolHolder ?? null;
   const spool =
     o.spoolId === null
@@ -125,7 +127,7 @@ function renderState(o: Overview, t: Translate): string {
   const redis = topology === null ? '' : `<br>Redis <b data-figure="redis-topology">${topologyLine(topology, t)}</b>`;
   // Dead letters wait for a person whatever else happens: the dot is not green beside them.
   const attention = (o.state.code === 'working' || o.state.code === 'idle') && (o.state.counts?.deadLetters ?? 0) > 0 ? ' state-attention' : '';
-  return `<div class="state state-${o.state.code}${attention}" data-state="${o.state.code}"><span class="dot"></span><div><div class="headline" data-figure="state">${escape(headlineOf(o, t))}${since}</div>${detail}</div></div><div class="spool">${spool}${redis}</div>`;
+  return `<div class="state state-${o.state.code}${attention}" data-state="${o.state.code}"><span class="dot"></span><div><div class="headline" data-figure="state">${escape(headlineOf(o, t))}${since}</div>${detail}${action}</div></div><div class="spool">${spool}${redis}</div>`;
 }
 
 function spoolHolder(spoolId: string, holder: NonNullable<OverviewDetails['spoolHolder']>, t: Translate): string {
@@ -154,7 +156,7 @@ function headlineOf(o: Overview, t: Translate): string {
     case 'attention':
       return t('ui.state.attention', { ...counts });
     case 'paused':
-      return t('ui.state.pausedAction');
+      return t('ui.state.paused');
     case 'disk-full':
       return t('ui.state.diskFull');
     case 'redis-full':
@@ -252,7 +254,7 @@ function renderRefusals(r: { total: number; lineFiles: number; byCode: CodeCount
       const isLines = typeof x.lines === 'number';
       const what = isLines ? `<span class="tag" data-refusal="lines">${escape(t('ui.refusals.linesTag', { lines: x.lines ?? 0 }))}</span>` : '';
       const where = isLines ? `failed/${escape(x.kind)}/${escape(x.file)}.error.json` : `failed/${escape(x.kind)}/${escape(x.file)}`;
-      return `<tr${isLines ? ' class="lines"' : ''}><td class="when">${timeTag(x.at, shortTime(x.at))}</td><td class="file" title="${where}"><a href="${base}/history?q=${encodeURIComponent(x.file)}" data-link="journey">${escape(x.file)}</a></td><td><code>${escape(x.code)}</code></td><td class="reason">${what}${escape(reason)}</td></tr>`;
+      return `<tr${isLines ? ' class="lines"' : ''}><td class="when">${timeTag(x.at, shortTime(x.at))}</td><td class="file" title="${where}"><a href="${base}/history?q=${encodeURIComponent(x.droppedAs ?? x.file)}" data-link="journey">${escape(x.file)}</a></td><td><code>${escape(x.code)}</code></td><td class="reason">${what}${escape(reason)}</td></tr>`;
     })
     .join('');
   const counts =
@@ -273,15 +275,16 @@ function renderDeadLetters(dl: { total: number; byCode: CodeCount[]; codesOf: nu
               `<span class="chip" data-dead-code="${escape(c.code)}">${escape(c.code)} <b data-count>${c.count}</b><button type="button" class="replay" data-replay-code="${escape(c.code)}" title="${escape(t('ui.dead.replayAllHint'))}">${t('ui.dead.replayAll')}</button></span>`,
           )
           .join('');
+  // The reason on a row of its own, across the table: whole and wrapped, never cut to the width of a column (issue 45).
   const rows = dl.latest
     .map(
       (x) =>
-        `<tr data-dead-letter="${escape(x.id)}"><td class="when">${x.lastFailureAt === null ? '-' : timeTag(x.lastFailureAt, shortTime(x.lastFailureAt))}</td><td class="file"><a href="${base}/queues/queue/${encodeURIComponent(x.queue)}/${encodeURIComponent(x.id)}" title="${escape(x.id)}">${escape(x.fileName ?? x.deliveryId)}</a></td><td><code>${escape(x.code)}</code>${x.status === null ? '' : ` <small>HTTP ${x.status}</small>`}</td><td class="reason">${escape(deadReason(x, lang))}</td><td><button type="button" class="replay" data-replay-id="${escape(x.id)}">${t('ui.dead.replay')}</button> <a class="journey" href="${base}/history/${encodeURIComponent(x.deliveryId)}" data-link="journey" title="${escape(t('ui.dead.journeyHint'))}">${t('ui.dead.journey')}</a></td></tr>`,
+        `<tr data-dead-letter="${escape(x.id)}"><td class="when">${x.lastFailureAt === null ? '-' : timeTag(x.lastFailureAt, shortTime(x.lastFailureAt))}</td><td class="file"><a href="${base}/queues/queue/${encodeURIComponent(x.queue)}/${encodeURIComponent(x.id)}" title="${escape(x.id)}">${escape(x.fileName ?? x.deliveryId)}</a></td><td class="code"><code>${escape(x.code)}</code>${x.status === null ? '' : ` <small>HTTP ${x.status}</small>`}</td><td class="act"><button type="button" class="replay" data-replay-id="${escape(x.id)}">${t('ui.dead.replay')}</button> <a class="journey" href="${base}/history/${encodeURIComponent(x.deliveryId)}" data-link="journey" title="${escape(t('ui.dead.journeyHint'))}">${t('ui.dead.journey')}</a></td></tr><tr class="reason-row" data-dead-reason="${escape(x.id)}"><td></td><td colspan="3" class="reason">${escape(deadReason(x, lang))}</td></tr>`,
     )
     .join('');
   return `<h2 id="dead-letters">${t('ui.dead.title')} <small>${t('ui.dead.note')}</small></h2>
 <div class="chips">${chips}${dl.codesOf < dl.total ? `<small class="empty">${t('ui.dead.codesOf', { shown: dl.codesOf, total: dl.total })}</small>` : ''}</div>
-<div class="scroll"><table class="list"><colgroup><col class="c-when"><col class="c-file"><col class="c-code"><col><col class="c-act"></colgroup><thead><tr><th>${t('ui.col.time')}</th><th>${t('ui.col.fileOrDelivery')}</th><th>${t('ui.col.code')}</th><th>${t('ui.col.reason')}</th><th></th></tr></thead><tbody>${rows === '' ? `<tr><td colspan="5" class="empty">${t('ui.dead.empty')}</td></tr>` : rows}</tbody></table></div>`;
+<div class="scroll"><table class="list dead-list"><colgroup><col class="c-when"><col><col class="c-dead-code"><col class="c-act"></colgroup><thead><tr><th>${t('ui.col.time')}</th><th>${t('ui.col.fileOrDelivery')}</th><th>${t('ui.col.code')}</th><th></th></tr></thead><tbody>${rows === '' ? `<tr><td colspan="4" class="empty">${t('ui.dead.empty')}</td></tr>` : rows}</tbody></table></div>`;
 }
 
 /** A dead letter's reason, as `dlq list` renders it: in English the message; otherwise our code's meaning with the API's message. */

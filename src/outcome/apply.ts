@@ -48,8 +48,8 @@ export interface FileEndJournal {
 export interface Outcomes {
   apply(message: OutcomeMessage): Promise<void>;
   finishBatch(batchId: string): Promise<void>;
-  /** A file refused (before it became a job, or by the API): to failed/ with its report. */
-  reject(kind: SpoolKind, path: string, fileName: string, report: ReportContent): Promise<void>;
+  /** A file refused (before it became a job, or by the API): to failed/ with its report; its path there (`~2` on a name clash), or null when it was gone. */
+  reject(kind: SpoolKind, path: string, fileName: string, report: ReportContent): Promise<string | null>;
   /** A file whose identical twin was already accepted: archived without being sent again. */
   archive(kind: SpoolKind, path: string, fileName: string): Promise<void>;
 }
@@ -74,7 +74,7 @@ async function archive(deps: OutcomeDeps, kind: SpoolKind, path: string, fileNam
   return target;
 }
 
-async function reject(deps: OutcomeDeps, kind: SpoolKind, path: string, fileName: string, report: ReportContent): Promise<void> {
+async function reject(deps: OutcomeDeps, kind: SpoolKind, path: string, fileName: string, report: ReportContent): Promise<string | null> {
   const target = await failInto(
     path,
     deps.paths.failed(kind),
@@ -84,6 +84,7 @@ async function reject(deps: OutcomeDeps, kind: SpoolKind, path: string, fileName
   );
   if (target !== null) deps.logger.warn({ kind, file: fileName, to: target, code: report.code, reason: report.message }, 'file refused');
   if (target !== null) deps.journey?.ended(kind, fileName, 'failed', path, target);
+  return target;
 }
 
 /** One outcome message: an events file's line counts toward its batch; a document moves its file. */

@@ -6,6 +6,7 @@
 import { hostname } from 'node:os';
 import type { Config } from '../config/schema.js';
 import { translator } from '../i18n/translate.js';
+import { isLoopbackHost } from '../ops/exposure.js';
 import type { RateLimiter } from '../gate/limiter.js';
 import { publishChannels, recordSend } from '../store/notify-record.js';
 import { channelsOf } from '../notify/configured.js';
@@ -136,8 +137,7 @@ async function startChecks(ctx: Context, limiter: RateLimiter | null, sender: Se
     digest: {
       periodMs: notify.digestMinutes * 60_000,
       sampleIds: notify.digestSampleIds,
-      // Port 0 (a free one) gives no address worth linking to.
-      overviewUrl: notify.overviewUrl ?? (config.http.port === 0 ? null : `http://${origin.host}:${config.http.port}/ui`),
+      overviewUrl: overviewLinkOf(notify.overviewUrl, config.http, origin.host),
     },
     checkIntervalMs: notify.checkIntervalMs,
     isWritable: () => ctx.health.isWritable(),
@@ -209,4 +209,17 @@ function watchRedisOutages(ctx: Context, thresholdSec: number, sender: Sender, o
     },
   });
   ctx.closers.push('redis watch', () => watch.close());
+}
+
+/**
+ * Where a message's reader opens the overview: the configured URL; else this host's name and port
+ * when the ops server listens beyond loopback. Bound to loopback (the default) or to port 0 (a free
+ * one), no address in a message reaches it from where the message is read: no link (issue 45: a
+ * digest linked http://vm:8080/ui to a server listening on 127.0.0.1 only).
+ */
+export function overviewLinkOf(configured: string | null, http: { host: string; port: number }, hostName: string): string | null {
+  if (configured !== null) return configured;
+  if (http.port === 0 || isLoopbackHost(http.host)) return null;
+  const host = http.host === '0.0.0.0' || http.host === '::' ? hostName : http.host.includes(':') ? `[${http.host}]` : http.host;
+  return `http://${host}:${http.port}/ui`;
 }

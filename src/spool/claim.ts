@@ -32,7 +32,8 @@ import { claimStampOf, inflightName, newClaimId, type SpoolPaths } from './paths
 
 /** Where files go that do not become jobs; the outcome stage implements it. */
 export interface SpoolSink {
-  reject(kind: SpoolKind, path: string, fileName: string, report: ReportContent): Promise<void>;
+  /** Resolves to the file's path in failed/ (a `~2` name on a clash) when the sink knows it. */
+  reject(kind: SpoolKind, path: string, fileName: string, report: ReportContent): Promise<string | null | void>;
   archive(kind: SpoolKind, path: string, fileName: string): Promise<void>;
   finishBatch(batchId: string): Promise<void>;
 }

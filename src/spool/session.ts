@@ -9,6 +9,7 @@
  * outcome/ imports spool/, so spool/ does not import outcome/.
  */
 import { mkdir, readdir } from 'node:fs/promises';
+import { basename } from 'node:path';
 import type { Clock } from '../clock.js';
 import type { SpoolConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
@@ -181,8 +182,9 @@ function fencedSink(deps: SpoolSessionDeps, fence: Fence, outcomes: SpoolOutcome
   return {
     async reject(kind, path, fileName, report) {
       fence.assertHeld();
-      await outcomes.reject(kind, path, fileName, report);
-      await countRefusal(deps, kind, fileName, report);
+      const target = await outcomes.reject(kind, path, fileName, report);
+      // Named as it is in failed/ (`…~2.pdf` after a name clash): the overview and the digest point there.
+      await countRefusal(deps, kind, fileName, report, typeof target === 'string' ? basename(target) : fileName);
     },
     async archive(kind, path, fileName) {
       fence.assertHeld();
@@ -199,10 +201,18 @@ function fencedSink(deps: SpoolSessionDeps, fence: Fence, outcomes: SpoolOutcome
  * A refused events file counts once; its invalid lines are counted when it is parsed. The counters
  * and the overview's refusals (by code, latest 20, per minute): one round trip.
  */
-async function countRefusal(deps: SpoolSessionDeps, kind: SpoolKind, fileName: string, report: ReportContent): Promise<void> {
+async function countRefusal(deps: SpoolSessionDeps, kind: SpoolKind, fileName: string, report: ReportContent, failedName: string): Promise<void> {
   const { redis, keys, clock } = deps;
   const chain = addStat(addStat(redis.multi(), keys.stats, 'received', ITEM_KIND_OF[kind]), keys.stats, 'failed', ITEM_KIND_OF[kind]);
-  const refusal = { at: new Date(clock.now()).toISOString(), kind, file: fileName, code: report.code, reason: report.message, reasonSource: report.reasonSource };
+  const refusal = {
+    at: new Date(clock.now()).toISOString(),
+    kind,
+    file: failedName,
+    ...(failedName === fileName ? {} : { droppedAs: fileName }),
+    code: report.code,
+    reason: report.message,
+    reasonSource: report.reasonSource,
+  };
   await addRefusal(chain, keys, refusal, clock.now()).exec();
 }
 

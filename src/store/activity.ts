@@ -55,7 +55,10 @@ export interface Refusal {
   at: string;
   /** Spool kind: labels, cte, events. */
   kind: string;
+  /** The file's name in failed/<kind>/ (`…~2.pdf` when a file of its name was there already). */
   file: string;
+  /** The name it was dropped under, when it differs (the journey knows it by this one). */
+  droppedAs?: string;
   code: string;
   /** The English reason (as in logs and `.error.json` `message`). */
   reason: string;

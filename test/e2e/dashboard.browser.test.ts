@@ -145,8 +145,9 @@ describe('the /ui overview in Chromium', () => {
     const response = await page.goto(`${base}/ui`);
     expect(response?.status()).toBe(200);
     await page.locator('#chart canvas').waitFor();
-    expect(await textOf(figure('state'))).toMatch(/^Working/);
-    expect(await page.locator('[data-state]').getAttribute('data-state')).toBe('idle');
+    // Nothing waits, but 3 dead letters wait for a person: not a green "nothing waiting" (issue 45).
+    expect(await textOf(figure('state'))).toMatch(/^Nothing to send; 3 dead letters wait for a person/);
+    expect(await page.locator('[data-state]').getAttribute('data-state')).toBe('attention');
     expect(await textOf(figure('sent-hour'))).toBe('6');
     expect(await textOf(figure('refused-total'))).toBe('4');
     expect(await chipCount('data-refused-code', 'LABEL_ENCRYPTED')).toBe(2);
@@ -237,12 +238,15 @@ describe('the /ui overview in Chromium', () => {
     try {
       await waitFor(async () => (await page.locator('[data-state]').getAttribute('data-state')) === 'paused', { what: 'the paused state on the page' });
       expect(await textOf(figure('state'))).toMatch(/^Paused: the API refused our key \(401\) since \d\d:\d\d:\d\d \(/);
-      expect(await textOf(page.locator('[data-part="state"] .detail'))).toContain('Invalid API key');
+      expect(await textOf(page.locator('[data-part="state"] .detail:not(.action)'))).toContain('Invalid API key');
+      expect(await textOf(page.locator('[data-part="state"] .detail.action'))).toMatch(/^What to do: fix the key/);
       await shot('paused-401');
     } finally {
       await gate.clear();
     }
-    await waitFor(async () => (await page.locator('[data-state]').getAttribute('data-state')) === 'idle', { what: 'working again' });
+    await waitFor(async () => (await page.locator('[data-state]').getAttribute('data-state')) === 'attention', {
+      what: 'working again (its dead letters still waiting)',
+    });
   });
 
   it('links into bull-board under /ui/queues: the label queue and its failed tab, where a dead letter can be cleaned', async () => {

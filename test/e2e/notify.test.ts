@@ -5,7 +5,7 @@
  * letters within a digest period make one digest. `notify test` answers per channel.
  */
 import { randomUUID } from 'node:crypto';
-import { readdir } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { notificationSchema } from '../../src/notify/message.js';
@@ -155,6 +155,9 @@ describe('notifications with two daemon processes', () => {
     const ids = Array.from({ length: 50 }, () => randomUUID());
     const lines = ids.map((id, i) => JSON.stringify({ delivery_id: id, event_at: new Date(Date.UTC(2026, 10, 24, 8, 0, i)).toISOString() }));
     await dropFile(join(e.spool, 'events'), 'unknown-deliveries.ndjson', `${lines.join('\n')}\n`);
+    // A file of the second one's name is in failed/ already: it lands there as NOT-A-PDF-2~2.pdf, and the digest says so (issue 45).
+    await mkdir(join(e.spool, 'failed', 'labels'), { recursive: true });
+    await writeFile(join(e.spool, 'failed', 'labels', 'NOT-A-PDF-2.pdf'), 'an earlier file of that name');
     await dropFile(join(e.spool, 'labels'), 'NOT-A-PDF-1.pdf', 'not a pdf');
     await dropFile(join(e.spool, 'labels'), 'NOT-A-PDF-2.pdf', 'not a pdf either');
 
@@ -171,7 +174,10 @@ describe('notifications with two daemon processes', () => {
       .map((d) => d.json as { condition: string; details: Record<string, unknown> })
       .find((m) => m.condition === 'refused-files');
     expect(refused?.details).toMatchObject({ total: 2, groups: [{ kind: 'labels', count: 2 }] });
-    expect(((refused?.details['groups'] as Array<{ sample: string[] }>)[0]?.sample ?? []).sort()).toEqual(['NOT-A-PDF-1.pdf', 'NOT-A-PDF-2.pdf']);
+    expect(((refused?.details['groups'] as Array<{ sample: string[] }>)[0]?.sample ?? []).sort()).toEqual(['NOT-A-PDF-1.pdf', 'NOT-A-PDF-2~2.pdf']);
+    expect(await readFile(join(e.spool, 'failed', 'labels', 'NOT-A-PDF-2~2.pdf'), 'utf8')).toBe('not a pdf either');
+    // The ops server listens on loopback only: no link a reader elsewhere could not open.
+    expect(refused?.details['overview']).toBeUndefined();
     const digest = r.webhook.received.map((d) => d.json as { condition: string; details: Record<string, unknown> }).find((m) => m.condition === 'dead-letters');
     expect(digest?.details).toMatchObject({ total: 50, groups: [{ kind: 'collecting', code: 'DELIVERY_NOT_FOUND', count: 50 }] });
     const sample = (digest?.details['groups'] as Array<{ sample: string[] }>)[0]?.sample ?? [];

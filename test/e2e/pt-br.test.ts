@@ -168,4 +168,17 @@ describe('CARRIER_SYNC_LANG=pt-BR', () => {
       expect(englishWordsIn(prose), `English words in ${command}:\n${output}`).toEqual([]);
     }
   });
+  it('enqueue and resume answer in Portuguese, resume with the local time and its offset (issue 45)', async () => {
+    const deliveryId = randomUUID();
+    const local = { ...env.env, ...PT, TZ: 'America/Sao_Paulo' };
+    const queued = await runCli(env.args('enqueue', 'collecting', '--delivery-id', deliveryId, '--event-at', '2026-11-25T08:00:00-03:00'), { env: local });
+    expect(queued.code, queued.stderr).toBe(0);
+    expect(queued.stdout).toMatch(new RegExp(`^na fila: collecting\\.${deliveryId}\\.`));
+    const again = await runCli(env.args('enqueue', 'collecting', '--delivery-id', deliveryId, '--event-at', '2026-11-25T11:00:00Z'), { env: local });
+    expect(again.stdout).toBe(`duplicado: um evento em 2026-11-25 08:00:00 -03:00 já foi registrado para a entrega ${deliveryId}; não é enviado de novo\n`);
+    const resumed = await runCli(env.args('resume'), { env: local });
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stdout).toBe('filas retomadas (nenhuma pausa por 401 estava registrada)\n');
+    for (const output of [queued.stdout, again.stdout, resumed.stdout]) expect(englishWordsIn(output.replace(/collecting\.\S+/g, ''))).toEqual([]);
+  });
 });

@@ -59,9 +59,9 @@ describe('plurals and numbers', () => {
   it('counts read right in both languages, Portuguese "many" falling back to "other"', () => {
     const lines = (lang: 'en' | 'pt-BR', count: number): string => say(lang, 'reason.event.fileInvalidLines', { count });
     expect([1, 2, 1_000_000].map((n) => lines('en', n))).toEqual(['1 invalid line', '2 invalid lines', '1,000,000 invalid lines']);
-    // CLDR puts 0 with 1 in Brazilian Portuguese (i = 0..1); a message where zero is common says it with =0.
+    // CLDR puts 0 with 1 in Brazilian Portuguese (i = 0..1); Brazilian usage writes zero with the plural (issue 45).
     expect([0, 1, 2, 1_000_000].map((n) => lines('pt-BR', n))).toEqual([
-      '0 linha inválida',
+      '0 linhas inválidas',
       '1 linha inválida',
       '2 linhas inválidas',
       '1.000.000 linhas inválidas',

@@ -97,13 +97,14 @@ describe('the overview headline', () => {
     const o = overviewOf(details([row('label', { queued: 4 }), row('cte'), row('collecting')], 0), failure);
     expect(o.state.code).toBe('paused');
     const pt = textOf(renderParts(o, '/ui', 'pt-BR').state);
-    expect(pt).toContain('Corrija a chave (CARRIER_SYNC_CARRIER_KEY');
+    expect(pt).toContain('Pausado: a API recusou a nossa chave de API (401)');
+    expect(pt).toContain('O que fazer: corrija a chave (CARRIER_SYNC_CARRIER_KEY');
     expect(pt).toContain('o envio retoma sozinho quando a API aceitá-la');
     expect(pt).toContain('a API respondeu HTTP 401 ao envio de etiqueta: “Unauthorized”; 5 sondagens recusadas desde então');
     expect(pt).not.toContain('label:');
     expect(englishWordsIn(pt)).toEqual([]);
     const en = textOf(renderParts(o, '/ui', 'en').state);
-    expect(en).toContain('Fix the key');
+    expect(en).toContain('What to do: fix the key');
     expect(en).toContain('the API answered HTTP 401 to a label sent: “Unauthorized”');
     expect(en).not.toContain('label: label:');
   });
@@ -127,16 +128,16 @@ describe('the lists under the tiles', () => {
     });
     const parts = renderParts(overviewOf(d), '/ui', 'pt-BR');
     expect(parts.figures).toMatch(/data-figure="refused-total">2</);
-    expect(textOf(parts.figures)).toContain('e 2 arquivos enviados com algumas linhas recusadas');
+    expect(textOf(parts.figures)).toContain('+2 arquivos com linhas recusadas');
     expect(parts.refusals.match(/data-refusal="lines"/g)).toHaveLength(2);
     expect(textOf(parts.refusals)).toContain('2 arquivos recusados, 2 arquivos com linhas recusadas');
-    expect(textOf(parts.refusals)).toContain('3 linhas recusadas; o resto foi enviado');
-    expect(textOf(parts.refusals)).toContain('1 linha recusada; o resto foi enviado');
+    expect(textOf(parts.refusals)).toContain('arquivo enviado; 3 linhas recusadas');
+    expect(textOf(parts.refusals)).toContain('arquivo enviado; 1 linha recusada');
   });
 
   it('shows a dead letter reason whole, wrapped in its cell, not cut to two lines', () => {
     const page = renderPage(overviewOf(details([row('label'), row('cte'), row('collecting')], 1)), '/ui', 'en');
-    const cell = /<tr data-dead-letter[^]*?<td class="reason">([^]*?)<\/td>/.exec(page)?.[1] ?? '';
+    const cell = /<tr class="reason-row" data-dead-reason="label:0"><td><\/td><td colspan="3" class="reason">([^]*?)<\/td>/.exec(page)?.[1] ?? '';
     expect(textOf(cell)).toContain(LONG_MESSAGE);
     expect(cell).not.toContain('clamp');
   });

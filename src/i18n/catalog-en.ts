@@ -513,8 +513,6 @@ export const EN = {
   'cli.enqueue.queued': 'queued {jobId}',
   'cli.enqueue.queuedHeld': 'queued {jobId} (held until {at}, when it falls due)',
   'cli.enqueue.duplicate': 'duplicate: an event at {at} was already taken for delivery {deliveryId}; not sent again',
-  'cli.resume.noPause': 'queues resumed (no 401 pause was recorded)',
-  'cli.resume.wasPaused': 'queues resumed (they were paused by a 401 since {at})',
 } as const;
 
 export type MessageKey = keyof typeof EN;

@@ -516,6 +516,4 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'cli.enqueue.queued': 'na fila: {jobId}',
   'cli.enqueue.queuedHeld': 'na fila: {jobId} (retido até {at}, quando chegar a hora)',
   'cli.enqueue.duplicate': 'duplicado: um evento em {at} já foi registrado para a entrega {deliveryId}; não é enviado de novo',
-  'cli.resume.noPause': 'filas retomadas (nenhuma pausa por 401 estava registrada)',
-  'cli.resume.wasPaused': 'filas retomadas (estavam pausadas por um 401 desde {at})',
 };

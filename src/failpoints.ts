@@ -1,6 +1,6 @@
 /**
  * Faults a test injects into the running daemon (CARRIER_SYNC_FAILPOINTS, tests only), so that the
- * watchdog (runtime/watchdog.ts) can be shown to see and recover each kind of stall on the real
+ * watchdog (runtime/watchdog/watchdog.ts) can be shown to see and recover each kind of stall on the real
  * binary. Armed once at start, per thread (each thread has its own copy of this module); each fires
  * once: `take()` says true the first time only.
  */

@@ -119,7 +119,7 @@ const batchedStderr = {
 process.on('exit', flushLogLines);
 
 /**
- * Log lines made elsewhere (the delivery thread's, runtime/delivery-thread.ts), already JSON and
+ * Log lines made elsewhere (the delivery thread's, runtime/delivery-thread/delivery-thread.ts), already JSON and
  * newline-ended, written to `logger`'s own destination: the same ordered queue as its own lines
  * (batched stderr, a test's stream, or pino-pretty's transport, which reads JSON lines).
  */

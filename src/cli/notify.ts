@@ -28,7 +28,7 @@ export function registerNotify(program: Command): void {
       const config = configOf(command);
       // Imported here: nodemailer and the runtime load only when the command runs.
       const { channelsOf } = await import('../notify/configured.js');
-      const { originOf } = await import('../runtime/notify-role.js');
+      const { originOf } = await import('../runtime/roles/notify-role.js');
       const { translator } = await import('../i18n/translate.js');
       const { makeNotification } = await import('../notify/message.js');
       const t = translator(config.lang);

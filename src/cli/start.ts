@@ -70,7 +70,7 @@ export function registerStart(program: Command): void {
  */
 async function portTakenOf(error: unknown, config: Readonly<Config>): Promise<SyncError | null> {
   if ((error as NodeJS.ErrnoException | null)?.code !== 'EADDRINUSE') return null;
-  const { listenerOf } = await import('../runtime/proc-net.js');
+  const { listenerOf } = await import('../runtime/managed-redis/proc-net.js');
   const t = translator(config.lang);
   const port = Number((error as { port?: unknown }).port ?? config.http.port);
   const holder = listenerOf(port);
@@ -95,7 +95,7 @@ export const SIGNALS_TOGETHER_MS = 1000;
 /**
  * The first stop signal shuts the daemon down (within the grace period); a second exits at once
  * (main.ts calls process.exit once the action returns), once the managed redis-server is stopped
- * (bounded: runtime/managed-redis.ts `stopManagedRedisNow`). The same signal again within
+ * (bounded: runtime/managed-redis/managed-redis.ts `stopManagedRedisNow`). The same signal again within
  * SIGNALS_TOGETHER_MS of the first is that first one. A part of the daemon that failed for good
  * (the delivery thread crashed: runtime/start.ts logged it, fatal) stops it the same way, exit 1.
  * Resolves when the process may end.

@@ -33,7 +33,7 @@ export function registerWebhook(program: Command): void {
         import('../runtime/api-client.js'),
         import('../gate/limiter.js'),
         import('../runtime/api-target.js'),
-        import('../runtime/webhook.js'),
+        import('../runtime/roles/webhook.js'),
       ]);
       await withContext(command, async (ctx) => {
         const target = await resolveApiTarget(config, createLogger({ level: 'warn' }), ctx.closers);

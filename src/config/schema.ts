@@ -120,7 +120,7 @@ export const configSchema = z
         completedRetentionSec: positiveInt,
         lockMs: positiveInt,
         authProbeMs: positiveInt,
-        /** The worker role on a thread of its own when one process runs the watcher role too (runtime/delivery-thread.ts). */
+        /** The worker role on a thread of its own when one process runs the watcher role too (runtime/delivery-thread/delivery-thread.ts). */
         thread: z.enum(['auto', 'on', 'off']),
         /** How much lower than the main thread's the delivery thread's scheduling priority is (nice steps, Linux). */
         threadNice: z.number().int().min(0).max(19),
@@ -147,7 +147,7 @@ export const configSchema = z
       })
       .strict(),
     shutdown: z.object({ graceMs: ms }).strict(),
-    /** The progress watchdog (runtime/watchdog.ts): its bound, and the faults a test injects. */
+    /** The progress watchdog (runtime/watchdog/watchdog.ts): its bound, and the faults a test injects. */
     watchdog: z.object({ stallMs: z.number().int().min(2000), failpoints: z.array(z.enum(FAILPOINTS)) }).strict(),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) }).strict(),
     /** `pt_BR`, `pt-br`, `pt_BR.UTF-8` are pt-BR (i18n/langs.ts `langOf`); the config holds the canonical tag. */

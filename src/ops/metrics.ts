@@ -38,7 +38,7 @@ export interface MetricsSources {
   redisOutages?: () => number;
   /** Whether Redis refuses this process's writes now (OOM, NOREPLICAS, MISCONF: `store/redis-health.ts`). */
   redisWritesRefused?: () => boolean;
-  /** The watchdog sees a stall (runtime/watchdog.ts). */
+  /** The watchdog sees a stall (runtime/watchdog/watchdog.ts). */
   isStalled?: () => boolean;
   /** Spans tracing dropped (queue full, export failed: runtime/tracing.ts); absent: tracing is off. */
   spansDropped?: () => { queueFull: number; exportFailed: number };

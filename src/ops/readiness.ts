@@ -8,7 +8,7 @@
 import type { RedisConnection } from '../store/redis.js';
 import type { AuthGate } from '../gate/auth-gate.js';
 
-/** `/readyz`'s reason during a stall: `stalled: <what> since <ISO time>` (runtime/watchdog.ts, alerts match on the start). */
+/** `/readyz`'s reason during a stall: `stalled: <what> since <ISO time>` (runtime/watchdog/watchdog.ts, alerts match on the start). */
 export function stallReason(stall: { what: string; since: number }): string {
   return `stalled: ${stall.what} since ${new Date(stall.since).toISOString()}`;
 }
@@ -41,7 +41,7 @@ export interface ReadinessDeps {
   spoolDisk?: () => SpoolDiskReadiness;
   /** Redis refuses writes (OOM, NOREPLICAS, MISCONF): the reply's code and since when; null when it takes them. */
   redisWritesRefused?: () => { code: string; since: number; message: string } | null;
-  /** The watchdog's stall (runtime/watchdog.ts), or null: `/readyz` then says `stalled: <what> since <when>`. */
+  /** The watchdog's stall (runtime/watchdog/watchdog.ts), or null: `/readyz` then says `stalled: <what> since <when>`. */
   stalled?: () => { what: string; since: number } | null;
   /** How long a Redis command may take before Redis counts as not answering. */
   timeoutMs?: number;

@@ -23,7 +23,7 @@ import { trackRedisHealth, type RedisHealth } from '../store/redis-health.js';
 import { historyTtlSec } from '../journey/journey.js';
 import { createStats, type Stats } from '../store/stats.js';
 import { createClosers, type Closers } from './closers.js';
-import { ensureManagedRedis } from './managed-redis.js';
+import { ensureManagedRedis } from './managed-redis/managed-redis.js';
 import { awaitContact, type ContactOptions } from './redis-contact.js';
 import { parseInfo } from '../store/redis-info.js';
 

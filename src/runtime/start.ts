@@ -18,7 +18,7 @@
  * it, prom-client (and its event-loop and GC observers) is not loaded and the API client's timing
  * samples go nowhere.
  *
- * Once the roles are up, the watchdog (runtime/watchdog.ts) checks that the work moves; a stall it
+ * Once the roles are up, the watchdog (runtime/watchdog/watchdog.ts) checks that the work moves; a stall it
  * cannot recover within the bound ends the daemon as a crashed delivery thread does (exit 1), after
  * `/healthz` answered 503 for a moment.
  */
@@ -34,18 +34,18 @@ import { createReadiness, type ReadinessState, type SpoolReadiness } from '../op
 import type { OpsServer } from '../ops/server.js';
 import { spoolDisk } from '../spool/disk-state.js';
 import { resolveApiTarget, type ApiTarget } from './api-target.js';
-import { isDeliveryThreaded, type DeliveryThread } from './delivery-thread.js';
+import { isDeliveryThreaded, type DeliveryThread } from './delivery-thread/delivery-thread.js';
 import { checkRedisDurability, openContext, type Context } from './context.js';
 import { createClosers, type Closers } from './closers.js';
-import { stopManagedRedisNow } from './managed-redis.js';
+import { stopManagedRedisNow } from './managed-redis/managed-redis.js';
 import { ContactAbandoned } from './redis-contact.js';
 import { createToldBoard } from '../store/redis-health.js';
 import type { WaitingServer } from '../ops/waiting-server.js';
 import { startTracing, type SpansDropped, type Tracing } from './tracing.js';
 import { armFailpoints } from '../failpoints.js';
 import type { RedisConnection } from '../store/redis.js';
-import { createWatchdog, type StallCheck, type Watchdog } from './watchdog.js';
-import { readyJobsCheck, redisConnectionsCheck, unsealedBatchCheck, watchDeliveryThread, type BatchWatch } from './stall-checks.js';
+import { createWatchdog, type StallCheck, type Watchdog } from './watchdog/watchdog.js';
+import { readyJobsCheck, redisConnectionsCheck, unsealedBatchCheck, watchDeliveryThread, type BatchWatch } from './watchdog/stall-checks.js';
 
 /** What the API client reports after each request: the http role's request metrics, or nothing. */
 type ObserveRequest = Metrics['observeRequest'];
@@ -97,11 +97,11 @@ interface DaemonState {
   spoolLease: (() => Promise<SpoolReadiness>) | null;
   /** Tracing (OTEL_* settings), when an endpoint is set: started first, its last spans sent last. */
   tracing: Tracing | null;
-  /** The worker role's thread (runtime/delivery-thread.ts), when it runs on one. */
+  /** The worker role's thread (runtime/delivery-thread/delivery-thread.ts), when it runs on one. */
   deliveryThread: DeliveryThread | null;
   /** With the delivery thread: the Redis-outage board its health tracker and the main thread's share. */
   toldBoard: Int32Array | null;
-  /** The progress watchdog (runtime/watchdog.ts): its checks start once the roles are up. */
+  /** The progress watchdog (runtime/watchdog/watchdog.ts): its checks start once the roles are up. */
   watchdog: Watchdog;
   /** The spool's events batches as the watcher role sees them (watcher role only), for the watchdog. */
   batchWatch: BatchWatch | null;
@@ -262,7 +262,7 @@ async function watchHealth(state: DaemonState, ctx: Context): Promise<{ metrics:
 }
 
 async function startHttp(state: DaemonState, ctx: Context, metrics: Metrics, readiness: () => Promise<ReadinessState>): Promise<void> {
-  const { startHttpRole } = await import('./http-role.js');
+  const { startHttpRole } = await import('./roles/http-role.js');
   const waiting = state.waiting;
   const handover = waiting === null ? {} : { handover: { port: waiting.port, close: () => waiting.close() } };
   const server = await startHttpRole(ctx, { metrics, readiness, hasWatcher: state.roles.includes('watcher'), ...handover });
@@ -281,7 +281,7 @@ async function startRoles(state: DaemonState, ctx: Context, observeRequest: Obse
   const { config, roles, logger } = state;
   let rescan = async (): Promise<void> => {};
   if (roles.includes('watcher')) {
-    const { startWatcherRole } = await import('./watcher-role.js');
+    const { startWatcherRole } = await import('./roles/watcher-role.js');
     const watcher = await startWatcherRole(ctx);
     rescan = () => watcher.rescan();
     state.spoolLease = () => watcher.lease();
@@ -291,11 +291,11 @@ async function startRoles(state: DaemonState, ctx: Context, observeRequest: Obse
   const needsApi = roles.includes('worker') || roles.includes('scheduler');
   const target = needsApi ? await resolveApiTarget(config, logger, ctx.closers) : null;
   if (target !== null && roles.includes('worker')) await startDelivery(state, ctx, target, observeRequest);
-  if (target !== null && roles.includes('scheduler')) await (await import('./scheduler-role.js')).startSchedulerRole(ctx, target, rescan, state.watchdog);
+  if (target !== null && roles.includes('scheduler')) await (await import('./roles/scheduler-role.js')).startSchedulerRole(ctx, target, rescan, state.watchdog);
 }
 
 /**
- * The watchdog's checks, for what this process runs (runtime/stall-checks.ts); stopped first on
+ * The watchdog's checks, for what this process runs (runtime/watchdog/stall-checks.ts); stopped first on
  * shutdown, before anything it watches is closed.
  */
 function watchProgress(state: DaemonState, ctx: Context): void {
@@ -317,14 +317,14 @@ function watchProgress(state: DaemonState, ctx: Context): void {
   watchdog.start(checks);
 }
 
-/** The worker role: on a thread of its own when this process runs the watcher role too (runtime/delivery-thread.ts), else here. */
+/** The worker role: on a thread of its own when this process runs the watcher role too (runtime/delivery-thread/delivery-thread.ts), else here. */
 async function startDelivery(state: DaemonState, ctx: Context, target: ApiTarget, observeRequest: ObserveRequest | null): Promise<void> {
   if (state.toldBoard !== null) {
-    const { startDeliveryThread } = await import('./delivery-thread.js');
+    const { startDeliveryThread } = await import('./delivery-thread/delivery-thread.js');
     state.deliveryThread = await startDeliveryThread(ctx, target, { observeRequest, toldBoard: state.toldBoard, onCrash: (error) => state.fail(error) });
     return;
   }
-  await (await import('./worker-role.js')).startWorkerRole(ctx, target, observeRequest ?? (() => {}));
+  await (await import('./roles/worker-role.js')).startWorkerRole(ctx, target, observeRequest ?? (() => {}));
 }
 
 function addDropped(own: SpansDropped, thread: SpansDropped | undefined): SpansDropped {

@@ -5,7 +5,7 @@
  *   outcome consumer → inbox watcher → the same reconcile, periodically.
  * Every move of a file checks the fence first: once the lease is lost, nothing moves.
  *
- * The outcome side comes in as functions (`OutcomeSide`), wired by runtime/watcher-role.ts:
+ * The outcome side comes in as functions (`OutcomeSide`), wired by runtime/roles/watcher-role.ts:
  * outcome/ imports spool/, so spool/ does not import outcome/.
  */
 import { mkdir, readdir } from 'node:fs/promises';

@@ -54,7 +54,7 @@ export interface RedisHealth {
   /** True when `error` is about Redis' availability, covered here; false: not, log it yourself. */
   report(error: unknown, source: string): boolean;
   /**
-   * An episode another thread of this process saw (runtime/delivery-thread.ts): Redis refusing
+   * An episode another thread of this process saw (runtime/delivery-thread/delivery-thread.ts): Redis refusing
    * writes or failing over begins an episode here too (readiness, metrics, the overview and
    * notifications read this tracker), ended by this tracker's own probe writes. Unreachable is
    * not taken: this thread's own connection sees that.
@@ -116,7 +116,7 @@ export interface HealthOptions {
   probeKey?: string;
   now?: () => number;
   /**
-   * Shared by the trackers of one process's threads (runtime/delivery-thread.ts), in shared
+   * Shared by the trackers of one process's threads (runtime/delivery-thread/delivery-thread.ts), in shared
    * memory: the tracker whose episode began first tells it (its warn line, its end line); the
    * others log theirs at debug, so an outage is still one warning and one line when it is back
    * per process. 0: no episode told; 1: one is.

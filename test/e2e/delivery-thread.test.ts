@@ -1,5 +1,5 @@
 /**
- * The delivery on a thread of its own (runtime/delivery-thread.ts), with the built daemon: the
+ * The delivery on a thread of its own (runtime/delivery-thread/delivery-thread.ts), with the built daemon: the
  * default `start` (watcher and worker roles in one process, 2 cores or more) runs the worker role
  * on a worker thread; labels, CT-e and events files settle; the thread's lines come out on the one
  * stderr (tagged `thread: delivery`) and its requests show in `/metrics`; a stop while a request

@@ -1,5 +1,5 @@
 /**
- * The progress watchdog (runtime/watchdog.ts) on the built binary, each kind of stall injected with
+ * The progress watchdog (runtime/watchdog/watchdog.ts) on the built binary, each kind of stall injected with
  * CARRIER_SYNC_FAILPOINTS and a small CARRIER_SYNC_STALL_MS: it is seen within the bound, told once
  * (one error line, `/readyz` 503 `stalled: …`, the `stalled` notification firing then resolved),
  * and recovered (files dropped after the fault are still accepted by the API and archived). A slow

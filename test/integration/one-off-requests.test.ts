@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createApiClient } from '../../src/api/index.js';
 import { createKeys } from '../../src/store/keys.js';
 import { rateLimiterFor } from '../../src/gate/limiter.js';
-import { applyWebhook } from '../../src/runtime/webhook.js';
+import { applyWebhook } from '../../src/runtime/roles/webhook.js';
 import { startSandbox, type SandboxHandle } from '../../src/sandbox/server.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 

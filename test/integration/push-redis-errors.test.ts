@@ -100,7 +100,7 @@ async function realFailures(): Promise<Failure[]> {
 }
 
 /**
- * The worker role's wiring (runtime/worker-role.ts) around the real processor, with the gate's
+ * The worker role's wiring (runtime/roles/worker-role.ts) around the real processor, with the gate's
  * enter or leave throwing an item's failure once, before doing its real work.
  */
 async function startWorkers(t: TestDaemon, failOnce: Map<string, { at: 'enter' | 'leave'; failure: Failure }>): Promise<Context> {

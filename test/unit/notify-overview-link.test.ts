@@ -3,7 +3,7 @@
  * http://vm:8080/ui to a server listening on 127.0.0.1 only).
  */
 import { expect, it } from 'vitest';
-import { overviewLinkOf } from '../../src/runtime/notify-role.js';
+import { overviewLinkOf } from '../../src/runtime/roles/notify-role.js';
 
 it('links nothing while the ops server listens on loopback only, or on a free port', () => {
   expect(overviewLinkOf(null, { host: '127.0.0.1', port: 8080 }, 'vm')).toBeNull();

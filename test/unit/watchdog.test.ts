@@ -1,5 +1,5 @@
 /**
- * The watchdog's course through a stall (runtime/watchdog.ts), with checks whose answers the test
+ * The watchdog's course through a stall (runtime/watchdog/watchdog.ts), with checks whose answers the test
  * sets: one error line and one recovery per stall, `stall recovered` when no check finds it any
  * more, and `onFatal` (the daemon's /healthz 503 and exit 1) when it lasts the bound again. The
  * checks themselves run against the real daemon in test/e2e/watchdog.test.ts.
@@ -7,7 +7,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
-import { createWatchdog, tickMsOf, type Stall, type StallState } from '../../src/runtime/watchdog.js';
+import { createWatchdog, tickMsOf, type Stall, type StallState } from '../../src/runtime/watchdog/watchdog.js';
 
 function loggerWithLines(): { logger: ReturnType<typeof createLogger>; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];

@@ -1,9 +1,9 @@
 /** What each cron-scheduled housekeeping job does. */
-import type { ApiClient } from '../api/index.js';
-import type { Logger } from '../log.js';
-import type { RateLimiter } from '../gate/limiter.js';
-import { listDeadLetters } from '../queue/dead-letter.js';
-import type { Context } from './context.js';
+import type { ApiClient } from '../../api/index.js';
+import type { Logger } from '../../log.js';
+import type { RateLimiter } from '../../gate/limiter.js';
+import { listDeadLetters } from '../../queue/dead-letter.js';
+import type { Context } from '../context.js';
 import { pullEvents } from './events-pull.js';
 import { reconcileWebhook } from './webhook.js';
 

@@ -5,14 +5,14 @@
  * path). Events files are not recorded here: each event's own outcome is.
  */
 import { basename, relative } from 'node:path';
-import { parseInflightName } from '../spool/paths.js';
-import type { Keys } from '../store/keys.js';
-import type { Logger } from '../log.js';
-import { createJourneyWriter, historyTtlSec, type JourneyWriter } from '../journey/journey.js';
-import type { RedisConnection } from '../store/redis.js';
-import type { RedisHealth } from '../store/redis-health.js';
-import type { FileEndJournal } from '../outcome/apply.js';
-import { parseSpoolName } from '../validate/spool-name.js';
+import { parseInflightName } from '../../spool/paths.js';
+import type { Keys } from '../../store/keys.js';
+import type { Logger } from '../../log.js';
+import { createJourneyWriter, historyTtlSec, type JourneyWriter } from '../../journey/journey.js';
+import type { RedisConnection } from '../../store/redis.js';
+import type { RedisHealth } from '../../store/redis-health.js';
+import type { FileEndJournal } from '../../outcome/apply.js';
+import { parseSpoolName } from '../../validate/spool-name.js';
 
 export function fileEndJournal(writer: JourneyWriter, spoolDir: string): FileEndJournal {
   return {

@@ -1,11 +1,11 @@
 /**
  * The delivery on a thread of its own (issue 39). In a process that runs both the watcher and the
  * worker role, the worker role (BullMQ workers, push gate, limiter, API requests) runs on a
- * worker_threads Worker (runtime/delivery-thread-entry.ts) with a Context of its own: its own
+ * worker_threads Worker (runtime/delivery-thread/delivery-thread-entry.ts) with a Context of its own: its own
  * Redis connections, as another process of the same deployment has. The spool side (claim, check,
  * enqueue, file moves, ops server) keeps the main thread, so the two sides use two cores.
  *
- * What crosses (runtime/delivery-wire.ts): to the thread, the config (plain data; `redis.url` set
+ * What crosses (runtime/delivery-thread/delivery-wire.ts): to the thread, the config (plain data; `redis.url` set
  * to the URL this process connected with, so a managed redis-server stays the main thread's) and
  * the API target (the embedded sandbox stays here: its URL and keys go). Back: log lines, batched
  * per pass of the thread's loop and written into this process's one logger queue (log.ts
@@ -18,26 +18,26 @@
  * crashes later is reported to `onCrash` (the daemon then stops, exit 1): its jobs are in Redis,
  * taken up again after their lock expires, as after a worker process's crash.
  *
- * The watchdog (runtime/watchdog.ts) reads the thread's heartbeat (a `beat` message every second,
+ * The watchdog (runtime/watchdog/watchdog.ts) reads the thread's heartbeat (a `beat` message every second,
  * naming the Redis connections that ended without being closed) and, on a stall, replaces the
  * thread: the old one is terminated (a thread that stopped answering cannot stop in order) and a
  * new one started; the old one's end is then no crash.
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import type { Config } from '../config/schema.js';
-import { writeLogLines } from '../log.js';
-import type { Metrics } from '../ops/metrics.js';
-import type { ApiTarget } from './api-target.js';
-import type { Context } from './context.js';
+import type { Config } from '../../config/schema.js';
+import { writeLogLines } from '../../log.js';
+import type { Metrics } from '../../ops/metrics.js';
+import type { ApiTarget } from '../api-target.js';
+import type { Context } from '../context.js';
 import type { DeliveryThreadData, FromThread, ToThread, WireError } from './delivery-wire.js';
-import { ContactAbandoned } from './redis-contact.js';
-import type { SpansDropped } from './tracing.js';
+import { ContactAbandoned } from '../redis-contact.js';
+import type { SpansDropped } from '../tracing.js';
 
 export interface DeliveryThread {
   /** The thread's dropped spans (totals), for the http role's metrics. */
   spansDropped(): SpansDropped;
-  /** What the watchdog reads (runtime/watchdog.ts): the thread's last heartbeat, and the Redis connections it says ended. */
+  /** What the watchdog reads (runtime/watchdog/watchdog.ts): the thread's last heartbeat, and the Redis connections it says ended. */
   beat(): { lastAt: number; endedConnections: string[] } | null;
   /**
    * Ends the thread at once (terminate: a thread that stopped answering cannot stop in order) and

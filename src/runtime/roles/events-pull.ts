@@ -5,11 +5,11 @@
  * harmless: the instants already taken count as duplicates and are not sent.
  */
 import { createHash } from 'node:crypto';
-import type { Logger } from '../log.js';
-import { enqueueEvents } from '../queue/enqueue.js';
-import { collectingJobOf } from '../store/payloads.js';
-import { checkEventRecord } from '../validate/event-record.js';
-import type { Context } from './context.js';
+import type { Logger } from '../../log.js';
+import { enqueueEvents } from '../../queue/enqueue.js';
+import { collectingJobOf } from '../../store/payloads.js';
+import { checkEventRecord } from '../../validate/event-record.js';
+import type { Context } from '../context.js';
 
 const TIMEOUT_MS = 30_000;
 

@@ -1,6 +1,6 @@
 /**
  * The watchdog on progress, not on process life (issue 44). Every few seconds (a quarter of the
- * bound, at most 5 s) it runs its checks (runtime/stall-checks.ts), each of which reads what the
+ * bound, at most 5 s) it runs its checks (runtime/watchdog/stall-checks.ts), each of which reads what the
  * daemon already keeps (the delivery thread's heartbeat, the stats counters, the queue counts, the
  * in-flight index) and says whether something is stuck, since when, and how to recover it. A check
  * that sees Redis away, full or failing over, a 401 pause or a slow API says nothing: those are
@@ -14,8 +14,8 @@
  * A recovery step still under way then (a new delivery thread starting on a loaded machine) gets up
  * to one bound more.
  */
-import type { Logger } from '../log.js';
-import { stallReason } from '../ops/readiness.js';
+import type { Logger } from '../../log.js';
+import { stallReason } from '../../ops/readiness.js';
 
 export interface Stall {
   /** What is stuck, in a few words a person reads (the log line, `/readyz`, the notification). */

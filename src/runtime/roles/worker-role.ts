@@ -3,24 +3,24 @@
  * answers this process keeps while Redis cannot take them (push/kept-answers.ts), its liveness as
  * their owner (gate/attempt-owner.ts), and the replica watch (gate/replica-wait.ts).
  */
-import { Worker } from '../queue/bullmq.js';
-import { apiClientFor } from './api-client.js';
-import { rateLimiterFor } from '../gate/limiter.js';
-import { createPushGate, pushGateOptions } from '../gate/push-gate.js';
-import { ITEM_KINDS } from '../store/keys.js';
-import type { ItemJob } from '../store/payloads.js';
-import { createProcessor } from '../push/processor.js';
-import { isAnswerUnavailable } from '../push/answer-write.js';
-import { createKeptAnswers } from '../push/kept-answers.js';
-import { keepOwnerAlive, ownerTiming, SELF_OWNER } from '../gate/attempt-owner.js';
-import { REPLICA_WAIT_MS, watchReplicas } from '../gate/replica-wait.js';
-import { isRedisUnavailable } from '../store/redis-health.js';
-import type { ApiTarget } from './api-target.js';
-import type { Context } from './context.js';
-import { inFlightGraceMs } from './closers.js';
-import { closeWorkers } from './close-workers.js';
-import type { Metrics } from '../ops/metrics.js';
-import { retryFailedByRedis } from '../queue/redis-failures.js';
+import { Worker } from '../../queue/bullmq.js';
+import { apiClientFor } from '../api-client.js';
+import { rateLimiterFor } from '../../gate/limiter.js';
+import { createPushGate, pushGateOptions } from '../../gate/push-gate.js';
+import { ITEM_KINDS } from '../../store/keys.js';
+import type { ItemJob } from '../../store/payloads.js';
+import { createProcessor } from '../../push/processor.js';
+import { isAnswerUnavailable } from '../../push/answer-write.js';
+import { createKeptAnswers } from '../../push/kept-answers.js';
+import { keepOwnerAlive, ownerTiming, SELF_OWNER } from '../../gate/attempt-owner.js';
+import { REPLICA_WAIT_MS, watchReplicas } from '../../gate/replica-wait.js';
+import { isRedisUnavailable } from '../../store/redis-health.js';
+import type { ApiTarget } from '../api-target.js';
+import type { Context } from '../context.js';
+import { inFlightGraceMs } from '../closers.js';
+import { closeWorkers } from '../close-workers.js';
+import type { Metrics } from '../../ops/metrics.js';
+import { retryFailedByRedis } from '../../queue/redis-failures.js';
 
 /** How often the failed sets are looked through for jobs Redis failed (queue/redis-failures.ts). */
 const REDIS_FAILURES_SWEEP_MS = 5_000;

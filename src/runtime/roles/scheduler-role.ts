@@ -4,18 +4,18 @@
  * the notifications (`notify-role.ts`).
  */
 import type { Job } from 'bullmq';
-import { Worker } from '../queue/bullmq.js';
-import { apiClientFor } from './api-client.js';
-import { rateLimiterFor } from '../gate/limiter.js';
-import { HOUSEKEEPING_QUEUE } from '../store/keys.js';
-import type { ApiTarget } from './api-target.js';
-import type { Context } from './context.js';
+import { Worker } from '../../queue/bullmq.js';
+import { apiClientFor } from '../api-client.js';
+import { rateLimiterFor } from '../../gate/limiter.js';
+import { HOUSEKEEPING_QUEUE } from '../../store/keys.js';
+import type { ApiTarget } from '../api-target.js';
+import type { Context } from '../context.js';
 import { runHousekeeping, HOUSEKEEPING_JOBS } from './housekeeping.js';
 import { startNotifications } from './notify-role.js';
-import { inFlightGraceMs } from './closers.js';
-import { closeWorkers } from './close-workers.js';
-import type { Watchdog } from './watchdog.js';
-import { liveSecret } from '../config/secret-file.js';
+import { inFlightGraceMs } from '../closers.js';
+import { closeWorkers } from '../close-workers.js';
+import type { Watchdog } from '../watchdog/watchdog.js';
+import { liveSecret } from '../../config/secret-file.js';
 
 /** `watchdog`: this process's progress watchdog, whose stalls the notifications tell (`stalled`). */
 export async function startSchedulerRole(ctx: Context, target: ApiTarget, rescan: () => Promise<void>, watchdog?: Watchdog): Promise<void> {

@@ -1,5 +1,5 @@
 /**
- * The delivery thread's own code (runtime/delivery-thread.ts starts it): the worker role with a
+ * The delivery thread's own code (runtime/delivery-thread/delivery-thread.ts starts it): the worker role with a
  * Context of its own (its own Redis connections, queues, push gate, limiter, API client), as
  * another process of the deployment runs it. What it logs goes to the main thread, batched (one
  * message for the lines of each pass of this thread's event loop); the API client's timing
@@ -10,15 +10,15 @@
 import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { createLogger, type Logger } from '../log.js';
-import type { RequestSample } from '../ops/metrics.js';
-import { createClosers } from './closers.js';
-import { routeConsoleToLog } from './console-to-log.js';
-import { openContext, type Context } from './context.js';
-import { armFailpoints, isFailpointArmed, takeFailpoint } from '../failpoints.js';
+import { createLogger, type Logger } from '../../log.js';
+import type { RequestSample } from '../../ops/metrics.js';
+import { createClosers } from '../closers.js';
+import { routeConsoleToLog } from '../console-to-log.js';
+import { openContext, type Context } from '../context.js';
+import { armFailpoints, isFailpointArmed, takeFailpoint } from '../../failpoints.js';
 import { toWireError, type DeliveryThreadData, type FromThread, type ToThread } from './delivery-wire.js';
-import { ContactAbandoned } from './redis-contact.js';
-import { startTracing, type Tracing } from './tracing.js';
+import { ContactAbandoned } from '../redis-contact.js';
+import { startTracing, type Tracing } from '../tracing.js';
 
 /** How often the samples and the dropped-span counters go to the main thread. */
 const REPORT_MS = 1000;
@@ -73,7 +73,7 @@ let tracing: Tracing | null = null;
 /** The thread's Context once open: its connections are watched (the beat names those that ended). */
 let opened: Context | null = null;
 const report = (): void => {
-  // The heartbeat the main thread's watchdog waits for (runtime/watchdog.ts): a thread whose loop is
+  // The heartbeat the main thread's watchdog waits for (runtime/watchdog/watchdog.ts): a thread whose loop is
   // stuck sends none; a connection that ended without this thread closing it never comes back.
   if (!isStopRequested) post({ type: 'beat', endedConnections: endedConnections(opened) });
   if (samples.length > 0) {
@@ -151,7 +151,7 @@ async function start(): Promise<void> {
     if (episode !== null) post({ type: 'redis', episode: { kind: episode.kind, code: episode.code, message: episode.message } });
   });
   opened = ctx;
-  const { startWorkerRole } = await import('./worker-role.js');
+  const { startWorkerRole } = await import('../roles/worker-role.js');
   await startWorkerRole(ctx, data.target, data.wantsSamples ? (sample) => void samples.push(sample) : () => {}, failpointsAfterFirstJob(ctx));
   // Lowered once started, not before: its start (the worker role's modules, its Redis contact) at
   // the lower priority took over 20 s on a loaded machine (the loaded failover sweep, issue 44: 7

@@ -4,11 +4,11 @@
  * on another machine) leaves the kind out, and the page shows "n/a".
  */
 import { readdir } from 'node:fs/promises';
-import type { Config } from '../config/schema.js';
-import { SPOOL_KINDS, type SpoolKind } from '../store/keys.js';
-import { spoolPaths } from '../spool/paths.js';
-import { readSpoolIdFile } from '../spool/lease/spool-id.js';
-import { isIgnoredName } from '../validate/spool-name.js';
+import type { Config } from '../../config/schema.js';
+import { SPOOL_KINDS, type SpoolKind } from '../../store/keys.js';
+import { spoolPaths } from '../../spool/paths.js';
+import { readSpoolIdFile } from '../../spool/lease/spool-id.js';
+import { isIgnoredName } from '../../validate/spool-name.js';
 
 export function inboxCounter(spool: Config['spool']): () => Promise<Partial<Record<SpoolKind, number>>> {
   const paths = spoolPaths(spool.dir, spool.id);

@@ -4,23 +4,23 @@
  * this process' Redis connection. Nothing is started when no channel is configured.
  */
 import { hostname } from 'node:os';
-import type { Config } from '../config/schema.js';
-import { translator } from '../i18n/translate.js';
-import { isLoopbackHost } from '../ops/exposure.js';
-import type { RateLimiter } from '../gate/limiter.js';
-import { publishChannels, recordSend } from '../store/notify-record.js';
-import { channelsOf } from '../notify/configured.js';
-import { createEpisodes } from '../notify/episodes.js';
-import { durationText, startNotifyLoop } from '../notify/loop.js';
-import { makeNotification, type Origin } from '../notify/message.js';
-import { watchRedisFull } from '../notify/redis-full.js';
-import { watchRedis } from '../notify/redis-watch.js';
-import { createSender, type RetryPolicy, type Sender } from '../notify/sender.js';
-import type { Context } from './context.js';
-import type { Logger } from '../log.js';
-import { appVersion } from '../version.js';
-import { stallReason } from '../ops/readiness.js';
-import type { StallState, Watchdog } from './watchdog.js';
+import type { Config } from '../../config/schema.js';
+import { translator } from '../../i18n/translate.js';
+import { isLoopbackHost } from '../../ops/exposure.js';
+import type { RateLimiter } from '../../gate/limiter.js';
+import { publishChannels, recordSend } from '../../store/notify-record.js';
+import { channelsOf } from '../../notify/configured.js';
+import { createEpisodes } from '../../notify/episodes.js';
+import { durationText, startNotifyLoop } from '../../notify/loop.js';
+import { makeNotification, type Origin } from '../../notify/message.js';
+import { watchRedisFull } from '../../notify/redis-full.js';
+import { watchRedis } from '../../notify/redis-watch.js';
+import { createSender, type RetryPolicy, type Sender } from '../../notify/sender.js';
+import type { Context } from '../context.js';
+import type { Logger } from '../../log.js';
+import { appVersion } from '../../version.js';
+import { stallReason } from '../../ops/readiness.js';
+import type { StallState, Watchdog } from '../watchdog/watchdog.js';
 
 export function originOf(): Origin {
   return { host: hostname(), version: appVersion() };
@@ -49,7 +49,7 @@ export async function startNotifications(ctx: Context, limiter: RateLimiter | nu
 }
 
 /**
- * This process's stalls (runtime/watchdog.ts): `stalled` firing when the watchdog sees one, resolved
+ * This process's stalls (runtime/watchdog/watchdog.ts): `stalled` firing when the watchdog sees one, resolved
  * when it is over, claimed in Redis per process (host and pid) like the other conditions (episodes.ts):
  * once, and a restart does not tell an announced episode again.
  */

@@ -1,12 +1,12 @@
 /**
- * What crosses between the main thread and the delivery thread (runtime/delivery-thread.ts): the
+ * What crosses between the main thread and the delivery thread (runtime/delivery-thread/delivery-thread.ts): the
  * thread's start data and the messages each way, all structured-clonable plain data.
  */
-import type { Config } from '../config/schema.js';
-import type { RequestSample } from '../ops/metrics.js';
-import type { ApiTarget } from './api-target.js';
-import type { SpansDropped } from './tracing.js';
-import type { RedisEpisode } from '../store/redis-health.js';
+import type { Config } from '../../config/schema.js';
+import type { RequestSample } from '../../ops/metrics.js';
+import type { ApiTarget } from '../api-target.js';
+import type { SpansDropped } from '../tracing.js';
+import type { RedisEpisode } from '../../store/redis-health.js';
 
 /** The thread's workerData. */
 export interface DeliveryThreadData {

@@ -1,8 +1,8 @@
 /**
- * The watchdog's checks (runtime/watchdog.ts), each cheap: what the daemon keeps anyway is read
+ * The watchdog's checks (runtime/watchdog/watchdog.ts), each cheap: what the daemon keeps anyway is read
  * once per tick, never once per item.
  *
- * - the delivery thread: its heartbeat (one message a second, runtime/delivery-thread-entry.ts)
+ * - the delivery thread: its heartbeat (one message a second, runtime/delivery-thread/delivery-thread-entry.ts)
  *   stopped for the bound, or a Redis connection it needs ended without being closed (ioredis
  *   `end`: no reconnect comes). Recovery: a new thread, with new connections and workers.
  * - this thread's Redis connections: ended without being closed. Recovery: connect again.
@@ -13,10 +13,10 @@
  *   episode, nor the bound after it). Recovery: the spool's reconcile reads the file again and
  *   seals its batch (spool/reconcile.ts).
  */
-import { ITEM_KINDS } from '../store/keys.js';
-import type { RedisConnection } from '../store/redis.js';
-import type { Context } from './context.js';
-import type { DeliveryThread } from './delivery-thread.js';
+import { ITEM_KINDS } from '../../store/keys.js';
+import type { RedisConnection } from '../../store/redis.js';
+import type { Context } from '../context.js';
+import type { DeliveryThread } from '../delivery-thread/delivery-thread.js';
 import type { StallCheck } from './watchdog.js';
 
 /** What a stall is, without its recovery. */
@@ -103,7 +103,7 @@ export function readyJobsCheck(ctx: Context, stallMs: number, recoverFor: (stall
   };
 }
 
-/** What the watcher role offers the watchdog (runtime/watcher-role.ts). */
+/** What the watcher role offers the watchdog (runtime/roles/watcher-role.ts). */
 export interface BatchWatch {
   /** Events files in flight since before `before` whose batch is not sealed: their names and claim times. */
   unsealedBatches(before: number): Promise<Array<{ fileName: string; since: number }>>;

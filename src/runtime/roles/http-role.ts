@@ -3,13 +3,13 @@
  * POST /events). Its close goes on the shutdown stack; turning /readyz to 503 is the first
  * shutdown step, which start.ts runs before the stack.
  */
-import type { Metrics } from '../ops/metrics.js';
-import type { ReadinessState } from '../ops/readiness.js';
-import type { OpsServer } from '../ops/server.js';
-import { spoolDisk } from '../spool/disk-state.js';
-import { readTopology } from '../store/topology.js';
-import { liveSecret } from '../config/secret-file.js';
-import type { Context } from './context.js';
+import type { Metrics } from '../../ops/metrics.js';
+import type { ReadinessState } from '../../ops/readiness.js';
+import type { OpsServer } from '../../ops/server.js';
+import { spoolDisk } from '../../spool/disk-state.js';
+import { readTopology } from '../../store/topology.js';
+import { liveSecret } from '../../config/secret-file.js';
+import type { Context } from '../context.js';
 import { inboxCounter, spoolIdOf } from './inbox-counts.js';
 
 export interface HttpRoleDeps {
@@ -24,7 +24,7 @@ export interface HttpRoleDeps {
 export async function startHttpRole(ctx: Context, deps: HttpRoleDeps): Promise<OpsServer> {
   const { config, logger } = ctx;
   // Imported here: a process without the http role never loads fastify and bull-board.
-  const { startOpsServer } = await import('../ops/server.js');
+  const { startOpsServer } = await import('../../ops/server.js');
   const server = await startOpsServer({
     host: config.http.host,
     port: deps.handover?.port ?? config.http.port,

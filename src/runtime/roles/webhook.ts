@@ -4,13 +4,13 @@
  * so drift made at the API cannot be seen: the reconcile therefore PATCHes the configured record on
  * every tick (an idempotent overwrite) and reports whether it differs from what was last applied.
  */
-import type { ApiClient } from '../api/index.js';
-import { isSyncError } from '../errors.js';
-import type { Logger } from '../log.js';
-import { takeSlot, type RateLimiter } from '../gate/limiter.js';
-import { historyTtlSec } from '../journey/journey.js';
-import type { Context } from './context.js';
-import { recordWebhookSet } from '../journey/webhook-journey.js';
+import type { ApiClient } from '../../api/index.js';
+import { isSyncError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import { takeSlot, type RateLimiter } from '../../gate/limiter.js';
+import { historyTtlSec } from '../../journey/journey.js';
+import type { Context } from '../context.js';
+import { recordWebhookSet } from '../../journey/webhook-journey.js';
 
 /** Longest a webhook PATCH waits for a slot of the shared rate limit. */
 const SLOT_WAIT_MS = 30_000;

@@ -5,28 +5,28 @@
  * to move files to archive/ or failed/. The others stand by and do nothing on the spool; one of them
  * takes over when the holder stops or dies, through the same start-up path a fresh start takes.
  * This file only wires them together, the outcome side into the session included. */
-import { ITEM_KIND_OF } from '../store/keys.js';
-import { createLease } from '../store/lease.js';
-import { resolveDeploymentId } from '../store/deployment.js';
-import { backlogOf } from '../queue/queues.js';
-import type { Logger } from '../log.js';
-import { createOutcomes } from '../outcome/apply.js';
-import { sweepInterruptedMoves } from '../outcome/files.js';
-import { spoolPaths, type SpoolPaths } from '../spool/paths.js';
-import { attachSpoolDisk } from '../spool/disk-state.js';
-import { diskOf } from '../spool/file-calls.js';
-import { resolveSpoolId, SPOOL_ID_FILE } from '../spool/lease/spool-id.js';
-import { createHolderFile } from '../spool/lease/holder-file.js';
-import { holdSpoolLease } from '../spool/lease/lease-holder.js';
-import type { SpoolLeaseState } from '../spool/lease/spool-lease.js';
-import { startSpoolSession, type SpoolSession, type SpoolSessionDeps } from '../spool/session.js';
-import type { Context } from './context.js';
-import type { BatchWatch } from './stall-checks.js';
-import { startOutcomeConsumer } from '../outcome/consumer.js';
-import { runSpoolUpgrades } from './upgrades.js';
+import { ITEM_KIND_OF } from '../../store/keys.js';
+import { createLease } from '../../store/lease.js';
+import { resolveDeploymentId } from '../../store/deployment.js';
+import { backlogOf } from '../../queue/queues.js';
+import type { Logger } from '../../log.js';
+import { createOutcomes } from '../../outcome/apply.js';
+import { sweepInterruptedMoves } from '../../outcome/files.js';
+import { spoolPaths, type SpoolPaths } from '../../spool/paths.js';
+import { attachSpoolDisk } from '../../spool/disk-state.js';
+import { diskOf } from '../../spool/file-calls.js';
+import { resolveSpoolId, SPOOL_ID_FILE } from '../../spool/lease/spool-id.js';
+import { createHolderFile } from '../../spool/lease/holder-file.js';
+import { holdSpoolLease } from '../../spool/lease/lease-holder.js';
+import type { SpoolLeaseState } from '../../spool/lease/spool-lease.js';
+import { startSpoolSession, type SpoolSession, type SpoolSessionDeps } from '../../spool/session.js';
+import type { Context } from '../context.js';
+import type { BatchWatch } from '../watchdog/stall-checks.js';
+import { startOutcomeConsumer } from '../../outcome/consumer.js';
+import { runSpoolUpgrades } from '../upgrades.js';
 import { fileEndJournal, journeyWriterOf } from './journey-files.js';
 import { join } from 'node:path';
-import { createCheckPool, type CheckPool } from '../validate/pool/check-pool.js';
+import { createCheckPool, type CheckPool } from '../../validate/pool/check-pool.js';
 
 export interface WatcherRole {
   spoolId: string;

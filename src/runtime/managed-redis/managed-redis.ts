@@ -9,7 +9,7 @@
  * connections, unless another client still uses it (a daemon, another command, a redis-cli): then
  * the last of them to stop cleanly stops it. The daemon's other exits (a second signal, the grace
  * period running out) stop it at once with `stopManagedRedisNow`: this process's own connections,
- * still open, are told from other clients by their ports (runtime/proc-net.ts). Only a `kill -9`
+ * still open, are told from other clients by their ports (runtime/managed-redis/proc-net.ts). Only a `kill -9`
  * leaves it running with its data, and the next process reuses it. SHUTDOWN writes the AOF out
  * first, so a stop loses nothing; the next start reads the data back from `managedDir`.
  */
@@ -19,9 +19,9 @@ import { access, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { delimiter, join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
-import { SyncError } from '../errors.js';
-import type { Logger } from '../log.js';
-import { infoNumber, parseInfo } from '../store/redis-info.js';
+import { SyncError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import { infoNumber, parseInfo } from '../../store/redis-info.js';
 import { ownLocalPorts } from './proc-net.js';
 
 export interface ManagedRedis {

@@ -35,7 +35,7 @@ describe('Excel events files', () => {
   it('validate: without a zone each local time is refused naming CARRIER_SYNC_EVENTS_TIME_ZONE; with it both files are valid', async () => {
     const refused = await run(t.args('validate', CP1252));
     expect(refused.code).toBe(1);
-    expect(refused.stdout).toContain('0 valid records');
+    expect(refused.stdout).toContain('no valid record');
     expect(refused.stdout).toMatch(/line 2: EVENT_BAD_TIME: event_at "01\/03\/2026 09:30" has no UTC offset; .*CARRIER_SYNC_EVENTS_TIME_ZONE/);
     const accepted = await run(t.args('validate', CP1252, BOM), { CARRIER_SYNC_EVENTS_TIME_ZONE: 'America/Sao_Paulo' });
     expect(accepted.code, accepted.stdout + accepted.stderr).toBe(0);

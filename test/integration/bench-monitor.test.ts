@@ -6,17 +6,25 @@
  * quotes, backslashes, newlines, non-ASCII bytes) or as EVALSHA.
  */
 import { Redis } from 'ioredis';
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { defineScript } from '../../src/store/script.js';
 import { recordMonitor, scriptNames, tally, type MonitorLine } from '../bench/support/monitor.js';
-import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
+import { startOwnRedis, type OwnRedis } from '../support/own-redis.js';
+import { uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
 const prefix = uniquePrefix('mon');
-const redis = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
+// A redis-server of its own: MONITOR on the shared test Redis saw every other test file's traffic,
+// and ioredis' monitor mode broke on it ("Command queue state error", a clean-clone suite run).
+let own: OwnRedis;
+let redis: Redis;
+beforeAll(async () => {
+  own = await startOwnRedis();
+  redis = new Redis(own.url, { maxRetriesPerRequest: null });
+});
 afterAll(async () => {
-  await cleanupPrefix(prefix);
   redis.disconnect();
+  await own.close();
 });
 
 const PROBE = defineScript(
@@ -30,7 +38,7 @@ return redis.call('GET', KEYS[1])
 it('counts one connection’s top-level commands and its scripts’ inner calls, and names the script by its body', async () => {
   const names = await scriptNames();
   expect([...names.values()]).toEqual(expect.arrayContaining(['bullmq moveToFinished', 'bullmq addStandardJob', 'gateEnterDocument', 'benchMonitorProbe']));
-  const recorder = await recordMonitor(testRedisUrl(), names);
+  const recorder = await recordMonitor(own.url, names);
   try {
     await redis.get(`${prefix}:a`);
     // The port MONITOR names this connection by.

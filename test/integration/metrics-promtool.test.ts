@@ -161,7 +161,7 @@ describe('alert rules and dashboard in deploy/', () => {
   it('pass promtool check rules', () => {
     const { output, status } = promtool('check', 'rules', RULES);
     expect(status, output).toBe(0);
-    expect(output).toMatch(/SUCCESS: 7 rules found/);
+    expect(output).toMatch(/SUCCESS: 8 rules found/);
   });
 
   it('pass promtool test rules: each alert fires and clears', () => {

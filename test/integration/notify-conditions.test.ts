@@ -183,7 +183,10 @@ describe('checks', () => {
     expect((await checkApiKey(sources)).isBad).toBe(false);
     await sources.authGate.trip({ at: new Date(T0).toISOString(), endpoint: 'label', message: 'invalid key' });
     const observation = await checkApiKey(sources);
-    expect(observation).toMatchObject({ isBad: true, firing: { details: { endpoint: 'label', reason: 'invalid key' } } });
+    expect(observation).toMatchObject({
+      isBad: true,
+      firing: { details: { endpoint: 'label', reason: 'the API answered HTTP 401 to a label sent: “invalid key”' } },
+    });
     await sources.authGate.clear();
     expect((await checkApiKey(sources)).isBad).toBe(false);
   });

@@ -7,10 +7,11 @@ import { expect, it } from 'vitest';
 import { say } from '../../src/i18n/translate.js';
 
 it('writes zero with the plural: 0 registros válidos, 0 falhas definitivas', () => {
-  expect(say('pt-BR', 'cli.validate.validRecords', { count: 0 })).toBe('0 registros válidos');
+  // This message says "nenhum" / "no" for zero (its own =0 form, issue 44); a message without one takes the plural.
+  expect(say('pt-BR', 'cli.validate.validRecords', { count: 0 })).toBe('nenhum registro válido');
   expect(say('pt-BR', 'cli.validate.validRecords', { count: 1 })).toBe('1 registro válido');
   expect(say('pt-BR', 'cli.dlq.total', { count: 0 })).toBe('0 falhas definitivas');
-  expect(say('en', 'cli.validate.validRecords', { count: 0 })).toBe('0 valid records');
+  expect(say('en', 'cli.validate.validRecords', { count: 0 })).toBe('no valid record');
 });
 
 it('agrees in number through the whole sentence', () => {

@@ -1,5 +1,6 @@
 /**
- * Vitest global setup: the e2e tests spawn the built binary, so `dist/` must match `src/`. Builds
+ * Vitest global setup: the e2e tests spawn the built binary, so `dist/` must match `src/`. (`npm run
+ * check` builds it in its typecheck step, so this finds it fresh.) Builds
  * once per run, and only when dist/src/main.js is missing or older than a source it is built from
  * (a stat walk: cheap when nothing changed).
  */

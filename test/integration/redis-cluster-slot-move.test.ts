@@ -4,6 +4,10 @@
  * sides) and MOVED (the slot's new owner, before the slot map is refreshed). None of them is the
  * API's refusal: every label and event is sent once and accepted, every file archived, nothing
  * dead-lettered nor moved to failed/.
+ *
+ * Not in `npm test` (six redis-servers and a slot migration under load, and real MOVED replies reached
+ * the processor in only 1 of 6 runs: the per-error test push-redis-errors.test.ts is the one that
+ * fails on old code every time). Run it with `npm run test:slot-move`.
  */
 import { randomUUID } from 'node:crypto';
 import { readdir, writeFile } from 'node:fs/promises';
@@ -53,56 +57,60 @@ async function moveSlot(set: ClusterSet, slot: number, from: number, to: number)
   }
 }
 
-it('the deployment slot moved to another master under load: each item sent once and accepted, nothing dead-lettered', { timeout: 180_000 }, async () => {
-  cluster = await startClusterSet();
-  const set = cluster;
-  const prefix = `{cs-${randomUUID().slice(0, 8)}}`;
-  const lines: Array<Record<string, unknown>> = [];
-  running = await startTestDaemon({
-    sandbox: { autoCreateDeliveries: true, faults: { latencyMs: 100, latencyJitterMs: 100 } },
-    env: { REDIS_URL: set.url, CARRIER_SYNC_REDIS_CLUSTER: 'true', CARRIER_SYNC_PREFIX: prefix, LOG_LEVEL: 'debug' },
-    settings: { delivery: { maxAttempts: 1 } },
-    logLines: lines,
-  });
-  const t = running;
-  const ids = Array.from({ length: 60 }, () => randomUUID());
-  for (const id of ids) await writeFile(join(t.spool, 'labels', `${id}.pdf`), await makePdf(id));
-  await writeFile(join(t.spool, 'events', 'e.ndjson'), ids.map((id) => JSON.stringify({ delivery_id: id, event_at: '2026-05-01T10:00:00Z' })).join('\n'));
-  await waitFor(() => t.sandbox.requests().length >= 10, { what: 'some requests before the move', timeoutMs: 30_000 });
+it.runIf(process.env['SLOT_MOVE'] === '1')(
+  'the deployment slot moved to another master under load: each item sent once and accepted, nothing dead-lettered',
+  { timeout: 180_000 },
+  async () => {
+    cluster = await startClusterSet();
+    const set = cluster;
+    const prefix = `{cs-${randomUUID().slice(0, 8)}}`;
+    const lines: Array<Record<string, unknown>> = [];
+    running = await startTestDaemon({
+      sandbox: { autoCreateDeliveries: true, faults: { latencyMs: 100, latencyJitterMs: 100 } },
+      env: { REDIS_URL: set.url, CARRIER_SYNC_REDIS_CLUSTER: 'true', CARRIER_SYNC_PREFIX: prefix, LOG_LEVEL: 'debug' },
+      settings: { delivery: { maxAttempts: 1 } },
+      logLines: lines,
+    });
+    const t = running;
+    const ids = Array.from({ length: 60 }, () => randomUUID());
+    for (const id of ids) await writeFile(join(t.spool, 'labels', `${id}.pdf`), await makePdf(id));
+    await writeFile(join(t.spool, 'events', 'e.ndjson'), ids.map((id) => JSON.stringify({ delivery_id: id, event_at: '2026-05-01T10:00:00Z' })).join('\n'));
+    await waitFor(() => t.sandbox.requests().length >= 10, { what: 'some requests before the move', timeoutMs: 30_000 });
 
-  const { master } = await set.nodesOf(prefix);
-  const roles = await Promise.all(
-    set.ports.map(async (port) => {
-      const node = adminOf(set, port);
-      try {
-        return { port, role: String(((await node.call('ROLE')) as unknown[])[0]) };
-      } finally {
-        node.disconnect();
-      }
-    }),
-  );
-  const to = roles.find((node) => node.role === 'master' && node.port !== master)!.port;
-  const admin = adminOf(set, master);
-  const slot = Number(await admin.call('CLUSTER', 'KEYSLOT', prefix));
-  admin.disconnect();
-  const moved = await moveSlot(set, slot, master, to);
-  expect((await set.nodesOf(prefix)).master).not.toBe(master);
+    const { master } = await set.nodesOf(prefix);
+    const roles = await Promise.all(
+      set.ports.map(async (port) => {
+        const node = adminOf(set, port);
+        try {
+          return { port, role: String(((await node.call('ROLE')) as unknown[])[0]) };
+        } finally {
+          node.disconnect();
+        }
+      }),
+    );
+    const to = roles.find((node) => node.role === 'master' && node.port !== master)!.port;
+    const admin = adminOf(set, master);
+    const slot = Number(await admin.call('CLUSTER', 'KEYSLOT', prefix));
+    admin.disconnect();
+    const moved = await moveSlot(set, slot, master, to);
+    expect((await set.nodesOf(prefix)).master).not.toBe(master);
 
-  await waitFor(async () => (await filesUnder(join(t.spool, 'archive'))).filter((f) => /\.(pdf|ndjson)$/.test(f)).length === ids.length + 1, {
-    what: 'every file archived',
-    timeoutMs: 90_000,
-  }).catch(async (error: Error) => {
-    throw new Error(`${error.message}; failed/: ${(await filesUnder(join(t.spool, 'failed'))).join(', ')}`);
-  });
-  const redirects = lines.filter((line) => /MOVED|ASK|TRYAGAIN/.test(JSON.stringify(line)));
-  console.log(
-    `slot ${slot}: ${moved} keys moved from ${master}; ${redirects.length} log lines name a redirect: ${redirects
-      .slice(0, 5)
-      .map((line) => JSON.stringify(line).slice(0, 300))
-      .join(' | ')}`,
-  );
-  expect(await filesUnder(join(t.spool, 'failed'))).toEqual([]);
-  const ok = t.sandbox.requests().filter((r) => r.status === 200);
-  expect(ok.filter((r) => r.endpoint === 'label')).toHaveLength(ids.length);
-  expect(ok.filter((r) => r.endpoint === 'collecting')).toHaveLength(ids.length);
-});
+    await waitFor(async () => (await filesUnder(join(t.spool, 'archive'))).filter((f) => /\.(pdf|ndjson)$/.test(f)).length === ids.length + 1, {
+      what: 'every file archived',
+      timeoutMs: 90_000,
+    }).catch(async (error: Error) => {
+      throw new Error(`${error.message}; failed/: ${(await filesUnder(join(t.spool, 'failed'))).join(', ')}`);
+    });
+    const redirects = lines.filter((line) => /MOVED|ASK|TRYAGAIN/.test(JSON.stringify(line)));
+    console.log(
+      `slot ${slot}: ${moved} keys moved from ${master}; ${redirects.length} log lines name a redirect: ${redirects
+        .slice(0, 5)
+        .map((line) => JSON.stringify(line).slice(0, 300))
+        .join(' | ')}`,
+    );
+    expect(await filesUnder(join(t.spool, 'failed'))).toEqual([]);
+    const ok = t.sandbox.requests().filter((r) => r.status === 200);
+    expect(ok.filter((r) => r.endpoint === 'label')).toHaveLength(ids.length);
+    expect(ok.filter((r) => r.endpoint === 'collecting')).toHaveLength(ids.length);
+  },
+);

@@ -65,7 +65,11 @@ function wholeTraceOf(spans: readonly ReceivedSpan[], roots: readonly ReceivedSp
   expect(withAttempts, `${what}: one trace with attempts among ${roots.length}:\n${detail}`).toHaveLength(1);
   for (const other of roots.filter((root) => root !== withAttempts[0])) {
     const isResumed = other.attributes['carrier_sync.resumed'] === true && /^already-/.test(String(other.attributes['carrier_sync.enqueue.result']));
-    expect(other.statusCode === 2 || isResumed, `${what}: another trace is a claim given up or resumed: ${JSON.stringify(other)}`).toBe(true);
+    // Given up: failed (status 2), or stepped back ('changed': the watcher lost the spool's lease to
+    // the failover between its read and its move, or the file moved; the claim is tried again later,
+    // and that later claim is the trace with attempts). Seen once in a clean-clone suite under load.
+    const isGivenUp = other.statusCode === 2 || other.attributes['carrier_sync.claim.result'] === 'changed';
+    expect(isGivenUp || isResumed, `${what}: another trace is a claim given up or resumed: ${JSON.stringify(other)}`).toBe(true);
     expect(spans.filter((span) => span.traceId === other.traceId)).toEqual([other]);
   }
   const root = withAttempts[0] as ReceivedSpan;

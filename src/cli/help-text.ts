@@ -4,6 +4,7 @@
  * and commander's own words (headings, `[options]`, `(default: …)`, the help and version options,
  * the help command) are replaced under pt-BR. The language is the config's rule, read before the
  * config is (so `--help` works with an invalid config): CARRIER_SYNC_LANG, else a pt_BR locale.
+ * The catalog's text replaces the one a command file gives in English (kept there for reading): change both.
  */
 import { Help, type Argument, type Command, type Option } from 'commander';
 import { localeLang } from '../config/load.js';

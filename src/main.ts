@@ -10,9 +10,12 @@ import { isSyncError } from './errors.js';
 import { flushLogLines } from './log.js';
 import { buildProgram } from './cli/program.js';
 import { UsageError } from './cli/usage-error.js';
+import { cliLang } from './cli/help-text.js';
+import { configErrorText, contactGaveUpText } from './cli/error-text.js';
 
 async function main(argv: readonly string[]): Promise<number> {
-  const program = buildProgram();
+  const lang = cliLang(process.env);
+  const program = buildProgram(lang);
   try {
     await program.parseAsync([...argv]);
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
@@ -23,10 +26,12 @@ async function main(argv: readonly string[]): Promise<number> {
       return error.exitCode === 0 ? 0 : 2;
     }
     if (error instanceof UsageError || (isSyncError(error) && error.code === 'CONFIG_INVALID')) {
-      process.stderr.write(`carrier-sync: ${(error as Error).message}\n`);
+      const text = error instanceof UsageError ? error.message : configErrorText(lang, error as Error);
+      process.stderr.write(`carrier-sync: ${text}\n`);
       return 2;
     }
-    process.stderr.write(`carrier-sync: ${error instanceof Error ? error.message : String(error)}\n`);
+    const text = contactGaveUpText(lang, error) ?? (error instanceof Error ? error.message : String(error));
+    process.stderr.write(`carrier-sync: ${text}\n`);
     return 1;
   }
 }

@@ -9,13 +9,15 @@ import { registerNotify } from './notify.js';
 import { registerHistory } from './history.js';
 import { registerResume } from './resume.js';
 import { registerSandbox } from './sandbox.js';
-import { registerStart } from './start.js';
+import { registerStart, ROLES } from './start.js';
 import { registerStatus } from './status.js';
 import { registerValidate } from './validate.js';
 import { registerWebhook } from './webhook.js';
+import { CHANNEL_NAMES } from '../notify/channel.js';
 import { appVersion } from '../version.js';
+import { cliLang, localizeHelp } from './help-text.js';
 
-export function buildProgram(): Command {
+export function buildProgram(lang = cliLang(process.env)): Command {
   const program = new Command('carrier-sync')
     .description('Pushes label PDFs, CT-e XMLs and driver collecting events to the Delivery Logistics API, exactly once, under its rate limit.')
     .version(appVersion(), '-V, --version', 'print the version and exit')
@@ -41,6 +43,9 @@ export function buildProgram(): Command {
   ]) {
     register(program);
   }
+  // The names a person types stay as they are; under pt-BR in backticks, set apart from the prose.
+  const names = (list: readonly string[]): string => list.map((name) => (lang === 'pt-BR' ? `\`${name}\`` : name)).join(', ');
+  localizeHelp(program, lang, { roles: names(ROLES), channels: names(CHANNEL_NAMES) });
   program.commands.forEach(applyExitOverride);
   return program;
 }

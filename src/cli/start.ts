@@ -8,7 +8,7 @@ import type { DaemonHandle, Role } from '../runtime/start.js';
 import { UsageError } from './usage-error.js';
 
 /** The daemon's roles (runtime/start.ts has the same list; kept here so --help loads nothing heavy). */
-const ROLES: readonly Role[] = ['watcher', 'worker', 'scheduler', 'http'];
+export const ROLES: readonly Role[] = ['watcher', 'worker', 'scheduler', 'http'];
 import { configOf } from './shared.js';
 
 export function registerStart(program: Command): void {

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
+import { ptBR as zodPtBr } from 'zod/v4/locales';
 import { SyncError } from '../errors.js';
 import { configSchema, type Config } from './schema.js';
 
@@ -160,7 +161,17 @@ export function loadConfigWithSources(options: LoadOptions): LoadedConfig {
   const result = configSchema.safeParse(merged);
   if (!result.success) {
     const problems = result.error.issues.map((issue) => `${describePath(issuePath(issue), sources)}: ${issue.message}`);
-    throw new SyncError('CONFIG_INVALID', `invalid configuration: ${problems.join('; ')}`);
+    // The same problems in Portuguese for the terminal (zod's pt-BR messages; a refinement's own message stays as written).
+    const inPortuguese = configSchema.safeParse(merged, { error: zodPtBr().localeError });
+    const problemsPt = (inPortuguese.error?.issues ?? result.error.issues).map(
+      (issue) =>
+        `${describePath(issuePath(issue), sources)
+          .replace(/ \[file /, ' [arquivo ')
+          .replace(/^\(root\)$/, '(raiz)')}: ${issue.message}`,
+    );
+    throw new SyncError('CONFIG_INVALID', `invalid configuration: ${problems.join('; ')}`, {
+      reason: { key: 'config.error.invalid', values: { problems: problems.join('; '), problemsPtBr: problemsPt.join('; ') } },
+    });
   }
   return { config: deepFreeze(result.data), sources };
 }
@@ -199,17 +210,26 @@ function readYaml(readFile: (path: string) => string, path: string): Record<stri
   try {
     text = readFile(path);
   } catch (cause) {
-    throw new SyncError('CONFIG_INVALID', `cannot read config file ${path}: ${(cause as Error).message}`, { cause });
+    throw new SyncError('CONFIG_INVALID', `cannot read config file ${path}: ${(cause as Error).message}`, {
+      cause,
+      reason: { key: 'config.error.unreadable', values: { path, cause: (cause as Error).message } },
+    });
   }
   let value: unknown;
   try {
     value = parseYaml(text);
   } catch (cause) {
-    throw new SyncError('CONFIG_INVALID', `config file ${path} is not valid YAML: ${(cause as Error).message.split('\n')[0] ?? ''}`, { cause });
+    const first = (cause as Error).message.split('\n')[0] ?? '';
+    throw new SyncError('CONFIG_INVALID', `config file ${path} is not valid YAML: ${first}`, {
+      cause,
+      reason: { key: 'config.error.yaml', values: { path, cause: first } },
+    });
   }
   if (value === null || value === undefined) return {};
   if (typeof value !== 'object' || Array.isArray(value)) {
-    throw new SyncError('CONFIG_INVALID', `config file ${path} must hold a mapping at the top level`);
+    throw new SyncError('CONFIG_INVALID', `config file ${path} must hold a mapping at the top level`, {
+      reason: { key: 'config.error.notMapping', values: { path } },
+    });
   }
   return value as Record<string, unknown>;
 }
@@ -217,7 +237,9 @@ function readYaml(readFile: (path: string) => string, path: string): Record<stri
 function rejectSecretsInFile(override: Record<string, unknown>, path: string): void {
   for (const [name, secretPath] of SECRET_VARIABLES) {
     if (getPath(override, secretPath) !== undefined) {
-      throw new SyncError('CONFIG_INVALID', `${path}: ${secretPath.join('.')} is a secret; set ${name} in the environment instead`);
+      throw new SyncError('CONFIG_INVALID', `${path}: ${secretPath.join('.')} is a secret; set ${name} in the environment instead`, {
+        reason: { key: 'config.error.secretInFile', values: { path, setting: secretPath.join('.'), variable: name } },
+      });
     }
   }
 }
@@ -231,7 +253,9 @@ function readSecret(env: Env, name: string, readFile: (path: string) => string):
     const value = readFile(file).trim();
     return value === '' ? null : { value, variable: `${name}_FILE` };
   } catch {
-    throw new SyncError('CONFIG_INVALID', `${name}_FILE: cannot read ${file}`);
+    throw new SyncError('CONFIG_INVALID', `${name}_FILE: cannot read ${file}`, {
+      reason: { key: 'config.error.secretFile', values: { variable: `${name}_FILE`, file } },
+    });
   }
 }
 

@@ -40,6 +40,20 @@ export function isContactAbandoned(error: unknown): error is ContactAbandoned {
   return error instanceof ContactAbandoned;
 }
 
+/** A command's wait for Redis ran out (timeoutMs): what was tried, so the CLI can say it in the reader's language. */
+export class ContactGaveUp extends Error {
+  constructor(
+    readonly address: string,
+    readonly setting: string,
+    /** The last connection error's text, or null when nothing answered at all. */
+    readonly why: string | null,
+    readonly afterMs: number,
+  ) {
+    super(`redis not reachable at ${address} (from ${setting}): ${why ?? 'no answer yet'}; gave up after ${afterMs} ms`);
+    this.name = 'ContactGaveUp';
+  }
+}
+
 /** The operator's line while Redis does not answer. */
 export function unreachableReason(target: RedisTarget, setting: string, error: Error | null): string {
   const why = error === null ? 'no answer yet' : errorText(error);
@@ -70,10 +84,10 @@ export async function awaitContact(connections: readonly RedisConnection[], targ
     if (options.signal?.aborted === true) onAbort();
     if (options.timeoutMs !== undefined)
       timers.push(
-        setTimeout(
-          () => reject(new Error(unreachableReason(target, setting, lastError).replace(/; retrying.*$/, `; gave up after ${options.timeoutMs} ms`))),
-          options.timeoutMs,
-        ),
+        setTimeout(() => {
+          const last: Error | null = lastError;
+          reject(new ContactGaveUp(target.address, setting, last === null ? null : errorText(last), options.timeoutMs!));
+        }, options.timeoutMs),
       );
   });
   const contact = (async () => {

@@ -129,16 +129,7 @@ function handleOf(dataDir: string, port: number, isStartedHere: boolean, logger:
 }
 
 async function stopUnlessShared(dataDir: string, port: number, logger: Logger): Promise<void> {
-  const admin = new Redis({
-    port,
-    host: '127.0.0.1',
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-    connectTimeout: 1000,
-    connectionName: 'carrier-sync:stop',
-  });
-  admin.on('error', () => {});
+  const admin = stopConnection(port);
   let redisPid: number;
   try {
     try {
@@ -158,11 +149,7 @@ async function stopUnlessShared(dataDir: string, port: number, logger: Logger): 
       logger.info({ port, clients: others.length, names: [...new Set(others)] }, 'left the managed redis-server running: other clients use it');
       return;
     }
-    redisPid = infoNumber(parseInfo(await admin.info('server')), 'process_id') ?? 0;
-    // No reply on success: the server closes the connection as it goes.
-    await admin.call('SHUTDOWN').catch((error: Error) => {
-      if (!/Connection is closed|ECONNRESET/.test(error.message)) throw error;
-    });
+    redisPid = await shutDown(admin);
   } finally {
     admin.disconnect();
   }
@@ -171,9 +158,7 @@ async function stopUnlessShared(dataDir: string, port: number, logger: Logger): 
     if (Date.now() > deadline) throw new Error(`redis-server ${redisPid} still runs ${STOP_TIMEOUT_MS} ms after SHUTDOWN`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
-  // The port file names a server that is gone; a server started since (another port) keeps its own.
-  const portFile = join(dataDir, 'port');
-  if (Number((await readFile(portFile, 'utf8').catch(() => '')).trim()) === port) await rm(portFile, { force: true });
+  await forgetPortFile(dataDir, port);
   if (inUse?.port === port) inUse = null;
   logger.info({ port, redisPid }, 'stopped the managed redis-server');
 }
@@ -205,16 +190,7 @@ export async function stopManagedRedisNow(): Promise<void> {
 }
 
 async function stopNow({ dataDir, port, isStartedHere, logger }: NonNullable<typeof inUse>): Promise<void> {
-  const admin = new Redis({
-    port,
-    host: '127.0.0.1',
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-    connectTimeout: 1000,
-    connectionName: 'carrier-sync:stop',
-  });
-  admin.on('error', () => {});
+  const admin = stopConnection(port);
   let redisPid: number;
   try {
     try {
@@ -230,10 +206,7 @@ async function stopNow({ dataDir, port, isStartedHere, logger }: NonNullable<typ
       logger.info({ port, clients: others.length, names: [...new Set(namesOf(others))] }, 'left the managed redis-server running: other clients use it');
       return;
     }
-    redisPid = infoNumber(parseInfo(await admin.info('server')), 'process_id') ?? 0;
-    await admin.call('SHUTDOWN').catch((error: Error) => {
-      if (!/Connection is closed|ECONNRESET/.test(error.message)) throw error;
-    });
+    redisPid = await shutDown(admin);
   } finally {
     admin.disconnect();
   }
@@ -247,9 +220,39 @@ async function stopNow({ dataDir, port, isStartedHere, logger }: NonNullable<typ
     }
     await new Promise((resolvePromise) => setTimeout(resolvePromise, 10));
   }
+  await forgetPortFile(dataDir, port);
+  logger.info({ port, redisPid }, 'stopped the managed redis-server');
+}
+
+/** A connection of its own to stop the managed redis-server: one try, no retry, errors kept quiet. */
+function stopConnection(port: number): Redis {
+  const admin = new Redis({
+    port,
+    host: '127.0.0.1',
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1000,
+    connectionName: 'carrier-sync:stop',
+  });
+  admin.on('error', () => {});
+  return admin;
+}
+
+/** SHUTDOWN through `admin`; the server's pid (0 if unknown), to wait for its end. */
+async function shutDown(admin: Redis): Promise<number> {
+  const redisPid = infoNumber(parseInfo(await admin.info('server')), 'process_id') ?? 0;
+  // No reply on success: the server closes the connection as it goes.
+  await admin.call('SHUTDOWN').catch((error: Error) => {
+    if (!/Connection is closed|ECONNRESET/.test(error.message)) throw error;
+  });
+  return redisPid;
+}
+
+/** The port file names a server that is gone; a server started since (another port) keeps its own. */
+async function forgetPortFile(dataDir: string, port: number): Promise<void> {
   const portFile = join(dataDir, 'port');
   if (Number((await readFile(portFile, 'utf8').catch(() => '')).trim()) === port) await rm(portFile, { force: true });
-  logger.info({ port, redisPid }, 'stopped the managed redis-server');
 }
 
 /** The port of CLIENT LIST's `addr` (`127.0.0.1:40312`); NaN when there is none. */

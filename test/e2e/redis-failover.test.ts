@@ -238,6 +238,27 @@ describe.each(SEEDS)('seed %i', (seed) => {
         ...[...count(requests.filter((r) => r.endpoint === 'collecting').map((r) => `event ${r.deliveryId} ${Date.parse(r.eventAt ?? '')}`))],
       ].filter(([, n]) => n > 1);
       console.log(`${kind} seed ${seed}: ${findings.join('; ')}; ${twice.length} items accepted twice`);
+      // A finding to explain, not only to count: each item sent twice with its requests (times from
+      // the kill), what the daemons logged about its delivery, and its journey as `history` tells it.
+      for (const [key] of twice) {
+        const deliveryId = key.split(' ')[1]!;
+        const itsRequests = requests
+          .filter((r) => r.deliveryId === deliveryId)
+          .map(
+            (r) =>
+              `${r.endpoint} ${r.eventAt ?? ''} at ${r.at - killedAt} ms from the kill (promotion at ${promotedAt - killedAt}), ${r.durationMs} ms, HTTP ${r.status}${r.isRepeat === true ? ' (repeat)' : ''}`,
+          );
+        const itsLines = daemons.flatMap((daemon, i) =>
+          daemon
+            .logs()
+            .filter((line) => JSON.stringify(line).includes(deliveryId))
+            .map((line) => `${i + 1} ${JSON.stringify(line)}`),
+        );
+        const history = await runCli(env.args('history', deliveryId), { env: daemonEnv, timeoutMs: 30_000 });
+        console.log(
+          `${kind} seed ${seed}: sent twice: ${key}\n${itsRequests.join('\n')}\n--- its lines\n${itsLines.join('\n')}\n--- history\n${history.stdout}${history.stderr}`,
+        );
+      }
       expect
         .soft(
           twice.map(([key]) => key),

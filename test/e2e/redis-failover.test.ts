@@ -162,7 +162,17 @@ describe.each(SEEDS)('seed %i', (seed) => {
         const left = (await listFiles(env.spool)).filter((path) => !isSettled(path));
         const stuck = await stuckBatchJobs(daemonEnv, left);
         const jobIds = stuck.filter((entry) => !entry.startsWith('batch ')).map((entry) => entry.split(' ')[0]!);
-        const about = (line: LogLine): boolean => (line.level ?? 0) >= 40 || jobIds.some((jobId) => JSON.stringify(line).includes(jobId));
+        // A document left in flight: its delivery's lines in both daemons, and its history.
+        const documentDeliveries = left
+          .filter((path) => /^\.inflight\/(labels|cte)\//.test(path))
+          .map((path) => path.split('~')[1]!.replace(/\.(pdf|xml)$/, ''));
+        const histories = await Promise.all(
+          documentDeliveries.map(async (deliveryId) => {
+            const history = await runCli(env.args('history', deliveryId), { env: daemonEnv, timeoutMs: 30_000 });
+            return `--- history of ${deliveryId}\n${history.stdout}${history.stderr}`;
+          }),
+        );
+        const about = (line: LogLine): boolean => (line.level ?? 0) >= 40 || [...jobIds, ...documentDeliveries].some((id) => JSON.stringify(line).includes(id));
         const lines = daemons.map((daemon, i) =>
           daemon
             .logs()
@@ -170,7 +180,7 @@ describe.each(SEEDS)('seed %i', (seed) => {
             .map((line) => `${i + 1} ${JSON.stringify(line)}`),
         );
         throw new Error(
-          `${error.message}\nnot archived: ${left.join(', ')}\nbatch jobs not done: ${stuck.join('; ')}\n--- their lines and the warnings\n${lines.flat().join('\n')}\n--- daemon 1\n${daemons[0]!.tail(20)}\n--- daemon 2\n${daemons[1]!.tail(20)}`,
+          `${error.message}\nnot archived: ${left.join(', ')}\nbatch jobs not done: ${stuck.join('; ')}\n${histories.join('\n')}\n--- their lines and the warnings\n${lines.flat().join('\n')}\n--- daemon 1\n${daemons[0]!.tail(20)}\n--- daemon 2\n${daemons[1]!.tail(20)}`,
         );
       });
       console.log(

@@ -14,6 +14,7 @@ import type { SpoolConfig } from '../config/schema.js';
 import type { SyncError } from '../errors.js';
 import { reasonOf, refusal } from '../i18n/reason.js';
 import type { Logger } from '../log.js';
+import type { ProgressTrack } from '../progress.js';
 import type { Batches } from '../queue/batches.js';
 import { refusalReport, type ReportContent } from '../queue/failure-report.js';
 import { enqueueDocument, enqueueEvents, type EnqueueDeps } from '../queue/enqueue.js';
@@ -55,6 +56,8 @@ export interface ClaimDeps {
   logger: Logger;
   /** Where refused files' journey steps go (the claim's other steps ride on the enqueue's round trips). */
   journey?: JourneyWriter;
+  /** The claims in progress, for the watchdog (src/progress.ts). */
+  claimProgress?: ProgressTrack;
 }
 
 export type ClaimResult = 'queued' | 'refused' | 'duplicate' | 'changed';

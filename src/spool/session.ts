@@ -29,6 +29,7 @@ import { parseInflightName, type SpoolPaths } from './paths.js';
 import { reconcileInflight, STUCK_MS } from './reconcile.js';
 import type { Fence, HeldSession } from './lease/spool-lease.js';
 import { startSpoolWatcher, type SpoolWatcher } from './watcher.js';
+import type { ProgressTrack } from '../progress.js';
 
 /** Longest the shutdown waits for the outcomes of the last finished items before closing anyway. */
 const OUTCOME_DRAIN_MS = 5000;
@@ -66,6 +67,8 @@ export interface SpoolSessionDeps {
   journey?: JourneyWriter;
   /** Called when a Redis episode of this process ends, with when it began (ms since the epoch); returns the unsubscribe. */
   onRedisRecovered?(listener: (ended: { since: number }) => void): () => void;
+  /** The claims in progress, for the watchdog (src/progress.ts). */
+  claimProgress?: ProgressTrack;
   clock: Clock;
   logger: Logger;
 }
@@ -173,6 +176,7 @@ async function openSession(deps: SpoolSessionDeps, fence: Fence): Promise<Sessio
     clock: deps.clock,
     logger: deps.logger,
     ...(deps.journey === undefined ? {} : { journey: deps.journey }),
+    ...(deps.claimProgress === undefined ? {} : { claimProgress: deps.claimProgress }),
   };
   return { deps, fence, index, outcomes, claimDeps, reconciling: null };
 }

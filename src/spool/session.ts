@@ -240,7 +240,16 @@ function reconcileEvery(state: SessionState): NodeJS.Timeout {
   const { deps, fence } = state;
   const timer = setInterval(() => {
     if (!fence.isHeld()) return;
-    reconcile(state, deps.clock.now() - SETTLED_MS);
+    const settledBefore = deps.clock.now() - SETTLED_MS;
+    // What another process moved into `.inflight/` after this one read it is adopted now and
+    // reconciled once it is as old as any claim the pass looks at.
+    state.index.adoptUntracked().then(
+      (adopted) => {
+        if (adopted > 0) deps.logger.info({ adopted }, 'files found in .inflight/ that this process did not claim: taken up by the periodic reconcile');
+      },
+      (error: unknown) => deps.logger.warn({ err: error }, 'listing .inflight/ again failed'),
+    );
+    reconcile(state, settledBefore);
   }, deps.spool.rescanIntervalMs);
   timer.unref();
   return timer;

@@ -11,6 +11,7 @@ import { isRedisUnavailable } from '../store/redis-health.js';
 import type { ChainableCommander } from 'ioredis';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
+import type { ProgressTrack } from '../progress.js';
 import type { Keys } from '../store/keys.js';
 import { openOutcomeInbox, type OutcomeEntry, type OutcomeInbox } from '../queue/outcome-list.js';
 import type { OutcomeMessage } from '../store/payloads.js';
@@ -43,6 +44,8 @@ export interface OutcomeConsumerDeps {
   isHeld(): boolean;
   /** Adds what rides on a batch's settle (the journey's file-end steps) to its MULTI. */
   rideOnSettle?(multi: ChainableCommander): void;
+  /** The consumer's passes in progress, for the watchdog (src/progress.ts): a move that never returns holds every file behind it. */
+  progress?: ProgressTrack;
   clock: Clock;
   logger: Logger;
 }
@@ -117,7 +120,8 @@ class OutcomeLoop {
   }
 
   private async turn(): Promise<void> {
-    const didWork = await this.pass();
+    const ended = this.deps.progress?.begin();
+    const didWork = await this.pass().finally(ended);
     if (this.isFailing) this.log.info('outcome messages are read again');
     this.isFailing = false;
     if (!didWork) await this.idle();

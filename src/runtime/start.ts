@@ -45,7 +45,14 @@ import { startTracing, type SpansDropped, type Tracing } from './tracing.js';
 import { armFailpoints } from '../failpoints.js';
 import type { RedisConnection } from '../store/redis.js';
 import { createWatchdog, type StallCheck, type Watchdog } from './watchdog/watchdog.js';
-import { readyJobsCheck, redisConnectionsCheck, unsealedBatchCheck, watchDeliveryThread, type BatchWatch } from './watchdog/stall-checks.js';
+import {
+  readyJobsCheck,
+  redisConnectionsCheck,
+  unsealedBatchCheck,
+  workInProgressCheck,
+  watchDeliveryThread,
+  type BatchWatch,
+} from './watchdog/stall-checks.js';
 
 /** What the API client reports after each request: the http role's request metrics, or nothing. */
 type ObserveRequest = Metrics['observeRequest'];
@@ -312,7 +319,15 @@ function watchProgress(state: DaemonState, ctx: Context): void {
     const recoverFor = threadWatch?.replaceFor ?? (() => async () => {});
     checks.push(readyJobsCheck(ctx, stallMs, recoverFor, () => thread !== null && thread.beat() === null));
   }
-  if (state.batchWatch !== null) checks.push(unsealedBatchCheck(state.batchWatch, stallMs, (withinMs) => ctx.health.isTroubled(withinMs)));
+  const spool = state.batchWatch;
+  if (spool !== null) {
+    const isTroubled = (withinMs: number): boolean => ctx.health.isTroubled(withinMs);
+    checks.push(
+      unsealedBatchCheck(spool, stallMs, isTroubled),
+      workInProgressCheck('a file claim does not finish (a file check does not answer)', spool.claims, stallMs, isTroubled, () => spool.restartChecks()),
+      workInProgressCheck('moving files to archive/ or failed/ does not finish', spool.outcomes, stallMs, isTroubled, async () => {}),
+    );
+  }
   state.stopIntake.unshift(() => watchdog.close());
   watchdog.start(checks);
 }

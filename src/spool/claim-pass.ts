@@ -12,6 +12,7 @@ import { isRedisUnavailable, redisRecoveries } from '../store/redis-health.js';
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SPOOL_KINDS, type SpoolKind } from '../store/keys.js';
+import { isChecksRestart } from '../validate/pool/check-pool.js';
 import { claimFile } from './claim.js';
 import { FULL_RETRY_FIRST_MS, FULL_RETRY_MAX_MS, isDiskFullError, spoolDiskRecoveries } from './disk-state.js';
 import { observe, scanInbox, type Candidate, type InboxState } from './inbox-state.js';
@@ -126,6 +127,7 @@ async function claimNext(state: InboxState, kind: SpoolKind, ready: Array<[strin
 async function claimOne(state: InboxState, kind: SpoolKind, name: string, candidate: Candidate): Promise<void> {
   const { deps } = state;
   const queue = state.candidates[kind];
+  const ended = deps.claimProgress?.begin();
   try {
     const result = await claimFile(deps, kind, name, candidate);
     if (result !== 'changed') queue.delete(name);
@@ -142,9 +144,15 @@ async function claimOne(state: InboxState, kind: SpoolKind, name: string, candid
       candidate.retryAt = deps.clock.now() + retryInMs;
       const why = isDiskFullError(error) ? 'the spool disk is full' : 'Redis cannot take writes';
       deps.logger.debug({ kind, file: name, err: error, retryInMs }, `claim failed: ${why}; will try again`);
+    } else if (isChecksRestart(error)) {
+      // The watchdog restarted the check threads (a thread stopped answering): said once by its stall line.
+      deps.logger.info({ kind, file: name }, 'claim interrupted by a restart of the file checks; will try again');
+      candidate.stableSince = deps.clock.now();
     } else {
       deps.logger.error({ kind, file: name, err: error }, 'claim failed; will try again');
       candidate.stableSince = deps.clock.now();
     }
+  } finally {
+    ended?.();
   }
 }

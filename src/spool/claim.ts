@@ -14,6 +14,7 @@ import type { SpoolConfig } from '../config/schema.js';
 import type { SyncError } from '../errors.js';
 import { reasonOf, refusal } from '../i18n/reason.js';
 import type { Logger } from '../log.js';
+import type { ProgressTrack } from '../progress.js';
 import type { Batches } from '../queue/batches.js';
 import { refusalReport, type ReportContent } from '../queue/failure-report.js';
 import { enqueueDocument, enqueueEvents, type EnqueueDeps } from '../queue/enqueue.js';
@@ -55,6 +56,8 @@ export interface ClaimDeps {
   logger: Logger;
   /** Where refused files' journey steps go (the claim's other steps ride on the enqueue's round trips). */
   journey?: JourneyWriter;
+  /** The claims in progress, for the watchdog (src/progress.ts). */
+  claimProgress?: ProgressTrack;
 }
 
 export type ClaimResult = 'queued' | 'refused' | 'duplicate' | 'changed';
@@ -162,11 +165,17 @@ async function claimStable(
     return await queue(deps, kind, name, fileName, prepared, span, file);
   } catch (error) {
     // Redis went away between the rename and the add: put the file back so it is claimed again;
-    // if even that fails, the in-flight reconcile takes it up.
-    await rename(inflightPath, path).then(
-      () => deps.untrack(kind, name),
-      () => undefined,
-    );
+    // if even that fails, the in-flight reconcile takes it up. Not once this process lost the
+    // spool's lease meanwhile (a failover longer than the lease): the holder after it has read
+    // `.inflight/` and may be resuming this very file, and a file moved back under it would be
+    // claimed a second time, under a new name that waits for an outcome already applied (a
+    // loaded failover sweep left a label in `.inflight/` so). The file stays for the holder's reconcile.
+    if (deps.isOwner()) {
+      await rename(inflightPath, path).then(
+        () => deps.untrack(kind, name),
+        () => undefined,
+      );
+    } else deps.untrack(kind, name);
     throw error;
   }
 }

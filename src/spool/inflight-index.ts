@@ -16,6 +16,12 @@ export interface InflightIndex {
   olderThan(kind: SpoolKind, before: number): string[];
   /** When `name` was tracked (epoch ms; 0 for what was in flight at start), or null when it is not. */
   trackedAt(kind: SpoolKind, name: string): number | null;
+  /**
+   * Lists `.inflight/` again and tracks, from now, what is there and was not tracked: a file moved
+   * in by a process that lost the spool's lease after this one read the folder, or by a person.
+   * The periodic reconcile then takes it up like any claim of its age. Returns how many were new.
+   */
+  adoptUntracked(): Promise<number>;
 }
 
 export async function loadInflightIndex(paths: SpoolPaths): Promise<InflightIndex> {
@@ -43,15 +49,27 @@ export async function loadInflightIndex(paths: SpoolPaths): Promise<InflightInde
     all: (kind) => [...byKind[kind].values()].flatMap((names) => [...names]),
     olderThan: (kind, before) => index.all(kind).filter((name) => (trackedAt.get(at(kind, name)) ?? 0) < before),
     trackedAt: (kind, name) => trackedAt.get(at(kind, name)) ?? null,
+    async adoptUntracked() {
+      let adopted = 0;
+      for (const kind of SPOOL_KINDS) {
+        for (const name of await inflightNames(paths, kind)) {
+          if (trackedAt.has(at(kind, name)) || parseInflightName(name) === null) continue;
+          index.track(kind, name);
+          adopted += 1;
+        }
+      }
+      return adopted;
+    },
   };
   let isLoading = true;
-  for (const kind of SPOOL_KINDS) {
-    const names = await readdir(paths.inflight(kind)).catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return [] as string[];
-      throw error;
-    });
-    for (const name of names) index.track(kind, name);
-  }
+  for (const kind of SPOOL_KINDS) for (const name of await inflightNames(paths, kind)) index.track(kind, name);
   isLoading = false;
   return index;
+}
+
+async function inflightNames(paths: SpoolPaths, kind: SpoolKind): Promise<string[]> {
+  return readdir(paths.inflight(kind)).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return [] as string[];
+    throw error;
+  });
 }

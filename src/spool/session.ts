@@ -29,6 +29,7 @@ import { parseInflightName, type SpoolPaths } from './paths.js';
 import { reconcileInflight, STUCK_MS } from './reconcile.js';
 import type { Fence, HeldSession } from './lease/spool-lease.js';
 import { startSpoolWatcher, type SpoolWatcher } from './watcher.js';
+import type { ProgressTrack } from '../progress.js';
 
 /** Longest the shutdown waits for the outcomes of the last finished items before closing anyway. */
 const OUTCOME_DRAIN_MS = 5000;
@@ -66,6 +67,8 @@ export interface SpoolSessionDeps {
   journey?: JourneyWriter;
   /** Called when a Redis episode of this process ends, with when it began (ms since the epoch); returns the unsubscribe. */
   onRedisRecovered?(listener: (ended: { since: number }) => void): () => void;
+  /** The claims in progress, for the watchdog (src/progress.ts). */
+  claimProgress?: ProgressTrack;
   clock: Clock;
   logger: Logger;
 }
@@ -173,6 +176,7 @@ async function openSession(deps: SpoolSessionDeps, fence: Fence): Promise<Sessio
     clock: deps.clock,
     logger: deps.logger,
     ...(deps.journey === undefined ? {} : { journey: deps.journey }),
+    ...(deps.claimProgress === undefined ? {} : { claimProgress: deps.claimProgress }),
   };
   return { deps, fence, index, outcomes, claimDeps, reconciling: null };
 }
@@ -236,7 +240,16 @@ function reconcileEvery(state: SessionState): NodeJS.Timeout {
   const { deps, fence } = state;
   const timer = setInterval(() => {
     if (!fence.isHeld()) return;
-    reconcile(state, deps.clock.now() - SETTLED_MS);
+    const settledBefore = deps.clock.now() - SETTLED_MS;
+    // What another process moved into `.inflight/` after this one read it is adopted now and
+    // reconciled once it is as old as any claim the pass looks at.
+    state.index.adoptUntracked().then(
+      (adopted) => {
+        if (adopted > 0) deps.logger.info({ adopted }, 'files found in .inflight/ that this process did not claim: taken up by the periodic reconcile');
+      },
+      (error: unknown) => deps.logger.warn({ err: error }, 'listing .inflight/ again failed'),
+    );
+    reconcile(state, settledBefore);
   }, deps.spool.rescanIntervalMs);
   timer.unref();
   return timer;

@@ -56,6 +56,16 @@ describe('the watchdog', () => {
     expect(sent).toHaveLength(2);
   });
 
+  it('check-thread-freeze: a file check thread that stops answering is seen, the threads are ended, the file is claimed again and archived', async () => {
+    // Every file on a thread (small ones are checked on the event loop by default).
+    const run = await start('check-thread-freeze', { env: { CARRIER_SYNC_CHECK_ON_THREAD_FROM_BYTES: '0' } });
+    const first = await dropLabel(run.env);
+    const freeze = await run.daemon.waitForLog((l) => String(l.msg).startsWith('failpoint check-thread-freeze:'), { what: 'the freeze' });
+    await expectToldOnceAndRecovered(run, 'a file claim does not finish', Number(freeze.time));
+    await waitFor(async () => (await archived(run.env)).includes(first), { timeoutMs: 20_000, what: 'the frozen file archived' });
+    expect(run.env.sandbox.requests().filter((r) => r.endpoint === 'label' && r.status === 200)).toHaveLength(2);
+  });
+
   it('a stall the process cannot recover (its in-flight file taken away by hand): /healthz 503, then exit 1', async () => {
     const run = await start('batch-never-seals');
     const record = JSON.stringify({ delivery_id: randomUUID(), event_at: '2026-03-01T10:00:00-03:00' });

@@ -8,6 +8,8 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { createWatchdog, tickMsOf, type Stall, type StallState } from '../../src/runtime/watchdog/watchdog.js';
+import { workInProgressCheck } from '../../src/runtime/watchdog/stall-checks.js';
+import { createProgressTrack } from '../../src/progress.js';
 
 function loggerWithLines(): { logger: ReturnType<typeof createLogger>; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];
@@ -102,5 +104,58 @@ describe('the watchdog', () => {
     watchdog.close();
     expect(watchdog.current()).toBeNull();
     expect([tickMsOf(3000), tickMsOf(60_000), tickMsOf(600)]).toEqual([750, 5000, 250]);
+  });
+});
+
+describe('the work-in-progress check (claims, outcome passes)', () => {
+  const STALL = 10_000;
+  const setUp = () => {
+    let nowMs = 1_000_000;
+    const track = createProgressTrack(() => nowMs);
+    let troubled = false;
+    const check = workInProgressCheck(
+      'a file claim does not finish',
+      track,
+      STALL,
+      () => troubled,
+      async () => {},
+    );
+    return {
+      track,
+      check: () => check(nowMs),
+      advance: (ms: number) => (nowMs += ms),
+      setTroubled: (value: boolean) => (troubled = value),
+      now: () => nowMs,
+    };
+  };
+
+  it('sees a run going for the bound while none ended for the bound, since the last progress', async () => {
+    const t = setUp();
+    t.advance(5000);
+    t.track.begin()();
+    const endedAt = t.now();
+    t.track.begin(); // never ends
+    t.advance(STALL - 1);
+    expect(await t.check()).toBeNull();
+    t.advance(1);
+    expect(await t.check()).toMatchObject({ what: 'a file claim does not finish', since: endedAt });
+  });
+
+  it('is not a stall while other runs end (claims waiting for a check slot), nor while Redis is troubled, nor when nothing runs', async () => {
+    const t = setUp();
+    t.track.begin(); // a slow one, still going
+    for (let i = 0; i < 5; i += 1) {
+      t.advance(STALL / 2);
+      t.track.begin()(); // others begin and end meanwhile
+      expect(await t.check()).toBeNull();
+    }
+    t.advance(STALL);
+    t.setTroubled(true);
+    expect(await t.check()).toBeNull();
+    t.setTroubled(false);
+    expect(await t.check()).not.toBeNull();
+    const idle = setUp();
+    idle.advance(10 * STALL);
+    expect(await idle.check()).toBeNull();
   });
 });

@@ -27,6 +27,7 @@ import { runSpoolUpgrades } from '../upgrades.js';
 import { fileEndJournal, journeyWriterOf } from './journey-files.js';
 import { join } from 'node:path';
 import { createCheckPool, type CheckPool } from '../../validate/pool/check-pool.js';
+import { createProgressTrack, type ProgressTrack } from '../../progress.js';
 
 export interface WatcherRole {
   spoolId: string;
@@ -51,7 +52,9 @@ export async function startWatcherRole(ctx: Context): Promise<WatcherRole> {
   // Closed after the spool's lease (the stack runs in reverse): no claim is checking a file by then.
   const checks = createCheckPool(config.checks, logger.child({ mod: 'checks' }));
   ctx.closers.push('file checks', () => checks.close());
-  const sessionDeps = sessionDepsOf(ctx, paths, checks, log);
+  const claimProgress = createProgressTrack();
+  const outcomeProgress = createProgressTrack();
+  const sessionDeps = { ...sessionDepsOf(ctx, paths, checks, log, outcomeProgress), claimProgress };
   const held = await holdSpoolLease<SpoolSession>({
     lease: createLease(ctx.redis, ctx.keys.spoolLease(paths.spoolId)),
     leaseMs: config.spool.leaseMs,
@@ -72,6 +75,9 @@ export async function startWatcherRole(ctx: Context): Promise<WatcherRole> {
     },
     lease: async () => ({ spoolId: paths.spoolId, ...(await held.state()) }),
     batches: {
+      claims: claimProgress,
+      outcomes: outcomeProgress,
+      restartChecks: () => checks.restartThreads(),
       unsealedBatches: async (before) => (await held.session()?.unsealedBatches(before)) ?? [],
       reconcile: async (before) => held.session()?.reconcileNow(before),
     },
@@ -79,7 +85,7 @@ export async function startWatcherRole(ctx: Context): Promise<WatcherRole> {
 }
 
 /** The holder's session (spool/session.ts) with the outcome side wired in: outcome/ imports spool/, not the other way. */
-function sessionDepsOf(ctx: Context, paths: SpoolPaths, checks: CheckPool, log: Logger): SpoolSessionDeps {
+function sessionDepsOf(ctx: Context, paths: SpoolPaths, checks: CheckPool, log: Logger, outcomeProgress: ProgressTrack): SpoolSessionDeps {
   const { config, logger } = ctx;
   const outcomeLog = logger.child({ mod: 'outcome' });
   const journey = journeyWriterOf(ctx);
@@ -116,6 +122,7 @@ function sessionDepsOf(ctx: Context, paths: SpoolPaths, checks: CheckPool, log: 
           apply,
           isHeld,
           rideOnSettle: (multi) => journey.rideOn(multi),
+          progress: outcomeProgress,
           clock: ctx.clock,
           logger: outcomeLog,
         }),

@@ -12,11 +12,16 @@
  * - an events file in `.inflight/` whose batch was not sealed for the bound (not during a Redis
  *   episode, nor the bound after it). Recovery: the spool's reconcile reads the file again and
  *   seals its batch (spool/reconcile.ts).
+ * - a file's claim going for the bound with none ending (a check thread that stopped answering).
+ *   Recovery: the check threads are ended and the file claimed again.
+ * - an outcome pass going for the bound (a move stuck on a share that does not answer). No
+ *   recovery can take a file call back: the process exits at the bound, for its supervisor.
  */
 import { ITEM_KINDS } from '../../store/keys.js';
 import type { RedisConnection } from '../../store/redis.js';
 import type { Context } from '../context.js';
 import type { DeliveryThread } from '../delivery-thread/delivery-thread.js';
+import type { ProgressTrack } from '../../progress.js';
 import type { StallCheck } from './watchdog.js';
 
 /** What a stall is, without its recovery. */
@@ -105,6 +110,12 @@ export function readyJobsCheck(ctx: Context, stallMs: number, recoverFor: (stall
 
 /** What the watcher role offers the watchdog (runtime/roles/watcher-role.ts). */
 export interface BatchWatch {
+  /** The files' claims in progress (read, checked on a thread, queued). */
+  claims: ProgressTrack;
+  /** The outcome consumer's passes in progress (files moved, their batch settled). */
+  outcomes: ProgressTrack;
+  /** Ends the check threads, checks under way included (validate/pool/check-pool.ts). */
+  restartChecks(): Promise<void>;
   /** Events files in flight since before `before` whose batch is not sealed: their names and claim times. */
   unsealedBatches(before: number): Promise<Array<{ fileName: string; since: number }>>;
   /** Reconciles `.inflight/` for claims made before `before` (an unsealed batch's file is read again and sealed). */
@@ -124,5 +135,25 @@ export function unsealedBatchCheck(watch: BatchWatch, stallMs: number, isTrouble
       since,
       recover: () => watch.reconcile(nowMs - stallMs),
     };
+  };
+}
+
+/**
+ * A run of `track` (a claim, an outcome pass) going for the bound while none ended for the bound:
+ * the work behind it waits for something that does not answer (a check thread, a share). Claims
+ * waiting for a check slot while other checks end are progress, not a stall; so is anything while
+ * Redis is in an episode or left one less than the bound ago (its commands wait for the reconnect).
+ */
+export function workInProgressCheck(
+  what: string,
+  track: ProgressTrack,
+  stallMs: number,
+  isTroubled: (withinMs: number) => boolean,
+  recover: () => Promise<void>,
+): StallCheck {
+  return async (nowMs) => {
+    const oldest = track.oldestRunningSince();
+    if (oldest === null || nowMs - oldest < stallMs || nowMs - track.lastEndedAt() < stallMs || isTroubled(stallMs)) return null;
+    return { what, since: Math.max(oldest, track.lastEndedAt()), recover };
   };
 }

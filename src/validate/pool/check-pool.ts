@@ -38,6 +38,7 @@ import { accept, reject, type Verdict } from '../verdict.js';
 import { begunBy, boardOf, createSharedBoard, type CheckBoard } from './check-board.js';
 import type { checkNow } from './check-now.js';
 import { isOverBudget } from './cpu-budget.js';
+import { takeFailpoint } from '../../failpoints.js';
 import { createThreadSlots } from './thread-slots.js';
 import { fromWire, type CheckedCte, type CheckedLabel, type CheckKind, type CheckOutcome, type CheckTask } from './wire.js';
 
@@ -47,6 +48,12 @@ export interface CheckPool {
   events(bytes: Uint8Array, format: EventsFormat, options: EventsFileOptions): Promise<Verdict<EventsFileResult>>;
   /** Lets the checks running finish, then ends every thread; a check asked for after it throws. */
   close(): Promise<void>;
+  /**
+   * Ends every thread now, checks under way included (the watchdog's recovery from a thread that
+   * stopped answering): a check no thread began is the caller's error (its file is claimed again
+   * later); one begun is given to a fresh thread once, as after a crash. The next check opens new threads.
+   */
+  restartThreads(): Promise<void>;
 }
 
 type Lane = keyof Pick<ChecksConfig, 'documents' | 'events'>;
@@ -81,6 +88,11 @@ export function checkThreadsOf(config: Pick<ChecksConfig, 'threads'>): number {
   return config.threads ?? Math.max(1, availableParallelism() - 1);
 }
 
+/** A check that failed because `restartThreads` ended its thread before it began: its file is simply claimed again. */
+export function isChecksRestart(error: unknown): boolean {
+  return (error as { isChecksRestart?: unknown } | null)?.isChecksRestart === true;
+}
+
 /** Ends the thread of every file that has spent its CPU budget (the file is then refused). */
 function endThreadsOverBudget(flights: ReadonlyMap<number, Flight>, config: ChecksConfig): void {
   const now = Date.now();
@@ -98,32 +110,28 @@ function endThreadsOverBudget(flights: ReadonlyMap<number, Flight>, config: Chec
 export function createCheckPool(config: ChecksConfig, logger: Logger): CheckPool {
   const threads = checkThreadsOf(config);
   const slots = createThreadSlots(threads);
-  const lanes = new Map<Lane, Promise<LaneThreads>>();
+  const lanes = openLanes(config, threads, logger);
   const flights = new Map<number, Flight>();
   let watch: NodeJS.Timeout | undefined;
   let nextId = 1;
   let isClosed = false;
+  /** How many times the threads were ended by `restartThreads`. */
+  let restarts = 0;
   /** The validators, loaded with the first file checked here (not at start: issue 29's idle memory). */
   let inlineChecks: Promise<{ checkNow: typeof checkNow }> | undefined;
-
-  const laneOf = (lane: Lane): Promise<LaneThreads> => {
-    let threadsOfLane = lanes.get(lane);
-    if (threadsOfLane === undefined) {
-      threadsOfLane = openLane(config, lane, threads, logger);
-      lanes.set(lane, threadsOfLane);
-    }
-    return threadsOfLane;
-  };
 
   /** One run of the task on a thread, within its lane's budget. */
   const attempt = async (task: CheckTask): Promise<Attempt> => {
     const lane = LANE_OF[task.kind];
-    const threadsOfLane = await laneOf(lane);
+    const threadsOfLane = await lanes.of(lane);
     const flight: Flight = { id: nextId++, lane, handedAt: Date.now(), threads: threadsOfLane, isOverCpu: false };
     flights.set(flight.id, flight);
     watch ??= setInterval(() => endThreadsOverBudget(flights, config), WATCH_MS).unref();
+    // The failpoint (tests only): this check's thread stops answering before it begins the file.
+    const freeze = takeFailpoint('check-thread-freeze');
+    if (freeze) logger.warn({ kind: task.kind }, "failpoint check-thread-freeze: this check's thread stops answering before it begins the file");
     try {
-      return { outcome: (await threadsOfLane.pool.run({ ...task, id: flight.id })) as CheckOutcome };
+      return { outcome: (await threadsOfLane.pool.run({ ...task, id: flight.id, ...(freeze ? { freeze } : {}) })) as CheckOutcome };
     } catch (error) {
       if (flight.isOverCpu) return { failure: 'cpu' };
       if ((error as { code?: unknown }).code === 'ERR_WORKER_OUT_OF_MEMORY') return { failure: 'memory' };
@@ -147,6 +155,7 @@ export function createCheckPool(config: ChecksConfig, logger: Logger): CheckPool
       if (inline !== null) return inline;
     }
     await slots.take();
+    const restartsBefore = restarts;
     try {
       let last = await attempt(task);
       if ('crash' in last && last.hasStarted && !isClosed) {
@@ -155,6 +164,8 @@ export function createCheckPool(config: ChecksConfig, logger: Logger): CheckPool
       }
       if ('outcome' in last) return last.outcome;
       if ('failure' in last) return overBudget(task.kind, last.failure, config);
+      if (!last.hasStarted && restarts !== restartsBefore)
+        throw Object.assign(new Error('the file checks were restarted before a thread began the file', { cause: last.crash }), { isChecksRestart: true });
       if (!last.hasStarted || isClosed) throw new Error('no check thread could begin the file', { cause: last.crash });
       return refusal(TOO_COMPLEX[task.kind], reasonOf('reason.check.crashed', { detail: detailOf(last.crash) }));
     } finally {
@@ -176,9 +187,35 @@ export function createCheckPool(config: ChecksConfig, logger: Logger): CheckPool
     },
     async close() {
       isClosed = true;
-      const pools = [...lanes.values()];
+      await lanes.end((pool) => pool.close());
+    },
+    async restartThreads() {
+      restarts += 1;
+      await lanes.end((pool) => pool.destroy());
+    },
+  };
+}
+
+/** The lanes, each opened at its first check; `end` ends those open (the next check opens a lane afresh). */
+function openLanes(
+  config: ChecksConfig,
+  threads: number,
+  logger: Logger,
+): { of(lane: Lane): Promise<LaneThreads>; end(how: (pool: Piscina) => Promise<void>): Promise<void> } {
+  const lanes = new Map<Lane, Promise<LaneThreads>>();
+  return {
+    of(lane) {
+      let threadsOfLane = lanes.get(lane);
+      if (threadsOfLane === undefined) {
+        threadsOfLane = openLane(config, lane, threads, logger);
+        lanes.set(lane, threadsOfLane);
+      }
+      return threadsOfLane;
+    },
+    async end(how) {
+      const open = [...lanes.values()];
       lanes.clear();
-      await Promise.all(pools.map(async (lane) => (await lane).pool.close()));
+      await Promise.all(open.map(async (lane) => how((await lane).pool)));
     },
   };
 }

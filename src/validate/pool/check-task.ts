@@ -13,7 +13,10 @@ import type { CheckOutcome, CheckTask } from './wire.js';
 const board = boardOf((workerData as { board: SharedBoard }).board);
 const tid = ownThreadId();
 
-export default async function runCheck(task: CheckTask & { id: number }): Promise<CheckOutcome> {
+export default async function runCheck(task: CheckTask & { id: number; freeze?: true }): Promise<CheckOutcome> {
+  // CARRIER_SYNC_FAILPOINTS=check-thread-freeze (tests only): the thread stops answering for good,
+  // before it begins the file, as a thread caught in a deadlock would (the watchdog's claims check).
+  if (task.freeze === true) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
   markBegun(board, threadId, task.id, { tid, startCpuMs: tid === null ? null : threadCpuMs(tid), startWallMs: Date.now() });
   return checkNow(task);
 }

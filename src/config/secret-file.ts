@@ -37,3 +37,16 @@ export function liveSecret(env: Readonly<Record<string, string | undefined>>, na
   };
   return { current: () => (now() - readAt >= READ_EVERY_MS ? refresh() : value), refresh };
 }
+
+/** A secret as a notification channel or a connection takes it: fixed (tests, `notify test`), or following its file. */
+export type Secret = string | LiveSecret;
+
+/** The value to use now for one send or one connect: a file is read again every time (they are rare; a rotation shows at once). */
+export function freshValueOf(secret: Secret): string {
+  return typeof secret === 'string' ? secret : secret.refresh();
+}
+
+/** The value for a log line or a label (where it sends): read again at most once a second. */
+export function currentValueOf(secret: Secret): string {
+  return typeof secret === 'string' ? secret : secret.current();
+}

@@ -7,6 +7,7 @@
  */
 import type { Transporter } from 'nodemailer';
 import type { NotifyConfig } from '../config/schema.js';
+import { freshValueOf, type Secret } from '../config/secret-file.js';
 import type { Translate } from '../i18n/translate.js';
 import type { Channel } from './channel.js';
 import { plainTextOf, titleOf, type Notification } from './message.js';
@@ -47,9 +48,28 @@ export function emailContentOf(n: Notification, t: Translate): EmailContent {
   return { subject: `carrier-sync ${titleOf(n, t)}`, text: plainTextOf(n, t) };
 }
 
-export function createEmailChannel(options: { email: Omit<NotifyConfig['email'], 'smtpUrl'>; smtpUrl: string; timeoutMs: number; t: Translate }): Channel {
-  const target = parseSmtpUrl(options.smtpUrl);
-  const transportOptions = {
+/** What one SMTP URL makes: its nodemailer transport (made at its first message) and what to strip from errors. */
+interface SmtpSession {
+  url: string;
+  target: SmtpTarget;
+  transport: Transporter | null;
+  secrets: string[];
+}
+
+/**
+ * `smtpUrl` given as a file is read again at each send (issue 45): a changed URL (a rotated password,
+ * another server) closes the transport of the old one and makes a new one. An unparsable URL fails
+ * that send with the reason (never the URL) and is read again at the next.
+ */
+export function createEmailChannel(options: { email: Omit<NotifyConfig['email'], 'smtpUrl'>; smtpUrl: Secret; timeoutMs: number; t: Translate }): Channel {
+  const sessionOf = (url: string): SmtpSession => {
+    const target = parseSmtpUrl(url);
+    const secrets = [target.password, target.user].filter((s): s is string => s !== null && s.length >= 3);
+    return { url, target, transport: null, secrets };
+  };
+  // Parsed at once: a wrong URL at start fails the start, as before.
+  let session = sessionOf(freshValueOf(options.smtpUrl));
+  const transportOptionsOf = (target: SmtpTarget) => ({
     host: target.host,
     port: target.port,
     secure: target.isTls,
@@ -59,28 +79,38 @@ export function createEmailChannel(options: { email: Omit<NotifyConfig['email'],
     connectionTimeout: options.timeoutMs,
     greetingTimeout: options.timeoutMs,
     socketTimeout: options.timeoutMs,
+  });
+  const currentSession = (): SmtpSession => {
+    const url = freshValueOf(options.smtpUrl);
+    if (url === session.url) return session;
+    const next = sessionOf(url);
+    session.transport?.close();
+    session = next;
+    return session;
   };
-  let transport: Transporter | null = null;
-  const transportOf = async (): Promise<Transporter> => (transport ??= (await import('nodemailer')).createTransport(transportOptions));
+  const where = (target: SmtpTarget): string => `${target.isTls ? 'smtps' : 'smtp'}://${target.host}:${target.port}`;
 
-  const secrets = [target.password, target.user].filter((s): s is string => s !== null && s.length >= 3);
   return {
     name: 'email',
-    target: `${target.isTls ? 'smtps' : 'smtp'}://${target.host}:${target.port}`,
+    get target() {
+      return where(session.target);
+    },
     async send(n) {
       const content = emailContentOf(n, options.t);
+      const used = currentSession();
       try {
-        const info = await (await transportOf()).sendMail({ from: options.email.from ?? undefined, to: [...options.email.to], ...content });
+        used.transport ??= (await import('nodemailer')).createTransport(transportOptionsOf(used.target));
+        const info = await used.transport.sendMail({ from: options.email.from ?? undefined, to: [...options.email.to], ...content });
         return String(info.response ?? 'accepted');
       } catch (error) {
         // nodemailer's messages carry the server's answer ("535 5.7.8 …"); strip any credential anyway.
         let message = (error as Error).message;
-        for (const secret of secrets) message = message.split(secret).join('[redacted]');
-        throw new Error(`SMTP ${target.host}:${target.port}: ${message}`, { cause: error });
+        for (const secret of used.secrets) message = message.split(secret).join('[redacted]');
+        throw new Error(`SMTP ${used.target.host}:${used.target.port}: ${message}`, { cause: error });
       }
     },
     async close() {
-      transport?.close();
+      session.transport?.close();
     },
   };
 }

@@ -5,6 +5,7 @@
  * section with the details (mrkdwn, at most 3000) and a context line (host, version, time).
  * Slack's mrkdwn wants `&`, `<` and `>` escaped; a link is `<url|label>`.
  */
+import { currentValueOf, freshValueOf, type Secret } from '../config/secret-file.js';
 import { originOf, postJson, type Channel } from './channel.js';
 import type { Translate } from '../i18n/translate.js';
 import { detailLines, titleOf, type Notification } from './message.js';
@@ -46,11 +47,14 @@ export function slackPayloadOf(n: Notification, t: Translate): SlackPayload {
   };
 }
 
-export function createSlackChannel(options: { url: string; timeoutMs: number; t: Translate }): Channel {
+/** `url` given as a file is read again at each send (issue 45). */
+export function createSlackChannel(options: { url: Secret; timeoutMs: number; t: Translate }): Channel {
   return {
     name: 'slack',
-    target: originOf(options.url),
-    send: (n, signal) => postJson(options.url, JSON.stringify(slackPayloadOf(n, options.t)), {}, options.timeoutMs, signal),
+    get target() {
+      return originOf(currentValueOf(options.url));
+    },
+    send: (n, signal) => postJson(freshValueOf(options.url), JSON.stringify(slackPayloadOf(n, options.t)), {}, options.timeoutMs, signal),
     async close() {},
   };
 }

@@ -1,6 +1,7 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { singleTarget, type RedisTarget } from '../config/redis-target.js';
-import { SteadySentinelConnector } from './sentinel-connector.js';
+import { liveSecret } from '../config/secret-file.js';
+import { sentinelConnectorFollowing, SteadySentinelConnector } from './sentinel-connector.js';
 
 /** A Redis server (alone or found through Sentinel) or a Redis Cluster: every module takes either. */
 export type RedisConnection = Redis | Cluster;
@@ -76,7 +77,9 @@ export function connectRedis(where: RedisTarget | string, name: string, onFailov
   switch (target.kind) {
     case 'single':
       return new Redis({ ...common, enableAutoPipelining, host: target.node.host, port: target.node.port, db: target.db });
-    case 'sentinel':
+    case 'sentinel': {
+      // Given as CARRIER_SYNC_REDIS_SENTINEL_PASSWORD_FILE, the password is read again at each connect to a sentinel (issue 45).
+      const password = target.sentinelPassword === undefined ? null : liveSecret(process.env, 'CARRIER_SYNC_REDIS_SENTINEL_PASSWORD', target.sentinelPassword);
       return new Redis({
         ...common,
         db: target.db,
@@ -87,8 +90,9 @@ export function connectRedis(where: RedisTarget | string, name: string, onFailov
         enableTLSForSentinelMode: target.isTls,
         failoverDetector: true,
         // A +switch-master in the middle of a reconnect no longer ends the connection (sentinel-connector.ts).
-        Connector: SteadySentinelConnector,
+        Connector: password === null ? SteadySentinelConnector : sentinelConnectorFollowing(password),
       });
+    }
     case 'cluster':
       return new Cluster(target.nodes, {
         clusterRetryStrategy: retryStrategy,

@@ -58,3 +58,25 @@ export class SteadySentinelConnector extends SentinelConnector {
     };
   }
 }
+
+/**
+ * The steady connector, with the sentinels' password read from its file at each connect to a
+ * sentinel (issue 45: CARRIER_SYNC_REDIS_SENTINEL_PASSWORD_FILE rotated without a restart).
+ * ioredis reads `options.sentinelPassword` each time it opens a connection to a sentinel (to ask
+ * for the primary, and for the failover detector's subscriptions); it takes a string only, so the
+ * option becomes a getter here, on the options object the connection and its connector share.
+ * A `duplicate()` copies the options (the getter's value of the moment) and makes its own
+ * connector of this class, which puts the getter back.
+ *
+ * What it does not reach: a detector's subscription that loses its sentinel reconnects with the
+ * password it was opened with (ioredis keeps it in that connection's options), until the
+ * connection itself reconnects and opens new subscriptions.
+ */
+export function sentinelConnectorFollowing(sentinelPassword: { refresh(): string }): typeof SteadySentinelConnector {
+  return class SentinelConnectorFollowingFile extends SteadySentinelConnector {
+    constructor(options: unknown) {
+      super(options);
+      Object.defineProperty(this.options, 'sentinelPassword', { get: () => sentinelPassword.refresh(), enumerable: true, configurable: true });
+    }
+  };
+}

@@ -4,24 +4,29 @@
  * key still wrong says so (exit 1) instead of claiming a resume; the right key written into the same
  * file (in place, or as a Kubernetes Secret swaps it: a new folder behind the `..data` symlink,
  * renamed over) is picked up and the label is accepted, without a restart and without `resume`.
- * Neither key ever shows in the daemon's output or the command's.
+ * Neither key ever shows in the daemon's output or the command's. The notification channels given
+ * as files follow them too: a message after the rotation reaches the new receivers, signed with the
+ * new webhook secret.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdir, rename, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, rename, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makePdf } from '../support/builders.js';
 import { createE2eEnv, dropFile, listFiles, type E2eEnv } from '../support/e2e-env.js';
+import { startHttpReceiver, startSmtpReceiver, type HttpReceiver, type SmtpReceiver } from '../support/notify-receivers.js';
 import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type DaemonProcess } from '../support/process.js';
 import { waitFor } from '../support/wait.js';
 
 const WRONG_KEY = `wrong-${randomUUID()}`;
 
 let t: E2eEnv | undefined;
+const receivers: Array<HttpReceiver | SmtpReceiver> = [];
 afterEach(async () => {
   await killAllDaemons();
   await t?.close();
   t = undefined;
+  await Promise.all(receivers.splice(0).map((receiver) => receiver.close()));
 });
 
 /** The env with the key given as a file (the path `keyPath`), holding the wrong key. */
@@ -136,5 +141,108 @@ describe('the ops secrets given as files', () => {
     expect(await ingest(oldToken)).toBe(401);
     const output = [...daemon.stderrLines, ...daemon.stdoutLines].join('\n');
     for (const secret of [oldPassword, newPassword, oldToken, newToken]) expect(output.includes(secret)).toBe(false);
+  });
+});
+
+/** One set of notification receivers: a webhook checking signatures with `secret`, a Slack endpoint, an SMTP server with `password`. */
+async function notifyReceivers(
+  secret: string,
+  password: string,
+  slackPath: string,
+): Promise<{ webhook: HttpReceiver; slack: HttpReceiver; smtp: SmtpReceiver }> {
+  const [webhook, slack, smtp] = await Promise.all([
+    startHttpReceiver({ secret }),
+    startHttpReceiver({ path: slackPath }),
+    startSmtpReceiver({ user: 'notifier', password }),
+  ]);
+  receivers.push(webhook, slack, smtp);
+  return { webhook, slack, smtp };
+}
+
+/** The states of `api-key-refused` each channel of `r` received. */
+function refusedStates(r: { webhook: HttpReceiver; slack: HttpReceiver; smtp: SmtpReceiver }): Record<string, string[]> {
+  const stateOf = (text: string): string => /\[(\w+)\]/.exec(text)?.[1]?.toLowerCase() ?? '?';
+  return {
+    webhook: r.webhook.received
+      .map((d) => d.json as { condition: string; state: string })
+      .filter((m) => m.condition === 'api-key-refused')
+      .map((m) => m.state),
+    slack: r.slack.received
+      .map((d) => (d.json as { text: string }).text)
+      .filter((text) => text.includes(' api-key-refused:'))
+      .map(stateOf),
+    email: r.smtp.mails
+      .map((m) => m.headers['subject'] ?? '')
+      .filter((subject) => subject.includes(' api-key-refused:'))
+      .map(stateOf),
+  };
+}
+
+describe('the notification channels given as files', () => {
+  it('rotated between two messages: the next one reaches the new receivers, signed with the new secret', { timeout: 120_000 }, async () => {
+    const [oldSecret, newSecret, oldPassword, newPassword] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    const before = await notifyReceivers(oldSecret, oldPassword, '/services/T0/B0/before');
+    const after = await notifyReceivers(newSecret, newPassword, '/services/T0/B0/after');
+    t = await createE2eEnv({
+      sandbox: { autoCreateDeliveries: true },
+      settings: { notify: { checkIntervalMs: 200, email: { rejectUnauthorized: false } }, delivery: { authProbeMs: 500 } },
+    });
+    const env = t;
+    // The webhook URL, its secret and the SMTP URL rewritten in place; the Slack URL as a Kubernetes Secret rotates it.
+    const files = { webhookUrl: join(env.dir, 'webhook-url'), webhookSecret: join(env.dir, 'webhook-secret'), smtpUrl: join(env.dir, 'smtp-url') };
+    await writeFile(files.webhookUrl, `${before.webhook.url}\n`);
+    await writeFile(files.webhookSecret, oldSecret);
+    await writeFile(files.smtpUrl, before.smtp.url);
+    const secretDir = join(env.dir, 'slack-secret');
+    await mkdir(join(secretDir, '..2026_01'), { recursive: true });
+    await writeFile(join(secretDir, '..2026_01', 'slack-url'), before.slack.url);
+    await symlink('..2026_01', join(secretDir, '..data'));
+    await symlink(join('..data', 'slack-url'), join(secretDir, 'slack-url'));
+
+    const daemon = spawnDaemon(
+      {
+        ...env.env,
+        CARRIER_SYNC_NOTIFY_WEBHOOK_URL_FILE: files.webhookUrl,
+        CARRIER_SYNC_NOTIFY_WEBHOOK_SECRET_FILE: files.webhookSecret,
+        CARRIER_SYNC_NOTIFY_SLACK_URL_FILE: join(secretDir, 'slack-url'),
+        CARRIER_SYNC_NOTIFY_SMTP_URL_FILE: files.smtpUrl,
+        CARRIER_SYNC_NOTIFY_EMAIL_FROM: 'carrier-sync@wh.example',
+        CARRIER_SYNC_NOTIFY_EMAIL_TO: 'ops@wh.example',
+      },
+      { args: env.args('start') },
+    );
+    await waitUntilStarted(daemon);
+    env.sandbox.setFaults({ unauthorizedUntil: Date.now() + 120_000 });
+    await dropFile(join(env.spool, 'labels'), `${randomUUID()}.pdf`, await makePdf('rotated channels'));
+    await waitFor(() => Object.values(refusedStates(before)).every((states) => states.includes('firing')), {
+      timeoutMs: 40_000,
+      what: 'the firing message on every channel, at the first receivers',
+    });
+
+    // The rotation, in place (same inode) for the webhook and SMTP files, by the `..data` swap for Slack.
+    const inode = (await stat(files.webhookUrl)).ino;
+    await writeFile(files.webhookUrl, `${after.webhook.url}\n`);
+    await writeFile(files.webhookSecret, newSecret);
+    await writeFile(files.smtpUrl, after.smtp.url);
+    expect((await stat(files.webhookUrl)).ino, 'rewritten in place').toBe(inode);
+    await mkdir(join(secretDir, '..2026_02'));
+    await writeFile(join(secretDir, '..2026_02', 'slack-url'), after.slack.url);
+    await symlink('..2026_02', join(secretDir, '..data_tmp'));
+    await rename(join(secretDir, '..data_tmp'), join(secretDir, '..data'));
+
+    env.sandbox.setFaults({ unauthorizedUntil: Date.now() - 1 });
+    await waitFor(() => Object.values(refusedStates(after)).every((states) => states.includes('resolved')), {
+      timeoutMs: 40_000,
+      what: 'the resolved message on every channel, at the new receivers',
+    });
+    expect(refusedStates(before)).toEqual({ webhook: ['firing'], slack: ['firing'], email: ['firing'] });
+    expect(refusedStates(after)).toEqual({ webhook: ['resolved'], slack: ['resolved'], email: ['resolved'] });
+    // Each receiver checks the signature with its own secret: the new one signed the message after the rotation.
+    expect(before.webhook.received.every((d) => d.isSignatureValid === true)).toBe(true);
+    expect(after.webhook.received.every((d) => d.isSignatureValid === true)).toBe(true);
+    expect(after.smtp.mails.every((m) => m.user === 'notifier')).toBe(true);
+    expect(daemon.isRunning(), 'no restart').toBe(true);
+    const output = [...daemon.stderrLines, ...daemon.stdoutLines].join('\n');
+    for (const secret of [oldSecret, newSecret, oldPassword, newPassword, '/services/T0/B0/']) expect(output.includes(secret)).toBe(false);
   });
 });

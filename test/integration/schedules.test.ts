@@ -5,6 +5,9 @@
  */
 import { createServer, type Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
@@ -107,5 +110,42 @@ describe('scheduled housekeeping', () => {
     const collecting = t.sandbox.requests().filter((r) => r.endpoint === 'collecting');
     expect(collecting).toHaveLength(1);
     expect(collecting[0]?.isRepeat).not.toBe(true);
+  });
+
+  it('a pull token given as a file rewritten in place is sent from the next pull on, without a restart', async () => {
+    const [oldToken, newToken] = [`Bearer old-${randomUUID()}`, `Bearer new-${randomUUID()}`];
+    const dir = await mkdtemp(join(tmpdir(), 'cs-pull-token-'));
+    const file = join(dir, 'events-pull-token');
+    await writeFile(file, `${oldToken}\n`);
+    // The daemon runs in this process: the file is named where liveSecret looks (process.env) as well as in its env.
+    process.env['CARRIER_SYNC_EVENTS_PULL_TOKEN_FILE'] = file;
+    const tokens: string[] = [];
+    source = createServer((request, response) => {
+      tokens.push(String(request.headers['authorization']));
+      response.writeHead(200, { 'content-type': 'application/x-ndjson' }).end('');
+    });
+    await new Promise<void>((resolve) => source!.listen(0, '127.0.0.1', () => resolve()));
+    const url = `http://127.0.0.1:${(source.address() as AddressInfo).port}/events`;
+    try {
+      running = await startTestDaemon({
+        roles: ['scheduler'],
+        env: { CARRIER_SYNC_EVENTS_PULL_TOKEN_FILE: file },
+        settings: {
+          schedules: { eventsPull: { ...EVERY_SECOND, url, authHeader: 'authorization' }, rescan: OFF, webhookReconcile: OFF, deadLetterSummary: OFF },
+        },
+      });
+      await waitFor(() => tokens.includes(oldToken), { what: 'a pull with the first token' });
+      const inode = (await stat(file)).ino;
+      await writeFile(file, `${newToken}\n`);
+      expect((await stat(file)).ino, 'rewritten in place').toBe(inode);
+      await waitFor(() => tokens.includes(newToken), { timeoutMs: 10_000, what: 'a pull with the new token' });
+      // From then on only the new one.
+      const since = tokens.indexOf(newToken);
+      await waitFor(() => tokens.length >= since + 2, { timeoutMs: 10_000, what: 'the pull after it' });
+      expect(tokens.slice(since).every((token) => token === newToken)).toBe(true);
+    } finally {
+      delete process.env['CARRIER_SYNC_EVENTS_PULL_TOKEN_FILE'];
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -10,6 +10,7 @@ import { enqueueEvents } from '../../queue/enqueue.js';
 import { collectingJobOf } from '../../store/payloads.js';
 import { checkEventRecord } from '../../validate/event-record.js';
 import type { Context } from '../context.js';
+import { liveSecret } from '../../config/secret-file.js';
 
 const TIMEOUT_MS = 30_000;
 
@@ -27,7 +28,8 @@ export async function pullEvents(ctx: Context, logger: Logger): Promise<PullResu
     return null;
   }
   const headers: Record<string, string> = { accept: 'application/x-ndjson, application/json' };
-  if (source.token !== null) headers[source.authHeader] = source.token;
+  // Given as CARRIER_SYNC_EVENTS_PULL_TOKEN_FILE, read again at each pull: a rotated token reaches the next one (issue 45).
+  if (source.token !== null) headers[source.authHeader] = liveSecret(process.env, 'CARRIER_SYNC_EVENTS_PULL_TOKEN', source.token).refresh();
   const response = await fetch(source.url, { headers, signal: AbortSignal.timeout(TIMEOUT_MS) });
   if (!response.ok) throw new Error(`events pull: ${source.url} answered HTTP ${response.status}`);
   const text = await response.text();

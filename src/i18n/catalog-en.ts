@@ -576,6 +576,43 @@ export const EN = {
   'config.error.notMapping': 'config file {path} must hold a mapping at the top level',
   'config.error.secretInFile': '{path}: {setting} is a secret; set {variable} in the environment instead',
   'config.error.secretFile': '{variable}: cannot read {file}',
+  // i45-ptbr-rest: the configuration's own checks (config/schema.ts), a bad Redis address
+  // (config/redis-target.ts) and commander's own error lines (cli/commander-errors.ts), issue 45 item 8.
+  'config.check.timeZone': 'must be an IANA time zone, e.g. America/Sao_Paulo (see the tz database list)',
+  'config.check.smtpUrl': 'must be smtp://user:pass@host:port or smtps://…',
+  'config.check.redisUrl': 'must start with redis:// or rediss://',
+  'config.check.sentinel': 'each sentinel is host:port',
+  'config.check.prefix': "letters, digits, _ . - '{' '}' only, 1-64 chars",
+  'config.check.spoolId': 'letters, digits, _ and - only, 1-64 chars',
+  'config.check.traceUrl': 'must be an http(s) URL holding {placeholder}, e.g. https://tempo.example/trace/{placeholder}',
+  'config.check.clusterNeedsUrl': 'REDIS_URL (the cluster seed nodes) is required when redis.cluster is on',
+  'config.check.clusterWithSentinels':
+    'CARRIER_SYNC_REDIS_SENTINELS and CARRIER_SYNC_REDIS_CLUSTER exclude each other: a Cluster fails over by itself, without sentinels',
+  'config.check.sentinelUrlOneNode':
+    'with CARRIER_SYNC_REDIS_SENTINELS, REDIS_URL names one node (its user, password, db and TLS); the sentinels find the primary',
+  'config.check.urlSeveralNodes':
+    'REDIS_URL lists several nodes: set CARRIER_SYNC_REDIS_CLUSTER=true for a Cluster, or CARRIER_SYNC_REDIS_SENTINELS for Sentinel',
+  'config.check.sentinelPasswordAlone': 'CARRIER_SYNC_REDIS_SENTINEL_PASSWORD is set but CARRIER_SYNC_REDIS_SENTINELS is not',
+  'config.check.clusterPrefix': "on Redis Cluster the prefix must be one hash tag, e.g. '{carrier-sync}', so every key of a deployment shares a slot",
+  'config.check.holderFile': 'must be at least 2 spool.leaseMs ({min}): the holder file is renewed with the lease',
+  'config.check.emailNeeds': 'CARRIER_SYNC_NOTIFY_EMAIL_FROM and CARRIER_SYNC_NOTIFY_EMAIL_TO are required when CARRIER_SYNC_NOTIFY_SMTP_URL is set',
+  'config.check.carrierKeyNeeded': 'CARRIER_SYNC_CARRIER_KEY is required when CARRIER_SYNC_API_URL is set',
+  'config.error.redisUrlRequired': 'REDIS_URL is required here (no sentinels set)',
+  'config.error.sentinelSchemes': 'CARRIER_SYNC_REDIS_SENTINELS mixes redis:// and rediss:// entries: all sentinels are reached the same way',
+  'config.error.redisNotUrl': 'REDIS_URL (or a sentinel) is not a URL: expected redis[s]://[user:password@]host:port[/db]',
+  'cli.usage.line': '{text} (see --help)',
+  'cli.usage.unknownOption': "unknown option ''{flag}''",
+  'cli.usage.unknownCommand': "unknown command ''{command}''",
+  'cli.usage.didYouMean': '(Did you mean {names}?)',
+  'cli.usage.didYouMeanOneOf': '(Did you mean one of {names}?)',
+  'cli.usage.missingArgument': "missing required argument ''{name}''",
+  'cli.usage.optionMissingArgument': "option ''{flags}'' argument missing",
+  'cli.usage.missingMandatoryOption': "required option ''{flags}'' not specified",
+  'cli.usage.excessArguments': 'too many arguments. Expected {expected, plural, one {# argument} other {# arguments}} but got {got}.',
+  'cli.usage.excessArgumentsFor': "too many arguments for ''{command}''. Expected {expected, plural, one {# argument} other {# arguments}} but got {got}.",
+  'cli.usage.invalidOptionValue': "option ''{flags}'' argument ''{value}'' is invalid. {detail}",
+  'cli.usage.invalidArgumentValue': "command-argument value ''{value}'' is invalid for argument ''{name}''. {detail}",
+  'cli.usage.choices': 'Allowed choices are {choices}.',
 } as const;
 
 export type MessageKey = keyof typeof EN;

@@ -581,4 +581,44 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'config.error.notMapping': 'o arquivo de configuração {path} precisa ter um mapeamento (chave: valor) no nível mais alto',
   'config.error.secretInFile': '{path}: {setting} é um segredo; defina {variable} no ambiente em vez disso',
   'config.error.secretFile': '{variable}: não foi possível ler {file}',
+  // i45-ptbr-rest: the configuration's own checks (config/schema.ts), a bad Redis address
+  // (config/redis-target.ts) and commander's own error lines (cli/commander-errors.ts), issue 45 item 8.
+  'config.check.timeZone': 'precisa ser um fuso horário IANA, por exemplo America/Sao_Paulo (veja a lista da base tz)',
+  'config.check.smtpUrl': 'precisa ser smtp://usuário:senha@servidor:porta ou smtps://…',
+  'config.check.redisUrl': 'precisa começar com redis:// ou rediss://',
+  'config.check.sentinel': 'cada sentinel é servidor:porta (host:port)',
+  'config.check.prefix': "só letras, dígitos e _ . - '{' '}', de 1 a 64 caracteres",
+  'config.check.spoolId': 'só letras, dígitos, _ e -, de 1 a 64 caracteres',
+  'config.check.traceUrl': 'precisa ser uma URL http(s) contendo {placeholder}, por exemplo https://tempo.example/trace/{placeholder}',
+  'config.check.clusterNeedsUrl': 'REDIS_URL (os nós iniciais do Cluster) é obrigatória quando redis.cluster está ligado',
+  'config.check.clusterWithSentinels':
+    'CARRIER_SYNC_REDIS_SENTINELS e CARRIER_SYNC_REDIS_CLUSTER se excluem: um Cluster faz a troca de primário (failover) sozinho, sem sentinels',
+  'config.check.sentinelUrlOneNode':
+    'com CARRIER_SYNC_REDIS_SENTINELS, REDIS_URL indica um só nó (o usuário, a senha, o db e o TLS dele); os sentinels acham o primário',
+  'config.check.urlSeveralNodes':
+    'REDIS_URL lista vários nós: defina CARRIER_SYNC_REDIS_CLUSTER=true para um Cluster, ou CARRIER_SYNC_REDIS_SENTINELS para Sentinel',
+  'config.check.sentinelPasswordAlone': 'CARRIER_SYNC_REDIS_SENTINEL_PASSWORD está definida, mas CARRIER_SYNC_REDIS_SENTINELS não',
+  'config.check.clusterPrefix':
+    "no Redis Cluster o prefixo precisa ser uma única hash tag, por exemplo '{carrier-sync}', para que todas as chaves de uma implantação fiquem no mesmo slot",
+  'config.check.holderFile': 'precisa ser pelo menos 2 vezes spool.leaseMs ({min}): o arquivo de posse é renovado junto com a concessão',
+  'config.check.emailNeeds': 'CARRIER_SYNC_NOTIFY_EMAIL_FROM e CARRIER_SYNC_NOTIFY_EMAIL_TO são obrigatórias quando CARRIER_SYNC_NOTIFY_SMTP_URL está definida',
+  'config.check.carrierKeyNeeded': 'CARRIER_SYNC_CARRIER_KEY é obrigatória quando CARRIER_SYNC_API_URL está definida',
+  'config.error.redisUrlRequired': 'REDIS_URL é obrigatória aqui (nenhum sentinel definido)',
+  'config.error.sentinelSchemes': 'CARRIER_SYNC_REDIS_SENTINELS mistura entradas redis:// e rediss://: todos os sentinels são alcançados do mesmo jeito',
+  'config.error.redisNotUrl': 'REDIS_URL (ou um sentinel) não é uma URL: o esperado é redis[s]://[usuário:senha@]servidor:porta[/db]',
+  'cli.usage.line': '{text} (veja --help)',
+  'cli.usage.unknownOption': 'opção desconhecida `{flag}`',
+  'cli.usage.unknownCommand': 'comando desconhecido `{command}`',
+  'cli.usage.didYouMean': '(Você quis dizer {names}?)',
+  'cli.usage.didYouMeanOneOf': '(Você quis dizer um destes: {names}?)',
+  'cli.usage.missingArgument': 'falta o argumento obrigatório `{name}`',
+  'cli.usage.optionMissingArgument': 'a opção `{flags}` precisa de um valor',
+  'cli.usage.missingMandatoryOption': 'falta a opção obrigatória `{flags}`',
+  'cli.usage.excessArguments':
+    'argumentos demais: {expected, plural, =0 {o comando não aceita argumentos} one {é esperado # argumento} other {são esperados # argumentos}}, mas vieram {got}',
+  'cli.usage.excessArgumentsFor':
+    'argumentos demais para `{command}`: {expected, plural, =0 {o comando não aceita argumentos} one {é esperado # argumento} other {são esperados # argumentos}}, mas vieram {got}',
+  'cli.usage.invalidOptionValue': 'o valor “{value}” da opção `{flags}` não é válido. {detail}',
+  'cli.usage.invalidArgumentValue': 'o valor “{value}” do argumento `{name}` não é válido. {detail}',
+  'cli.usage.choices': 'Os valores aceitos são {choices}.',
 };

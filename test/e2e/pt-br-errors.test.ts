@@ -1,0 +1,118 @@
+/**
+ * Issue 45 item 8, the rest of the terminal's error lines: under CARRIER_SYNC_LANG=pt-BR the built
+ * CLI words in Portuguese a setting refused by carrier-sync's own checks (from a --config file or
+ * a variable), a bad Redis address, and commander's own lines (an unknown option or command, a
+ * missing argument or option value, too many arguments), with commander's exit code (2) and its
+ * "did you mean" suggestion; flags, names and variables stay as typed, and English reads as it did.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { englishWordsIn } from '../support/english-words.js';
+import { runCli, type CliResult } from '../support/process.js';
+
+const PT = { CARRIER_SYNC_LANG: 'pt-BR' };
+/** Words of commander's and the checks' English that englishWordsIn's list does not hold. */
+const ENGLISH_LEFT = /\b(unknown|missing|required|argument|arguments|option|command|must|letters|digits|chars|expected|Did you mean|see)\b/i;
+
+const dir = mkdtempSync(join(tmpdir(), 'pt-br-errors-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The one stderr line (two with a suggestion) a refused command prints, checked for English left. */
+function portugueseLine(result: CliResult): string {
+  expect(result.code, result.stderr).toBe(2);
+  expect(result.stdout).toBe('');
+  const text = result.stderr.trim();
+  expect(text).toMatch(/^carrier-sync: /);
+  expect(englishWordsIn(text), text).toEqual([]);
+  expect(text, text).not.toMatch(ENGLISH_LEFT);
+  return text;
+}
+
+describe("the configuration's own checks under pt-BR", () => {
+  it('a --config file with a prefix and a holder-file time out of bounds: Portuguese from `config check` and `status`, naming the file', async () => {
+    const file = join(dir, 'site.yaml');
+    writeFileSync(file, 'prefix: "carrier sync"\nspool:\n  leaseMs: 10000\n  holderFileMs: 15000\n');
+    for (const command of [['config', 'check'], ['status']]) {
+      const text = portugueseLine(await runCli(['--config', file, ...command], { env: PT }));
+      expect(text).toContain(`configuração inválida: prefix [arquivo ${file}]: só letras, dígitos e _ . - { }, de 1 a 64 caracteres`);
+      expect(text).toContain(`spool.holderFileMs [arquivo ${file}]: precisa ser pelo menos 2 vezes spool.leaseMs (20000)`);
+    }
+    const english = await runCli(['--config', file, 'config', 'check'], { env: {} });
+    expect(english.code).toBe(2);
+    expect(english.stderr).toContain(`prefix [file ${file}]: letters, digits, _ . - { } only, 1-64 chars`);
+    expect(english.stderr).toContain('must be at least 2 spool.leaseMs (20000): the holder file is renewed with the lease');
+  });
+
+  it('variables that do not go together (Cluster with sentinels, a sentinel password alone): Portuguese from `start`', async () => {
+    const env = { CARRIER_SYNC_REDIS_CLUSTER: 'true', CARRIER_SYNC_REDIS_SENTINELS: 's1:26379', REDIS_URL: 'redis://a:1', CARRIER_SYNC_PREFIX: '{cs}' };
+    const text = portugueseLine(await runCli(['start'], { env: { ...PT, ...env } }));
+    expect(text).toMatch(
+      /^carrier-sync: configuração inválida: redis\.sentinels \[CARRIER_SYNC_REDIS_SENTINELS\]: CARRIER_SYNC_REDIS_SENTINELS e CARRIER_SYNC_REDIS_CLUSTER se excluem/,
+    );
+    const alone = portugueseLine(await runCli(['config', 'check'], { env: { ...PT, CARRIER_SYNC_REDIS_SENTINEL_PASSWORD: 'pw-secret-1' } }));
+    expect(alone).toContain('CARRIER_SYNC_REDIS_SENTINEL_PASSWORD está definida, mas CARRIER_SYNC_REDIS_SENTINELS não');
+    expect(alone).not.toContain('pw-secret-1');
+    const english = await runCli(['start'], { env });
+    expect(english.stderr).toContain('exclude each other: a Cluster fails over by itself, without sentinels');
+  });
+});
+
+describe('a bad Redis address under pt-BR', () => {
+  it('a REDIS_URL that is no URL: one Portuguese line, exit 2, the password not repeated', async () => {
+    const env = { REDIS_URL: 'redis://app:pw-secret-2@cache:99999' };
+    const text = portugueseLine(await runCli(['status'], { env: { ...PT, ...env } }));
+    expect(text).toBe('carrier-sync: REDIS_URL (ou um sentinel) não é uma URL: o esperado é redis[s]://[usuário:senha@]servidor:porta[/db]');
+    const english = await runCli(['status'], { env });
+    expect(english.code).toBe(2);
+    expect(english.stderr.trim()).toBe('carrier-sync: REDIS_URL (or a sentinel) is not a URL: expected redis[s]://[user:password@]host:port[/db]');
+  });
+});
+
+describe("commander's own lines under pt-BR", () => {
+  it.each([
+    [
+      ['status', '--jsn'],
+      'carrier-sync: opção desconhecida `--jsn`\n(Você quis dizer `--json`?) (veja --help)',
+      "carrier-sync: unknown option '--jsn'\n(Did you mean --json?) (see --help)",
+    ],
+    [['--verbose'], 'carrier-sync: opção desconhecida `--verbose` (veja --help)', "carrier-sync: unknown option '--verbose' (see --help)"],
+    [
+      ['stauts'],
+      'carrier-sync: comando desconhecido `stauts`\n(Você quis dizer `status`?) (veja --help)',
+      "carrier-sync: unknown command 'stauts'\n(Did you mean status?) (see --help)",
+    ],
+    [['validate'], 'carrier-sync: falta o argumento obrigatório `file` (veja --help)', "carrier-sync: missing required argument 'file' (see --help)"],
+    [
+      ['backfill', '--kind', 'labels'],
+      'carrier-sync: falta o argumento obrigatório `dir` (veja --help)',
+      "carrier-sync: missing required argument 'dir' (see --help)",
+    ],
+    [
+      ['dlq', 'purge', 'a', 'b'],
+      'carrier-sync: argumentos demais para `purge`: o comando não aceita argumentos, mas vieram 2 (veja --help)',
+      "carrier-sync: too many arguments for 'purge'. Expected 0 arguments but got 2. (see --help)",
+    ],
+    [
+      ['dlq', 'purge', '--older-than'],
+      'carrier-sync: a opção `--older-than <duration>` precisa de um valor (veja --help)',
+      "carrier-sync: option '--older-than <duration>' argument missing (see --help)",
+    ],
+    [
+      ['webhook', 'set', 'wh-1'],
+      'carrier-sync: falta a opção obrigatória `--url <url>` (veja --help)',
+      "carrier-sync: required option '--url <url>' not specified (see --help)",
+    ],
+  ])('carrier-sync %j', { timeout: 30_000 }, async (args, portuguese, english) => {
+    const [pt, en] = await Promise.all([runCli(args, { env: PT }), runCli(args, { env: {} })]);
+    expect(portugueseLine(pt)).toBe(portuguese);
+    expect(en.code).toBe(2);
+    expect(en.stderr.trim()).toBe(english);
+  });
+
+  it('a pt_BR locale chooses Portuguese too', async () => {
+    const result = await runCli(['stauts'], { env: { LANG: 'pt_BR.UTF-8' } });
+    expect(portugueseLine(result)).toMatch(/^carrier-sync: comando desconhecido `stauts`/);
+  });
+});

@@ -577,7 +577,8 @@ export const EN = {
   'config.error.secretInFile': '{path}: {setting} is a secret; set {variable} in the environment instead',
   'config.error.secretFile': '{variable}: cannot read {file}',
   // i45-ptbr-rest: the configuration's own checks (config/schema.ts), a bad Redis address
-  // (config/redis-target.ts) and commander's own error lines (cli/commander-errors.ts), issue 45 item 8.
+  // (config/redis-target.ts), commander's own error lines (cli/commander-errors.ts) and a command's
+  // checks of its flags (cli/usage-error.ts), issue 45 item 8.
   'config.check.timeZone': 'must be an IANA time zone, e.g. America/Sao_Paulo (see the tz database list)',
   'config.check.smtpUrl': 'must be smtp://user:pass@host:port or smtps://…',
   'config.check.redisUrl': 'must start with redis:// or rediss://',
@@ -613,6 +614,24 @@ export const EN = {
   'cli.usage.invalidOptionValue': "option ''{flags}'' argument ''{value}'' is invalid. {detail}",
   'cli.usage.invalidArgumentValue': "command-argument value ''{value}'' is invalid for argument ''{name}''. {detail}",
   'cli.usage.choices': 'Allowed choices are {choices}.',
+  'cli.usage.history.oneOf': 'history: give one of <delivery_id>, --file <name>, --sha256 <prefix> or --since <iso8601>',
+  'cli.usage.history.untilNeedsSince': 'history: --until needs --since',
+  'cli.usage.history.sha256': '--sha256: "{value}" must be 4 to 64 hex digits',
+  'cli.usage.history.untilBeforeSince': 'history: --until is before --since',
+  'cli.usage.notTime': '{flag}: "{value}" is not an ISO 8601 time like 2026-11-25T08:00:00Z',
+  'cli.usage.history.kind': '--kind: "{value}" must be label, cte or collecting',
+  'cli.usage.backfill.kind': '--kind: "{value}" must be labels, cte or events',
+  'cli.usage.backfill.notFolder': '{dir}: not a readable folder',
+  'cli.usage.sandbox.port': '--port: "{value}" is not a port number',
+  'cli.usage.webhook.url': '--url: "{value}" must be an http(s) URL',
+  'cli.usage.webhook.header': '--header: "{value}" must look like Name=value',
+  'cli.usage.dlq.idsOrAll': 'dlq retry: give ids or --all (not both)',
+  'cli.usage.dlq.olderThan': '--older-than: "{value}" is not a duration like 30d, 12h, 15m, 45s',
+  'cli.usage.start.noRole': '--roles: unknown role (none given); choose from {roles}',
+  'cli.usage.start.unknownRole': '--roles: {count, plural, one {unknown role} other {unknown role}} {unknown}; choose from {roles}',
+  'cli.usage.notify.channel': "--channel must be one of {channels}, not ''{value}''",
+  'cli.usage.notify.noChannel': 'no notification channel is configured: set {variables} (or their _FILE variants)',
+  'cli.usage.notify.notConfigured': 'channel {channel} is not configured: set {variable}',
 } as const;
 
 export type MessageKey = keyof typeof EN;

@@ -582,7 +582,8 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'config.error.secretInFile': '{path}: {setting} é um segredo; defina {variable} no ambiente em vez disso',
   'config.error.secretFile': '{variable}: não foi possível ler {file}',
   // i45-ptbr-rest: the configuration's own checks (config/schema.ts), a bad Redis address
-  // (config/redis-target.ts) and commander's own error lines (cli/commander-errors.ts), issue 45 item 8.
+  // (config/redis-target.ts), commander's own error lines (cli/commander-errors.ts) and a command's
+  // checks of its flags (cli/usage-error.ts), issue 45 item 8.
   'config.check.timeZone': 'precisa ser um fuso horário IANA, por exemplo America/Sao_Paulo (veja a lista da base tz)',
   'config.check.smtpUrl': 'precisa ser smtp://usuário:senha@servidor:porta ou smtps://…',
   'config.check.redisUrl': 'precisa começar com redis:// ou rediss://',
@@ -621,4 +622,22 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'cli.usage.invalidOptionValue': 'o valor “{value}” da opção `{flags}` não é válido. {detail}',
   'cli.usage.invalidArgumentValue': 'o valor “{value}” do argumento `{name}` não é válido. {detail}',
   'cli.usage.choices': 'Os valores aceitos são {choices}.',
+  'cli.usage.history.oneOf': '`history`: dê um só entre <delivery_id>, `--file <name>`, `--sha256 <prefix>` ou `--since <iso8601>`',
+  'cli.usage.history.untilNeedsSince': '`history`: `--until` precisa de `--since`',
+  'cli.usage.history.sha256': '`--sha256`: “{value}” precisa ter de 4 a 64 dígitos hexadecimais',
+  'cli.usage.history.untilBeforeSince': '`history`: `--until` é anterior a `--since`',
+  'cli.usage.notTime': '`{flag}`: “{value}” não é uma hora ISO 8601 como 2026-11-25T08:00:00Z',
+  'cli.usage.history.kind': '`--kind`: “{value}” precisa ser `label`, `cte` ou `collecting`',
+  'cli.usage.backfill.kind': '`--kind`: “{value}” precisa ser `labels`, `cte` ou `events`',
+  'cli.usage.backfill.notFolder': '{dir}: não é uma pasta que se possa ler',
+  'cli.usage.sandbox.port': '`--port`: “{value}” não é um número de porta',
+  'cli.usage.webhook.url': '`--url`: “{value}” precisa ser uma URL http(s)',
+  'cli.usage.webhook.header': '`--header`: “{value}” precisa ter a forma Nome=valor',
+  'cli.usage.dlq.idsOrAll': '`dlq retry`: dê ids ou `--all` (não os dois)',
+  'cli.usage.dlq.olderThan': '`--older-than`: “{value}” não é uma duração como 30d, 12h, 15m, 45s',
+  'cli.usage.start.noRole': '`--roles`: nenhum papel dado; escolha entre {roles}',
+  'cli.usage.start.unknownRole': '`--roles`: {count, plural, one {papel desconhecido} other {papéis desconhecidos}} {unknown}; escolha entre {roles}',
+  'cli.usage.notify.channel': '`--channel` precisa ser um destes: {channels}; não “{value}”',
+  'cli.usage.notify.noChannel': 'nenhum canal de notificação está configurado: defina {variables} (ou as variantes _FILE delas)',
+  'cli.usage.notify.notConfigured': 'o canal {channel} não está configurado: defina {variable}',
 };

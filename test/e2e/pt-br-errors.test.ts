@@ -3,7 +3,8 @@
  * CLI words in Portuguese a setting refused by carrier-sync's own checks (from a --config file or
  * a variable), a bad Redis address, and commander's own lines (an unknown option or command, a
  * missing argument or option value, too many arguments), with commander's exit code (2) and its
- * "did you mean" suggestion; flags, names and variables stay as typed, and English reads as it did.
+ * "did you mean" suggestion, and a command's own checks of its flags' values (`--older-than 2x`);
+ * flags, names and variables stay as typed, and English reads as it did.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -67,6 +68,41 @@ describe('a bad Redis address under pt-BR', () => {
     const english = await runCli(['status'], { env });
     expect(english.code).toBe(2);
     expect(english.stderr.trim()).toBe('carrier-sync: REDIS_URL (or a sentinel) is not a URL: expected redis[s]://[user:password@]host:port[/db]');
+  });
+});
+
+describe("carrier-sync's checks of a command's flags under pt-BR", () => {
+  it.each([
+    [
+      ['dlq', 'purge', '--older-than', '2x'],
+      'carrier-sync: `--older-than`: “2x” não é uma duração como 30d, 12h, 15m, 45s',
+      'carrier-sync: --older-than: "2x" is not a duration like 30d, 12h, 15m, 45s',
+    ],
+    [
+      ['history', '--sha256', 'zz'],
+      'carrier-sync: `--sha256`: “zz” precisa ter de 4 a 64 dígitos hexadecimais',
+      'carrier-sync: --sha256: "zz" must be 4 to 64 hex digits',
+    ],
+    [
+      ['start', '--roles', 'watcher,pusher,reader'],
+      'carrier-sync: `--roles`: papéis desconhecidos `pusher`, `reader`; escolha entre `watcher`, `worker`, `scheduler`, `http`',
+      'carrier-sync: --roles: unknown role pusher, reader; choose from watcher, worker, scheduler, http',
+    ],
+    [
+      ['notify', 'test', '--channel', 'pager'],
+      'carrier-sync: `--channel` precisa ser um destes: webhook, slack, email; não “pager”',
+      "carrier-sync: --channel must be one of webhook, slack, email, not 'pager'",
+    ],
+    [
+      ['enqueue', 'collecting', '--delivery-id', 'd-1', '--event-at', 'yesterday'],
+      'carrier-sync: event_at "yesterday" não é uma data e hora ISO 8601; escreva AAAA-MM-DDTHH:MM:SS(.fração)(Z|±hh:mm), por exemplo 2026-03-01T09:30:00-03:00',
+      'carrier-sync: event_at "yesterday" is not an ISO 8601 date-time; write it as YYYY-MM-DDTHH:MM:SS(.fraction)(Z|±hh:mm), e.g. 2026-03-01T09:30:00-03:00',
+    ],
+  ])('carrier-sync %j', { timeout: 30_000 }, async (args, portuguese, english) => {
+    const [pt, en] = await Promise.all([runCli(args, { env: PT }), runCli(args, { env: {} })]);
+    expect(portugueseLine(pt)).toBe(portuguese);
+    expect(en.code).toBe(2);
+    expect(en.stderr.trim()).toBe(english);
   });
 });
 

@@ -7,8 +7,8 @@
  * TLS: `rediss://` turns it on with Node's default trust store, so a private CA comes in through
  * NODE_EXTRA_CA_CERTS (read by Node at start) and no certificate path is a setting of ours.
  */
-import { SyncError } from '../errors.js';
-import { say } from '../i18n/translate.js';
+import type { SyncError } from '../errors.js';
+import { configRefusal } from './refusal.js';
 import type { RedisConfig } from './schema.js';
 
 export interface RedisNode {
@@ -99,7 +99,7 @@ function parseRedisUrl(url: string): URL {
  * line is worded from in the reader's language (cli/error-text.ts). No values: the URL may hold a password.
  */
 function refusal(key: 'config.error.redisUrlRequired' | 'config.error.sentinelSchemes' | 'config.error.redisNotUrl'): SyncError {
-  return new SyncError('CONFIG_INVALID', say('en', key), { reason: { key, values: {} } });
+  return configRefusal(key);
 }
 
 function nodeOf(url: URL): RedisNode {

@@ -632,6 +632,23 @@ export const EN = {
   'cli.usage.notify.channel': "--channel must be one of {channels}, not ''{value}''",
   'cli.usage.notify.noChannel': 'no notification channel is configured: set {variables} (or their _FILE variants)',
   'cli.usage.notify.notConfigured': 'channel {channel} is not configured: set {variable}',
+  'config.error.apiUrlInvalid': 'API base URL is not a valid URL',
+  'config.error.apiUrlScheme': 'API base URL must be http or https, not {protocol}',
+  'config.error.carrierKeyUnusable': 'the carrier key (CARRIER_SYNC_CARRIER_KEY) is empty or holds a line break',
+  'config.error.sellerGroupKeyUnusable': 'the seller-group key (CARRIER_SYNC_SELLER_GROUP_KEY) is empty or holds a line break',
+  'config.error.sellerGroupKeyMissing': '{endpoint}: needs a seller-group key (CARRIER_SYNC_SELLER_GROUP_KEY) and none is configured',
+  'config.error.spoolIdVanished': '{path} vanished while it was being written; start again',
+  'config.error.spoolParentMissing':
+    "spool.dir: the folder {parent} does not exist, so the spool {root} is not made in it (a share not mounted?): mount or create it, or set CARRIER_SYNC_SPOOL_DIR (spool.dir) to the spool's real place",
+  'config.error.spoolNotFolder': "spool.dir: {root} is not a folder; set CARRIER_SYNC_SPOOL_DIR (spool.dir) to the spool's folder",
+  'config.error.spoolIdFile': '{path} does not hold a spool id (letters, digits, _ and -, 1-64 chars): put back the id it held',
+  'config.error.evictingRedis':
+    'Redis maxmemory-policy is {policy}: under memory pressure it evicts queued items, silently. Set it to noeviction (CONFIG SET maxmemory-policy noeviction, and in redis.conf), or set CARRIER_SYNC_ALLOW_EVICTING_REDIS=true to start anyway',
+  'config.error.noRedisServer':
+    'REDIS_URL is not set and there is no redis-server on this machine to run one: give carrier-sync its Redis with REDIS_URL (or CARRIER_SYNC_REDIS_SENTINELS)',
+  'config.error.redisSentinelsRefused': 'Redis at {address}: the sentinels refused CARRIER_SYNC_REDIS_SENTINEL_PASSWORD ({detail})',
+  'config.error.redisAuthRefused': 'Redis at {address}: refused the user or password of REDIS_URL ({detail})',
+  'config.error.redisUntrusted': 'Redis at {address}: its TLS certificate is not trusted ({detail}); give its CA in NODE_EXTRA_CA_CERTS',
 } as const;
 
 export type MessageKey = keyof typeof EN;

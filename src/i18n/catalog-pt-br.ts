@@ -640,4 +640,22 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'cli.usage.notify.channel': '`--channel` precisa ser um destes: {channels}; não “{value}”',
   'cli.usage.notify.noChannel': 'nenhum canal de notificação está configurado: defina {variables} (ou as variantes _FILE delas)',
   'cli.usage.notify.notConfigured': 'o canal {channel} não está configurado: defina {variable}',
+  'config.error.apiUrlInvalid': 'a URL base da API não é uma URL válida',
+  'config.error.apiUrlScheme': 'a URL base da API precisa ser http ou https, não {protocol}',
+  'config.error.carrierKeyUnusable': 'a chave de API da transportadora (CARRIER_SYNC_CARRIER_KEY) está vazia ou tem uma quebra de linha',
+  'config.error.sellerGroupKeyUnusable': 'a chave de API do grupo de vendedores (CARRIER_SYNC_SELLER_GROUP_KEY) está vazia ou tem uma quebra de linha',
+  'config.error.sellerGroupKeyMissing':
+    '{endpoint}: precisa de uma chave de API do grupo de vendedores (CARRIER_SYNC_SELLER_GROUP_KEY) e nenhuma está configurada',
+  'config.error.spoolIdVanished': '{path} sumiu enquanto era gravado; inicie de novo',
+  'config.error.spoolParentMissing':
+    'spool.dir: a pasta {parent} não existe, então o spool {root} não é criado nela (um compartilhamento não montado?): monte-a ou crie-a, ou aponte CARRIER_SYNC_SPOOL_DIR (spool.dir) para o lugar real do spool',
+  'config.error.spoolNotFolder': 'spool.dir: {root} não é uma pasta; aponte CARRIER_SYNC_SPOOL_DIR (spool.dir) para a pasta do spool',
+  'config.error.spoolIdFile': '{path} não contém um id de spool (letras, dígitos, _ e -, de 1 a 64 caracteres): ponha de volta o id que ele tinha',
+  'config.error.evictingRedis':
+    'a maxmemory-policy do Redis é {policy}: sob pressão de memória ele descarta itens da fila, sem avisar. Mude-a para noeviction (CONFIG SET maxmemory-policy noeviction, e no redis.conf), ou defina CARRIER_SYNC_ALLOW_EVICTING_REDIS=true para iniciar mesmo assim',
+  'config.error.noRedisServer':
+    'REDIS_URL não está definida e não há redis-server nesta máquina para rodar um: dê ao carrier-sync o Redis dele com REDIS_URL (ou CARRIER_SYNC_REDIS_SENTINELS)',
+  'config.error.redisSentinelsRefused': 'Redis em {address}: os sentinels recusaram CARRIER_SYNC_REDIS_SENTINEL_PASSWORD ({detail})',
+  'config.error.redisAuthRefused': 'Redis em {address}: recusou o usuário ou a senha de REDIS_URL ({detail})',
+  'config.error.redisUntrusted': 'Redis em {address}: o certificado TLS dele não é confiável ({detail}); informe a CA dele em NODE_EXTRA_CA_CERTS',
 };

@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { englishWordsIn } from '../support/english-words.js';
 import { runCli, type CliResult } from '../support/process.js';
+import { startOwnRedis } from '../support/own-redis.js';
+import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 
 const PT = { CARRIER_SYNC_LANG: 'pt-BR' };
 /** Words of commander's and the checks' English that englishWordsIn's list does not hold. */
@@ -68,6 +70,71 @@ describe('a bad Redis address under pt-BR', () => {
     const english = await runCli(['status'], { env });
     expect(english.code).toBe(2);
     expect(english.stderr.trim()).toBe('carrier-sync: REDIS_URL (or a sentinel) is not a URL: expected redis[s]://[user:password@]host:port[/db]');
+  });
+});
+
+describe('refusals found once a command runs, under pt-BR', () => {
+  it('no REDIS_URL and no redis-server on the PATH: one Portuguese line, exit 2', async () => {
+    const env = { PATH: '/nonexistent' };
+    const text = portugueseLine(await runCli(['status'], { env: { ...PT, ...env } }));
+    expect(text).toBe(
+      'carrier-sync: REDIS_URL não está definida e não há redis-server nesta máquina para rodar um: dê ao carrier-sync o Redis dele com REDIS_URL (ou CARRIER_SYNC_REDIS_SENTINELS)',
+    );
+    const english = await runCli(['status'], { env });
+    expect(english.stderr.trim()).toBe(
+      'carrier-sync: REDIS_URL is not set and there is no redis-server on this machine to run one: give carrier-sync its Redis with REDIS_URL (or CARRIER_SYNC_REDIS_SENTINELS)',
+    );
+  });
+
+  it('a spool whose parent folder does not exist (a share not mounted): `start` says so in Portuguese, exit 2', { timeout: 60_000 }, async () => {
+    const prefix = uniquePrefix('ptbr-spool');
+    const spool = join(dir, 'not-mounted', 'spool');
+    const env = { REDIS_URL: testRedisUrl(), CARRIER_SYNC_PREFIX: prefix, CARRIER_SYNC_SPOOL_DIR: spool, CARRIER_SYNC_HTTP_PORT: '0' };
+    try {
+      const pt = await runCli(['start', '--roles', 'watcher'], { env: { ...PT, ...env }, timeoutMs: 45_000 });
+      expect(pt.code, pt.stderr).toBe(2);
+      const line = pt.stderr.trim().split('\n').at(-1)!;
+      expect(line).toBe(
+        `carrier-sync: spool.dir: a pasta ${join(dir, 'not-mounted')} não existe, então o spool ${spool} não é criado nela (um compartilhamento não montado?): monte-a ou crie-a, ou aponte CARRIER_SYNC_SPOOL_DIR (spool.dir) para o lugar real do spool`,
+      );
+      expect(englishWordsIn(line)).toEqual([]);
+    } finally {
+      await cleanupPrefix(prefix);
+    }
+  });
+});
+
+describe('a Redis that refuses, under pt-BR', () => {
+  it("a wrong password, and an evicting Redis at start: Portuguese lines around Redis' own words, exit 2, no password", { timeout: 90_000 }, async () => {
+    const secured = await startOwnRedis({ extraArgs: ['--requirepass', 'pw-secret-3'] });
+    const evicting = await startOwnRedis({ maxmemoryPolicy: 'allkeys-lru' });
+    try {
+      const wrongUrl = secured.url.replace('redis://', 'redis://:not-the-password-4@');
+      const wrong = await runCli(['status'], { env: { ...PT, REDIS_URL: wrongUrl }, timeoutMs: 30_000 });
+      expect(wrong.code, wrong.stderr).toBe(2);
+      const line = wrong.stderr.trim();
+      expect(line).toMatch(/^carrier-sync: Redis em redis:\/\/127\.0\.0\.1:\d+: recusou o usuário ou a senha de REDIS_URL \(WRONGPASS .*\)$/);
+      expect(line).not.toMatch(/pw-secret-3|not-the-password-4/);
+      expect(englishWordsIn(line.replace(/\(WRONGPASS.*\)$/, ''))).toEqual([]);
+
+      const prefix = uniquePrefix('ptbr-evict');
+      const spool = join(dir, 'evict-spool');
+      const env = { REDIS_URL: evicting.url, CARRIER_SYNC_PREFIX: prefix, CARRIER_SYNC_SPOOL_DIR: spool, CARRIER_SYNC_HTTP_PORT: '0' };
+      const pt = await runCli(['start', '--roles', 'worker'], { env: { ...PT, ...env }, timeoutMs: 45_000 });
+      expect(pt.code, pt.stderr).toBe(2);
+      const refusal = pt.stderr.trim().split('\n').at(-1)!;
+      expect(refusal).toMatch(
+        /^carrier-sync: a maxmemory-policy do Redis é allkeys-lru: sob pressão de memória ele descarta itens da fila, sem avisar\. Mude-a para noeviction/,
+      );
+      expect(englishWordsIn(refusal)).toEqual([]);
+      const en = await runCli(['start', '--roles', 'worker'], { env, timeoutMs: 45_000 });
+      expect(en.stderr.trim().split('\n').at(-1)).toMatch(
+        /^carrier-sync: Redis maxmemory-policy is allkeys-lru: under memory pressure it evicts queued items, silently\./,
+      );
+    } finally {
+      await secured.close();
+      await evicting.close();
+    }
   });
 });
 

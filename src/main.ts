@@ -9,7 +9,7 @@ import { CommanderError } from 'commander';
 import { isSyncError } from './errors.js';
 import { flushLogLines } from './log.js';
 import { buildProgram } from './cli/program.js';
-import { UsageError } from './cli/usage-error.js';
+import { UsageError, usageErrorText } from './cli/usage-error.js';
 import { cliLang } from './cli/help-text.js';
 import { configErrorText, contactGaveUpText } from './cli/error-text.js';
 
@@ -26,7 +26,7 @@ async function main(argv: readonly string[]): Promise<number> {
       return error.exitCode === 0 ? 0 : 2;
     }
     if (error instanceof UsageError || (isSyncError(error) && error.code === 'CONFIG_INVALID')) {
-      const text = error instanceof UsageError ? error.message : configErrorText(lang, error as Error);
+      const text = error instanceof UsageError ? usageErrorText(lang, error) : configErrorText(lang, error as Error);
       process.stderr.write(`carrier-sync: ${text}\n`);
       return 2;
     }

@@ -13,7 +13,7 @@
  *                                     the seller-group key too when one is configured, so whichever
  *                                     header the API enforces is there.
  */
-import { SyncError } from '../errors.js';
+import { configRefusal } from '../config/refusal.js';
 import { buildCollectingRequest, readCollectingResponse } from './endpoints/collecting.js';
 import { buildCteRequest, readCteResponse } from './endpoints/cte.js';
 import { buildLabelRequest, readLabelResponse } from './endpoints/label.js';
@@ -42,10 +42,10 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   const carrierKey = carrierSource.current();
   const sellerGroupKey = sellerGroupSource?.current() ?? null;
   if (!isUsableKey(carrierKey)) {
-    throw new SyncError('CONFIG_INVALID', 'the carrier key (CARRIER_SYNC_CARRIER_KEY) is empty or holds a line break');
+    throw configRefusal('config.error.carrierKeyUnusable');
   }
   if (sellerGroupKey !== null && !isUsableKey(sellerGroupKey)) {
-    throw new SyncError('CONFIG_INVALID', 'the seller-group key (CARRIER_SYNC_SELLER_GROUP_KEY) is empty or holds a line break');
+    throw configRefusal('config.error.sellerGroupKeyUnusable');
   }
   const http = createHttp({
     baseUrl: options.baseUrl,
@@ -69,7 +69,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         return sellerGroupKey === null ? { [CARRIER_KEY_HEADER]: carrierKey } : { [CARRIER_KEY_HEADER]: carrierKey, [SELLER_GROUP_KEY_HEADER]: sellerGroupKey };
       case 'seller-group':
         if (sellerGroupKey === null) {
-          throw new SyncError('CONFIG_INVALID', `${request.endpoint}: needs a seller-group key (CARRIER_SYNC_SELLER_GROUP_KEY) and none is configured`);
+          throw configRefusal('config.error.sellerGroupKeyMissing', { endpoint: request.endpoint });
         }
         return { [SELLER_GROUP_KEY_HEADER]: sellerGroupKey };
     }

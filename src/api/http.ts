@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import type { Dispatcher, Pool as UndiciPool } from 'undici';
 import { systemClock, type Clock } from '../clock.js';
 import { SyncError } from '../errors.js';
+import { configRefusal } from '../config/refusal.js';
 import { silentLogger, type Logger } from '../log.js';
 import { inSpan, isTracingOn, markError, SpanKind, traceparentOf } from '../trace.js';
 import { fromTransportError, toSyncError, unreadableSuccess } from './errors.js';
@@ -67,10 +68,10 @@ function parseBaseUrl(baseUrl: string): URL {
     base = new URL(baseUrl);
   } catch (error) {
     // The URL itself is left out of the message: it may carry credentials.
-    throw new SyncError('CONFIG_INVALID', 'API base URL is not a valid URL', { cause: error });
+    throw configRefusal('config.error.apiUrlInvalid', {}, { cause: error });
   }
   if (base.protocol !== 'http:' && base.protocol !== 'https:') {
-    throw new SyncError('CONFIG_INVALID', `API base URL must be http or https, not ${base.protocol}`);
+    throw configRefusal('config.error.apiUrlScheme', { protocol: base.protocol });
   }
   return base;
 }

@@ -8,7 +8,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { ITEM_KIND_OF, type SpoolKind } from '../store/keys.js';
-import { UsageError } from './usage-error.js';
+import { usageError } from './usage-error.js';
 import { cliLogger, print, withContext } from './shared.js';
 
 const KINDS: readonly SpoolKind[] = ['labels', 'cte', 'events'];
@@ -20,7 +20,7 @@ export function registerBackfill(program: Command): void {
     .argument('<dir>', 'folder holding the files')
     .requiredOption('--kind <kind>', 'labels, cte or events')
     .action(async (dir: string, options: { kind: string }, command: Command) => {
-      if (!(KINDS as readonly string[]).includes(options.kind)) throw new UsageError(`--kind: "${options.kind}" must be labels, cte or events`);
+      if (!(KINDS as readonly string[]).includes(options.kind)) throw usageError('cli.usage.backfill.kind', { value: options.kind });
       const kind = options.kind as SpoolKind;
       const {
         SingleBar,
@@ -37,7 +37,7 @@ export function registerBackfill(program: Command): void {
       } = await loadBackfill();
       const names = (
         await readdir(dir).catch(() => {
-          throw new UsageError(`${dir}: not a readable folder`);
+          throw usageError('cli.usage.backfill.notFolder', { dir });
         })
       )
         .filter((name) => !isIgnoredName(name))

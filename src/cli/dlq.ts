@@ -3,7 +3,7 @@ import { historyTtlSec } from '../journey/journey.js';
 import { kindName } from '../i18n/kind-name.js';
 import { localTime } from '../i18n/local-time.js';
 import type { Lang, Translate } from '../i18n/translate.js';
-import { UsageError } from './usage-error.js';
+import { usageError } from './usage-error.js';
 import { parseDuration, print, withContext } from './shared.js';
 
 export function registerDlq(program: Command): void {
@@ -49,7 +49,7 @@ export function registerDlq(program: Command): void {
     .argument('[ids...]', 'ids from `dlq list`')
     .option('--all', 'every dead-lettered item')
     .action(async (ids: string[], options: { all?: boolean }, command: Command) => {
-      if ((options.all === true) === ids.length > 0) throw new UsageError('dlq retry: give ids or --all (not both)');
+      if ((options.all === true) === ids.length > 0) throw usageError('cli.usage.dlq.idsOrAll');
       const { retryDeadLetters } = await import('../queue/dead-letter.js');
       const { retried, missing, lang } = await withContext(command, async (ctx) => ({
         lang: ctx.config.lang,
@@ -74,8 +74,7 @@ export function registerDlq(program: Command): void {
     .option('--older-than <duration>', 'only items dead-lettered longer ago than this, e.g. 30d, 12h, 15m')
     .action(async (options: { olderThan?: string }, command: Command) => {
       const olderThanMs = options.olderThan === undefined ? null : parseDuration(options.olderThan);
-      if (olderThanMs === null && options.olderThan !== undefined)
-        throw new UsageError(`--older-than: "${options.olderThan}" is not a duration like 30d, 12h, 15m, 45s`);
+      if (olderThanMs === null && options.olderThan !== undefined) throw usageError('cli.usage.dlq.olderThan', { value: options.olderThan });
       const { purgeDeadLetters } = await import('../queue/dead-letter.js');
       const { purged, lang } = await withContext(command, async (ctx) => ({
         purged: await purgeDeadLetters(ctx, olderThanMs, Date.now()),

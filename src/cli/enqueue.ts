@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import { UsageError } from './usage-error.js';
+import { describeFailure } from '../i18n/reason.js';
 import { localTime } from '../i18n/local-time.js';
 import { translator } from '../i18n/translate.js';
 import { print, withContext } from './shared.js';
@@ -19,7 +20,10 @@ export function registerEnqueue(program: Command): void {
         import('../validate/event-record.js'),
       ]);
       const verdict = checkEventRecord({ delivery_id: options.deliveryId, event_at: options.eventAt });
-      if (!verdict.ok) throw new UsageError(verdict.error.message);
+      if (!verdict.ok) {
+        const refusal = verdict.error;
+        throw new UsageError(refusal.message, (lang) => describeFailure(lang, refusal));
+      }
       const job = collectingJobOf(verdict.value, `cli:${randomUUID()}`, { source: 'cli' }, new Date().toISOString());
       const { result, lang } = await withContext(command, async (ctx) => ({ result: await enqueueEvents(ctx.enqueueDeps, [job]), lang: ctx.config.lang }));
       const t = translator(lang);

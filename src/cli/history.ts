@@ -5,7 +5,7 @@ import { ITEM_KINDS, type ItemKind } from '../store/keys.js';
 import type { Lang, Translate } from '../i18n/translate.js';
 import { kindName } from '../i18n/kind-name.js';
 import { localTime, shortened } from '../i18n/local-time.js';
-import { UsageError } from './usage-error.js';
+import { usageError } from './usage-error.js';
 import { withContext } from './shared.js';
 
 interface HistoryOptions {
@@ -85,29 +85,29 @@ export function registerHistory(program: Command): void {
 
 function lookupOf(deliveryId: string | undefined, options: HistoryOptions): Lookup {
   const given = [deliveryId !== undefined, options.file !== undefined, options.sha256 !== undefined, options.since !== undefined].filter(Boolean).length;
-  if (given !== 1) throw new UsageError('history: give one of <delivery_id>, --file <name>, --sha256 <prefix> or --since <iso8601>');
-  if (options.until !== undefined && options.since === undefined) throw new UsageError('history: --until needs --since');
+  if (given !== 1) throw usageError('cli.usage.history.oneOf');
+  if (options.until !== undefined && options.since === undefined) throw usageError('cli.usage.history.untilNeedsSince');
   if (deliveryId !== undefined) return { by: 'delivery', deliveryId };
   if (options.file !== undefined) return { by: 'file', name: options.file };
   if (options.sha256 !== undefined) {
-    if (!/^[0-9a-fA-F]{4,64}$/.test(options.sha256)) throw new UsageError(`--sha256: "${options.sha256}" must be 4 to 64 hex digits`);
+    if (!/^[0-9a-fA-F]{4,64}$/.test(options.sha256)) throw usageError('cli.usage.history.sha256', { value: options.sha256 });
     return { by: 'sha256', prefix: options.sha256.toLowerCase() };
   }
   const sinceMs = timeOf('--since', options.since ?? '');
   const untilMs = options.until === undefined ? Date.now() : timeOf('--until', options.until);
-  if (untilMs < sinceMs) throw new UsageError('history: --until is before --since');
+  if (untilMs < sinceMs) throw usageError('cli.usage.history.untilBeforeSince');
   return { by: 'range', sinceMs, untilMs };
 }
 
 function timeOf(flag: string, text: string): number {
   const ms = /^\d{4}-\d{2}-\d{2}/.test(text) ? Date.parse(text) : Number.NaN;
-  if (Number.isNaN(ms)) throw new UsageError(`${flag}: "${text}" is not an ISO 8601 time like 2026-11-25T08:00:00Z`);
+  if (Number.isNaN(ms)) throw usageError('cli.usage.notTime', { flag, value: text });
   return ms;
 }
 
 function kindOf(kind: string | undefined): ItemKind | null {
   if (kind === undefined) return null;
-  if (!(ITEM_KINDS as readonly string[]).includes(kind)) throw new UsageError(`--kind: "${kind}" must be label, cte or collecting`);
+  if (!(ITEM_KINDS as readonly string[]).includes(kind)) throw usageError('cli.usage.history.kind', { value: kind });
   return kind as ItemKind;
 }
 

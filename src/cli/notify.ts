@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander';
 import { CHANNEL_NAMES, type ChannelName } from '../notify/channel.js';
-import { UsageError } from './usage-error.js';
+import { usageError } from './usage-error.js';
 import { configOf, print } from './shared.js';
 
 const VARIABLE_OF: Readonly<Record<ChannelName, string>> = {
@@ -23,7 +23,7 @@ export function registerNotify(program: Command): void {
     .action(async (options: { channel?: string }, command: Command) => {
       const wanted = options.channel;
       if (wanted !== undefined && !(CHANNEL_NAMES as readonly string[]).includes(wanted)) {
-        throw new UsageError(`--channel must be one of ${CHANNEL_NAMES.join(', ')}, not '${wanted}'`);
+        throw usageError('cli.usage.notify.channel', { channels: CHANNEL_NAMES.join(', '), value: wanted });
       }
       const config = configOf(command);
       // Imported here: nodemailer and the runtime load only when the command runs.
@@ -35,11 +35,9 @@ export function registerNotify(program: Command): void {
       const all = channelsOf(config.notify, t);
       const channels = wanted === undefined ? all : all.filter((c) => c.name === wanted);
       if (channels.length === 0) {
-        throw new UsageError(
-          wanted === undefined
-            ? `no notification channel is configured: set ${Object.values(VARIABLE_OF).join(', ')} (or their _FILE variants)`
-            : `channel ${wanted} is not configured: set ${VARIABLE_OF[wanted as ChannelName]}`,
-        );
+        throw wanted === undefined
+          ? usageError('cli.usage.notify.noChannel', { variables: Object.values(VARIABLE_OF).join(', ') })
+          : usageError('cli.usage.notify.notConfigured', { channel: wanted, variable: VARIABLE_OF[wanted as ChannelName] });
       }
       const origin = originOf();
       const message = makeNotification(

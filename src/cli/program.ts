@@ -16,6 +16,7 @@ import { registerWebhook } from './webhook.js';
 import { CHANNEL_NAMES } from '../notify/channel.js';
 import { appVersion } from '../version.js';
 import { cliLang, localizeHelp } from './help-text.js';
+import { localizeCommanderErrors, usageLine } from './commander-errors.js';
 
 export function buildProgram(lang = cliLang(process.env)): Command {
   const program = new Command('carrier-sync')
@@ -25,7 +26,7 @@ export function buildProgram(lang = cliLang(process.env)): Command {
     .showHelpAfterError(false)
     .exitOverride()
     .configureOutput({
-      writeErr: (text) => process.stderr.write(text.startsWith('error:') ? `carrier-sync: ${text.slice(7).trim()} (see --help)\n` : text),
+      writeErr: (text) => process.stderr.write(text.startsWith('error:') ? `carrier-sync: ${usageLine(lang, text.slice(7).trim())}\n` : text),
     });
   for (const register of [
     registerStart,
@@ -47,6 +48,7 @@ export function buildProgram(lang = cliLang(process.env)): Command {
   const names = (list: readonly string[]): string => list.map((name) => (lang === 'pt-BR' ? `\`${name}\`` : name)).join(', ');
   localizeHelp(program, lang, { roles: names(ROLES), channels: names(CHANNEL_NAMES) });
   program.commands.forEach(applyExitOverride);
+  localizeCommanderErrors(program, lang);
   return program;
 }
 

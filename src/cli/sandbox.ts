@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createLogger } from '../log.js';
-import { UsageError } from './usage-error.js';
+import { usageError } from './usage-error.js';
 import { configOf, print } from './shared.js';
 
 export function registerSandbox(program: Command): void {
@@ -12,7 +12,7 @@ export function registerSandbox(program: Command): void {
     .option('--seed <file>', 'JSON seed data (default config/sandbox-seed.json)')
     .action(async (options: { port: string; host: string; seed?: string }, command: Command) => {
       const port = Number(options.port);
-      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port: "${options.port}" is not a port number`);
+      if (!Number.isInteger(port) || port < 0 || port > 65535) throw usageError('cli.usage.sandbox.port', { value: options.port });
       const config = configOf(command);
       const logger = createLogger({ level: config.log.level, isPretty: process.stderr.isTTY === true });
       const { runSandbox } = await import('../sandbox/run.js');

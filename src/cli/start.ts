@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { isSyncError, SyncError } from '../errors.js';
 import type { Config } from '../config/schema.js';
-import { translator } from '../i18n/translate.js';
+import type { Lang } from '../i18n/langs.js';
+import { say, translator } from '../i18n/translate.js';
 import { createLogger, type Logger } from '../log.js';
 import { routeConsoleToLog } from '../runtime/console-to-log.js';
 import type { DaemonHandle, Role } from '../runtime/start.js';
@@ -23,8 +24,7 @@ export function registerStart(program: Command): void {
         .map((role) => role.trim())
         .filter(Boolean);
       const unknown = roles.filter((role) => !(ROLES as readonly string[]).includes(role));
-      if (roles.length === 0 || unknown.length > 0)
-        throw new UsageError(`--roles: unknown role ${unknown.join(', ') || '(none given)'}; choose from ${ROLES.join(', ')}`);
+      if (roles.length === 0 || unknown.length > 0) throw rolesError(unknown);
       const config = configOf(command);
       const logger = createLogger({ level: config.log.level, isPretty: process.stderr.isTTY === true });
       // Libraries' console lines and Node's warnings become log lines too (runtime/console-to-log.ts).
@@ -136,4 +136,17 @@ function obeySignals(daemon: DaemonHandle, logger: Logger): Promise<void> {
       });
     });
   });
+}
+
+/**
+ * `--roles` naming no role or an unknown one. The names one types stay as they are; under pt-BR in
+ * backticks, set apart from the prose (as in `--help`).
+ */
+function rolesError(unknown: readonly string[]): UsageError {
+  const names = (lang: Lang, list: readonly string[]): string => list.map((name) => (lang === 'en' ? name : `\`${name}\``)).join(', ');
+  const line = (lang: Lang): string =>
+    unknown.length === 0
+      ? say(lang, 'cli.usage.start.noRole', { roles: names(lang, ROLES) })
+      : say(lang, 'cli.usage.start.unknownRole', { count: unknown.length, unknown: names(lang, unknown), roles: names(lang, ROLES) });
+  return new UsageError(line('en'), line);
 }

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createLogger } from '../log.js';
-import { UsageError } from './usage-error.js';
+import { usageError } from './usage-error.js';
 import { configOf, print, withContext } from './shared.js';
 
 export function registerWebhook(program: Command): void {
@@ -13,11 +13,11 @@ export function registerWebhook(program: Command): void {
     .option('--header <K=V>', 'a header the API sends with each event (repeatable)', (value: string, all: string[]) => [...all, value], [] as string[])
     .option('--events <a,b>', 'subscribed events, comma-separated', '')
     .action(async (webhookId: string, options: { url: string; header: string[]; events: string }, command: Command) => {
-      if (!/^https?:\/\//.test(options.url)) throw new UsageError(`--url: "${options.url}" must be an http(s) URL`);
+      if (!/^https?:\/\//.test(options.url)) throw usageError('cli.usage.webhook.url', { value: options.url });
       const headers: Record<string, string> = {};
       for (const pair of options.header) {
         const at = pair.indexOf('=');
-        if (at <= 0) throw new UsageError(`--header: "${pair}" must look like Name=value`);
+        if (at <= 0) throw usageError('cli.usage.webhook.header', { value: pair });
         headers[pair.slice(0, at)] = pair.slice(at + 1);
       }
       const record = {

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { ptBR as zodPtBr } from 'zod/v4/locales';
 import { SyncError } from '../errors.js';
-import { configSchema, type Config } from './schema.js';
+import { configSchema, configSchemaPtBr, type Config } from './schema.js';
 
 /** The package's own folder, found from this file whether it runs from src/ or dist/src/. */
 export const PACKAGE_ROOT = findPackageRoot(dirname(fileURLToPath(import.meta.url)));
@@ -161,8 +161,8 @@ export function loadConfigWithSources(options: LoadOptions): LoadedConfig {
   const result = configSchema.safeParse(merged);
   if (!result.success) {
     const problems = result.error.issues.map((issue) => `${describePath(issuePath(issue), sources)}: ${issue.message}`);
-    // The same problems in Portuguese for the terminal (zod's pt-BR messages; a refinement's own message stays as written).
-    const inPortuguese = configSchema.safeParse(merged, { error: zodPtBr().localeError });
+    // The same problems in Portuguese for the terminal: zod's pt-BR messages, and our own checks' from the catalog.
+    const inPortuguese = configSchemaPtBr.safeParse(merged, { error: zodPtBr().localeError });
     const problemsPt = (inPortuguese.error?.issues ?? result.error.issues).map(
       (issue) =>
         `${describePath(issuePath(issue), sources)

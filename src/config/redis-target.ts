@@ -7,7 +7,8 @@
  * TLS: `rediss://` turns it on with Node's default trust store, so a private CA comes in through
  * NODE_EXTRA_CA_CERTS (read by Node at start) and no certificate path is a setting of ours.
  */
-import { SyncError } from '../errors.js';
+import type { SyncError } from '../errors.js';
+import { configRefusal } from './refusal.js';
 import type { RedisConfig } from './schema.js';
 
 export interface RedisNode {
@@ -38,7 +39,7 @@ export type RedisKind = RedisTarget['kind'];
 /** `url`: REDIS_URL, or the managed redis-server's when it is unset (and no sentinel is set). */
 export function redisTargetOf(redis: Pick<RedisConfig, 'cluster' | 'sentinels' | 'sentinelName' | 'sentinelPassword'>, url: string | null): RedisTarget {
   if (redis.sentinels.length > 0) return sentinelTarget(redis, url);
-  if (url === null) throw new SyncError('CONFIG_INVALID', 'REDIS_URL is required here (no sentinels set)');
+  if (url === null) throw refusal('config.error.redisUrlRequired');
   return redis.cluster ? clusterTarget(url) : singleTarget(url);
 }
 
@@ -68,8 +69,7 @@ function sentinelTarget(redis: Pick<RedisConfig, 'sentinels' | 'sentinelName' | 
   const entries = redis.sentinels.map((entry) => (/^rediss?:\/\//.test(entry) ? entry : `${isTls ? 'rediss' : 'redis'}://${entry}`));
   const sentinels = entries.map((entry) => parseRedisUrl(entry));
   const schemes = new Set(sentinels.map((s) => s.protocol));
-  if (schemes.size > 1)
-    throw new SyncError('CONFIG_INVALID', 'CARRIER_SYNC_REDIS_SENTINELS mixes redis:// and rediss:// entries: all sentinels are reached the same way');
+  if (schemes.size > 1) throw refusal('config.error.sentinelSchemes');
   const isSentinelTls = schemes.has('rediss:');
   const db = data === null ? 0 : dbOf(data);
   return {
@@ -90,8 +90,16 @@ function parseRedisUrl(url: string): URL {
     return new URL(url);
   } catch {
     // The URL itself may hold a password: it is not repeated.
-    throw new SyncError('CONFIG_INVALID', 'REDIS_URL (or a sentinel) is not a URL: expected redis[s]://[user:password@]host:port[/db]');
+    throw refusal('config.error.redisNotUrl');
   }
+}
+
+/**
+ * A refused Redis setting: the English message (logs, `.message`), and the catalog key the terminal's
+ * line is worded from in the reader's language (cli/error-text.ts). No values: the URL may hold a password.
+ */
+function refusal(key: 'config.error.redisUrlRequired' | 'config.error.sentinelSchemes' | 'config.error.redisNotUrl'): SyncError {
+  return configRefusal(key);
 }
 
 function nodeOf(url: URL): RedisNode {

@@ -7,7 +7,7 @@ import type { RedisConnection } from '../store/redis.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log.js';
-import { SyncError } from '../errors.js';
+import { configRefusal } from '../config/refusal.js';
 import { createAttemptLog, type AttemptLog } from '../queue/attempts.js';
 import { createAuthGate, type AuthGate } from '../gate/auth-gate.js';
 import { createBatches, type Batches } from '../queue/batches.js';
@@ -179,12 +179,7 @@ function noteEachPrimary(redis: RedisConnection, target: RedisTarget, keys: Keys
 export async function checkRedisDurability(redis: RedisConnection, allowEviction: boolean, logger: Logger): Promise<void> {
   const policy = await readEvictionPolicy(redis, logger);
   if (policy !== null && policy !== 'noeviction') {
-    if (!allowEviction)
-      throw new SyncError(
-        'CONFIG_INVALID',
-        `Redis maxmemory-policy is ${policy}: under memory pressure it evicts queued items, silently. Set it to noeviction (CONFIG SET maxmemory-policy noeviction, and in redis.conf), or set CARRIER_SYNC_ALLOW_EVICTING_REDIS=true to start anyway`,
-        { params: { policy } },
-      );
+    if (!allowEviction) throw configRefusal('config.error.evictingRedis', { policy }, { params: { policy } });
     logger.warn(
       { policy },
       'Redis maxmemory-policy is not noeviction: queued items can be evicted under memory pressure (started anyway: CARRIER_SYNC_ALLOW_EVICTING_REDIS=true)',

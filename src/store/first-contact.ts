@@ -10,7 +10,8 @@
  */
 import { connect as tlsConnect } from 'node:tls';
 import type { RedisNode, RedisTarget } from '../config/redis-target.js';
-import { SyncError } from '../errors.js';
+import { configRefusal } from '../config/refusal.js';
+import type { SyncError } from '../errors.js';
 import type { RedisConnection } from './redis.js';
 
 const TLS_REFUSAL =
@@ -56,18 +57,13 @@ function refusalOf(target: RedisTarget, error: Error): SyncError | null {
   if (TLS_REFUSAL.test(text)) return untrusted(target, error.message, error);
   if (!AUTH_REFUSAL.test(text)) return null;
   // ioredis reports a sentinel's refusal inside its "All sentinels are unreachable" error.
-  const whose = error.message.startsWith('All sentinels are unreachable')
-    ? 'the sentinels refused CARRIER_SYNC_REDIS_SENTINEL_PASSWORD'
-    : 'refused the user or password of REDIS_URL';
-  return new SyncError('CONFIG_INVALID', `Redis at ${target.address}: ${whose} (${firstLine(error.message)})`, { cause: error });
+  const key = error.message.startsWith('All sentinels are unreachable') ? 'config.error.redisSentinelsRefused' : 'config.error.redisAuthRefused';
+  // Redis' own words stay as it wrote them, in parentheses (the reader's words around them).
+  return configRefusal(key, { address: target.address, detail: firstLine(error.message) }, { cause: error });
 }
 
 function untrusted(target: RedisTarget, reason: string, cause?: Error): SyncError {
-  return new SyncError(
-    'CONFIG_INVALID',
-    `Redis at ${target.address}: its TLS certificate is not trusted (${firstLine(reason)}); give its CA in NODE_EXTRA_CA_CERTS`,
-    { cause },
-  );
+  return configRefusal('config.error.redisUntrusted', { address: target.address, detail: firstLine(reason) }, { cause });
 }
 
 function firstNode(target: RedisTarget): RedisNode {

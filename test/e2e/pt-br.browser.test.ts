@@ -3,13 +3,17 @@
  * (see dashboard.browser.test.ts): a browser asking for pt-BR in São Paulo's time zone, against a
  * daemon left at the default language. No English UI text is left on either page (every `ui.*`
  * message of the English catalog is looked for), reasons are Portuguese, and times are the
- * browser's local time with the UTC time on hover. Screenshots: test-artifacts/pt-br-overview.png
- * and pt-br-history.png.
+ * browser's local time with the UTC time on hover. The overview's headline says what a person must
+ * do, in Portuguese, in the two states that need one: dead letters waiting and a 401 pause (a real
+ * one: a second daemon with a key the sandbox does not know); a browser asking for English reads
+ * the same in English. Screenshots: test-artifacts/pt-br-overview.png, pt-br-history.png, and
+ * {pt-br,en}-overview-{dead-letters,401}.png.
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EN } from '../../src/i18n/catalog-en.js';
 import { PT_BR } from '../../src/i18n/catalog-pt-br.js';
@@ -27,7 +31,16 @@ let t: TestDaemon;
 let base: string;
 let browser: Browser | undefined;
 let page: Page;
+/** The same browser asking for English, for the English counterparts of the headlines. */
+let englishPage: Page;
+/** A second daemon whose key the sandbox refuses (401): started by the test of the pause. */
+let refused: TestDaemon | undefined;
 const ids = { good: '', refused: 'CUT-0042' };
+
+/** The overview's headline and its details, as one line of text. */
+const headlineOf = async (at: Page): Promise<string> => ((await at.locator('[data-part="state"]').textContent()) ?? '').replace(/\s+/g, ' ').trim();
+const stateOf = (at: Page): Promise<string | null> => at.locator('[data-state]').getAttribute('data-state');
+const figureOf = (at: Page, name: string): Locator => at.locator(`[data-figure="${name}"]`);
 
 /**
  * The English words of the pages: every `ui.*` message without placeholders that Portuguese says
@@ -75,10 +88,18 @@ beforeAll(async () => {
     viewport: { width: 1280, height: 800 },
   });
   page = await context.newPage();
+  const english = await browser.newContext({
+    locale: 'en-US',
+    timezoneId: TIME_ZONE,
+    extraHTTPHeaders: { 'accept-language': 'en-US,en;q=0.9' },
+    viewport: { width: 1280, height: 800 },
+  });
+  englishPage = await english.newPage();
 }, 90_000);
 
 afterAll(async () => {
   await browser?.close();
+  await refused?.stop();
   await t?.stop();
 });
 
@@ -153,6 +174,57 @@ describe('the pages in pt-BR', () => {
     const good = await page.locator('body').innerText();
     expect(ENGLISH_UI.filter((phrase) => hasWord(good, phrase))).toEqual([]);
     expect(englishWordsIn(good), good).toEqual([]);
+  });
+
+  it('with a dead letter and nothing to send, the headline says a person is needed, in Portuguese; in English for an English browser', async () => {
+    const unknownDelivery = randomUUID();
+    await writeFile(join(t.spool, 'labels', `${unknownDelivery}.pdf`), await makePdf('for a delivery the API does not know'));
+    await page.goto(`${base}/ui`);
+    await waitFor(async () => (await stateOf(page)) === 'attention' && (await figureOf(page, 'dead-letters-total').innerText()) === '1', {
+      what: 'the dead letter on the page, nothing else waiting',
+      timeoutMs: 30_000,
+    });
+    const headline = await headlineOf(page);
+    expect(headline).toMatch(/^Nada para enviar; 1 falha definitiva aguarda uma pessoa: veja a lista abaixo/);
+    expect(englishWordsIn(headline), headline).toEqual([]);
+    expect(ENGLISH_UI.filter((phrase) => hasWord(headline, phrase))).toEqual([]);
+    // The row's reason: our words, then the API's own (its code and status are in the row's code column).
+    const reason = page.locator(`[data-dead-reason] td.reason`);
+    expect(await reason.innerText()).toMatch(/^a API não conhece a entrega: /);
+    expect(await page.locator('tr[data-dead-letter] td.code').innerText()).toBe('DELIVERY_NOT_FOUND HTTP 404');
+    await page.screenshot({ path: join(ARTIFACTS, 'pt-br-overview-dead-letters.png'), fullPage: true });
+
+    await englishPage.goto(`${base}/ui`);
+    expect(await stateOf(englishPage)).toBe('attention');
+    expect(await headlineOf(englishPage)).toMatch(/^Nothing to send; 1 dead letter waits for a person/);
+    await englishPage.screenshot({ path: join(ARTIFACTS, 'en-overview-dead-letters.png'), fullPage: true });
+  });
+
+  it('paused on a real 401, the headline says what to do, in Portuguese; in English for an English browser', { timeout: 90_000 }, async () => {
+    refused = await startTestDaemon({ roles: ['watcher', 'worker', 'http'], env: { CARRIER_SYNC_CARRIER_KEY: 'a-key-the-sandbox-does-not-know' } });
+    const refusedBase = refused.daemon.opsUrl()!;
+    const delivery = refused.sandbox.state.addDelivery().id;
+    await writeFile(join(refused.spool, 'labels', `${delivery}.pdf`), await makePdf('sent with a refused key'));
+    await page.goto(`${refusedBase}/ui`);
+    await waitFor(async () => (await stateOf(page)) === 'paused', { what: 'the 401 pause on the page', timeoutMs: 30_000 });
+    expect(refused.sandbox.requests().some((request) => request.status === 401)).toBe(true);
+    const headline = await headlineOf(page);
+    expect(headline).toMatch(/^Pausado: a API recusou a nossa chave de API \(401\) desde \d\d:\d\d:\d\d/);
+    expect(headline).toContain('O que fazer: corrija a chave (CARRIER_SYNC_CARRIER_KEY');
+    expect(headline).toContain('o envio retoma sozinho quando a API aceitá-la');
+    expect(headline).toMatch(/a API respondeu HTTP 401 ao envio de etiqueta/);
+    expect(headline).not.toMatch(/\blabel: /);
+    // The API's own words stand in “quotes”, which the check leaves out; everything else is Portuguese.
+    expect(englishWordsIn(headline), headline).toEqual([]);
+    expect(ENGLISH_UI.filter((phrase) => hasWord(headline, phrase))).toEqual([]);
+    await page.screenshot({ path: join(ARTIFACTS, 'pt-br-overview-401.png'), fullPage: true });
+
+    await englishPage.goto(`${refusedBase}/ui`);
+    expect(await stateOf(englishPage)).toBe('paused');
+    const english = await headlineOf(englishPage);
+    expect(english).toMatch(/^Paused: the API refused our key \(401\) since \d\d:\d\d:\d\d/);
+    expect(english).toContain('What to do: fix the key');
+    await englishPage.screenshot({ path: join(ARTIFACTS, 'en-overview-401.png'), fullPage: true });
   });
 
   it('a browser that asks for English gets English from the same daemon', async () => {

@@ -19,7 +19,7 @@ import { access, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { delimiter, join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
-import { SyncError } from '../../errors.js';
+import { configRefusal } from '../../config/refusal.js';
 import type { Logger } from '../../log.js';
 import { infoNumber, parseInfo } from '../../store/redis-info.js';
 import { ownLocalPorts } from './proc-net.js';
@@ -110,10 +110,7 @@ async function refuseWithoutRedisServer(): Promise<void> {
     );
     if (isExecutable) return;
   }
-  throw new SyncError(
-    'CONFIG_INVALID',
-    'REDIS_URL is not set and there is no redis-server on this machine to run one: give carrier-sync its Redis with REDIS_URL (or CARRIER_SYNC_REDIS_SENTINELS)',
-  );
+  throw configRefusal('config.error.noRedisServer');
 }
 
 function handleOf(dataDir: string, port: number, isStartedHere: boolean, logger: Logger): ManagedRedis {

@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { SyncError } from '../../errors.js';
+import { configRefusal } from '../../config/refusal.js';
 import type { Logger } from '../../log.js';
 import { defaultSpoolId } from '../paths.js';
 
@@ -44,7 +44,7 @@ export async function resolveSpoolId(dir: string, configured: string | null, log
       await unlink(temp).catch(() => undefined);
     }
     stored = await readSpoolIdFile(root);
-    if (stored === null) throw new SyncError('CONFIG_INVALID', `${path} vanished while it was being written; start again`);
+    if (stored === null) throw configRefusal('config.error.spoolIdVanished', { path });
   }
   if (configured !== null) {
     if (configured !== stored) logger.warn({ spoolId: configured, spoolIdFile: path, fileSays: stored }, `CARRIER_SYNC_SPOOL_ID overrides ${SPOOL_ID_FILE}: processes on this folder without the override use another id, and another lease`);
@@ -67,14 +67,11 @@ export async function ensureSpoolRoot(root: string, logger: Logger): Promise<voi
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') {
-      throw new SyncError(
-        'CONFIG_INVALID',
-        `spool.dir: the folder ${dirname(root)} does not exist, so the spool ${root} is not made in it (a share not mounted?): mount or create it, or set CARRIER_SYNC_SPOOL_DIR (spool.dir) to the spool's real place`,
-      );
+      throw configRefusal('config.error.spoolParentMissing', { parent: dirname(root), root });
     }
     if (code !== 'EEXIST') throw error;
   }
-  if (!(await stat(root)).isDirectory()) throw new SyncError('CONFIG_INVALID', `spool.dir: ${root} is not a folder; set CARRIER_SYNC_SPOOL_DIR (spool.dir) to the spool's folder`);
+  if (!(await stat(root)).isDirectory()) throw configRefusal('config.error.spoolNotFolder', { root });
 }
 
 /** The id in `<root>/.spool-id`, or null when there is no such file. A file holding anything else is an error. */
@@ -88,6 +85,6 @@ export async function readSpoolIdFile(root: string): Promise<string | null> {
     throw error;
   }
   const id = text.trim();
-  if (!ID_PATTERN.test(id)) throw new SyncError('CONFIG_INVALID', `${path} does not hold a spool id (letters, digits, _ and -, 1-64 chars): put back the id it held`);
+  if (!ID_PATTERN.test(id)) throw configRefusal('config.error.spoolIdFile', { path });
   return id;
 }

@@ -355,9 +355,10 @@ async function enqueueEventsNow(deps: EnqueueDeps, events: readonly CollectingJo
 }
 
 /**
- * Events claimed in one script call: a call of 100 runs for about a millisecond in Redis (each
- * claim reads up to 10 claim buckets), short enough not to hold the gate's scripts back; a chunk's
- * calls leave in one round trip anyway.
+ * Events claimed in one script call: a call of 100 is ~800 commands inside Redis (each claim reads
+ * up to 10 claim buckets; `npm run bench -- --only round-trips`). Bounded, so a large events file
+ * never holds Redis (and the gate's scripts waiting behind it) in one long call; a chunk's calls
+ * leave in one round trip anyway.
  */
 const CLAIMS_A_CALL = 100;
 

@@ -7,6 +7,8 @@
  * order and the journey as the history reads them.
  */
 import { randomUUID } from 'node:crypto';
+import { readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
@@ -171,6 +173,31 @@ describe('the claim in one script call', () => {
       expect(steps.filter((s) => s.step === 'received').length).toBe(4);
     } finally {
       await ctx.closers.closeAll();
+    }
+  });
+
+  it("an events file's lines are marked done in their batch by the gate's leave: no batchMarkDone call of their own", async () => {
+    running = await startTestDaemon({ roles: ['watcher', 'worker'], env: { REDIS_URL: own.url }, sandbox: { autoCreateDeliveries: true } });
+    const t = running;
+    const recorder = await recordMonitor(own.url, await scriptNames());
+    try {
+      const ids = [randomUUID(), randomUUID(), randomUUID()];
+      await writeFile(
+        join(t.spool, 'events', 'marked.ndjson'),
+        ids.map((id) => JSON.stringify({ delivery_id: id, event_at: '2026-05-01T10:00:00Z' })).join('\n') + '\n',
+      );
+      await waitFor(async () => (await readdir(join(t.spool, 'archive'), { recursive: true })).some((f) => String(f).endsWith('marked.ndjson')), {
+        timeoutMs: 30_000,
+        what: 'the events file archived',
+      });
+      const tallied = tally(recorder.lines);
+      // Before: one batchMarkDone an event, the outcome consumer's.
+      expect(calls(tallied, 'batchMarkDone')).toBe(0);
+      expect(calls(tallied, 'gateLeaveEvent')).toBe(3);
+      expect(tallied.byScript.get('gateLeaveEvent')?.commands.get('sadd')).toBe(3);
+      expect(t.sandbox.requests().filter((r) => r.endpoint === 'collecting' && r.status === 200).length).toBe(3);
+    } finally {
+      await recorder.stop();
     }
   });
 });

@@ -1,7 +1,7 @@
 /**
  * The document record: what carrier-sync remembers of each delivery's label and CT-e, for "newest
- * document wins" and the re-drop memory. Claim and enqueue write it (`queueDocumentOrders`), the
- * push gate reads and updates it (`DOCUMENT_RECORD_LUA`).
+ * document wins" and the re-drop memory. Claim and enqueue write it (`QUEUE_DOCUMENT_LUA`, in the claim of a
+ * batch of documents: queue/claim-scripts.ts), the push gate reads and updates it (`DOCUMENT_RECORD_LUA`).
  *
  * One compact value per kind and delivery, `<generation: 14 bytes><content id at it: 8 bytes>[<content id the API holds: 8 bytes>]`
  * (`compactGeneration`, `compactContentId`), a field `<l|c><delivery id>` (`documentField`) of one hash among
@@ -50,27 +50,40 @@ end
 
 export type DocumentQueueVerdict = 'older' | 'accepted' | 'queue';
 
+// `queueDocument(stem, lockKey, generation, contentId, ttlSec, field, period)`: the delivery's
+// record stem and its kind's document lock; the compact generation and content id, the retention
+// (s), the record's field and its bucket period (s). Returns 'older' (a newer document of the
+// delivery was queued already), 'accepted' (the API holds this content and no other document is in
+// flight) or 'queue' (this is now the delivery's newest). Needs CLOCK_LUA and DOCUMENT_RECORD_LUA;
+// the claim of a batch of documents (queue/claim-scripts.ts) runs it once a document.
+export const QUEUE_DOCUMENT_LUA = `
+local function queueDocument(stem, lockKey, generation, contentId, ttlSec, field, period)
+  local record, found, current = docGet(stem, field, period)
+  if record and isNewer(record, generation) then return 'older' end
+  local held = record and string.sub(record, 23, 30) or ''
+  docPut(stem, field, generation .. contentId .. held, found, current, period, ttlSec)
+  if held == contentId and redis.call('EXISTS', lockKey) == 0 then return 'accepted' end
+  return 'queue'
+end
+`;
+
 // KEYS: 1 the delivery's record stem, 2 its kind's document lock.
 // ARGV: 1 compact generation, 2 compact content id, 3 ttl s, 4 record field, 5 record bucket period s.
-// Returns 'older' (a newer document of the delivery was queued already), 'accepted' (the API holds
-// this content and no other document is in flight) or 'queue' (this is now the delivery's newest).
+// Returns `queueDocument`'s verdict (above).
 const QUEUE_DOCUMENT = defineScript(
   'queueDocument',
-  `${CLOCK_LUA}${DOCUMENT_RECORD_LUA}
+  `${CLOCK_LUA}${DOCUMENT_RECORD_LUA}${QUEUE_DOCUMENT_LUA}
 local stem, lockKey = KEYS[1], KEYS[2]
 local generation, contentId, ttlSec, field, period = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local record, found, current = docGet(stem, field, period)
-if record and isNewer(record, generation) then return 'older' end
-local held = record and string.sub(record, 23, 30) or ''
-docPut(stem, field, generation .. contentId .. held, found, current, period, ttlSec)
-if held == contentId and redis.call('EXISTS', lockKey) == 0 then return 'accepted' end
-return 'queue'
+return queueDocument(stem, lockKey, generation, contentId, ttlSec, field, period)
 `,
 );
 
 /**
  * The document order of many documents in one round trip, each in the given order (two of one
- * delivery in a batch meet the script one after the other, as two separate calls would).
+ * delivery in a batch meet the script one after the other, as two separate calls would). One
+ * script call a document; the daemon's enqueue claims a whole batch in one call instead
+ * (`claimDocuments`, queue/claim-scripts.ts: the same Lua, with the job-exists check and the journey).
  */
 export async function queueDocumentOrders(
   redis: RedisConnection,

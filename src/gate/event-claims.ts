@@ -90,33 +90,50 @@ local function claimMarkDone(stem, record, ttl, legacyKey, instant, source)
 end
 `;
 
+// `dedupClaim(stem, legacyKey, record, ttlSec, instant, source)`: the delivery's claims stem and
+// its claims of the earlier layout (hash); the claim record, the retention (s), the instant key and
+// the source id. Returns 1 new claim, 2 own earlier claim, 3 own claim of an event already sent (the
+// same source taken in again after it was sent: not sent again), 0 duplicate of another source.
+// Needs CLOCK_LUA and CLAIM_RECORD_LUA; the claim of a chunk of events (queue/claim-scripts.ts)
+// runs it once an event.
+export const DEDUP_CLAIM_LUA = `
+local function dedupClaim(stem, legacyKey, record, ttlSec, instant, source)
+  local owner, bucket, offset, current = claimFind(stem, record, ttlSec)
+  if owner then
+    local mine = string.sub(record, 9, 12)
+    if owner == mine then return 2 end
+    return owner == claimDone(mine) and 3 or 0
+  end
+  local legacy = redis.call('HGET', legacyKey, instant)
+  if legacy then
+    if legacy == source then return 2 end
+    return legacy == 'done:' .. source and 3 or 0
+  end
+  local key = stem .. current
+  if redis.call('APPEND', key, record) == ${RECORD_BYTES} then
+    redis.call('EXPIREAT', key, (current + 1) * ${CLAIM_BUCKET_SEC} + ttlSec)
+  end
+  return 1
+end
+`;
+
 // KEYS: 1 the delivery's claims stem, 2 its claims of the earlier layout (hash).
 // ARGV: 1 claim record, 2 retention s, 3 instant key, 4 source id.
-// Returns 1 new claim, 2 own earlier claim, 3 own claim of an event already sent (the same source
-// taken in again after it was sent: not sent again), 0 duplicate of another source.
+// Returns `dedupClaim`'s (above).
 const CLAIM = defineScript(
   'dedupClaim',
-  `${CLOCK_LUA}${CLAIM_RECORD_LUA}
+  `${CLOCK_LUA}${CLAIM_RECORD_LUA}${DEDUP_CLAIM_LUA}
 local stem, legacyKey = KEYS[1], KEYS[2]
 local record, ttlSec, instant, source = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
-local owner, bucket, offset, current = claimFind(stem, record, ttlSec)
-if owner then
-  local mine = string.sub(record, 9, 12)
-  if owner == mine then return 2 end
-  return owner == claimDone(mine) and 3 or 0
-end
-local legacy = redis.call('HGET', legacyKey, instant)
-if legacy then
-  if legacy == source then return 2 end
-  return legacy == 'done:' .. source and 3 or 0
-end
-local key = stem .. current
-if redis.call('APPEND', key, record) == ${RECORD_BYTES} then
-  redis.call('EXPIREAT', key, (current + 1) * ${CLAIM_BUCKET_SEC} + ttlSec)
-end
-return 1
+return dedupClaim(stem, legacyKey, record, ttlSec, instant, source)
 `,
 );
+
+/** `dedupClaim`'s replies (1, 2, 3, 0) as results. */
+export function claimResultOf(reply: unknown): ClaimResult {
+  const result = Number(reply);
+  return result === 1 ? 'new' : result === 2 ? 'own' : result === 3 ? 'sent' : 'duplicate';
+}
 
 /**
  * 'sent': the source's own claim, its event already sent — the same source taken in again (a file
@@ -125,6 +142,8 @@ return 1
 export type ClaimResult = 'new' | 'own' | 'sent' | 'duplicate';
 
 export interface DedupMemory {
+  /** How long a claim is kept at least (s): the claim of a chunk of events (queue/claim-scripts.ts) needs it. */
+  readonly retentionSec: number;
   claim(deliveryId: string, instantKey: string, sourceId: string): Promise<ClaimResult>;
   /** Forgets one claim (a purged dead letter), so the instant may be sent again. */
   release(deliveryId: string, instantKey: string, sourceId: string): Promise<void>;
@@ -164,9 +183,9 @@ export function createDedupMemory(redis: RedisConnection, keys: Keys, retentionD
     [claimRecord(deliveryId, instantKey, sourceId), ttlSeconds, instantKey, sourceId],
   ];
   return {
+    retentionSec: ttlSeconds,
     async claim(deliveryId, instantKey, sourceId) {
-      const result = Number(await CLAIM(redis, ...call(deliveryId, instantKey, sourceId)));
-      return result === 1 ? 'new' : result === 2 ? 'own' : result === 3 ? 'sent' : 'duplicate';
+      return claimResultOf(await CLAIM(redis, ...call(deliveryId, instantKey, sourceId)));
     },
     async release(deliveryId, instantKey, sourceId) {
       await RELEASE(redis, ...call(deliveryId, instantKey, sourceId));

@@ -9,6 +9,7 @@ import { CLAIM_RECORD_LUA } from './event-claims.js';
 import { DOCUMENT_RECORD_LUA } from './document-record.js';
 import { OWNER_LUA } from './attempt-owner.js';
 import { WAKE_LUA } from './event-wake.js';
+import { BATCH_MARK_DONE_LUA } from './batch-lines.js';
 import { JOURNEY_LUA } from '../journey/journey.js';
 import { RATE_WINDOW_LUA } from './limiter.js';
 import { defineScript } from '../store/script.js';
@@ -260,25 +261,31 @@ return false
 // KEYS: 1 the delivery's chain, 2 its parked events, 3 its event lock, 4 its event_at claims of
 //       the earlier layout, 5 limiter window, 6 stats hash, 7 the job's 429 hold counter, 8 its
 //       event_at claims stem (gate/event-claims.ts), 9 the job's attempt record, 10 the spool's outcome list
-//       (an item not from a file: any key, never written), 11 the job's failure list (likewise).
+//       (an item not from a file: any key, never written), 11 the job's failure list (likewise),
+//       12–14 its events file's batch: jobs set, done set, batch hash (queue/batches.ts; an event
+//       not from a file: any keys, never written).
 // ARGV: 1 job id, 2 result ('' while the item goes on), 3 slot member ('' when no request was
 //       made), 4 ms since the response arrived, 5 counter, 6 instant key, 7 source id, 8 BullMQ job
 //       key stem, 9 missing-job marker stem, 10 missing-job grace ms, 11 activity key stem,
 //       12 activity ttl s, 13 journey day stem, 14 delivery id, 15 journey ttl s, 16 journey step
 //       of the answer, 17 journey step of the outcome ('' records nothing), 18 claim record,
 //       19 claim retention s, 20 the outcome message ('' for none), 21 the failed attempt's record
-//       ('' for none), 22 how many the failure list keeps, 23 its ttl s.
+//       ('' for none), 22 how many the failure list keeps, 23 its ttl s, 24 its dead letter as its
+//       batch keeps it ('' for none), 25 the outcome message to append instead of 20 when this
+//       line completes its batch ('' when the event is no file's line).
 // Stamps the slot and releases the event lock (if this job holds it). An event that ended is
 // counted and leaves its chain; one not dead-lettered marks its event_at claim done (the same source
 // taken in again — a re-pull, a file re-read after a crash — is then a duplicate, not a second send).
 // The parked event it wakes (the chain's new head) goes to the front of the wait list (event-wake.ts).
 // The outcome message and a failed attempt's record go in the same call (the answer is one write); the
-// attempt record goes last, and with any ending (as for documents). A leave whose attempt another
-// run took over writes nothing.
+// attempt record goes last, and with any ending (as for documents). An events file's line is
+// marked done in its batch with its outcome message (`batchMarkDone`, which the outcome consumer
+// ran as a call of its own before; issue 46), and the message says whether the batch is complete.
+// A leave whose attempt another run took over writes nothing.
 // Returns the id of that event, or false.
 export const LEAVE_EVENT = defineScript(
   'gateLeaveEvent',
-  `${GATE_LUA}${CHAIN_LUA}${WAKE_LUA}${CLAIM_RECORD_LUA}
+  `${GATE_LUA}${CHAIN_LUA}${WAKE_LUA}${CLAIM_RECORD_LUA}${BATCH_MARK_DONE_LUA}
 local orderKey, parkedKey, lockKey, dedupKey, windowKey, statsKey, heldKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local jobId, result, member, sinceResponseMs, counter, instant, source = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local jobStem, missingStem, graceMs, activityStem, activityTtlSec = ARGV[8], ARGV[9], tonumber(ARGV[10]), ARGV[11], ARGV[12]
@@ -286,6 +293,7 @@ local dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep = ARGV[13], AR
 local claimStem, claimRecord, claimTtlSec = KEYS[8], ARGV[18], ARGV[19]
 local attemptKey, outcomeKey, outcome, failureKey = KEYS[9], KEYS[10], ARGV[20], KEYS[11]
 local failure, failureKeep, failureTtlSec = ARGV[21], ARGV[22], ARGV[23]
+local batchJobsKey, batchDoneKey, batchKey, batchDeadLetter, outcomeIfComplete = KEYS[12], KEYS[13], KEYS[14], ARGV[24], ARGV[25]
 
 if member ~= '' and not ownerIsMine(attemptKey, member) then return false end
 stampSlot(windowKey, member, sinceResponseMs)
@@ -296,7 +304,10 @@ local woken = false
 if result ~= '' then
   countEnded(statsKey, counter, 'collecting', heldKey, activityStem, activityTtlSec)
   if result ~= 'dead-lettered' then claimMarkDone(claimStem, claimRecord, claimTtlSec, dedupKey, instant, source) end
-  if outcome ~= '' then redis.call('RPUSH', outcomeKey, outcome) end
+  if outcome ~= '' then
+    if outcomeIfComplete ~= '' and batchMarkDone(batchJobsKey, batchDoneKey, batchKey, jobId, batchDeadLetter) then outcome = outcomeIfComplete end
+    redis.call('RPUSH', outcomeKey, outcome)
+  end
   redis.call('ZREM', orderKey, jobId)
   local head = chainHead(orderKey, jobStem, missingStem, graceMs)
   if head ~= nil and redis.call('SREM', parkedKey, head) == 1 then

@@ -105,6 +105,13 @@ export function pushGateOptions(config: {
 export interface OutcomeWrite {
   list: string;
   entry: string;
+  /**
+   * An events file's line (events only): its batch's keys (queue/batches.ts: jobs set, done set,
+   * batch hash), its dead letter as the batch keeps it ('' for none), and the message to append
+   * instead of `entry` when this line completes the batch. `leave` marks the line done in the same
+   * script (issue 46: `batchMarkDone` was a round trip of its own, the outcome consumer's).
+   */
+  batch?: { keys: [string, string, string]; deadLetter: string; entryIfComplete: string };
 }
 
 /** An entry for a capped list, appended by `leave` in the same script: a failed attempt's record (queue/attempts.ts). */
@@ -244,7 +251,18 @@ class RedisPushGate implements PushGate {
     const attemptKey = this.keys.attemptOwner(jobId);
     const answerKeys = [attemptKey, outcome?.list ?? attemptKey, failure?.list ?? attemptKey];
     const answerArgs = [outcome?.entry ?? '', failure?.entry ?? '', failure?.keep ?? 0, failure?.ttlSec ?? 0];
-    if (item.kind === 'collecting') return this.#leaveEvent(item, jobId, ending, journey, answerKeys, answerArgs);
+    if (item.kind === 'collecting') {
+      // An events file's line: its batch's keys and args (absent: the attempt record's key, never written).
+      const batch = outcome?.batch;
+      return this.#leaveEvent(
+        item,
+        jobId,
+        ending,
+        journey,
+        [...answerKeys, ...(batch?.keys ?? [attemptKey, attemptKey, attemptKey])],
+        [...answerArgs, batch?.deadLetter ?? '', batch?.entryIfComplete ?? ''],
+      );
+    }
     await this.#leaveDocument(item, jobId, ending, journey, answerKeys, answerArgs);
     return null;
   }

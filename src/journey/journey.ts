@@ -152,37 +152,69 @@ local function journal(dayStem, deliveryId, ttlSec, ...)
 end
 `;
 
-// KEYS: 1 the day's journey hash, then the file indexes' keys written (`appendSteps`). ARGV: 1
-// their expiry (epoch s), 2 the number of steps, then pairs: delivery id, step (complete JSON, with
-// its time); then for each index key, its number of members and the members. Appends each step to
-// its delivery's steps of the day, adds the members (score 0) and sets the expiry. Returns 1.
+// `journeyAppend(k, n, verdicts)`: the journey's writes of one claim (`journeyAppendCall` builds
+// its keys and arguments). KEYS from `k`: the day's journey hash, then the file indexes' keys
+// written (to the end of KEYS). ARGV from `n`: 1 their expiry (epoch s), 2 the number of steps,
+// then per step: its condition (two arguments), delivery id, step (complete JSON, with its time);
+// then for each index key, its number of members and per member: the member, its number of
+// conditions and the conditions. Appends each step whose condition holds to its delivery's steps
+// of the day, adds the members (score 0) with a condition that holds, and sets the expiry of each
+// key written. A condition is an item and the verdicts it needs: item 0 always holds, else
+// `verdicts[item]` (one character, the caller's script decides it: the claim scripts of
+// queue/claim-scripts.ts, where a step is written only for the claim it tells) must be one of them.
+export const JOURNEY_APPEND_LUA = `
+local function journeyHolds(verdicts, item, allowed)
+  item = tonumber(item)
+  return item == 0 or string.find(allowed, verdicts[item], 1, true) ~= nil
+end
+local function journeyAppend(k, n, verdicts)
+  local key, expireAt, steps = KEYS[k], ARGV[n], tonumber(ARGV[n + 1])
+  n = n + 2
+  local written = false
+  for _ = 1, steps do
+    if journeyHolds(verdicts, ARGV[n], ARGV[n + 1]) then
+      local deliveryId, entry = ARGV[n + 2], ARGV[n + 3]
+      local before = redis.call('HGET', key, deliveryId)
+      redis.call('HSET', key, deliveryId, before and (before .. '\\n' .. entry) or entry)
+      written = true
+    end
+    n = n + 4
+  end
+  if written then redis.call('EXPIREAT', key, expireAt) end
+  for i = k + 1, #KEYS do
+    local count = tonumber(ARGV[n])
+    n = n + 1
+    local args = {}
+    local added = false
+    for m = 1, count do
+      local member, conditions = ARGV[n], tonumber(ARGV[n + 1])
+      local holds = conditions == 0
+      for c = 1, conditions do
+        holds = holds or journeyHolds(verdicts, ARGV[n + 2 * c], ARGV[n + 2 * c + 1])
+      end
+      n = n + 2 + 2 * conditions
+      if holds then
+        args[#args + 1] = 0
+        args[#args + 1] = member
+      end
+      if #args > 0 and (#args == 1000 or m == count) then
+        redis.call('ZADD', KEYS[i], unpack(args))
+        args = {}
+        added = true
+      end
+    end
+    if added then redis.call('EXPIREAT', KEYS[i], expireAt) end
+  end
+  return n
+end
+`;
+
+// KEYS and ARGV: `journeyAppend`'s (above) from the first, every step and member unconditional.
+// Returns 1.
 const APPEND_STEPS = defineScript(
   'journeyAppend',
-  `
-local key, expireAt, steps = KEYS[1], ARGV[1], tonumber(ARGV[2])
-local n = 3
-for _ = 1, steps do
-  local deliveryId, entry = ARGV[n], ARGV[n + 1]
-  local before = redis.call('HGET', key, deliveryId)
-  redis.call('HSET', key, deliveryId, before and (before .. '\\n' .. entry) or entry)
-  n = n + 2
-end
-redis.call('EXPIREAT', key, expireAt)
-for k = 2, #KEYS do
-  local count = tonumber(ARGV[n])
-  n = n + 1
-  local args = {}
-  for m = 1, count do
-    args[#args + 1] = 0
-    args[#args + 1] = ARGV[n]
-    n = n + 1
-    if #args == 1000 or m == count then
-      redis.call('ZADD', KEYS[k], unpack(args))
-      args = {}
-    end
-  end
-  redis.call('EXPIREAT', KEYS[k], expireAt)
-end
+  `${JOURNEY_APPEND_LUA}
+journeyAppend(1, 1, {})
 return 1
 `,
 );
@@ -232,45 +264,78 @@ export interface JourneyEntry {
 }
 
 /**
+ * A journey entry written only when its item's verdict is one of `verdicts` (characters): the
+ * claim scripts decide the verdict and the steps in one call (queue/claim-scripts.ts).
+ * `item` counts from 1 in the script's own items.
+ */
+export interface ConditionalEntry extends JourneyEntry {
+  when?: { item: number; verdicts: string };
+}
+
+/**
+ * `journeyAppend`'s keys and arguments for the entries (see JOURNEY_APPEND_LUA), to be appended to
+ * a script call's own. Empty for no entries.
+ */
+export function journeyAppendCall(
+  keys: Keys,
+  ttlSec: number,
+  entries: readonly ConditionalEntry[],
+  nowMs: number,
+): { keys: string[]; args: Array<string | number> } {
+  if (entries.length === 0) return { keys: [], args: [] };
+  const day = epochDayOf(nowMs);
+  const dayExpiresAt = (day + 1) * (DAY_MS / 1000) + ttlSec;
+  const conditionOf = (when: ConditionalEntry['when']): [number, string] => (when === undefined ? [0, ''] : [when.item, when.verdicts]);
+  // The index members by key, each member once, with the conditions that write it (none: always).
+  // An events file's events all name the same file, so its sha256 member is written once, not
+  // once an event, and its name's members (one a delivery, all in the name's shard) are one ZADD.
+  const indexes = new Map<string, Map<string, Map<string, [number, string]> | 'always'>>();
+  const index = (key: string, member: string, when: ConditionalEntry['when']): void => {
+    let members = indexes.get(key);
+    if (members === undefined) indexes.set(key, (members = new Map()));
+    const before = members.get(member);
+    if (before === 'always' || when === undefined) return void members.set(member, 'always');
+    const conditions = before ?? new Map<string, [number, string]>();
+    conditions.set(`${when.item}:${when.verdicts}`, conditionOf(when));
+    members.set(member, conditions);
+  };
+  for (const { deliveryId, file, when } of entries) {
+    if (file === undefined) continue;
+    // A name that carries its delivery id (labels, CT-e) is found from the name itself.
+    if (deliveryOfName(file.name) !== deliveryId) {
+      const { shard, member } = fileIndexEntry(file.name, deliveryId);
+      index(keys.journeyFiles(day, shard), member, when);
+    }
+    if (file.sha256 !== '') {
+      const { shard, member } = shaIndexEntry(file.sha256, file.name);
+      index(keys.journeyHashes(day, shard), member, when);
+    }
+  }
+  return {
+    keys: [keys.journeyDay(day), ...indexes.keys()],
+    args: [
+      dayExpiresAt,
+      entries.length,
+      ...entries.flatMap(({ deliveryId, step, when }) => [...conditionOf(when), deliveryId, stepJson({ t: nowMs - day * DAY_MS, ...step })]),
+      ...[...indexes.values()].flatMap((members) => [
+        members.size,
+        ...[...members].flatMap(([member, conditions]) =>
+          conditions === 'always' ? [member, 0] : [member, conditions.size, ...[...conditions.values()].flat()],
+        ),
+      ]),
+    ],
+  };
+}
+
+/**
  * Appends the entries' writes to `chain` (one round trip with the caller's own commands): one
  * script call that appends the steps and writes the file indexes (issue 46: the indexes' `ZADD` and
  * `EXPIREAT` were top-level commands of their own, 2 round trips a claimed label).
  */
 export function appendSteps(chain: ChainableCommander, keys: Keys, ttlSec: number, entries: readonly JourneyEntry[], nowMs: number): ChainableCommander {
   if (entries.length === 0) return chain;
-  const day = epochDayOf(nowMs);
-  const dayExpiresAt = (day + 1) * (DAY_MS / 1000) + ttlSec;
-  // The index members by key, each member once: an events file's events all name the same file,
-  // so its sha256 member is written once, not once an event, and its name's members (one a
-  // delivery, all in the name's shard) are one ZADD.
-  const indexes = new Map<string, Set<string>>();
-  const index = (key: string, member: string): void => {
-    const members = indexes.get(key);
-    if (members === undefined) indexes.set(key, new Set([member]));
-    else members.add(member);
-  };
-  for (const { deliveryId, file } of entries) {
-    if (file === undefined) continue;
-    // A name that carries its delivery id (labels, CT-e) is found from the name itself.
-    if (deliveryOfName(file.name) !== deliveryId) {
-      const { shard, member } = fileIndexEntry(file.name, deliveryId);
-      index(keys.journeyFiles(day, shard), member);
-    }
-    if (file.sha256 !== '') {
-      const { shard, member } = shaIndexEntry(file.sha256, file.name);
-      index(keys.journeyHashes(day, shard), member);
-    }
-  }
-  APPEND_STEPS.queue(
-    chain,
-    [keys.journeyDay(day), ...indexes.keys()],
-    [
-      dayExpiresAt,
-      entries.length,
-      ...entries.flatMap(({ deliveryId, step }) => [deliveryId, stepJson({ t: nowMs - day * DAY_MS, ...step })]),
-      ...[...indexes.values()].flatMap((members) => [members.size, ...members]),
-    ],
-  );
+  const call = journeyAppendCall(keys, ttlSec, entries, nowMs);
+  APPEND_STEPS.queue(chain, call.keys, call.args);
   return chain;
 }
 

@@ -92,6 +92,9 @@ async function applyOutcome(deps: OutcomeDeps, message: OutcomeMessage): Promise
   const origin = message.origin;
   if (origin.source !== 'spool') return;
   if ('batchId' in origin) {
+    // Marked by the push gate's leave with this message (issue 46): the file moves when this line completed its batch.
+    if (message.batch === 'complete') await finishBatch(deps, origin.batchId);
+    if (message.batch !== undefined) return;
     const dead = message.result === 'dead-lettered' ? { line: origin.line, ...deadLetterFactsOfOutcome(message) } : undefined;
     if (await deps.batches.markDone(origin.batchId, message.jobId, dead)) await finishBatch(deps, origin.batchId);
     return;

@@ -10,7 +10,9 @@ import type { SyncError } from '../errors.js';
 import type { AttemptRecord } from '../queue/attempts.js';
 import type { ItemJob, ItemResult, OutcomeMessage } from '../store/payloads.js';
 import { outcomeEntryJson, outcomeKeys } from '../queue/outcome-list.js';
-import type { AttemptAnswer, SlotUse } from '../gate/push-gate.js';
+import { batchDeadLetterJson } from '../queue/batches.js';
+import { deadLetterFactsOfOutcome } from '../queue/failure-report.js';
+import type { AttemptAnswer, OutcomeWrite, SlotUse } from '../gate/push-gate.js';
 import type { PushDeps } from './deps.js';
 import { spanBoundTo } from '../trace.js';
 
@@ -29,10 +31,7 @@ export async function finishItem(
   const history = result === 'dead-lettered' ? [...(await deps.attempts.read(jobId)), ...(failure === undefined ? [] : [failure])] : [];
   // A finish run twice (a stalled job taken up again) writes its message twice: applying an
   // outcome is idempotent.
-  const outcome =
-    item.origin.source === 'spool'
-      ? { list: outcomeKeys(deps.keys, item.origin.spoolId).list, entry: outcomeEntryJson(outcomeOf(deps, job, result, history, error)) }
-      : undefined;
+  const outcome = item.origin.source === 'spool' ? outcomeWrite(deps, item.origin.spoolId, outcomeOf(deps, job, result, history, error)) : undefined;
   await deps.gate.leave(item, jobId, slot, result, answer, {
     ...(outcome === undefined ? {} : { outcome }),
     ...(failure === undefined ? {} : { failure: deps.attempts.append(jobId, failure) }),
@@ -41,6 +40,28 @@ export async function finishItem(
   // request's; BENCHMARKS.md, issue 38): accepted, duplicate (the API's repeat), superseded or dead-lettered.
   spanBoundTo(job)?.addEvent(`settled ${result === 'repeat' ? 'duplicate' : result}`);
   if (result === 'repeat') deps.logger.warn({ kind: item.kind, deliveryId: item.deliveryId, jobId }, 'API reported the event_at as a repeat');
+}
+
+/**
+ * The outcome message's write. An events file's line is marked done in its batch by the same
+ * leave (issue 46): the message says so, and which of the two messages is appended says whether
+ * the line completed the batch (the consumer then moves the file without a call of its own).
+ */
+function outcomeWrite(deps: PushDeps, spoolId: string, message: OutcomeMessage): OutcomeWrite {
+  const list = outcomeKeys(deps.keys, spoolId).list;
+  const { origin } = message;
+  if (!('batchId' in origin)) return { list, entry: outcomeEntryJson(message) };
+  const { batchId } = origin;
+  const deadLetter = message.result === 'dead-lettered' ? batchDeadLetterJson(message.jobId, { line: origin.line, ...deadLetterFactsOfOutcome(message) }) : '';
+  return {
+    list,
+    entry: outcomeEntryJson({ ...message, batch: 'marked' }),
+    batch: {
+      keys: [deps.keys.batchJobs(batchId), deps.keys.batchDone(batchId), deps.keys.batch(batchId)],
+      deadLetter,
+      entryIfComplete: outcomeEntryJson({ ...message, batch: 'complete' }),
+    },
+  };
 }
 
 function outcomeOf(

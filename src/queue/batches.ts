@@ -6,6 +6,7 @@
  */
 import type { InvalidLine } from './failure-report.js';
 import { defineScript } from '../store/script.js';
+import { BATCH_MARK_DONE_LUA, COMPLETE_LUA } from '../gate/batch-lines.js';
 import type { RedisConnection } from '../store/redis.js';
 import type { Keys } from '../store/keys.js';
 import type { DeadLetterFacts } from './failure-report.js';
@@ -29,34 +30,21 @@ export interface BatchState {
   deadLettered: Array<{ line: number } & DeadLetterFacts>;
 }
 
-// `isComplete(jobsKey, doneKey)`: every job of the batch is in the done set. The counts decide
-// first; the members only once they say so, since the done set may hold a job the jobs set does
-// not (a job that finished before its file's batch was sealed, then not sealed into it: a file
-// re-read after a crash). Counting alone, such a batch closed while its last jobs were unfinished.
-const COMPLETE_LUA = `
-local function isComplete(jobsKey, doneKey)
-  if redis.call('SCARD', doneKey) < redis.call('SCARD', jobsKey) then return false end
-  for _, id in ipairs(redis.call('SMEMBERS', jobsKey)) do
-    if redis.call('SISMEMBER', doneKey, id) == 0 then return false end
-  end
-  return true
-end
-`;
-
 // KEYS: 1 jobs set, 2 done set, 3 batch hash. ARGV: 1 job id, 2 dead-letter JSON or ''.
 // Returns 1 when the batch is sealed and every job has finished, else 0.
 const MARK_DONE = defineScript(
   'batchMarkDone',
-  `${COMPLETE_LUA}
+  `${BATCH_MARK_DONE_LUA}
 local jobsKey, doneKey, batchKey = KEYS[1], KEYS[2], KEYS[3]
 local jobId, deadLetter = ARGV[1], ARGV[2]
-if redis.call('SADD', doneKey, jobId) == 1 and deadLetter ~= '' then
-  redis.call('HSET', batchKey, 'dead:' .. jobId, deadLetter)
-end
-if redis.call('HGET', batchKey, 'sealed') ~= '1' then return 0 end
-return isComplete(jobsKey, doneKey) and 1 or 0
+return batchMarkDone(jobsKey, doneKey, batchKey, jobId, deadLetter) and 1 or 0
 `,
 );
+
+/** A dead-lettered job's entry in its batch, as `batchMarkDone` keeps it (`read` gives it back). */
+export function batchDeadLetterJson(jobId: string, deadLetter: { line: number } & DeadLetterFacts): string {
+  return JSON.stringify({ ...deadLetter, jobId });
+}
 
 // KEYS: 1 jobs set, 2 done set. Returns 1 when every job of the batch has finished, else 0.
 const IS_COMPLETE = defineScript(
@@ -100,7 +88,7 @@ export function createBatches(redis: RedisConnection, keys: Keys): Batches {
       return isComplete(info.batchId);
     },
     async markDone(batchId, jobId, deadLetter) {
-      const payload = deadLetter === undefined ? '' : JSON.stringify({ ...deadLetter, jobId });
+      const payload = deadLetter === undefined ? '' : batchDeadLetterJson(jobId, deadLetter);
       const result = await MARK_DONE(redis, [keys.batchJobs(batchId), keys.batchDone(batchId), keys.batch(batchId)], [jobId, payload]);
       return Number(result) === 1;
     },

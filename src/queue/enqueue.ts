@@ -10,11 +10,11 @@ import type { RedisConnection } from '../store/redis.js';
 import type { Clock } from '../clock.js';
 import type { DedupMemory } from '../gate/event-claims.js';
 import type { Keys } from '../store/keys.js';
-import { queueDocumentOrders } from '../gate/document-record.js';
+import { claimDocuments, claimEvents, CLAIM_VERDICT } from './claim-scripts.js';
 import type { CollectingJob, CteJob, LabelJob } from '../store/payloads.js';
 import type { QueueSet } from './queues.js';
 import { addStat, type Stats } from '../store/stats.js';
-import { appendSteps, prepareJourney, type JourneyEntry } from '../journey/journey.js';
+import { appendSteps, prepareJourney, type ConditionalEntry, type JourneyEntry } from '../journey/journey.js';
 import { documentSteps, eventSteps, type SeenFile } from './job-steps.js';
 import { activeLinks, isTracingOn, itemAttributes, markError, messagingAttributes, SpanKind, traceparentOf, tracer, type Span } from '../trace.js';
 
@@ -51,11 +51,13 @@ export function collectingJobId(deliveryId: string, instantKey: string): string 
  * Redis commands in 4 round trips; ingest bench, BENCHMARKS.md item 6). A batch leaves when it is
  * full or when the event loop next turns, whichever comes first; several may be out at once (one
  * connection: Redis runs them in the order they were sent). Per batch:
- *   1. every document's order script (in the batch's order), and whether its job exists: one pipeline;
+ *   1. every document's order verdict (in the batch's order), whether its job exists, and the
+ *      journey's claimed steps: one script call (`claimDocuments`, claim-scripts.ts; issue 46);
  *   2. the new jobs of each kind: one addBulk (a MULTI), then one counter increment per kind.
- * A document whose job exists goes on alone (its state decides: replay, already queued…). Each
- * document settles on its own: a round trip that fails rejects the documents it carried, and
- * their callers put their files back as before.
+ * A document whose job exists goes on alone (its state decides: replay, already queued…). A round
+ * trip that fails rejects the documents it carried, and their callers put their files back as
+ * before: since the claim is one script call, a claim that fails rejects the whole batch (one
+ * document's call failing alone was as rare: the errors are the connection's or the server's).
  */
 export function enqueueDocument(
   deps: EnqueueDeps,
@@ -132,24 +134,24 @@ function documentBatcher(deps: EnqueueDeps): (job: LabelJob | CteJob, seen?: See
 async function enqueueBatch(deps: EnqueueDeps, batch: PendingDocument[]): Promise<void> {
   try {
     prepareJourney(deps.redis);
-    const exists = deps.redis.pipeline();
-    for (const { job, jobId } of batch) exists.exists(deps.queues.items[job.kind].toKey(jobId));
-    // The journey's claim record (seen, claimed, valid) rides on this round trip, after the replies
-    // this function reads (`existing[i]` is the i-th reply).
-    journal(
-      deps,
-      exists,
-      batch.flatMap(({ job, seen }) => (seen === undefined ? [] : documentSteps.claimed(job, seen))),
-    );
-    const [orders, existing] = await Promise.all([
-      queueDocumentOrders(
-        deps.redis,
-        deps.keys,
-        batch.map(({ job }) => ({ kind: job.kind, deliveryId: job.deliveryId, generation: job.generation ?? '', contentId: job.origin.contentId })),
-        deps.retentionSec,
+    // The journey's claim record (seen, claimed, valid) is written by the claim's script, whatever
+    // its verdicts (as it rode on the job-exists check before).
+    const verdicts = await claimDocuments(
+      deps.redis,
+      deps.keys,
+      batch.map(({ job, jobId }) => ({
+        kind: job.kind,
+        deliveryId: job.deliveryId,
+        generation: job.generation ?? '',
+        contentId: job.origin.contentId,
+        jobKey: deps.queues.items[job.kind].toKey(jobId),
+      })),
+      deps.retentionSec,
+      journeyOf(
+        deps,
+        batch.flatMap(({ job, seen }) => (seen === undefined ? [] : documentSteps.claimed(job, seen))),
       ),
-      exists.exec(),
-    ]);
+    );
     const fresh: Record<LabelJob['kind'] | CteJob['kind'], PendingDocument[]> = { label: [], cte: [] };
     // The same job twice in one batch (the same bytes dropped under two names at once): added
     // once; the second is 'already-queued', as it would be one call later.
@@ -158,13 +160,10 @@ async function enqueueBatch(deps: EnqueueDeps, batch: PendingDocument[]): Promis
     // Decided at once (an older version, an identical re-drop): recorded before their callers move the files.
     const decided: Array<{ document: PendingDocument; result: 'superseded' | 'already-accepted' }> = [];
     batch.forEach((document, i) => {
-      const order = orders[i];
-      const [existsError, count] = existing?.[i] ?? [new Error('no reply in the pipeline'), null];
-      if (order === undefined || 'error' in order) return document.reject(order?.error ?? new Error('no reply in the pipeline'));
-      if (order.value === 'older') return void decided.push({ document, result: 'superseded' });
-      if (order.value === 'accepted') return void decided.push({ document, result: 'already-accepted' });
-      if (existsError !== null) return document.reject(existsError);
-      if (count !== 0) return void queueExisting(deps, document.job, document.jobId).then(document.resolve, document.reject);
+      const verdict = verdicts[i];
+      if (verdict === 'older') return void decided.push({ document, result: 'superseded' });
+      if (verdict === 'accepted') return void decided.push({ document, result: 'already-accepted' });
+      if (verdict === 'exists') return void queueExisting(deps, document.job, document.jobId).then(document.resolve, document.reject);
       if (freshIds.has(document.jobId)) repeats.add(document);
       freshIds.add(document.jobId);
       fresh[document.job.kind].push(document);
@@ -292,9 +291,39 @@ async function enqueueEventsNow(deps: EnqueueDeps, events: readonly CollectingJo
   const CHUNK = 500;
   for (let start = 0; start < order.length; start += CHUNK) {
     const slice = order.slice(start, start + CHUNK);
-    const claims = await Promise.all(slice.map(({ event }) => deps.dedup.claim(event.deliveryId, event.instantKey, event.sourceId)));
+    // Each event's claim, the event order of those queued and the journey's received steps: one
+    // script call per CLAIMS_A_CALL events (claim-scripts.ts; issue 46: a claim, then a pipeline of
+    // ZADD + journey, were 2 round trips an event). The event order's ZADD happens in the script,
+    // for the events claimed new or own only, before their jobs exist, so no event of this batch
+    // can be taken while an earlier one of its delivery (in this chunk or the next) is not yet in
+    // its chain; the push gate waits for a registered job that is not there yet (push-gate.ts,
+    // chainHead). The calls leave together (one connection: Redis runs them in this order), and a
+    // call that fails fails this whole enqueue, as a claim that failed did.
+    const parts: Array<Array<{ event: CollectingJob; index: number }>> = [];
+    for (let at = 0; at < slice.length; at += CLAIMS_A_CALL) parts.push(slice.slice(at, at + CLAIMS_A_CALL));
+    const claims = (
+      await Promise.all(
+        parts.map((part) =>
+          claimEvents(
+            deps.redis,
+            deps.keys,
+            part.map(({ event }) => ({
+              deliveryId: event.deliveryId,
+              instantKey: event.instantKey,
+              sourceId: event.sourceId,
+              jobId: collectingJobId(event.deliveryId, event.instantKey),
+              epochMs: event.epochMs,
+            })),
+            deps.dedup.retentionSec,
+            journeyOf(
+              deps,
+              part.flatMap(({ event }, i) => receivedEntries(event, i + 1, now)),
+            ),
+          ),
+        ),
+      )
+    ).flat();
     const toAdd: Array<{ event: CollectingJob; jobId: string }> = [];
-    const steps: JourneyEntry[] = [];
     slice.forEach(({ event, index }, i) => {
       if (claims[i] === 'new') newClaims += 1;
       const jobId = collectingJobId(event.deliveryId, event.instantKey);
@@ -304,20 +333,9 @@ async function enqueueEventsNow(deps: EnqueueDeps, events: readonly CollectingJo
         result.alreadySent.push({ index, jobId });
         return;
       }
-      steps.push(...eventSteps.received(event, claims[i] === 'duplicate', now));
       if (claims[i] === 'duplicate') result.duplicates.push({ index, deliveryId: event.deliveryId, eventAt: event.eventAt });
       else toAdd.push({ event, jobId });
     });
-    if (toAdd.length > 0 || (steps.length > 0 && deps.historyTtlSec !== undefined)) {
-      // Registered in their deliveries' chains before their jobs exist, so no event of this batch can
-      // be taken while an earlier one of its delivery (in this chunk or the next) is not yet in its
-      // chain; the push gate waits for a registered job that is not there yet (push-gate.ts, chainHead).
-      // The journey's steps (where each came from, duplicate, held until due) ride along.
-      const pipeline = deps.redis.pipeline();
-      for (const { event, jobId } of toAdd) pipeline.zadd(deps.keys.eventOrder(event.deliveryId), event.epochMs, jobId);
-      journal(deps, pipeline, steps);
-      await pipeline.exec();
-    }
     if (toAdd.length > 0) {
       await deps.queues.items.collecting.addBulk(
         toAdd.map(({ event, jobId }) => ({
@@ -336,6 +354,30 @@ async function enqueueEventsNow(deps: EnqueueDeps, events: readonly CollectingJo
   return result;
 }
 
+/**
+ * Events claimed in one script call: a call of 100 is ~800 commands inside Redis (each claim reads
+ * up to 10 claim buckets; `npm run bench -- --only round-trips`). Bounded, so a large events file
+ * never holds Redis (and the gate's scripts waiting behind it) in one long call; a chunk's calls
+ * leave in one round trip anyway.
+ */
+const CLAIMS_A_CALL = 100;
+
+/**
+ * An event's received steps, each written only for the claim it tells (`item`: its place in its
+ * claim call): received for any claim but SENT (taken in and sent before: its journey has it), then
+ * duplicate, or held until it is due for a claim that is queued (NEW, OWN).
+ */
+function receivedEntries(event: CollectingJob, item: number, nowMs: number): ConditionalEntry[] {
+  const [received, held] = eventSteps.received(event, false, nowMs);
+  const [, duplicate] = eventSteps.received(event, true, nowMs);
+  const when = (verdicts: string): ConditionalEntry['when'] => ({ item, verdicts });
+  return [
+    { ...received!, when: when(CLAIM_VERDICT.new + CLAIM_VERDICT.own + CLAIM_VERDICT.duplicate) },
+    { ...duplicate!, when: when(CLAIM_VERDICT.duplicate) },
+    ...(held === undefined ? [] : [{ ...held, when: when(CLAIM_VERDICT.new + CLAIM_VERDICT.own) }]),
+  ];
+}
+
 /** Events with their input index, ordered by their rank within their delivery, then by time. */
 function inRankOrder(events: readonly CollectingJob[]): Array<{ event: CollectingJob; index: number }> {
   const byDelivery = new Map<string, Array<{ event: CollectingJob; index: number }>>();
@@ -351,6 +393,15 @@ function inRankOrder(events: readonly CollectingJob[]): Array<{ event: Collectin
   }
   ranked.sort((a, b) => a.rank - b.rank || a.event.epochMs - b.event.epochMs || a.index - b.index);
   return ranked;
+}
+
+/** The journey's steps for a claim script when the deployment keeps journeys. */
+function journeyOf(
+  deps: EnqueueDeps,
+  entries: readonly ConditionalEntry[],
+): { ttlSec: number; entries: readonly ConditionalEntry[]; nowMs: number } | undefined {
+  if (deps.historyTtlSec === undefined || entries.length === 0) return undefined;
+  return { ttlSec: deps.historyTtlSec, entries, nowMs: deps.clock.now() };
 }
 
 /** Appends the journey's steps to `chain` when the deployment keeps journeys. */

@@ -99,6 +99,13 @@ export interface OutcomeMessage {
   lastFailureAt?: string;
   /** The item's traceparent (tracing on): the file's move is a span of the item's trace. */
   trace?: string;
+  /**
+   * An events file's line: the push gate's leave marked it done in its batch in the same script
+   * that appended this message ('marked'), and found the batch complete with it ('complete': the
+   * file may leave). Absent (messages of earlier versions, and lines marked by no gate): the
+   * outcome's consumer marks the line itself.
+   */
+  batch?: 'marked' | 'complete';
 }
 
 /** The fields of a checked collecting event record (validate/ produces them). */

@@ -162,17 +162,19 @@ describe.each(SEEDS)('seed %i', (seed) => {
         const left = (await listFiles(env.spool)).filter((path) => !isSettled(path));
         const stuck = await stuckBatchJobs(daemonEnv, left);
         const jobIds = stuck.filter((entry) => !entry.startsWith('batch ')).map((entry) => entry.split(' ')[0]!);
-        // A document left in flight: its delivery's lines in both daemons, and its history.
+        // A document left in flight, or an event of a batch not done: its delivery's lines in both daemons, and its history.
+        const eventDeliveries = jobIds.map((jobId) => jobId.split('.')[1]!);
         const documentDeliveries = left
           .filter((path) => /^\.inflight\/(labels|cte)\//.test(path))
           .map((path) => path.split('~')[1]!.replace(/\.(pdf|xml)$/, ''));
         const histories = await Promise.all(
-          documentDeliveries.map(async (deliveryId) => {
+          [...new Set([...documentDeliveries, ...eventDeliveries])].map(async (deliveryId) => {
             const history = await runCli(env.args('history', deliveryId), { env: daemonEnv, timeoutMs: 30_000 });
             return `--- history of ${deliveryId}\n${history.stdout}${history.stderr}`;
           }),
         );
-        const about = (line: LogLine): boolean => (line.level ?? 0) >= 40 || [...jobIds, ...documentDeliveries].some((id) => JSON.stringify(line).includes(id));
+        const about = (line: LogLine): boolean =>
+          (line.level ?? 0) >= 40 || [...jobIds, ...documentDeliveries, ...eventDeliveries].some((id) => JSON.stringify(line).includes(id));
         const lines = daemons.map((daemon, i) =>
           daemon
             .logs()
@@ -289,7 +291,15 @@ async function stuckBatchJobs(env: Record<string, string>, left: string[]): Prom
     for (const batchId of claims) {
       const missing = await ctx.redis.sdiff(ctx.keys.batchJobs(batchId), ctx.keys.batchDone(batchId));
       out.push(`batch ${batchId}: ${await ctx.redis.scard(ctx.keys.batchJobs(batchId))} jobs, ${await ctx.redis.scard(ctx.keys.batchDone(batchId))} done`);
-      for (const jobId of missing) out.push(`${jobId} ${await ctx.queues.items.collecting.getJobState(jobId)}`);
+      for (const jobId of missing) {
+        const queue = ctx.queues.items.collecting;
+        const job = await queue.getJob(jobId);
+        const lock = await ctx.redis.get(`${queue.toKey(jobId)}:lock`);
+        const ttl = await ctx.redis.pttl(`${queue.toKey(jobId)}:lock`);
+        out.push(
+          `${jobId} ${await queue.getJobState(jobId)} (lock ${lock === null ? 'none' : `held, ${ttl} ms left`}; attempts started ${job?.attemptsStarted ?? '?'}, made ${job?.attemptsMade ?? '?'}, processedOn ${job?.processedOn ?? '-'}, delay ${job?.delay ?? '-'})`,
+        );
+      }
     }
     return out;
   } catch (error) {

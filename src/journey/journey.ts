@@ -344,20 +344,22 @@ export interface JourneyWriter {
   add(...entries: JourneyEntry[]): void;
   /** Appends the steps added so far to `chain` (a MULTI or pipeline its caller sends anyway). */
   rideOn(chain: ChainableCommander): void;
+  /** Takes the steps added so far as `journeyAppend`'s keys and arguments, for a script of the caller's (the outcome consumer's `take`); null for none. */
+  takeCall(): { keys: string[]; args: Array<string | number> } | null;
   /** Resolves once every step added so far was written (or failed: a journey is never worth an error). */
   flush(): Promise<void>;
 }
 
 /**
- * How long a step may wait for a round trip to ride on. The outcome consumer's settle (one per
- * batch of file moves) takes the file-end steps well within it; refused files' steps wait for
- * the next settle or this.
+ * How long a step may wait for a round trip to ride on. The outcome consumer's settle (one call
+ * per batch of file moves) takes the file-end steps well within it; refused files' steps wait for
+ * the consumer's next call or this.
  */
 export const FLUSH_MS = 250;
 
 /**
  * Buffers steps for the places that have no round trip of their own to ride on (file moves,
- * refused files): they go with the next round trip that takes them (`rideOn`: the outcome
+ * refused files): they go with the next round trip that takes them (`takeCall`: the outcome
  * consumer's settle), else in a pipeline of their own within `FLUSH_MS`. A failed write is
  * reported to `onError` and dropped.
  */
@@ -392,6 +394,9 @@ export function createJourneyWriter(redis: RedisConnection, keys: Keys, ttlSec: 
     },
     rideOn(chain) {
       if (pending.length > 0) appendSteps(chain, keys, ttlSec, take(), now());
+    },
+    takeCall() {
+      return pending.length > 0 ? journeyAppendCall(keys, ttlSec, take(), now()) : null;
     },
     flush: send,
   };

@@ -3,12 +3,17 @@
  * messages in batches, moves their files (outcome/apply.ts), then removes the batch. Waiting costs
  * one blocking command on a connection of its own, woken by the next message.
  *
- * The loop, one turn at a time: a pass (due retries back into the list, then one batch applied and
- * settled) → when the pass found nothing, idle (wake `drain` callers, wait for the next message) →
+ * The loop, one turn at a time: a pass (one batch applied, then settled in the call that reads the
+ * next one) → when the pass found nothing, idle (wake `drain` callers, wait for the next message) →
  * again, until `stop`. A Redis error pauses the loop and is logged once per failing stretch.
+ *
+ * Redis' side is one script call a batch (`take`, issue 46): the settle of the batch applied, the
+ * journey's steps its moves recorded, the retries that came due (once a second at most), and the
+ * read of the next batch. The blocking wait only follows a read that found the list empty; the
+ * message that wakes it is the next batch, one message long (the wait returns it), whose settle
+ * reads what came meanwhile: a wake costs the wait and one call, not a read of its own.
  */
 import { isRedisUnavailable } from '../store/redis-health.js';
-import type { ChainableCommander } from 'ioredis';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { ProgressTrack } from '../progress.js';
@@ -42,8 +47,11 @@ export interface OutcomeConsumerDeps {
   apply(message: OutcomeMessage): Promise<void>;
   /** Whether this process still holds the spool's lease: nothing is applied or removed once it does not. */
   isHeld(): boolean;
-  /** Adds what rides on a batch's settle (the journey's file-end steps) to its MULTI. */
-  rideOnSettle?(multi: ChainableCommander): void;
+  /**
+   * The journey's steps to write with the next call (the file-end steps of the batch just applied):
+   * `journeyAppendCall`'s keys and arguments, taken (not written again), or null for none.
+   */
+  takeJourneySteps?(): { keys: readonly string[]; args: ReadonlyArray<string | number> } | null;
   /** The consumer's passes in progress, for the watchdog (src/progress.ts): a move that never returns holds every file behind it. */
   progress?: ProgressTrack;
   clock: Clock;
@@ -72,6 +80,8 @@ class OutcomeLoop {
   private isFailing = false;
   private idleWaiters: Array<() => void> = [];
   private isIdle = false;
+  /** The batch the last call read, not applied yet; null: the next pass reads one. */
+  private next: OutcomeEntry[] | null = null;
 
   constructor(private readonly deps: OutcomeConsumerDeps) {
     this.inbox = openOutcomeInbox(deps.redis, deps.keys, deps.spoolId);
@@ -128,20 +138,32 @@ class OutcomeLoop {
   }
 
   private async pass(): Promise<boolean> {
-    const now = this.deps.clock.now();
-    if (now >= this.nextDueCheck) {
-      this.nextDueCheck = now + WAIT_MS;
-      await this.inbox.moveDue(now);
-    }
-    const batch = await this.inbox.peek(BATCH);
+    // Read by the last settle, or now (after a wait, an error, or a pass without the lease).
+    const batch = this.next ?? (await this.take()).batch;
+    this.next = null;
     if (batch.length === 0) return false;
     // The lease checked before and after: a batch applied by a process that lost the lease meanwhile
     // stays in the list for the next holder (applying it again moves nothing twice).
     if (!this.deps.isHeld()) return false;
     const failed = await this.applyBatch(batch);
     if (!this.deps.isHeld()) return false;
-    await this.inbox.settle(batch, failed, this.deps.clock.now(), this.deps.rideOnSettle);
+    // An error leaves `next` null: the batch, not removed, is read again and applied again.
+    this.next = (await this.take({ batch, failed })).batch;
     return true;
+  }
+
+  /** One call: settles `settled` (if any) with the journey's steps, moves due retries (once a `WAIT_MS`), reads the next batch. */
+  private take(settled?: { batch: OutcomeEntry[]; failed: FailedEntry[] }): Promise<{ batch: OutcomeEntry[] }> {
+    const now = this.deps.clock.now();
+    const isDueCheck = now >= this.nextDueCheck;
+    if (isDueCheck) this.nextDueCheck = now + WAIT_MS;
+    return this.inbox.take({
+      settled,
+      journey: this.deps.takeJourneySteps?.() ?? null,
+      dueBy: isDueCheck ? now : undefined,
+      read: BATCH,
+      now,
+    });
   }
 
   /** Nothing to apply: wakes `drain` callers, then waits for the next message (or, without the lease, a while). */
@@ -151,7 +173,11 @@ class OutcomeLoop {
     this.idleWaiters = [];
     for (const wake of waiters) wake();
     if (!this.deps.isHeld()) await pause(ERROR_PAUSE_MS);
-    else await this.inbox.waitForMessages(WAIT_MS);
+    else {
+      // The message that woke the wait is the next batch (of one): its settle reads the rest.
+      const head = await this.inbox.waitForMessages(WAIT_MS);
+      this.next = head === null ? null : [head];
+    }
     this.isIdle = false;
   }
 

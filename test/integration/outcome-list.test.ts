@@ -82,9 +82,9 @@ describe('outcome messages', () => {
       spoolId,
       apply: async (m) => writer.add({ deliveryId: m.deliveryId, step: { k: 'l', s: 'archived', h: m.jobId, to: 'archive/labels/x/' } }),
       isHeld: () => true,
-      rideOnSettle: (multi) => {
+      takeJourneySteps: () => {
         settled.push(Date.now());
-        writer.rideOn(multi);
+        return writer.takeCall();
       },
       clock: systemClock,
       logger: silentLogger,
@@ -131,21 +131,28 @@ describe('outcome messages', () => {
     await pushOutcome(redis, keys, spoolId, message(2));
     const batch = await inbox.peek(10);
     const now = 1_000_000;
-    await inbox.settle(
-      batch,
-      [
-        { ...batch[0]!, error: 'EIO' },
-        { ...batch[1]!, failures: MAX_ATTEMPTS - 1, error: 'EIO' },
-      ],
+    const settle = await inbox.take({
+      settled: {
+        batch,
+        failed: [
+          { ...batch[0]!, error: 'EIO' },
+          { ...batch[1]!, failures: MAX_ATTEMPTS - 1, error: 'EIO' },
+        ],
+      },
+      read: 10,
       now,
-    );
+    });
+    // The read after the settle: both out of the list (one waits in the retry set).
+    expect(settle.batch).toEqual([]);
     expect(await redis.llen(k.list)).toBe(0);
     expect(await redis.zrange(k.retry, 0, -1, 'WITHSCORES')).toEqual([expect.stringContaining(message(1).jobId), String(now + 1000)]);
     const kept = (await redis.lrange(k.failed, 0, -1)).map((raw) => JSON.parse(raw) as { message: OutcomeMessage; failures: number; error: string });
     expect(kept).toMatchObject([{ message: { jobId: message(2).jobId }, failures: MAX_ATTEMPTS, error: 'EIO' }]);
-    expect(await inbox.moveDue(now + 999)).toBe(0);
-    expect(await inbox.moveDue(now + 1000)).toBe(1);
-    expect((await inbox.peek(10)).map((entry) => [entry.message.jobId, entry.failures])).toEqual([[message(1).jobId, 1]]);
+    expect((await inbox.take({ dueBy: now + 999, read: 10, now })).movedDue).toBe(0);
+    // The due retry moved back to the list and read in the same call.
+    const due = await inbox.take({ dueBy: now + 1000, read: 10, now });
+    expect(due.movedDue).toBe(1);
+    expect(due.batch.map((entry) => [entry.message.jobId, entry.failures])).toEqual([[message(1).jobId, 1]]);
     await inbox.close();
   });
 
@@ -159,12 +166,16 @@ describe('outcome messages', () => {
     // As the promoted replica has it: message 3 never reached it; 4 and 5 were pushed there since.
     await redis.rpop(k.list);
     for (const n of [4, 5]) await pushOutcome(redis, keys, spoolId, message(n));
-    await inbox.settle(batch, [], 1_000_000);
-    expect((await inbox.peek(10)).map((entry) => entry.message.jobId)).toEqual([4, 5].map((n) => message(n).jobId));
+    // The settle and the next read, one call: 4 and 5 are left, and read.
+    const next = (await inbox.take({ settled: { batch, failed: [] }, read: 10, now: 1_000_000 })).batch;
+    expect(next.map((entry) => entry.message.jobId)).toEqual([4, 5].map((n) => message(n).jobId));
     // The head unchanged: the batch goes as one trim.
-    const next = await inbox.peek(10);
     await pushOutcome(redis, keys, spoolId, message(6));
-    await inbox.settle(next, [], 1_000_000);
+    const last = (await inbox.take({ settled: { batch: next, failed: [] }, read: 10, now: 1_000_000 })).batch;
+    expect(last.map((entry) => entry.message.jobId)).toEqual([message(6).jobId]);
+    // Applying a batch twice (a holder that died before its settle, then the next one): the second
+    // settle finds none of it and removes nothing else.
+    await inbox.take({ settled: { batch: next, failed: [] }, read: 0, now: 1_000_000 });
     expect((await inbox.peek(10)).map((entry) => entry.message.jobId)).toEqual([message(6).jobId]);
     await inbox.close();
   });

@@ -121,7 +121,7 @@ function sessionDepsOf(ctx: Context, paths: SpoolPaths, checks: CheckPool, log: 
           spoolId: paths.spoolId,
           apply,
           isHeld,
-          rideOnSettle: (multi) => journey.rideOn(multi),
+          takeJourneySteps: () => journey.takeCall(),
           progress: outcomeProgress,
           clock: ctx.clock,
           logger: outcomeLog,

@@ -71,7 +71,8 @@ export function compactRecord(deliveryId: string, steps: readonly JourneyStep[],
         attempts.length === 0 ? '' : attempts.length,
         lastAnswer?.status ?? '',
         clean(lastCoded?.apiCode ?? lastCoded?.code),
-        clean(moved?.path),
+        // A moved file's path ends in its name, kept once.
+        clean(moved?.path !== undefined && file !== undefined && moved.path.endsWith(`/${file}`) ? moved.path.slice(0, -file.length) : moved?.path),
         file === `${deliveryId}.pdf` ? '=' : clean(file),
         clean(of('event_at')),
         milestones.join(','),
@@ -106,7 +107,7 @@ export function compactSteps(deliveryId: string, value: string, day: number): Jo
         step: name,
         ...facts,
         ...(name === 'seen' && size !== '' ? { size: Number(size) } : {}),
-        ...((name === 'archived' || name === 'failed') && path !== '' ? { path } : {}),
+        ...((name === 'archived' || name === 'failed') && path !== '' ? { path: path.endsWith('/') && facts.file !== undefined ? `${path}${facts.file}` : path } : {}),
         compacted: true,
       });
     }

@@ -2,9 +2,9 @@
  * A folded journey's compact record (journey-compact.ts folds, journey-read.ts reads): the day's
  * hash field's value, `~` first (a stored step line starts with `{`), one line an item (kind,
  * version or instant), `|`-separated:
- *   kind code | sha256 (16 hex) | size | requests | last HTTP status | last code | path it went to |
- *   file name (`=`: `<delivery id>.pdf`) | event_at | milestones (`<code><ms in the day, base 36>`,
- *   comma-separated) | folded steps (codes, comma-separated)
+ *   kind code | sha256 (12 hex) | size | requests | last HTTP status | last code | path it went to |
+ *   file name (`=`: `<delivery id>.pdf`) | event_at | milestones (`<code><ms since the one before, the
+ *   first since the day's start, base 36>`, comma-separated) | folded steps (codes, comma-separated)
  * ~90 bytes a label where its 7 steps took ~600.
  */
 import { DAY_MS, KIND_CODE, KIND_OF_CODE, type JourneyKind, type StoredStep } from './journey.js';
@@ -40,7 +40,6 @@ const STEP_OF_CODE: Readonly<Record<string, string>> = Object.fromEntries(Object
 /** Steps a folded item keeps, with their time: what a person asks of an old item (when seen, when sent, where its file went). */
 const MILESTONES = new Set(['seen', 'received', 'refused', 'duplicate', 'superseded', 'already-accepted', 'accepted', 'dead-lettered', 'replayed', 'archived', 'failed']);
 
-const t36 = (ms: number, day: number): string => Math.max(0, ms - day * DAY_MS).toString(36);
 const clean = (text: string | undefined): string => (text ?? '').replace(/[|\n,]/g, ' ');
 
 /** The compact record of one delivery's steps of `day` (public form), one line an item. */
@@ -61,26 +60,55 @@ export function compactRecord(deliveryId: string, steps: readonly JourneyStep[],
     const lastCoded = [...item].reverse().find((s) => s.apiCode !== undefined || s.code !== undefined);
     const moved = [...item].reverse().find((s) => (s.step === 'archived' || s.step === 'failed') && s.path !== undefined);
     const file = of('file');
-    const milestones = item.filter((s) => MILESTONES.has(s.step)).map((s) => `${STEP_CODE[s.step] ?? s.step}${t36(Date.parse(s.at), day)}`);
+    // Milestone times: the first from the day's start, each next one from the one before (a few base-36 digits).
+    let previous = day * DAY_MS;
+    const milestones = item
+      .filter((s) => MILESTONES.has(s.step))
+      .map((s) => {
+        const at = Date.parse(s.at);
+        const text = `${STEP_CODE[s.step] ?? 'S'}${(at - previous).toString(36)}`;
+        previous = at;
+        return text;
+      });
     const folded = [...new Set(item.filter((s) => !MILESTONES.has(s.step)).map((s) => STEP_CODE[s.step] ?? clean(s.step)))];
     lines.push(
       [
         KIND_CODE[first.kind as keyof typeof KIND_CODE] ?? 'l',
-        of('sha256')?.slice(0, 16) ?? '',
+        of('sha256')?.slice(0, 12) ?? '',
         of('size') ?? '',
         attempts.length === 0 ? '' : attempts.length,
         lastAnswer?.status ?? '',
         clean(lastCoded?.apiCode ?? lastCoded?.code),
-        // A moved file's path ends in its name, kept once.
-        clean(moved?.path !== undefined && file !== undefined && moved.path.endsWith(`/${file}`) ? moved.path.slice(0, -file.length) : moved?.path),
+        clean(moved === undefined ? undefined : shortPath(moved, file)),
         file === `${deliveryId}.pdf` ? '=' : clean(file),
         clean(of('event_at')),
         milestones.join(','),
-        folded.join(','),
+        // One letter a step (a name without a code: comma-separated).
+        folded.join(folded.every((code) => code.length === 1) ? '' : ','),
       ].join('|'),
     );
   }
   return `~${lines.join('\n')}`;
+}
+
+/**
+ * Where a moved file went, short: without the `archive/` or `failed/` its step names, its day (the
+ * step's UTC date) as `@`, its name when it ends the path. `archive/labels/2026-11-28/<id>.pdf`
+ * is kept as `labels/@/`.
+ */
+function shortPath(moved: JourneyStep, file: string | undefined): string | undefined {
+  let path = moved.path;
+  if (path === undefined || path.includes('@') || path.startsWith('!')) return path === undefined ? undefined : `!${path}`;
+  if (file !== undefined && path.endsWith(`/${file}`)) path = path.slice(0, -file.length);
+  const root = moved.step === 'archived' ? 'archive/' : 'failed/';
+  path = path.startsWith(root) ? path.slice(root.length) : `!${path}`;
+  return path.replace(`/${moved.at.slice(0, 10)}/`, '/@/');
+}
+
+/** `shortPath` undone. */
+function fullPath(path: string, step: string, at: string, file: string | undefined): string {
+  const whole = path.startsWith('!') ? path.slice(1) : `${step === 'archived' ? 'archive/' : 'failed/'}${path.replace('/@/', `/${at.slice(0, 10)}/`)}`;
+  return whole.endsWith('/') && file !== undefined ? `${whole}${file}` : whole;
 }
 
 /** A compact record (a day's hash field's value starting with `~`) as public steps: its milestones, then what was folded. */
@@ -94,12 +122,14 @@ export function compactSteps(deliveryId: string, value: string, day: number): Jo
       ...(sha === '' ? {} : { sha256: sha }),
       ...(eventAt === '' ? {} : { event_at: eventAt }),
     };
-    let lastAt = new Date(day * DAY_MS).toISOString();
+    let lastMs = day * DAY_MS;
+    let lastAt = new Date(lastMs).toISOString();
     for (const milestone of milestones === '' ? [] : milestones.split(',')) {
-      const match = /^([A-Za-z]|[a-z-]+?)([0-9a-z]+)$/.exec(milestone);
-      if (match === null) continue;
-      const name = STEP_OF_CODE[match[1]!] ?? match[1]!;
-      lastAt = new Date(day * DAY_MS + parseInt(match[2]!, 36)).toISOString();
+      const name = STEP_OF_CODE[milestone.slice(0, 1)];
+      const delta = parseInt(milestone.slice(1), 36);
+      if (name === undefined || Number.isNaN(delta)) continue;
+      lastMs += delta;
+      lastAt = new Date(lastMs).toISOString();
       out.push({
         at: lastAt,
         delivery_id: deliveryId,
@@ -107,7 +137,7 @@ export function compactSteps(deliveryId: string, value: string, day: number): Jo
         step: name,
         ...facts,
         ...(name === 'seen' && size !== '' ? { size: Number(size) } : {}),
-        ...((name === 'archived' || name === 'failed') && path !== '' ? { path: path.endsWith('/') && facts.file !== undefined ? `${path}${facts.file}` : path } : {}),
+        ...((name === 'archived' || name === 'failed') && path !== '' ? { path: fullPath(path, name, lastAt, facts.file) } : {}),
         compacted: true,
       });
     }
@@ -117,7 +147,7 @@ export function compactSteps(deliveryId: string, value: string, day: number): Jo
       kind,
       step: 'folded',
       ...facts,
-      folded: folded === '' ? [] : folded.split(',').map((code) => STEP_OF_CODE[code] ?? code),
+      folded: (folded.includes(',') ? folded.split(',') : [...folded]).map((code) => STEP_OF_CODE[code] ?? code),
       ...(requests === '' ? {} : { attempt: Number(requests) }),
       ...(status === '' ? {} : { status: Number(status) }),
       ...(code === '' ? {} : { apiCode: code }),

@@ -70,6 +70,32 @@ return 1
 `,
 );
 
+// KEYS: a day's packed sha256 index shards. Writes each back as it is: APPEND grows a string with
+// room to spare (up to twice its length), a string set anew takes its length (measured: 80 bytes a
+// folded file before, ~50 after; BENCHMARKS.md).
+const TRIM = defineScript(
+  'journeyPackedTrim',
+  `
+for _, key in ipairs(KEYS) do
+  local value = redis.call('GET', key)
+  if value then redis.call('SET', key, value, 'KEEPTTL') end
+end
+return 1
+`,
+);
+
+/** Every shard of a day's packed sha256 index (2 hex). */
+const PACKED_SHARDS = Array.from({ length: 256 }, (_, n) => n.toString(16).padStart(2, '0'));
+
+async function trimPacked(redis: RedisConnection, keys: Keys, day: number): Promise<void> {
+  for (let start = 0; start < PACKED_SHARDS.length; start += 64)
+    await TRIM(
+      redis,
+      PACKED_SHARDS.slice(start, start + 64).map((shard) => keys.journeyHashesPacked(day, shard)),
+      [],
+    );
+}
+
 export interface CompactOptions {
   retentionDays: number;
   detailDays: number;
@@ -116,7 +142,10 @@ export async function compactJourneys(redis: RedisConnection, keys: Keys, option
       const ids = (await redis.smembers(leftKey)).filter((id) => id !== '');
       const left = new Set(await fold(ids));
       const done = ids.filter((id) => !left.has(id));
-      if (done.length > 0) await redis.srem(leftKey, ...done);
+      if (done.length > 0) {
+        await redis.srem(leftKey, ...done);
+        await trimPacked(redis, keys, day);
+      }
       continue;
     }
     let cursor = '0';
@@ -128,6 +157,7 @@ export async function compactJourneys(redis: RedisConnection, keys: Keys, option
       left.push(...(await fold(ids)));
       cursor = next;
     } while (cursor !== '0');
+    await trimPacked(redis, keys, day);
     const pipeline = redis.pipeline().sadd(leftKey, '', ...left);
     if (expireAt > 0) pipeline.expireat(leftKey, expireAt);
     await pipeline.exec();

@@ -439,7 +439,7 @@ export async function findBySha256(redis: RedisConnection, keys: Keys, prefix: s
   ];
   const names = [...new Set(members.map((member) => member.slice(member.indexOf('\n') + 1)))];
   // A file name may have held other bytes too (a newer version dropped under the same name): a
-  // step that names its version keeps only these bytes'. A folded step keeps 16 hex of it.
+  // step that names its version keeps only these bytes'. A folded step keeps 12 hex of it.
   const isThisVersion = (s: JourneyStep): boolean =>
     s.sha256 === undefined || s.sha256.startsWith(wanted) || (s.compacted === true && wanted.startsWith(s.sha256));
   const found = names.length === 0 ? [] : (await findByFile(redis, keys, names, retentionDays, nowMs)).filter(isThisVersion);

@@ -38,7 +38,19 @@ const STEP_CODE: Readonly<Record<string, string>> = {
 const STEP_OF_CODE: Readonly<Record<string, string>> = Object.fromEntries(Object.entries(STEP_CODE).map(([name, code]) => [code, name]));
 
 /** Steps a folded item keeps, with their time: what a person asks of an old item (when seen, when sent, where its file went). */
-const MILESTONES = new Set(['seen', 'received', 'refused', 'duplicate', 'superseded', 'already-accepted', 'accepted', 'dead-lettered', 'replayed', 'archived', 'failed']);
+const MILESTONES = new Set([
+  'seen',
+  'received',
+  'refused',
+  'duplicate',
+  'superseded',
+  'already-accepted',
+  'accepted',
+  'dead-lettered',
+  'replayed',
+  'archived',
+  'failed',
+]);
 
 const clean = (text: string | undefined): string => (text ?? '').replace(/[|\n,]/g, ' ');
 
@@ -115,7 +127,8 @@ function fullPath(path: string, step: string, at: string, file: string | undefin
 export function compactSteps(deliveryId: string, value: string, day: number): JourneyStep[] {
   const out: JourneyStep[] = [];
   for (const line of value.slice(1).split('\n')) {
-    const [k = 'l', sha = '', size = '', requests = '', status = '', code = '', path = '', file = '', eventAt = '', milestones = '', folded = ''] = line.split('|');
+    const [k = 'l', sha = '', size = '', requests = '', status = '', code = '', path = '', file = '', eventAt = '', milestones = '', folded = ''] =
+      line.split('|');
     const kind: JourneyKind = KIND_OF_CODE[k as StoredStep['k']] ?? 'label';
     const facts: Partial<JourneyStep> = {
       ...(file === '' ? {} : { file: file === '=' ? `${deliveryId}.pdf` : file }),
@@ -161,4 +174,3 @@ export function compactSteps(deliveryId: string, value: string, day: number): Jo
 export function packedShaEntry(sha256: string, deliveryId: string): { shard: string; line: string } {
   return { shard: sha256.slice(0, 2), line: `${sha256.slice(2, 12)}${deliveryId}\n` };
 }
-

@@ -192,7 +192,10 @@ async function foldDeliveries(
     if (own === null || own === undefined || own.startsWith('~')) return;
     const linesOf = (value: string | null, d: number): string[] =>
       value === null || value.startsWith('~') ? [] : value.split('\n').map((line) => absoluteStepLine(line, days[d]!));
-    const since = publicSteps(id, values.flatMap((value, d) => linesOf(value, d)));
+    const since = publicSteps(
+      id,
+      values.flatMap((value, d) => linesOf(value, d)),
+    );
     if (waiting.has(id) || !isSettled(since)) return void left.push(id);
     const ownLines = linesOf(own, 0);
     const steps = publicSteps(id, ownLines);

@@ -296,7 +296,13 @@ describe('carrier-sync history of a folded journey', () => {
     expect(text.code).toBe(0);
     expect(text.stdout).toContain('detail folded (settled, past the detail window): ');
     const portuguese = await runCli(['history', ids.revised], {
-      env: { REDIS_URL: testRedisUrl(), CARRIER_SYNC_PREFIX: t.prefix, CARRIER_SYNC_API_URL: t.sandbox.url, CARRIER_SYNC_CARRIER_KEY: 'unused-here', CARRIER_SYNC_LANG: 'pt-BR' },
+      env: {
+        REDIS_URL: testRedisUrl(),
+        CARRIER_SYNC_PREFIX: t.prefix,
+        CARRIER_SYNC_API_URL: t.sandbox.url,
+        CARRIER_SYNC_CARRIER_KEY: 'unused-here',
+        CARRIER_SYNC_LANG: 'pt-BR',
+      },
       timeoutMs: 15_000,
     });
     expect(portuguese.code, portuguese.stderr).toBe(0);

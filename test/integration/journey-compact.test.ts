@@ -173,7 +173,9 @@ describe('journey compaction', () => {
     // The day's journeys and sha256 index shrink (MEMORY USAGE on this Redis).
     const after = await dayBytes(OLD_DAY);
     expect(after).toBeLessThan(before.bytes / 3);
-    console.log(`journey-compact: day's keys ${before.bytes} → ${after} bytes for ${SETTLED} labels (${Math.round(before.bytes / SETTLED)} → ${Math.round(after / SETTLED)} a label)`);
+    console.log(
+      `journey-compact: day's keys ${before.bytes} → ${after} bytes for ${SETTLED} labels (${Math.round(before.bytes / SETTLED)} → ${Math.round(after / SETTLED)} a label)`,
+    );
 
     // A second run finds nothing new; once the item in flight settles (today), its old day is folded too.
     expect(await compactJourneys(redis, keys, { retentionDays: 30, detailDays: 1, nowMs: NOW, queues })).toMatchObject({ folded: 0, left: 2 });

@@ -180,7 +180,8 @@ export const itemBytesScenario: Scenario = {
       const breakdown: Array<{ pattern: string; keys: number; bytesPerItem: number; ttl: string }> = [];
       for (const [pattern, v] of grown) breakdown.push({ pattern, keys: v.keys, bytesPerItem: v.bytes / MEASURED, ttl: await ttlOf(pattern) });
       const breakdownFolded: Array<{ pattern: string; keys: number; bytesPerItem: number; ttl: string }> = [];
-      for (const [pattern, v] of grownOf(afterFold.groups)) breakdownFolded.push({ pattern, keys: v.keys, bytesPerItem: v.bytes / MEASURED, ttl: await ttlOf(pattern) });
+      for (const [pattern, v] of grownOf(afterFold.groups))
+        breakdownFolded.push({ pattern, keys: v.keys, bytesPerItem: v.bytes / MEASURED, ttl: await ttlOf(pattern) });
       const perItemFolded = (afterFold.used - before.used) / MEASURED;
       const keyBytesFolded = breakdownFolded.reduce((s, b) => s + b.bytesPerItem, 0);
       const perItem = (after.used - before.used) / MEASURED;

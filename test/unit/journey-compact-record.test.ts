@@ -68,6 +68,17 @@ describe('compact record', () => {
     expect(folded.every((s) => s.at.startsWith(new Date(day * DAY_MS).toISOString().slice(0, 10)))).toBe(true);
   });
 
+  it('keeps the name of a folded step that has no letter of its own', () => {
+    const detail = publicSteps('D4', [
+      line(0, { k: 'l', s: 'seen', f: 'D4.pdf', h: SHA_A, z: 1, m: at, w: 'h/1' }),
+      line(5, { k: 'l', s: 'paused', h: SHA_A.slice(0, 8) }),
+      line(20, { k: 'l', s: 'archived', h: SHA_A.slice(0, 8), to: 'archive/labels/2026-11-25/' }),
+    ]);
+    const only = publicSteps('D5', [line(5, { k: 'l', s: 'paused', h: SHA_A.slice(0, 8) })]);
+    expect(compactSteps('D4', compactRecord('D4', detail, day), day).at(-1)?.folded).toEqual(['claimed', 'valid', 'paused']);
+    expect(compactSteps('D5', compactRecord('D5', only, day), day).at(-1)?.folded).toEqual(['paused']);
+  });
+
   it('counts a journey settled only when every item ended: a file moved, an event sent', () => {
     const archived = publicSteps('D2', [
       line(0, { k: 'l', s: 'seen', f: 'D2.pdf', h: SHA_A, z: 1, m: at, w: 'h/1' }),

@@ -75,6 +75,7 @@ export const ENV_VARIABLES: ReadonlyArray<readonly [string, readonly string[], P
   ['CARRIER_SYNC_DELIVERY_THREAD_NICE', ['delivery', 'threadNice'], asInt],
   ['CARRIER_SYNC_DEDUP_RETENTION_DAYS', ['dedup', 'retentionDays'], asInt],
   ['CARRIER_SYNC_HISTORY_DAYS', ['history', 'retentionDays'], asInt],
+  ['CARRIER_SYNC_HISTORY_DETAIL_DAYS', ['history', 'detailDays'], asInt],
   ['CARRIER_SYNC_TRACE_URL', ['history', 'traceUrl'], asNullableString],
   ['CARRIER_SYNC_GRACE_MS', ['shutdown', 'graceMs'], asInt],
   ['CARRIER_SYNC_STALL_MS', ['watchdog', 'stallMs'], asInt],

@@ -101,6 +101,7 @@ function objectIn(lang: Lang) {
           rescan: schedule,
           webhookReconcile: schedule,
           deadLetterSummary: schedule,
+          journeyCompact: schedule,
           eventsPull: schedule.extend({
             url: z.url().nullable(),
             authHeader: z.string().min(1),
@@ -265,6 +266,8 @@ function historySchemaIn(lang: Lang) {
   return z
     .object({
       retentionDays: positiveInt,
+      /** Days a settled item's journey keeps every step; past them, its days are folded into a compact record (journey/journey-compact.ts). */
+      detailDays: z.number().int().min(0),
       /** A link to the tracing tool: `{traceId}` is replaced by an attempt's trace id (docs/tracing.md). */
       traceUrl: z
         .string()

@@ -649,6 +649,12 @@ export const EN = {
   'config.error.redisSentinelsRefused': 'Redis at {address}: the sentinels refused CARRIER_SYNC_REDIS_SENTINEL_PASSWORD ({detail})',
   'config.error.redisAuthRefused': 'Redis at {address}: refused the user or password of REDIS_URL ({detail})',
   'config.error.redisUntrusted': 'Redis at {address}: its TLS certificate is not trusted ({detail}); give its CA in NODE_EXTRA_CA_CERTS',
+  // i46-compact-journey:
+  'history.folded': 'detail folded (settled, past the detail window): {steps} no longer kept step by step',
+  'history.foldedRequests': '{requests, plural, one {# request} other {# requests}}, last answer HTTP {status}',
+  'history.foldedStepName':
+    '{step, select, claimed {claimed} valid {valid} queued {queued} attempt {attempts} held {held} resent {resent} received {received} other {{step}}}',
+  'history.seenFolded': 'seen: {size} bytes, sha256 {sha256}…',
 } as const;
 
 export type MessageKey = keyof typeof EN;

@@ -658,4 +658,10 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'config.error.redisSentinelsRefused': 'Redis em {address}: os sentinels recusaram CARRIER_SYNC_REDIS_SENTINEL_PASSWORD ({detail})',
   'config.error.redisAuthRefused': 'Redis em {address}: recusou o usuário ou a senha de REDIS_URL ({detail})',
   'config.error.redisUntrusted': 'Redis em {address}: o certificado TLS dele não é confiável ({detail}); informe a CA dele em NODE_EXTRA_CA_CERTS',
+  // i46-compact-journey:
+  'history.folded': 'detalhe compactado (concluído, fora da janela de detalhe): {steps} não mais guardados passo a passo',
+  'history.foldedRequests': '{requests, plural, one {# requisição} other {# requisições}}, última resposta HTTP {status}',
+  'history.foldedStepName':
+    '{step, select, claimed {reservado} valid {verificado} queued {na fila} attempt {tentativas} held {retido} resent {reenviado} received {recebido} other {{step}}}',
+  'history.seenFolded': 'visto: {size} bytes, sha256 {sha256}…',
 };

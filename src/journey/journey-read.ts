@@ -6,6 +6,7 @@
  */
 import { absoluteStepLine, deliveryOfName, epochDayOf, fileIndexEntry, KIND_OF_CODE, shaIndexEntry, type JourneyKind, type StoredStep } from './journey.js';
 import type { StoredReason } from '../errors.js';
+import { compactSteps, packedShaEntry } from './journey-compact-record.js';
 import type { Keys } from '../store/keys.js';
 import type { RedisConnection } from '../store/redis.js';
 
@@ -51,6 +52,13 @@ export interface JourneyStep {
   sent?: string;
   /** A label's valid step: padding bytes after %%EOF in the file that were not sent (`message` says so). */
   paddingBytes?: number;
+  /**
+   * Read from a compact record (journey-compact.ts: the item settled and its day is past the detail
+   * window): the step keeps its time and what `folded` says, its other detail is gone.
+   */
+  compacted?: true;
+  /** The `folded` step (one an item of a compact record): the steps whose detail was folded (their names); `attempt` then counts the requests, `status` the last answer's. */
+  folded?: string[];
 }
 
 function parse(line: string): StoredStep | null {
@@ -342,12 +350,16 @@ export async function readJourneys(redis: RedisConnection, keys: Keys, deliveryI
     const replies = (await pipeline.exec()) ?? [];
     ids.forEach((id, i) => {
       const lines: string[] = [];
+      // Folded days (journey-compact.ts) are older than the days in detail: their steps come first.
+      const folded: JourneyStep[] = [];
       for (let d = 0; d < days.length; d += 1) {
         const [error, value] = replies[i * days.length + d] ?? [null, null];
         if (error !== null) throw error;
-        if (typeof value === 'string') for (const line of value.split('\n')) lines.push(absoluteStepLine(line, days[d]!));
+        if (typeof value !== 'string') continue;
+        if (value.startsWith('~')) folded.push(...compactSteps(id, value, days[d]!));
+        else for (const line of value.split('\n')) lines.push(absoluteStepLine(line, days[d]!));
       }
-      out.set(id, publicSteps(id, lines));
+      out.set(id, [...folded, ...publicSteps(id, lines)]);
     });
   }
   return out;
@@ -426,10 +438,34 @@ export async function findBySha256(redis: RedisConnection, keys: Keys, prefix: s
     )),
   ];
   const names = [...new Set(members.map((member) => member.slice(member.indexOf('\n') + 1)))];
-  if (names.length === 0) return [];
   // A file name may have held other bytes too (a newer version dropped under the same name): a
-  // step that names its version keeps only these bytes'.
-  return (await findByFile(redis, keys, names, retentionDays, nowMs)).filter((s) => s.sha256 === undefined || s.sha256.startsWith(wanted));
+  // step that names its version keeps only these bytes'. A folded step keeps 12 hex of it.
+  const isThisVersion = (s: JourneyStep): boolean =>
+    s.sha256 === undefined || s.sha256.startsWith(wanted) || (s.compacted === true && wanted.startsWith(s.sha256));
+  const found = names.length === 0 ? [] : (await findByFile(redis, keys, names, retentionDays, nowMs)).filter(isThisVersion);
+  // Folded files (journey-compact.ts): the days' packed index names their deliveries.
+  const folded = await foldedBySha256(redis, keys, wanted, days);
+  if (folded.length === 0) return found;
+  const seen = new Set(found.map((s) => JSON.stringify(s)));
+  const more = [...(await readJourneys(redis, keys, folded, { retentionDays, nowMs })).values()]
+    .flat()
+    .filter((s) => s.compacted === true && s.sha256 !== undefined && isThisVersion(s) && !seen.has(JSON.stringify(s)));
+  return [...more, ...found];
+}
+
+/** The deliveries of folded files whose sha256 starts with `wanted` (the packed index keeps hex 3–12: a longer prefix is checked on the steps). */
+async function foldedBySha256(redis: RedisConnection, keys: Keys, wanted: string, days: readonly number[]): Promise<string[]> {
+  const { shard } = packedShaEntry(wanted, '');
+  const rest = wanted.slice(2, 12);
+  const pipeline = redis.pipeline();
+  for (const day of days) pipeline.get(keys.journeyHashesPacked(day, shard));
+  const deliveries = new Set<string>();
+  for (const [error, value] of (await pipeline.exec()) ?? []) {
+    if (error !== null) throw error;
+    if (typeof value !== 'string') continue;
+    for (const line of value.split('\n')) if (line.length > 10 && line.startsWith(rest)) deliveries.add(line.slice(10));
+  }
+  return [...deliveries];
 }
 
 /**

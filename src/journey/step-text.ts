@@ -25,7 +25,10 @@ export function describeStep(step: JourneyStep, lang: Lang = 'en', format: StepF
   const { time, long } = format;
   const codes = [step.code, step.apiCode].filter((c) => c !== undefined).join(' / ');
   switch (step.step) {
+    case 'folded':
+      return foldedText(step, t);
     case 'seen':
+      if (step.compacted === true) return t('history.seenFolded', { size: String(step.size ?? '?'), sha256: step.sha256 ?? '?' });
       return t('history.seen', { size: String(step.size ?? '?'), sha256: long(step.sha256 ?? '?'), mtime: step.mtime === undefined ? '?' : time(step.mtime) });
     case 'claimed':
       return t('history.claimed', { host: step.host ?? '?', pid: String(step.pid ?? '?') });
@@ -74,6 +77,14 @@ export function describeStep(step: JourneyStep, lang: Lang = 'en', format: StepF
     default:
       return step.step;
   }
+}
+
+/** A compact record's `folded` step: which steps' detail is gone, how many requests and the last answer. */
+function foldedText(step: JourneyStep, t: (key: MessageKey, values?: MessageValues) => string): string {
+  const steps = (step.folded ?? []).map((name) => t('history.foldedStepName', { step: name })).join(', ');
+  const folded = t('history.folded', { steps: steps === '' ? '-' : steps });
+  if (step.attempt === undefined) return folded;
+  return `${folded}; ${t('history.foldedRequests', { requests: step.attempt, status: step.status === undefined ? '?' : String(step.status) })}`;
 }
 
 /** `attempt 2 by host pid 7: HTTP 404 API_NOT_FOUND / DELIVERY_NOT_FOUND Delivery not found (12 ms)`; the API's words as it gave them. */

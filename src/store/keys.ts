@@ -137,6 +137,10 @@ export interface Keys {
   /** The indexes' earlier layout, one sorted set a day (`<file name>\n<delivery id>`, `<sha256 16 hex>\n<file name>`): read, no longer written. */
   journeyFilesUnsharded(epochDay: number): string;
   journeyHashesUnsharded(epochDay: number): string;
+  /** Per epoch day and shard (2 hex): the folded files' sha256 → delivery, one string (journey/journey-compact.ts `packedShaEntry`). */
+  journeyHashesPacked(epochDay: number, shard: string): string;
+  /** Per epoch day: the deliveries a fold left in detail (not settled yet), `''` once the day was passed (journey-compact.ts). */
+  journeyLeft(epochDay: number): string;
   /** Per epoch day: an events file's invalid lines (hash: file name → JSON; journey/events-file-lines.ts). */
   eventsFileLines(epochDay: number): string;
 }
@@ -195,6 +199,8 @@ export function createKeys(prefix: string): Keys {
     journeyHashes: (epochDay, shard) => k('journey-sha', String(epochDay), shard),
     journeyFilesUnsharded: (epochDay) => k('journey-files', String(epochDay)),
     journeyHashesUnsharded: (epochDay) => k('journey-sha', String(epochDay)),
+    journeyHashesPacked: (epochDay, shard) => k('journey-shc', String(epochDay), shard),
+    journeyLeft: (epochDay) => k('journey-left', String(epochDay)),
     eventsFileLines: (epochDay) => k('events-file-lines', String(epochDay)),
   };
 }

@@ -15,6 +15,10 @@ import { makePdf } from '../support/builders.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
 import { listFiles } from '../support/e2e-env.js';
 import { waitFor } from '../support/wait.js';
+import { compactJourneys } from '../../src/journey/journey-compact.js';
+import { DAY_MS } from '../../src/journey/journey.js';
+import { createLogger } from '../../src/log.js';
+import { openContext } from '../../src/runtime/context.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = 'test-artifacts';
@@ -124,5 +128,35 @@ describe('the journey on the overview', () => {
     expect(body.deliveryId).toBe(ids.good);
     expect(body.steps.map((s) => s.step)).toEqual(['seen', 'claimed', 'valid', 'queued', 'attempt', 'attempt', 'accepted', 'archived']);
     expect(JSON.stringify(body)).not.toContain(Object.values(t.sandbox.keys.carriers)[0]);
+  });
+
+  it("keeps a settled delivery's journey once folded, saying which steps' detail is gone (en, pt-BR)", async () => {
+    // The hourly fold as it runs two days later (history.detailDays 1): the good label settled.
+    const ctx = await openContext(t.config, createLogger({ level: 'silent' }), 'test');
+    try {
+      const folded = await compactJourneys(ctx.redis, ctx.keys, { retentionDays: 30, detailDays: 1, nowMs: Date.now() + 2 * DAY_MS, queues: ctx.queues });
+      expect(folded.folded).toBeGreaterThanOrEqual(1);
+    } finally {
+      await ctx.closers.closeAll();
+    }
+    await page.goto(`${base}/ui/history/${ids.good}`);
+    const rows = page.locator('tr.step');
+    expect(await rows.locator('td:nth-child(4)').allInnerTexts()).toEqual(['seen', 'accepted', 'archived', 'folded']);
+    expect(await page.locator('tr.step[data-step="folded"] td.reason').innerText()).toBe(
+      'detail folded (settled, past the detail window): claimed, valid, queued, attempts no longer kept step by step; 2 requests, last answer HTTP 200',
+    );
+    expect(await page.locator('tr.step[data-step="archived"] td.reason').innerText()).toContain(`${ids.good}__ORD-1.pdf`);
+    expect(
+      await page.locator('[data-part="current"] tr[data-item-state]').evaluateAll((found) => found.map((row) => row.getAttribute('data-item-state'))),
+    ).toEqual(['accepted']);
+    await page.screenshot({ path: join(ARTIFACTS, 'history-folded.png'), fullPage: true });
+
+    const portuguese = await browser!.newContext({ httpCredentials: { username: 'admin', password: UI_PASSWORD }, locale: 'pt-BR' });
+    const pt = await portuguese.newPage();
+    await pt.goto(`${base}/ui/history/${ids.good}`);
+    expect(await pt.locator('tr.step[data-step="folded"] td.reason').innerText()).toBe(
+      'detalhe compactado (concluído, fora da janela de detalhe): reservado, verificado, na fila, tentativas não mais guardados passo a passo; 2 requisições, última resposta HTTP 200',
+    );
+    await portuguese.close();
   });
 });

@@ -17,6 +17,8 @@ import { listFiles } from '../support/e2e-env.js';
 import { runCli, type CliResult } from '../support/process.js';
 import { testRedisUrl } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
+import { compactJourneys } from '../../src/journey/journey-compact.js';
+import { DAY_MS } from '../../src/journey/journey.js';
 
 let t: TestDaemon;
 const startedAt = new Date(Date.now() - 1000).toISOString();
@@ -272,5 +274,46 @@ describe('carrier-sync history --since --json', () => {
     expect([...all].sort((a, b) => a.at.localeCompare(b.at))).toEqual(all);
     const none = ndjson(await history('--since', '2020-01-01T00:00:00Z', '--until', '2020-01-02T00:00:00Z', '--json'));
     expect(none).toEqual([]);
+  });
+});
+
+describe('carrier-sync history of a folded journey', () => {
+  it("answers by delivery and by sha256 once the settled items are folded, saying which steps' detail is gone (en, pt-BR)", async () => {
+    ctx ??= await openContext(t.config, createLogger({ level: 'silent' }), 'test-history');
+    // The hourly fold as it runs two days later (history.detailDays 1).
+    const result = await compactJourneys(ctx.redis, ctx.keys, { retentionDays: 30, detailDays: 1, nowMs: Date.now() + 2 * DAY_MS, queues: ctx.queues });
+    expect(result.folded).toBeGreaterThanOrEqual(1);
+
+    const newer = `${ids.revised}__REV-2.pdf`;
+    const steps = ndjson(await history(ids.revised, '--json'));
+    expect(stepsOf(steps, newer)).toEqual(expect.arrayContaining(['seen', 'accepted', 'archived', 'folded']));
+    expect(stepsOf(steps, newer)).not.toContain('queued');
+    const folded = steps.find((s) => s.file === newer && s.step === 'folded');
+    expect(folded).toMatchObject({ compacted: true, status: 200, sha256: sha(rev2).slice(0, 12) });
+    expect(folded?.folded).toEqual(expect.arrayContaining(['claimed', 'valid', 'queued', 'attempt']));
+
+    const text = await history(ids.revised);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain('detail folded (settled, past the detail window): ');
+    const portuguese = await runCli(['history', ids.revised], {
+      env: {
+        REDIS_URL: testRedisUrl(),
+        CARRIER_SYNC_PREFIX: t.prefix,
+        CARRIER_SYNC_API_URL: t.sandbox.url,
+        CARRIER_SYNC_CARRIER_KEY: 'unused-here',
+        CARRIER_SYNC_LANG: 'pt-BR',
+      },
+      timeoutMs: 15_000,
+    });
+    expect(portuguese.code, portuguese.stderr).toBe(0);
+    expect(portuguese.stdout).toContain('detalhe compactado (concluído, fora da janela de detalhe): ');
+
+    // By sha256: a prefix and the whole hash find the folded version (its full index member is gone).
+    for (const wanted of [sha(rev2).slice(0, 8), sha(rev2)]) {
+      const found = ndjson(await history('--sha256', wanted, '--json'));
+      expect(new Set(found.map((s) => s.delivery_id))).toEqual(new Set([ids.revised]));
+      expect(found.map((s) => s.step)).toContain('folded');
+      expect(found.every((s) => s.file === newer)).toBe(true);
+    }
   });
 });

@@ -11,7 +11,10 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/log.js';
-import { findByFile, readJourney } from '../../src/journey/journey-read.js';
+import { findByFile, findBySha256, readJourney } from '../../src/journey/journey-read.js';
+import { compactJourneys } from '../../src/journey/journey-compact.js';
+import { DAY_MS } from '../../src/journey/journey.js';
+import { createHash } from 'node:crypto';
 import { openContext } from '../../src/runtime/context.js';
 import { makePdf } from '../support/builders.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
@@ -87,7 +90,12 @@ describe('Redis Cluster', () => {
     });
     const t = running;
     const ids = Array.from({ length: 10 }, () => randomUUID());
-    for (const id of ids) await writeFile(join(t.spool, 'labels', `${id}.pdf`), await makePdf(id));
+    const shas = new Map<string, string>();
+    for (const id of ids) {
+      const pdf = await makePdf(id);
+      shas.set(id, createHash('sha256').update(pdf).digest('hex'));
+      await writeFile(join(t.spool, 'labels', `${id}.pdf`), pdf);
+    }
     await writeFile(join(t.spool, 'events', 'e.ndjson'), ids.map((id) => JSON.stringify({ delivery_id: id, event_at: '2026-05-01T10:00:00Z' })).join('\n'));
     await waitFor(
       async () => (await readdir(join(t.spool, 'archive'), { recursive: true })).filter((f) => /\.(pdf|ndjson)$/.test(String(f))).length === ids.length + 1,
@@ -108,6 +116,16 @@ describe('Redis Cluster', () => {
       expect(steps.filter((s) => s.kind === 'collecting').map((s) => s.step)).toEqual(['received', 'attempt', 'accepted']);
       const fromFile = await findByFile(ctx.redis, ctx.keys, ['e.ndjson'], 30, Date.now());
       expect(new Set(fromFile.map((s) => s.delivery_id))).toEqual(new Set(ids));
+
+      // Folded as the hourly job folds them two days later: one script call a delivery, its keys in the slot.
+      const folded = await compactJourneys(ctx.redis, ctx.keys, { retentionDays: 30, detailDays: 1, nowMs: Date.now() + 2 * DAY_MS, queues: ctx.queues });
+      expect(folded).toMatchObject({ folded: ids.length, left: 0 });
+      const after = await readJourney(ctx.redis, ctx.keys, ids[0]!, window);
+      expect(after.filter((s) => s.kind === 'label').map((s) => s.step)).toEqual(['seen', 'accepted', 'archived', 'folded']);
+      expect(after.filter((s) => s.kind === 'collecting').map((s) => s.step)).toEqual(['received', 'accepted', 'folded']);
+      const bySha = await findBySha256(ctx.redis, ctx.keys, shas.get(ids[3]!)!.slice(0, 6), 30, Date.now());
+      expect(new Set(bySha.map((s) => s.delivery_id))).toEqual(new Set([ids[3]]));
+      expect(new Set((await findByFile(ctx.redis, ctx.keys, ['e.ndjson'], 30, Date.now())).map((s) => s.delivery_id))).toEqual(new Set(ids));
     } finally {
       await ctx.closers.closeAll();
     }

@@ -45,6 +45,7 @@ describe('scheduled housekeeping', () => {
           webhookReconcile: EVERY_SECOND,
           rescan: OFF,
           deadLetterSummary: { pattern: '0 7 * * *', tz: 'America/Sao_Paulo' },
+          journeyCompact: EVERY_SECOND,
           eventsPull: { ...OFF },
         },
       },
@@ -64,9 +65,15 @@ describe('scheduled housekeeping', () => {
     try {
       const schedulers = await ctx.queues.housekeeping.getJobSchedulers(0, -1, true);
       const byId = Object.fromEntries(schedulers.map((s) => [s.key, s]));
-      expect(Object.keys(byId).sort()).toEqual(['deadLetterSummary', 'webhookReconcile']);
+      expect(Object.keys(byId).sort()).toEqual(['deadLetterSummary', 'journeyCompact', 'webhookReconcile']);
       expect(byId['deadLetterSummary']?.tz).toBe('America/Sao_Paulo');
       expect(byId['deadLetterSummary']?.next).toBeGreaterThan(Date.now());
+      // The journeys' fold ran as a housekeeping job (nothing past the detail window here to fold).
+      await waitFor(async () => (await ctx.queues.housekeeping.getCompleted(0, -1)).some((job) => job.name === 'journeyCompact'), {
+        what: 'a journeyCompact job completed',
+      });
+      const compacted = (await ctx.queues.housekeeping.getCompleted(0, -1)).find((job) => job.name === 'journeyCompact');
+      expect(compacted?.returnvalue).toMatchObject({ folded: 0, left: 0 });
     } finally {
       await ctx.closers.closeAll();
     }

@@ -59,7 +59,12 @@ beforeAll(async () => {
     configPath,
     stringify({
       spool: { writeStableMs: 100, rescanIntervalMs: 1000 },
-      schedules: { rescan: { pattern: null, tz: 'UTC' }, webhookReconcile: { pattern: null, tz: 'UTC' }, deadLetterSummary: { pattern: null, tz: 'UTC' } },
+      schedules: {
+        rescan: { pattern: null, tz: 'UTC' },
+        webhookReconcile: { pattern: null, tz: 'UTC' },
+        deadLetterSummary: { pattern: null, tz: 'UTC' },
+        journeyCompact: { pattern: null, tz: 'UTC' },
+      },
     }),
   );
   const config = loadConfig({

@@ -50,7 +50,12 @@ export async function startTestDaemon(options: TestDaemonOptions = {}): Promise<
           // One thread: this daemon runs src/ in the test process, the delivery thread would run
           // dist/'s build; the spawned daemons of test/e2e run it (delivery-thread.test.ts).
           delivery: { backoffMs: 50, notFoundAttempts: 2, maxAttempts: 4, lockMs: 5000, concurrency: 4, thread: 'off' },
-          schedules: { rescan: { pattern: null, tz: 'UTC' }, webhookReconcile: { pattern: null, tz: 'UTC' }, deadLetterSummary: { pattern: null, tz: 'UTC' } },
+          schedules: {
+            rescan: { pattern: null, tz: 'UTC' },
+            webhookReconcile: { pattern: null, tz: 'UTC' },
+            deadLetterSummary: { pattern: null, tz: 'UTC' },
+            journeyCompact: { pattern: null, tz: 'UTC' },
+          },
         },
         options.settings ?? {},
       ),

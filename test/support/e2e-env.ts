@@ -39,7 +39,12 @@ const DEFAULT_SETTINGS = {
   // lockMs: a killed worker's jobs come back within a few seconds.
   delivery: { lockMs: 3000, notFoundAttempts: 2, maxAttempts: 4, concurrency: 4 },
   shutdown: { graceMs: 10_000 },
-  schedules: { rescan: { pattern: null, tz: 'UTC' }, webhookReconcile: { pattern: null, tz: 'UTC' }, deadLetterSummary: { pattern: null, tz: 'UTC' } },
+  schedules: {
+    rescan: { pattern: null, tz: 'UTC' },
+    webhookReconcile: { pattern: null, tz: 'UTC' },
+    deadLetterSummary: { pattern: null, tz: 'UTC' },
+    journeyCompact: { pattern: null, tz: 'UTC' },
+  },
 };
 
 export async function createE2eEnv(options: E2eEnvOptions = {}): Promise<E2eEnv> {

@@ -6,8 +6,9 @@ import { listDeadLetters } from '../../queue/dead-letter.js';
 import type { Context } from '../context.js';
 import { pullEvents } from './events-pull.js';
 import { reconcileWebhook } from './webhook.js';
+import { compactJourneys } from '../../journey/journey-compact.js';
 
-export const HOUSEKEEPING_JOBS = ['rescan', 'webhookReconcile', 'deadLetterSummary', 'eventsPull'] as const;
+export const HOUSEKEEPING_JOBS = ['rescan', 'webhookReconcile', 'deadLetterSummary', 'eventsPull', 'journeyCompact'] as const;
 export type HousekeepingJob = (typeof HOUSEKEEPING_JOBS)[number];
 
 export interface HousekeepingDeps {
@@ -36,6 +37,17 @@ export async function runHousekeeping(name: string, deps: HousekeepingDeps): Pro
     }
     case 'eventsPull':
       return pullEvents(deps.ctx, deps.logger);
+    case 'journeyCompact': {
+      const { history } = deps.ctx.config;
+      const result = await compactJourneys(deps.ctx.redis, deps.ctx.keys, {
+        retentionDays: history.retentionDays,
+        detailDays: history.detailDays,
+        nowMs: Date.now(),
+        queues: deps.ctx.queues,
+      });
+      if (result.folded > 0) deps.logger.info(result, 'journeys folded');
+      return result;
+    }
     default:
       deps.logger.warn({ name }, 'unknown housekeeping job');
       return null;

@@ -91,7 +91,12 @@ export function loopDelayProbe(file: string): {
 const BENCH_DEFAULTS: Record<string, unknown> = {
   spool: { writeStableMs: 100, rescanIntervalMs: 30_000 },
   delivery: { backoffMs: 100 },
-  schedules: { rescan: { pattern: null, tz: 'UTC' }, webhookReconcile: { pattern: null, tz: 'UTC' }, deadLetterSummary: { pattern: null, tz: 'UTC' } },
+  schedules: {
+    rescan: { pattern: null, tz: 'UTC' },
+    webhookReconcile: { pattern: null, tz: 'UTC' },
+    deadLetterSummary: { pattern: null, tz: 'UTC' },
+    journeyCompact: { pattern: null, tz: 'UTC' },
+  },
 };
 
 interface Prepared {

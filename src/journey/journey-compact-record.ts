@@ -9,7 +9,7 @@
  * ~57 characters a label (~150 bytes of Redis with its field) where its 7 steps took ~700.
  */
 import { DAY_MS, KIND_CODE, KIND_OF_CODE, type JourneyKind, type StoredStep } from './journey.js';
-import type { JourneyStep } from './journey-read.js';
+import type { JourneyStep } from './journey-step.js';
 
 /** An item in a delivery's public steps: kind and version (documents) or instant (events). */
 export function itemOf(step: JourneyStep): string {

@@ -23,10 +23,6 @@ import { defineScript } from '../store/script.js';
 import { absoluteStepLine, DAY_MS, epochDayOf, shaIndexEntry, type StoredStep } from './journey.js';
 import { publicSteps, type JourneyStep } from './journey-read.js';
 import { compactRecord, itemOf, packedShaEntry } from './journey-compact-record.js';
-import type { QueueSet } from '../queue/queues.js';
-import { ITEM_KINDS } from '../store/keys.js';
-import type { ItemJob } from '../store/payloads.js';
-import type { Job } from 'bullmq';
 
 /** An item's last step that means it is done: a document's file moved (or a newer one took its place), an event sent or not needed. */
 const SETTLED_DOCUMENT = new Set(['archived', 'failed', 'superseded']);
@@ -100,7 +96,8 @@ export interface CompactOptions {
   retentionDays: number;
   detailDays: number;
   nowMs: number;
-  queues: QueueSet;
+  /** The deliveries with a dead letter waiting (a failed job that may be replayed): their detail stays. */
+  deadLetterDeliveries(): Promise<Set<string>>;
 }
 
 export interface CompactResult {
@@ -110,13 +107,6 @@ export interface CompactResult {
   folded: number;
   /** Deliveries left with their detail (an item not settled). */
   left: number;
-}
-
-/** The deliveries with a dead letter waiting (a failed job that may be replayed). */
-async function deadLetterDeliveries(queues: QueueSet): Promise<Set<string>> {
-  const ids = new Set<string>();
-  for (const kind of ITEM_KINDS) for (const job of (await queues.items[kind].getFailed(0, -1)) as Array<Job<ItemJob>>) ids.add(job.data.deliveryId);
-  return ids;
 }
 
 /**
@@ -129,7 +119,7 @@ export async function compactJourneys(redis: RedisConnection, keys: Keys, option
   const today = epochDayOf(options.nowMs);
   const newest = epochDayOf(options.nowMs - options.detailDays * DAY_MS) - 1;
   const oldest = today - options.retentionDays;
-  const waiting = await deadLetterDeliveries(options.queues);
+  const waiting = await options.deadLetterDeliveries();
   const result: CompactResult = { days: 0, folded: 0, left: 0 };
   for (let day = oldest; day <= newest; day += 1) {
     if ((await redis.exists(keys.journeyDay(day))) === 0) continue;

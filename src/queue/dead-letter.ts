@@ -161,3 +161,10 @@ export async function purgeDeadLetters(deps: DeadLetterDeps, olderThanMs: number
   }
   return purged;
 }
+
+/** The deliveries with a dead letter waiting (a failed job that may be replayed): the journey's fold leaves them in detail. */
+export async function deadLetterDeliveries(queues: QueueSet): Promise<Set<string>> {
+  const ids = new Set<string>();
+  for (const kind of ITEM_KINDS) for (const job of (await queues.items[kind].getFailed(0, -1)) as Array<Job<ItemJob>>) ids.add(job.data.deliveryId);
+  return ids;
+}

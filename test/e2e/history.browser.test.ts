@@ -16,6 +16,7 @@ import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
 import { listFiles } from '../support/e2e-env.js';
 import { waitFor } from '../support/wait.js';
 import { compactJourneys } from '../../src/journey/journey-compact.js';
+import { deadLetterDeliveries } from '../../src/queue/dead-letter.js';
 import { DAY_MS } from '../../src/journey/journey.js';
 import { createLogger } from '../../src/log.js';
 import { openContext } from '../../src/runtime/context.js';
@@ -134,7 +135,12 @@ describe('the journey on the overview', () => {
     // The hourly fold as it runs two days later (history.detailDays 1): the good label settled.
     const ctx = await openContext(t.config, createLogger({ level: 'silent' }), 'test');
     try {
-      const folded = await compactJourneys(ctx.redis, ctx.keys, { retentionDays: 30, detailDays: 1, nowMs: Date.now() + 2 * DAY_MS, queues: ctx.queues });
+      const folded = await compactJourneys(ctx.redis, ctx.keys, {
+        retentionDays: 30,
+        detailDays: 1,
+        nowMs: Date.now() + 2 * DAY_MS,
+        deadLetterDeliveries: () => deadLetterDeliveries(ctx.queues),
+      });
       expect(folded.folded).toBeGreaterThanOrEqual(1);
     } finally {
       await ctx.closers.closeAll();

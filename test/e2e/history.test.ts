@@ -18,6 +18,7 @@ import { runCli, type CliResult } from '../support/process.js';
 import { testRedisUrl } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 import { compactJourneys } from '../../src/journey/journey-compact.js';
+import { deadLetterDeliveries } from '../../src/queue/dead-letter.js';
 import { DAY_MS } from '../../src/journey/journey.js';
 
 let t: TestDaemon;
@@ -280,8 +281,14 @@ describe('carrier-sync history --since --json', () => {
 describe('carrier-sync history of a folded journey', () => {
   it("answers by delivery and by sha256 once the settled items are folded, saying which steps' detail is gone (en, pt-BR)", async () => {
     ctx ??= await openContext(t.config, createLogger({ level: 'silent' }), 'test-history');
+    const { queues } = ctx;
     // The hourly fold as it runs two days later (history.detailDays 1).
-    const result = await compactJourneys(ctx.redis, ctx.keys, { retentionDays: 30, detailDays: 1, nowMs: Date.now() + 2 * DAY_MS, queues: ctx.queues });
+    const result = await compactJourneys(ctx.redis, ctx.keys, {
+      retentionDays: 30,
+      detailDays: 1,
+      nowMs: Date.now() + 2 * DAY_MS,
+      deadLetterDeliveries: () => deadLetterDeliveries(queues),
+    });
     expect(result.folded).toBeGreaterThanOrEqual(1);
 
     const newer = `${ids.revised}__REV-2.pdf`;

@@ -12,6 +12,7 @@ import { Worker } from 'bullmq';
 import { appendSteps, DAY_MS, epochDayOf, prepareJourney, shaIndexEntry, type JourneyEntry, type StoredStep } from '../../src/journey/journey.js';
 import { findBySha256, readJourney } from '../../src/journey/journey-read.js';
 import { compactJourneys } from '../../src/journey/journey-compact.js';
+import { deadLetterDeliveries } from '../../src/queue/dead-letter.js';
 import { describeStep } from '../../src/journey/step-text.js';
 import { openQueues, type QueueSet } from '../../src/queue/queues.js';
 import { createKeys } from '../../src/store/keys.js';
@@ -126,7 +127,12 @@ describe('journey compaction', () => {
     };
     expect(before.history.map((s) => s.step)).toEqual(['seen', 'claimed', 'valid', 'queued', 'attempt', 'accepted', 'archived']);
 
-    const result = await compactJourneys(redis, keys, { retentionDays: 30, detailDays: 1, nowMs: NOW, queues });
+    const result = await compactJourneys(redis, keys, {
+      retentionDays: 30,
+      detailDays: 1,
+      nowMs: NOW,
+      deadLetterDeliveries: () => deadLetterDeliveries(queues),
+    });
     expect(result).toMatchObject({ folded: SETTLED, left: 2 });
 
     // The settled label: one compact record, ~100 bytes where its steps took ~600.
@@ -178,12 +184,16 @@ describe('journey compaction', () => {
     );
 
     // A second run finds nothing new; once the item in flight settles (today), its old day is folded too.
-    expect(await compactJourneys(redis, keys, { retentionDays: 30, detailDays: 1, nowMs: NOW, queues })).toMatchObject({ folded: 0, left: 2 });
+    expect(
+      await compactJourneys(redis, keys, { retentionDays: 30, detailDays: 1, nowMs: NOW, deadLetterDeliveries: () => deadLetterDeliveries(queues) }),
+    ).toMatchObject({ folded: 0, left: 2 });
     const h = sha('label in flight');
     await write(NOW, { deliveryId: 'in-flight', step: { k: 'l', s: 'answer', a: 'in-flight-a1', st: 200, ms: 9 } });
     await write(NOW + 1, { deliveryId: 'in-flight', step: { k: 'l', s: 'accepted', h: h.slice(0, 8) } });
     await write(NOW + 2, { deliveryId: 'in-flight', step: { k: 'l', s: 'archived', h: h.slice(0, 8), to: 'archive/' } });
-    expect(await compactJourneys(redis, keys, { retentionDays: 30, detailDays: 1, nowMs: NOW, queues })).toMatchObject({ folded: 1, left: 1 });
+    expect(
+      await compactJourneys(redis, keys, { retentionDays: 30, detailDays: 1, nowMs: NOW, deadLetterDeliveries: () => deadLetterDeliveries(queues) }),
+    ).toMatchObject({ folded: 1, left: 1 });
     expect((await redis.hget(keys.journeyDay(OLD_DAY), 'in-flight'))!.startsWith('~')).toBe(true);
     // Its steps of today keep their detail.
     expect((await readJourney(redis, keys, 'in-flight', WINDOW)).map((s) => s.step)).toEqual(['seen', 'folded', 'attempt', 'accepted', 'archived']);

@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/log.js';
 import { findByFile, findBySha256, readJourney } from '../../src/journey/journey-read.js';
 import { compactJourneys } from '../../src/journey/journey-compact.js';
+import { deadLetterDeliveries } from '../../src/queue/dead-letter.js';
 import { DAY_MS } from '../../src/journey/journey.js';
 import { createHash } from 'node:crypto';
 import { openContext } from '../../src/runtime/context.js';
@@ -118,7 +119,12 @@ describe('Redis Cluster', () => {
       expect(new Set(fromFile.map((s) => s.delivery_id))).toEqual(new Set(ids));
 
       // Folded as the hourly job folds them two days later: one script call a delivery, its keys in the slot.
-      const folded = await compactJourneys(ctx.redis, ctx.keys, { retentionDays: 30, detailDays: 1, nowMs: Date.now() + 2 * DAY_MS, queues: ctx.queues });
+      const folded = await compactJourneys(ctx.redis, ctx.keys, {
+        retentionDays: 30,
+        detailDays: 1,
+        nowMs: Date.now() + 2 * DAY_MS,
+        deadLetterDeliveries: () => deadLetterDeliveries(ctx.queues),
+      });
       expect(folded).toMatchObject({ folded: ids.length, left: 0 });
       const after = await readJourney(ctx.redis, ctx.keys, ids[0]!, window);
       expect(after.filter((s) => s.kind === 'label').map((s) => s.step)).toEqual(['seen', 'accepted', 'archived', 'folded']);

@@ -2,7 +2,7 @@
 import type { ApiClient } from '../../api/index.js';
 import type { Logger } from '../../log.js';
 import type { RateLimiter } from '../../gate/limiter.js';
-import { listDeadLetters } from '../../queue/dead-letter.js';
+import { deadLetterDeliveries, listDeadLetters } from '../../queue/dead-letter.js';
 import type { Context } from '../context.js';
 import { pullEvents } from './events-pull.js';
 import { reconcileWebhook } from './webhook.js';
@@ -43,7 +43,7 @@ export async function runHousekeeping(name: string, deps: HousekeepingDeps): Pro
         retentionDays: history.retentionDays,
         detailDays: history.detailDays,
         nowMs: Date.now(),
-        queues: deps.ctx.queues,
+        deadLetterDeliveries: () => deadLetterDeliveries(deps.ctx.queues),
       });
       if (result.folded > 0) deps.logger.info(result, 'journeys folded');
       return result;

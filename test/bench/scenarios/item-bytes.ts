@@ -25,6 +25,7 @@ import type { Scenario } from '../support/report.js';
 import { listFiles } from '../support/tally.js';
 import { round, sleep, waitFor } from '../support/wait.js';
 import { compactJourneys, type CompactResult } from '../../../src/journey/journey-compact.js';
+import { deadLetterDeliveries } from '../../../src/queue/dead-letter.js';
 import { DAY_MS, epochDayOf } from '../../../src/journey/journey.js';
 import { openQueues } from '../../../src/queue/queues.js';
 import { createKeys } from '../../../src/store/keys.js';
@@ -62,7 +63,12 @@ export const itemBytesScenario: Scenario = {
     // "today" again after its first fold, so the mark is cleared to fold the day again.
     const fold = async (): Promise<CompactResult> => {
       await redis.del(keys.journeyLeft(epochDayOf(Date.now())));
-      return compactJourneys(redis, keys, { retentionDays: RETENTION_DAYS, detailDays: DETAIL_DAYS, nowMs: Date.now() + (DETAIL_DAYS + 1) * DAY_MS, queues });
+      return compactJourneys(redis, keys, {
+        retentionDays: RETENTION_DAYS,
+        detailDays: DETAIL_DAYS,
+        nowMs: Date.now() + (DETAIL_DAYS + 1) * DAY_MS,
+        deadLetterDeliveries: () => deadLetterDeliveries(queues),
+      });
     };
     const daemon = await spawnDaemon(
       {

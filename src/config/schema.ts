@@ -5,7 +5,7 @@ import { say } from '../i18n/translate.js';
 const ms = z.number().int().nonnegative();
 
 /** Faults a test injects into the running daemon (CARRIER_SYNC_FAILPOINTS; src/failpoints.ts). */
-export const FAILPOINTS = ['delivery-thread-freeze', 'worker-connection-end', 'batch-never-seals', 'check-thread-freeze'] as const;
+export const FAILPOINTS = ['delivery-thread-freeze', 'worker-connection-end', 'batch-never-seals', 'check-thread-freeze', 'job-run-freeze'] as const;
 export type Failpoint = (typeof FAILPOINTS)[number];
 const positiveInt = z.number().int().positive();
 /** What one file's check may spend on its thread (validate/pool/). */

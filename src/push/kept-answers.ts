@@ -56,8 +56,18 @@ interface Held {
 }
 
 /** `onLate`: an answer was written after being kept (the deployment's counter for the failover message). */
+/** Every KeptAnswers of this thread, for `isAnswerBeingWritten`. */
+const everyHeld = new Set<ReadonlyMap<string, Held>>();
+
+/** Whether an answer of `jobId` is being written or kept in this thread (its run waits on Redis, not on nothing). */
+export function isAnswerBeingWritten(jobId: string): boolean {
+  for (const held of everyHeld) if (held.has(jobId)) return true;
+  return false;
+}
+
 export function createKeptAnswers(isUnavailable: (error: unknown) => boolean, logger: Logger, onLate: () => void = () => {}): KeptAnswers {
   const held = new Map<string, Held>();
+  everyHeld.add(held);
   let late = 0;
   let isClosed = false;
 
@@ -113,6 +123,7 @@ export function createKeptAnswers(isUnavailable: (error: unknown) => boolean, lo
     recordedLate: () => late,
     close() {
       isClosed = true;
+      everyHeld.delete(held);
       if (held.size > 0) {
         logger.warn(
           { answers: held.size, jobIds: [...held.keys()].slice(0, 20) },

@@ -18,6 +18,8 @@
  * kept-answers.ts: an answer Redis cannot take now is kept and written when it can, never dropped
  * and never bought again.
  */
+import { isAnswerBeingWritten } from './kept-answers.js';
+import { takeFailpoint } from '../failpoints.js';
 import type { Job } from 'bullmq';
 import { DelayedError, UnrecoverableError } from '../queue/bullmq.js';
 import { isSyncError, SyncError } from '../errors.js';
@@ -47,7 +49,7 @@ import {
 } from '../trace.js';
 
 /** Longest a job holds its worker slot waiting for the shared limiter before stepping aside. */
-const MAX_SLOT_WAIT_MS = 15_000;
+export const MAX_SLOT_WAIT_MS = 15_000;
 /** Longest one wait in process before asking the gate again (a resumed pause is seen quickly). */
 const MAX_NAP_MS = 1_000;
 /** A parked event wakes when the event before it finishes; this is only the safety net. */
@@ -68,13 +70,15 @@ export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: str
   const runs: RunsUnderWay = new Map();
   return (job, token) =>
     oneRunAtATime(runs, String(job.id), () =>
-      isTracingOn()
-        ? traced(job, (span) => {
-            // This run's span, for its request and its end (sent within it), and on its log lines.
-            bindSpan(job, span);
-            return processJob({ ...deps, logger: loggerIn(deps.logger, span) })(job, token);
-          })
-        : run(job, token),
+      takeFailpoint('job-run-freeze')
+        ? frozenRun(deps, String(job.id))
+        : isTracingOn()
+          ? traced(job, (span) => {
+              // This run's span, for its request and its end (sent within it), and on its log lines.
+              bindSpan(job, span);
+              return processJob({ ...deps, logger: loggerIn(deps.logger, span) })(job, token);
+            })
+          : run(job, token),
     );
 }
 
@@ -95,15 +99,50 @@ type RunsUnderWay = Map<string, Promise<unknown>>;
  * another process are told apart by the attempt record's owner (gate/attempt-owner.ts).
  */
 async function oneRunAtATime<T>(runs: RunsUnderWay, jobId: string, run: () => Promise<T>): Promise<T> {
-  for (let earlier = runs.get(jobId); earlier !== undefined; earlier = runs.get(jobId)) await earlier.catch(() => undefined);
-  // No await between the check above and the set below: a third run waiting too sees this one.
-  const current = run();
-  runs.set(jobId, current);
+  const ended = runsInProgress.begin(jobId);
   try {
-    return await current;
+    for (let earlier = runs.get(jobId); earlier !== undefined; earlier = runs.get(jobId)) await earlier.catch(() => undefined);
+    // No await between the check above and the set below: a third run waiting too sees this one.
+    const current = run();
+    runs.set(jobId, current);
+    try {
+      return await current;
+    } finally {
+      if (runs.get(jobId) === current) runs.delete(jobId);
+    }
   } finally {
-    if (runs.get(jobId) === current) runs.delete(jobId);
+    ended();
   }
+}
+
+/**
+ * The job runs under way in this thread, with when each began (a run waiting for an earlier run
+ * of its job included): the watchdog's check that no run lasts past the bound (a run waiting for
+ * something that never comes holds its job active, its lock renewed, and its delivery's later
+ * events parked behind it, without a word).
+ */
+const runsInProgress = (() => {
+  const started = new Map<number, { jobId: string; since: number }>();
+  let next = 0;
+  return {
+    begin(jobId: string): () => void {
+      const id = next++;
+      started.set(id, { jobId, since: Date.now() });
+      return () => void started.delete(id);
+    },
+    oldest(): { jobId: string; since: number } | null {
+      // A Map keeps insertion order: the first entry is the oldest run still going. A run whose
+      // answer is being written waits on Redis (away, or a replica not acknowledging): Redis' own
+      // state, told by redis-health.ts or replica-wait.ts, not a run waiting for nothing.
+      for (const run of started.values()) if (!isAnswerBeingWritten(run.jobId)) return run;
+      return null;
+    },
+  };
+})();
+
+/** The oldest job run under way in this thread, or null (runtime/watchdog/stall-checks.ts). */
+export function oldestRun(): { jobId: string; since: number } | null {
+  return runsInProgress.oldest();
 }
 
 /**
@@ -406,4 +445,10 @@ function isFromRedis(error: unknown): boolean {
   if (isSyncError(error) || !isRedisError(error)) return false;
   const code = (error as NodeJS.ErrnoException).code;
   return typeof code !== 'string' || !code.startsWith('E');
+}
+
+/** CARRIER_SYNC_FAILPOINTS=job-run-freeze (tests only): this run waits for good, its job active, its lock renewed. */
+function frozenRun(deps: PushDeps, jobId: string): Promise<string> {
+  deps.logger.warn({ jobId }, 'failpoint job-run-freeze: this run of the job never ends');
+  return new Promise<string>(() => {});
 }

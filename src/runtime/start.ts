@@ -44,6 +44,7 @@ import type { WaitingServer } from '../ops/waiting-server.js';
 import { startTracing, type SpansDropped, type Tracing } from './tracing.js';
 import { armFailpoints } from '../failpoints.js';
 import type { RedisConnection } from '../store/redis.js';
+import { MAX_SLOT_WAIT_MS } from '../push/processor.js';
 import { createWatchdog, type StallCheck, type Watchdog } from './watchdog/watchdog.js';
 import {
   readyJobsCheck,
@@ -312,7 +313,9 @@ function watchProgress(state: DaemonState, ctx: Context): void {
   const connections: Array<[string, RedisConnection]> = [['redis', ctx.redis]];
   if (ctx.bullRedis !== ctx.redis) connections.push(['redis (bullmq)', ctx.bullRedis]);
   const checks: StallCheck[] = [redisConnectionsCheck(connections)];
-  const threadWatch = thread === null ? null : watchDeliveryThread(thread, stallMs);
+  // A run's own bounds: the gate's waits before it steps aside, then the request's timeouts.
+  const runAllowanceMs = MAX_SLOT_WAIT_MS + config.api.connectTimeoutMs + config.api.headersTimeoutMs + config.api.bodyTimeoutMs;
+  const threadWatch = thread === null ? null : watchDeliveryThread(thread, stallMs, (withinMs) => ctx.health.isTroubled(withinMs), runAllowanceMs);
   if (threadWatch !== null) checks.push(threadWatch.check);
   if (roles.includes('worker')) {
     // Without a thread to replace, nothing here brings the workers back: the bound ends the process.

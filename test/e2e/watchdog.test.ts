@@ -66,6 +66,21 @@ describe('the watchdog', () => {
     expect(run.env.sandbox.requests().filter((r) => r.endpoint === 'label' && r.status === 200)).toHaveLength(2);
   });
 
+  it('job-run-freeze: a run that never ends is seen once it outlasts its own bounds and the bound; the thread is replaced and the label sent', async () => {
+    // A run's own bounds: the gate's 15 s before it steps aside, then the request's timeouts (small here).
+    const api = { connectTimeoutMs: 500, headersTimeoutMs: 1000, bodyTimeoutMs: 1000 };
+    const run = await start('job-run-freeze', { settings: { api } });
+    const first = await dropLabel(run.env);
+    const freeze = await run.daemon.waitForLog((l) => String(l.msg).startsWith('failpoint job-run-freeze:'), { what: 'the frozen run' });
+    const boundMs = STALL_MS + 15_000 + api.connectTimeoutMs + api.headersTimeoutMs + api.bodyTimeoutMs;
+    await expectToldOnceAndRecovered(run, 'a run of job label.', Number(freeze.time), boundMs + 5000);
+    // Not before its bound: a slow run is not a stall.
+    const line = run.daemon.logs().find((l) => String(l.msg).startsWith('stalled:'));
+    expect(Number(line?.time) - Number(freeze.time)).toBeGreaterThanOrEqual(boundMs - 1000);
+    await waitFor(async () => (await archived(run.env)).includes(first), { timeoutMs: 20_000, what: 'the frozen run’s label archived' });
+    expect(run.env.sandbox.requests().filter((r) => r.endpoint === 'label' && r.status === 200)).toHaveLength(2);
+  });
+
   it('a stall the process cannot recover (its in-flight file taken away by hand): /healthz 503, then exit 1', async () => {
     const run = await start('batch-never-seals');
     const record = JSON.stringify({ delivery_id: randomUUID(), event_at: '2026-03-01T10:00:00-03:00' });

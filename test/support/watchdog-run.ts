@@ -52,8 +52,11 @@ export interface Running {
   hook: HttpReceiver;
 }
 
-export async function start(failpoints: string, options: { sandbox?: SandboxOptions; env?: Record<string, string> } = {}): Promise<Running> {
-  t = await createE2eEnv({ sandbox: { autoCreateDeliveries: true, ...options.sandbox }, settings: { shutdown: { graceMs: 5000 } } });
+export async function start(
+  failpoints: string,
+  options: { sandbox?: SandboxOptions; env?: Record<string, string>; settings?: Record<string, unknown> } = {},
+): Promise<Running> {
+  t = await createE2eEnv({ sandbox: { autoCreateDeliveries: true, ...options.sandbox }, settings: { shutdown: { graceMs: 5000 }, ...options.settings } });
   receiver = await startHttpReceiver();
   const daemon = spawnDaemon(
     {
@@ -107,11 +110,11 @@ export const stalledNotifications = (hook: HttpReceiver): Array<{ state: string;
     .filter((n) => n.condition === 'stalled');
 
 /** The stall was seen in time, told once everywhere, and recovered: a file dropped after it is accepted and archived. */
-export async function expectToldOnceAndRecovered(run: Running, reasonStart: string, faultAt: number): Promise<void> {
+export async function expectToldOnceAndRecovered(run: Running, reasonStart: string, faultAt: number, seenWithinMs = SEEN_WITHIN_MS): Promise<void> {
   const { daemon, env, hook } = run;
-  const line = await daemon.waitForLog((l) => isError(l) && String(l.msg).startsWith('stalled:'), { timeoutMs: SEEN_WITHIN_MS + 5000, what: 'the stall line' });
+  const line = await daemon.waitForLog((l) => isError(l) && String(l.msg).startsWith('stalled:'), { timeoutMs: seenWithinMs + 5000, what: 'the stall line' });
   expect(String(line.msg)).toContain(reasonStart);
-  expect(Number(line.time) - faultAt).toBeLessThan(SEEN_WITHIN_MS);
+  expect(Number(line.time) - faultAt).toBeLessThan(seenWithinMs);
   const after = await dropLabel(env);
   await waitFor(async () => (await archived(env)).includes(after), { timeoutMs: 30_000, what: `${after} archived after the recovery` }).catch(
     (error: unknown) => {

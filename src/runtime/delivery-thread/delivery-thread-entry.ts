@@ -15,6 +15,7 @@ import type { RequestSample } from '../../ops/metrics.js';
 import { createClosers } from '../closers.js';
 import { routeConsoleToLog } from '../console-to-log.js';
 import { openContext, type Context } from '../context.js';
+import { oldestRun } from '../../push/processor.js';
 import { armFailpoints, isFailpointArmed, takeFailpoint } from '../../failpoints.js';
 import { toWireError, type DeliveryThreadData, type FromThread, type ToThread } from './delivery-wire.js';
 import { ContactAbandoned } from '../redis-contact.js';
@@ -75,7 +76,7 @@ let opened: Context | null = null;
 const report = (): void => {
   // The heartbeat the main thread's watchdog waits for (runtime/watchdog/watchdog.ts): a thread whose loop is
   // stuck sends none; a connection that ended without this thread closing it never comes back.
-  if (!isStopRequested) post({ type: 'beat', endedConnections: endedConnections(opened) });
+  if (!isStopRequested) post({ type: 'beat', endedConnections: endedConnections(opened), oldestRun: oldestRun() });
   if (samples.length > 0) {
     post({ type: 'samples', samples });
     samples = [];

@@ -38,7 +38,7 @@ export interface DeliveryThread {
   /** The thread's dropped spans (totals), for the http role's metrics. */
   spansDropped(): SpansDropped;
   /** What the watchdog reads (runtime/watchdog/watchdog.ts): the thread's last heartbeat, and the Redis connections it says ended. */
-  beat(): { lastAt: number; endedConnections: string[] } | null;
+  beat(): { lastAt: number; endedConnections: string[]; oldestRun: { jobId: string; since: number } | null } | null;
   /**
    * Ends the thread at once (terminate: a thread that stopped answering cannot stop in order) and
    * starts a new one, with new connections and workers; resolves once its workers run. Its jobs
@@ -75,6 +75,8 @@ interface Run {
   stopped: Promise<void>;
   lastBeatAt: number;
   endedConnections: string[];
+  /** The oldest job run under way in the thread, as its last beat said. */
+  oldestRun: { jobId: string; since: number } | null;
 }
 
 /** Starts the thread; resolves once its workers run. Its close is on `ctx.closers` from the first moment. */
@@ -110,7 +112,7 @@ export async function startDeliveryThread(ctx: Context, target: ApiTarget, optio
   await awaitStart(current);
   return {
     spansDropped: () => ({ ...dropped }),
-    beat: () => (current.phase === 'running' ? { lastAt: current.lastBeatAt, endedConnections: current.endedConnections } : null),
+    beat: () => (current.phase === 'running' ? { lastAt: current.lastBeatAt, endedConnections: current.endedConnections, oldestRun: current.oldestRun } : null),
     async restart() {
       const old = current;
       if (old.phase !== 'running') return;
@@ -149,12 +151,14 @@ function spawnRun(
     stopped: new Promise<void>((resolve) => (markStopped = resolve)),
     lastBeatAt: Date.now(),
     endedConnections: [],
+    oldestRun: null,
   };
   worker.on('message', (message: FromThread) => {
     if (message.type === 'log') writeLogLines(logger, message.text);
     else if (message.type === 'beat') {
       run.lastBeatAt = Date.now();
       run.endedConnections = message.endedConnections;
+      run.oldestRun = message.oldestRun;
     } else if (message.type === 'samples') for (const sample of message.samples) options.observeRequest?.(sample);
     else if (message.type === 'spans') onSpans(message.dropped);
     else if (message.type === 'redis') ctx.health.adopt(message.episode, 'delivery-thread');

@@ -41,7 +41,7 @@ export type FromThread =
   /** A Redis episode the thread's health tracker began (the main thread's adopts it: readiness, metrics). */
   | { type: 'redis'; episode: Pick<RedisEpisode, 'kind' | 'code' | 'message'> }
   /** The thread's heartbeat (every second): it answers; the Redis connections it needs that ended without being closed. */
-  | { type: 'beat'; endedConnections: string[] }
+  | { type: 'beat'; endedConnections: string[]; oldestRun: { jobId: string; since: number } | null }
   /** Everything the thread opened is closed: it ends now. */
   | { type: 'stopped' };
 

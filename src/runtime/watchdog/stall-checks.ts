@@ -5,6 +5,9 @@
  * - the delivery thread: its heartbeat (one message a second, runtime/delivery-thread/delivery-thread-entry.ts)
  *   stopped for the bound, or a Redis connection it needs ended without being closed (ioredis
  *   `end`: no reconnect comes). Recovery: a new thread, with new connections and workers.
+ * - a run of a job in the delivery thread lasting the bound beyond its own bounds (the gate's waits,
+ *   the request's timeouts), Redis answering all along, its answer not being written. Recovery: a
+ *   new delivery thread (the job comes back when its lock lapses).
  * - this thread's Redis connections: ended without being closed. Recovery: connect again.
  * - ready jobs (waiting, none active) while nothing finished (the stats counters) for the bound.
  *   Not while Redis is in an episode or the 401 gate is closed: a pause moves jobs out of `wait`,
@@ -34,7 +37,12 @@ export interface ThreadWatch {
   replaceFor(stall: StallFacts): () => Promise<void>;
 }
 
-export function watchDeliveryThread(thread: DeliveryThread, stallMs: number): ThreadWatch {
+/**
+ * `runAllowanceMs`: the longest a run lasts by its own bounds (the gate's waits before it steps
+ * aside, the request's connect, headers and body timeouts): a run is stuck once it lasts the bound
+ * beyond that, so an API answering slowly is never one.
+ */
+export function watchDeliveryThread(thread: DeliveryThread, stallMs: number, isTroubled: (withinMs: number) => boolean, runAllowanceMs: number): ThreadWatch {
   let endedSeenAt: number | null = null;
   let replacing: StallFacts | null = null;
   const replaceFor = (stall: StallFacts) => async (): Promise<void> => {
@@ -55,8 +63,15 @@ export function watchDeliveryThread(thread: DeliveryThread, stallMs: number): Th
       return { ...stall, recover: replaceFor(stall) };
     }
     endedSeenAt = null;
-    if (nowMs - beat.lastAt < stallMs) return null;
-    const stall = { what: 'the delivery thread does not answer', since: beat.lastAt };
+    if (nowMs - beat.lastAt >= stallMs) {
+      const stall = { what: 'the delivery thread does not answer', since: beat.lastAt };
+      return { ...stall, recover: replaceFor(stall) };
+    }
+    // A run bounded by its own waits (the gate's, the request's timeout) that lasts the bound, with
+    // Redis answering all along: it waits for something that will not come.
+    const run = beat.oldestRun;
+    if (run === null || nowMs - run.since < stallMs + runAllowanceMs || isTroubled(stallMs)) return null;
+    const stall = { what: `a run of job ${run.jobId} does not end`, since: run.since };
     return { ...stall, recover: replaceFor(stall) };
   };
   return { check, replaceFor };

@@ -44,13 +44,14 @@ import type { WaitingServer } from '../ops/waiting-server.js';
 import { startTracing, type SpansDropped, type Tracing } from './tracing.js';
 import { armFailpoints } from '../failpoints.js';
 import type { RedisConnection } from '../store/redis.js';
-import { MAX_SLOT_WAIT_MS } from '../push/processor.js';
+import { MAX_SLOT_WAIT_MS, oldestRun } from '../push/processor.js';
 import { createWatchdog, type StallCheck, type Watchdog } from './watchdog/watchdog.js';
 import {
   readyJobsCheck,
   redisConnectionsCheck,
   unsealedBatchCheck,
   workInProgressCheck,
+  mainThreadRunCheck,
   watchDeliveryThread,
   type BatchWatch,
 } from './watchdog/stall-checks.js';
@@ -321,6 +322,7 @@ function watchProgress(state: DaemonState, ctx: Context): void {
     // Without a thread to replace, nothing here brings the workers back: the bound ends the process.
     const recoverFor = threadWatch?.replaceFor ?? (() => async () => {});
     checks.push(readyJobsCheck(ctx, stallMs, recoverFor, () => thread !== null && thread.beat() === null));
+    if (thread === null) checks.push(mainThreadRunCheck(oldestRun, stallMs + runAllowanceMs, stallMs, (withinMs) => ctx.health.isTroubled(withinMs)));
   }
   const spool = state.batchWatch;
   if (spool !== null) {

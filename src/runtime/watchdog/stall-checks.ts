@@ -172,3 +172,21 @@ export function workInProgressCheck(
     return { what, since: Math.max(oldest, track.lastEndedAt()), recover };
   };
 }
+
+/**
+ * The workers on the main thread (no delivery thread): a job run lasting past `boundMs` (the bound
+ * beyond the run's own bounds), Redis answering all along. Nothing here can end the run: the
+ * process exits at the bound, for its supervisor.
+ */
+export function mainThreadRunCheck(
+  oldest: () => { jobId: string; since: number } | null,
+  boundMs: number,
+  stallMs: number,
+  isTroubled: (withinMs: number) => boolean,
+): StallCheck {
+  return async (nowMs) => {
+    const run = oldest();
+    if (run === null || nowMs - run.since < boundMs || isTroubled(stallMs)) return null;
+    return { what: `a run of job ${run.jobId} does not end`, since: run.since, recover: async () => {} };
+  };
+}

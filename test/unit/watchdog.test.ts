@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { createWatchdog, tickMsOf, type Stall, type StallState } from '../../src/runtime/watchdog/watchdog.js';
-import { workInProgressCheck } from '../../src/runtime/watchdog/stall-checks.js';
+import { mainThreadRunCheck, workInProgressCheck } from '../../src/runtime/watchdog/stall-checks.js';
 import { createProgressTrack } from '../../src/progress.js';
 
 function loggerWithLines(): { logger: ReturnType<typeof createLogger>; lines: Array<Record<string, unknown>> } {
@@ -157,5 +157,25 @@ describe('the work-in-progress check (claims, outcome passes)', () => {
     const idle = setUp();
     idle.advance(10 * STALL);
     expect(await idle.check()).toBeNull();
+  });
+});
+
+describe('the run check with the workers on the main thread', () => {
+  it('tells a run past its bound, not one within it, nor one while Redis is troubled', async () => {
+    let troubled = false;
+    let run: { jobId: string; since: number } | null = { jobId: 'label.d1.c1', since: 1_000_000 };
+    const check = mainThreadRunCheck(
+      () => run,
+      65_000,
+      60_000,
+      () => troubled,
+    );
+    expect(await check(1_000_000 + 64_999)).toBeNull();
+    expect(await check(1_000_000 + 65_000)).toMatchObject({ what: 'a run of job label.d1.c1 does not end', since: 1_000_000 });
+    troubled = true;
+    expect(await check(1_000_000 + 70_000)).toBeNull();
+    troubled = false;
+    run = null;
+    expect(await check(1_000_000 + 70_000)).toBeNull();
   });
 });

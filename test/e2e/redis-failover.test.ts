@@ -170,7 +170,13 @@ describe.each(SEEDS)('seed %i', (seed) => {
         const histories = await Promise.all(
           [...new Set([...documentDeliveries, ...eventDeliveries])].map(async (deliveryId) => {
             const history = await runCli(env.args('history', deliveryId), { env: daemonEnv, timeoutMs: 30_000 });
-            return `--- history of ${deliveryId}\n${history.stdout}${history.stderr}`;
+            // What the API saw of it, timed from the kill.
+            const seen = env.sandbox
+              .requests()
+              .filter((r) => r.deliveryId === deliveryId)
+              .map((r) => `${r.endpoint} ${r.eventAt ?? ''} at ${r.at - killedAt} ms from the kill (promotion at ${promotedAt - killedAt}), HTTP ${r.status}`);
+            const jobs = documentDeliveries.includes(deliveryId) ? await documentJobStates(daemonEnv, deliveryId) : [];
+            return `--- history of ${deliveryId}\n${history.stdout}${history.stderr}--- its requests\n${seen.join('\n')}\n--- its label and CT-e jobs\n${jobs.join('\n')}`;
           }),
         );
         const about = (line: LogLine): boolean =>
@@ -300,6 +306,33 @@ async function stuckBatchJobs(env: Record<string, string>, left: string[]): Prom
           `${jobId} ${await queue.getJobState(jobId)} (lock ${lock === null ? 'none' : `held, ${ttl} ms left`}; attempts started ${job?.attemptsStarted ?? '?'}, made ${job?.attemptsMade ?? '?'}, processedOn ${job?.processedOn ?? '-'}, delay ${job?.delay ?? '-'})`,
         );
       }
+    }
+    return out;
+  } catch (error) {
+    return [`(could not read: ${String(error)})`];
+  } finally {
+    await ctx.closers.closeAll();
+  }
+}
+
+/** A delivery's label and CT-e jobs as Redis holds them now: state, lock, attempts (a failure's diagnostic). */
+async function documentJobStates(env: Record<string, string>, deliveryId: string): Promise<string[]> {
+  const ctx = await openContext(loadConfig({ env }), createLogger({ level: 'silent' }), 'diagnostic');
+  try {
+    const out: string[] = [];
+    for (const kind of ['label', 'cte'] as const) {
+      const queue = ctx.queues.items[kind];
+      const jobs = (await queue.getJobs(['active', 'waiting', 'delayed', 'failed', 'completed', 'prioritized'])).filter(
+        (job) => job?.data.deliveryId === deliveryId,
+      );
+      for (const job of jobs) {
+        const jobId = String(job.id);
+        const lock = await ctx.redis.get(`${queue.toKey(jobId)}:lock`);
+        out.push(
+          `${jobId} ${await queue.getJobState(jobId)} (lock ${lock === null ? 'none' : `held, ${await ctx.redis.pttl(`${queue.toKey(jobId)}:lock`)} ms left`}; attempts started ${job.attemptsStarted}, made ${job.attemptsMade}, processedOn ${job.processedOn ?? '-'}, delay ${job.delay}, timestamp ${job.timestamp})`,
+        );
+      }
+      if (jobs.length === 0) out.push(`no ${kind} job of ${deliveryId}`);
     }
     return out;
   } catch (error) {

@@ -162,8 +162,7 @@ async function reconcileEvents(
 /**
  * A sealed batch that made no progress for `stuckMs` (or any, in the pass after a Redis episode):
  * each of its jobs not marked done is looked at (one pipeline: its hash, and whether it finished).
- * One that runs or waits (a delayed event, a slow API) is left to finish; one whose hash is in no
- * list (its id lost from wait or active) never will, and counts as gone. A finished one
+ * One that runs or waits (a delayed event, a slow API) is left to finish. A finished one
  * (dead-lettered, its outcome lost) is marked done with its dead letter. One gone from Redis whose
  * outcome waits is left to that outcome. Any other gone job (finished without its mark, or lost to
  * a failover) is queued again through the event_at claims, from the file: an event its claim
@@ -190,13 +189,6 @@ async function finishJobByJob(
   for (const [i, jobId] of unfinished.entries()) {
     const [exists, isFinished] = [replies[2 * i], replies[2 * i + 1]];
     if (exists === 0 && !(await how.isOutcomePending(jobId))) gone.add(jobId);
-    if (exists === 1 && isFinished !== 1 && (await queue.getJobState(jobId)) === 'unknown' && !(await how.isOutcomePending(jobId))) {
-      // Its hash left in no list (its id lost from wait or active, as a failover can leave it): it
-      // will never run, and BullMQ adds nothing under an id whose hash exists. Gone, hash and all.
-      await queue.remove(jobId);
-      gone.add(jobId);
-      continue;
-    }
     if (exists !== 1 || isFinished !== 1) continue;
     const state = await queue.getJobState(jobId);
     if (state !== 'failed' && state !== 'completed') continue;

@@ -213,10 +213,7 @@ async function queueExisting(deps: EnqueueDeps, job: LabelJob | CteJob, jobId: s
     return { jobId, result: 'replayed' };
   }
   if (state !== 'unknown' && state !== 'completed') return { jobId, result: 'already-queued' };
-  // 'unknown' here is a job hash in no list (its id lost from wait or active, as a failover can
-  // leave it): BullMQ's add of an id whose hash exists adds nothing, so the file would wait in
-  // .inflight/ for a job that never runs. The hash goes first, as a completed job's does.
-  if (state === 'completed' || state === 'unknown') await queue.remove(jobId);
+  if (state === 'completed') await queue.remove(jobId);
   await queue.add(job.kind, job, { jobId });
   await deps.stats.add('received', job.kind);
   return { jobId, result: 'queued' };

@@ -77,24 +77,4 @@ describe('documents queued together', () => {
       await ctx.closers.closeAll();
     }
   });
-
-  it('a job hash left in no list (its id lost from wait or active, as a failover can leave it) is queued again when its file is claimed again, not counted as queued and left', async () => {
-    running = await startTestDaemon({ roles: ['watcher'] });
-    const ctx = await openContext(running.config, createLogger({ level: 'silent' }), 'test');
-    try {
-      const id = randomUUID();
-      const first = await enqueueDocument(ctx.enqueueDeps, label(id, 'o1', 1000));
-      expect(first.result).toBe('queued');
-      const queue = ctx.queues.items.label;
-      // The failover's loss: the id gone from the wait list, the job's hash still there.
-      expect(await ctx.redis.lrem(queue.toKey('wait'), 0, first.jobId)).toBe(1);
-      expect(await queue.getJobState(first.jobId)).toBe('unknown');
-      // Claimed again (the in-flight reconcile resumes the file): a newer claim of the same bytes.
-      const again = await enqueueDocument(ctx.enqueueDeps, label(id, 'o1', 1000));
-      expect(again).toEqual({ jobId: first.jobId, result: 'queued' });
-      expect(await queue.getJobState(first.jobId)).toBe('waiting');
-    } finally {
-      await ctx.closers.closeAll();
-    }
-  });
 });

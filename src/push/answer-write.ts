@@ -16,22 +16,40 @@
 import { AnswerUnconfirmedError } from '../gate/replica-wait.js';
 import type { PushDeps } from './deps.js';
 
-export async function writeAnswer(deps: PushDeps, jobId: string, member: string, leave: () => Promise<void>): Promise<void> {
+/**
+ * How the answer was found written, for the `item sent` line: `replica` (a replica acknowledged
+ * it), `primary` (no replicas to wait for), `late-replica` / `late-primary` (kept, then written or
+ * found written), `found` (a later try found the leave landed: record gone).
+ */
+export type AnswerWrite = 'replica' | 'primary' | 'late-replica' | 'late-primary' | 'found-replica' | 'found-primary';
+
+export async function writeAnswer(deps: PushDeps, jobId: string, member: string, leave: () => Promise<void>): Promise<AnswerWrite> {
   let isTried = false;
+  let how: AnswerWrite = 'primary';
+  const ackedBy = (acks: number): 'replica' | 'primary' => (acks === Infinity ? 'primary' : 'replica');
   await deps.kept.write({ jobId, member }, async () => {
     if (isTried) {
       const state = await deps.gate.confirm(jobId, member);
       if (!state.isPending) {
-        if (state.acks >= 1) return;
+        if (state.acks >= 1) {
+          how = `found-${ackedBy(state.acks)}`;
+          return;
+        }
         throw new AnswerUnconfirmedError(`the answer of job ${jobId} is on the primary, not yet on a replica`);
       }
     }
+    const isLate = isTried;
     isTried = true;
     await leave();
-    if (!deps.gate.hasReplicas()) return;
+    if (!deps.gate.hasReplicas()) {
+      how = isLate ? 'late-primary' : 'primary';
+      return;
+    }
     const after = await deps.gate.confirm(jobId, member);
     if (after.acks < 1) throw new AnswerUnconfirmedError(`the answer of job ${jobId} is on the primary, not yet on a replica`);
+    how = isLate ? `late-${ackedBy(after.acks)}` : ackedBy(after.acks);
   });
+  return how;
 }
 
 /** What kept-answers.ts keeps and retries: Redis unavailable, or an answer not yet on a replica. */

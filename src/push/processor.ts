@@ -297,12 +297,12 @@ async function send(
   }
   const respondedAt = performance.now();
   // The API client takes only a 2xx as success, and the contract answers these endpoints with 200.
-  await writeAnswer(deps, jobId, slot, () =>
+  const answerWrite = await writeAnswer(deps, jobId, slot, () =>
     finishItem(deps, job, result, { slot, respondedAt }, undefined, { status: 200, durationMs: respondedAt - sentAt }),
   );
   if (isProbe) await onProbeAnswer(deps, null);
   deps.logger.info(
-    { kind: item.kind, deliveryId: item.deliveryId, jobId, attempt: job.attemptsMade + 1, status: 200, durationMs: deps.clock.now() - started, result },
+    { kind: item.kind, deliveryId: item.deliveryId, jobId, attempt: job.attemptsMade + 1, status: 200, durationMs: deps.clock.now() - started, result, answerWrite },
     'item sent',
   );
   return result;
@@ -357,7 +357,7 @@ async function onFailure(
   const context = { kind: item.kind, deliveryId: item.deliveryId, jobId, attempt, status: error.status, code: error.code, apiCode: error.apiCode };
   // The answer (the gate's leave, which releases the attempt record) is written first and kept
   // through an outage; the writes after it may fail: the job is then retried, as it would be anyway.
-  const leave = (): Promise<void> => writeAnswer(deps, jobId, slot.slot, async () => void (await deps.gate.leave(item, jobId, slot, null, answer)));
+  const leave = (): Promise<void> => writeAnswer(deps, jobId, slot.slot, async () => void (await deps.gate.leave(item, jobId, slot, null, answer))).then(() => undefined);
 
   if (error.disposition === 'rate-limited') {
     await leave();

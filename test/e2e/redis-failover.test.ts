@@ -255,7 +255,19 @@ describe.each(SEEDS)('seed %i', (seed) => {
         ...[...count(requests.filter((r) => (r.endpoint === 'label' || r.endpoint === 'cte') && accepted(r)).map((r) => `${r.endpoint} ${r.deliveryId}`))],
         ...[...count(requests.filter((r) => r.endpoint === 'collecting').map((r) => `event ${r.deliveryId} ${Date.parse(r.eventAt ?? '')}`))],
       ].filter(([, n]) => n > 1);
-      console.log(`${kind} seed ${seed}: ${findings.join('; ')}; ${twice.length} items accepted twice`);
+      // How each accepted item's answer was found written (the `item sent` line's answerWrite): before
+      // the kill every one should be on a replica; 'primary' there is an answer a failover could lose.
+      const answerWrites = count(
+        daemons.flatMap((daemon) =>
+          daemon
+            .logs()
+            .filter((line) => line.msg === 'item sent')
+            .map((line) => `${String(line['answerWrite'])}${Number(line['time']) < killedAt ? ' before the kill' : ''}`),
+        ),
+      );
+      console.log(
+        `${kind} seed ${seed}: ${findings.join('; ')}; ${twice.length} items accepted twice; answers written: ${[...answerWrites].map(([how, n]) => `${how} ${n}`).join(', ')}`,
+      );
       // A finding to explain, not only to count: each item sent twice with its requests (times from
       // the kill), what the daemons logged about its delivery, and its journey as `history` tells it.
       for (const [key] of twice) {

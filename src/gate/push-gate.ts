@@ -130,9 +130,18 @@ export interface AnswerWrites {
   failure?: CappedAppend;
 }
 
+/** A new attempt's slot member: the job id and 8 random hex digits. */
+export function attemptMember(jobId: string): string {
+  return `${jobId}:${randomHex8()}`;
+}
+
 export interface PushGate {
-  /** `attempt`: the attempt's number, for the journey's "attempt started" step. */
-  enter(item: ItemJob, jobId: string, attempt?: number): Promise<GateVerdict>;
+  /**
+   * `attempt`: the attempt's number, for the journey's "attempt started" step. `member`: the
+   * attempt's slot member (`attemptMember`), named by the attempt record a 'go' writes; the caller
+   * makes it, so that an enter whose reply is lost can still be released (push/processor.ts).
+   */
+  enter(item: ItemJob, jobId: string, attempt?: number, member?: string): Promise<GateVerdict>;
   /**
    * After a request (`slot` set) or a decision without one. `result` is set when the item ended
    * (counted, order advanced); null while it goes on (a retry). `answer`: what the request got
@@ -216,8 +225,7 @@ class RedisPushGate implements PushGate {
     this.#activityArgs = [keys.activityStem, ACTIVITY_TTL_SEC];
   }
 
-  async enter(item: ItemJob, jobId: string, attempt?: number): Promise<GateVerdict> {
-    const member = `${jobId}:${randomHex8()}`;
+  async enter(item: ItemJob, jobId: string, attempt?: number, member = attemptMember(jobId)): Promise<GateVerdict> {
     const call = item.kind === 'collecting' ? this.#enterEventCall(item, jobId, member, attempt) : this.#enterDocumentCall(item, jobId, member, attempt);
     const replicas = this.options.replicas;
     if (replicas === undefined || replicas.replicas() === 0) return verdictOf((await call.script(this.redis, call.keys, call.args)) as RawVerdict);

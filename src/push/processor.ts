@@ -28,7 +28,7 @@ import { isRedisError, isRedisUnavailable } from '../store/redis-errors.js';
 import { wakeEvent } from '../gate/event-wake.js';
 import type { AttemptRecord } from '../queue/attempts.js';
 import type { ItemJob, ItemResult } from '../store/payloads.js';
-import type { AttemptAnswer, GateVerdict, SlotUse } from '../gate/push-gate.js';
+import { attemptMember, type AttemptAnswer, type GateVerdict, type SlotUse } from '../gate/push-gate.js';
 import type { PushDeps } from './deps.js';
 import { writeAnswer } from './answer-write.js';
 import { finishItem } from './finish.js';
@@ -229,7 +229,14 @@ function runJob(deps: PushDeps): (job: Job<ItemJob>, token?: string) => Promise<
     await deps.kept.settled(jobId);
 
     for (;;) {
-      const verdict = await deps.gate.enter(item, jobId, job.attemptsMade + 1);
+      const member = attemptMember(jobId);
+      let verdict: GateVerdict;
+      try {
+        verdict = await deps.gate.enter(item, jobId, job.attemptsMade + 1, member);
+      } catch (error) {
+        if (isRedisError(error)) await releaseAttempt(deps, item, jobId, member, error);
+        throw error;
+      }
       switch (verdict.action) {
         case 'superseded':
           await finishItem(deps, job, 'superseded', null);
@@ -262,6 +269,23 @@ function runJob(deps: PushDeps): (job: Job<ItemJob>, token?: string) => Promise<
       }
     }
   };
+}
+
+/**
+ * An enter that met a Redis error (its reply, or its WAIT's, lost with a connection a failover cut)
+ * may still have landed: its attempt record would then name this live process for a request that
+ * never left, and every run of the job elsewhere would wait on that owner for good (the failover
+ * sweep's Sentinel seed 29: an event's file left in `.inflight/`, its job re-run five times, each
+ * 'owned'). So the record is released, as an answer is written (kept until Redis takes it, and
+ * confirmed on a replica): when it names this attempt, a leave with a 'not sent' answer; when it
+ * does not (the enter never landed), nothing.
+ */
+async function releaseAttempt(deps: PushDeps, item: ItemJob, jobId: string, member: string, error: unknown): Promise<void> {
+  const message = `not sent: a Redis error came instead of the gate's answer: ${(error as Error).message}`.slice(0, 160);
+  await writeAnswer(deps, jobId, member, async () => {
+    if (!(await deps.gate.confirm(jobId, member)).isPending) return;
+    await deps.gate.leave(item, jobId, { slot: member, respondedAt: performance.now() }, null, { durationMs: 0, message });
+  });
 }
 
 async function send(
@@ -302,7 +326,16 @@ async function send(
   );
   if (isProbe) await onProbeAnswer(deps, null);
   deps.logger.info(
-    { kind: item.kind, deliveryId: item.deliveryId, jobId, attempt: job.attemptsMade + 1, status: 200, durationMs: deps.clock.now() - started, result, answerWrite },
+    {
+      kind: item.kind,
+      deliveryId: item.deliveryId,
+      jobId,
+      attempt: job.attemptsMade + 1,
+      status: 200,
+      durationMs: deps.clock.now() - started,
+      result,
+      answerWrite,
+    },
     'item sent',
   );
   return result;
@@ -357,7 +390,8 @@ async function onFailure(
   const context = { kind: item.kind, deliveryId: item.deliveryId, jobId, attempt, status: error.status, code: error.code, apiCode: error.apiCode };
   // The answer (the gate's leave, which releases the attempt record) is written first and kept
   // through an outage; the writes after it may fail: the job is then retried, as it would be anyway.
-  const leave = (): Promise<void> => writeAnswer(deps, jobId, slot.slot, async () => void (await deps.gate.leave(item, jobId, slot, null, answer))).then(() => undefined);
+  const leave = (): Promise<void> =>
+    writeAnswer(deps, jobId, slot.slot, async () => void (await deps.gate.leave(item, jobId, slot, null, answer))).then(() => undefined);
 
   if (error.disposition === 'rate-limited') {
     await leave();

@@ -103,7 +103,19 @@ async function realFailures(): Promise<Failure[]> {
  * The worker role's wiring (runtime/roles/worker-role.ts) around the real processor, with the gate's
  * enter or leave throwing an item's failure once, before doing its real work.
  */
-async function startWorkers(t: TestDaemon, failOnce: Map<string, { at: 'enter' | 'leave'; failure: Failure }>): Promise<Context> {
+type FailAt = 'enter' | 'leave' | 'enter-landed';
+
+/**
+ * `failOnce`: an item's failure, met once: before the gate's enter does its work ('enter'), after a
+ * 'go' of it landed (its reply lost, 'enter-landed'), or before an accepted answer's leave ('leave').
+ * `recordAtRerun`: for each 'enter-landed' job, whether its attempt record still existed when the
+ * job's next run asked the gate.
+ */
+async function startWorkers(
+  t: TestDaemon,
+  failOnce: Map<string, { at: FailAt; failure: Failure }>,
+  recordAtRerun = new Map<string, boolean>(),
+): Promise<Context> {
   const logger = createLogger({ level: 'silent' });
   const ctx = await openContext(t.config, logger, 'test-worker');
   const target = { url: t.sandbox.url, carrierKey: Object.values(t.sandbox.keys.carriers)[0]!, sellerGroupKey: null, isSandbox: true };
@@ -113,7 +125,8 @@ async function startWorkers(t: TestDaemon, failOnce: Map<string, { at: 'enter' |
     ...pushGateOptions(t.config),
     owner: { self: SELF_OWNER, graceMs: ownerTiming(t.config.delivery.lockMs).graceMs },
   });
-  const fail = async (deliveryId: string, at: 'enter' | 'leave'): Promise<void> => {
+  const landed = new Set<string>();
+  const fail = async (deliveryId: string, at: FailAt): Promise<void> => {
     const planned = failOnce.get(deliveryId);
     if (planned?.at !== at) return;
     failOnce.delete(deliveryId);
@@ -121,8 +134,15 @@ async function startWorkers(t: TestDaemon, failOnce: Map<string, { at: 'enter' |
   };
   const gate: PushGate = Object.assign(Object.create(real) as PushGate, {
     enter: async (...args: Parameters<PushGate['enter']>) => {
-      await fail(args[0].deliveryId, 'enter');
-      return real.enter(...args);
+      const [item, jobId] = args;
+      if (landed.delete(jobId)) recordAtRerun.set(jobId, (await ctx.redis.exists(ctx.keys.attemptOwner(jobId))) === 1);
+      await fail(item.deliveryId, 'enter');
+      const verdict = await real.enter(...args);
+      if (verdict.action === 'go' && failOnce.get(item.deliveryId)?.at === 'enter-landed') {
+        landed.add(jobId);
+        await fail(item.deliveryId, 'enter-landed');
+      }
+      return verdict;
     },
     leave: async (...args: Parameters<PushGate['leave']>) => {
       // The answer of an accepted item (its result given): after the API answered.
@@ -169,7 +189,7 @@ describe('a Redis error in the push path', () => {
     const t = await startTestDaemon({ roles: ['watcher'], sandbox: { autoCreateDeliveries: true }, settings: { delivery: { maxAttempts: 1 } } });
     cleanups.push(() => t.stop());
     const failures = await realFailures();
-    const plan = new Map<string, { at: 'enter' | 'leave'; failure: Failure }>();
+    const plan = new Map<string, { at: FailAt; failure: Failure }>();
     const labels: string[] = [];
     const events: Array<{ delivery_id: string; event_at: string }> = [];
     for (const failure of failures) {
@@ -218,6 +238,30 @@ describe('a Redis error in the push path', () => {
         .map((r) => r.deliveryId)
         .sort(),
     ).toEqual(events.map((e) => e.delivery_id).sort());
+  });
+
+  it("an enter that landed but whose reply a cut connection lost leaves no attempt record behind: the next run finds none, and the item is sent once (the failover sweep's Sentinel seed 29)", async () => {
+    // Without the release, the record names this live process for a request that never left, and a
+    // run of the job in any other process waits on it for good ('owned').
+    const t = await startTestDaemon({ roles: ['watcher'], sandbox: { autoCreateDeliveries: true }, settings: { delivery: { maxAttempts: 1 } } });
+    cleanups.push(() => t.stop());
+    const closed = (await realFailures()).find((failure) => failure.name === 'Connection is closed')!;
+    const labels = [randomUUID(), randomUUID()];
+    const eventDelivery = randomUUID();
+    const plan = new Map<string, { at: FailAt; failure: Failure }>([...labels, eventDelivery].map((id) => [id, { at: 'enter-landed', failure: closed }]));
+    const recordAtRerun = new Map<string, boolean>();
+    await startWorkers(t, plan, recordAtRerun);
+    for (const id of labels) await writeFile(join(t.spool, 'labels', `${id}.pdf`), await makePdf(id));
+    await writeFile(join(t.spool, 'events', 'events.ndjson'), `${JSON.stringify({ delivery_id: eventDelivery, event_at: '2026-11-22T04:46:26Z' })}\n`);
+
+    await waitFor(async () => (await filesUnder(join(t.spool, 'archive'))).filter((f) => /\.(pdf|ndjson)$/.test(f)).length === labels.length + 1, {
+      what: 'both labels and the events file archived',
+      timeoutMs: 60_000,
+    });
+    expect(plan.size, 'every planned failure was met').toBe(0);
+    expect([...recordAtRerun.values()], 'the attempt record, at the next run of each job').toEqual([false, false, false]);
+    const ok = t.sandbox.requests().filter((r) => r.status === 200);
+    expect(ok.map((r) => `${r.endpoint} ${r.deliveryId}`).sort()).toEqual([...labels.map((id) => `label ${id}`), `collecting ${eventDelivery}`].sort());
   });
 
   it('jobs BullMQ failed with a Redis error (as when its own finish meets MOVED) are no dead letters: the reconcile leaves the file, the worker role puts them back to work, and they are accepted', async () => {

@@ -9,9 +9,9 @@
  * enter and its WAIT go on a connection of their own, never on the one BullMQ renews its locks on.
  *
  * Whether there are replicas: `INFO replication` (`connected_slaves`) of the primary, read at start,
- * after each reconnect (a failover changes the answer), and every RECHECK_MS; on a Cluster, the
- * replicas of the master that serves the deployment's slot (every key shares the prefix's hash
- * tag, so WAIT on that master is the one that counts; another master's replicas say nothing). No
+ * after each reconnect (a failover changes the answer), and every RECHECK_MS; on a Cluster, of the
+ * master that serves the deployment's slot (every key shares the prefix's hash tag, so WAIT on that
+ * master is the one that counts; another master's replicas say nothing). No
  * replica: no WAIT, nothing added to the push path. Replicas that vanish are still waited for
  * during REPLICA_GONE_MS (see `replicas()`), but only on the primary that had them: a promoted
  * replica (a new `master_replid`, or a new master for the slot) starts with no such memory. It
@@ -66,7 +66,15 @@ async function primaryView(redis: RedisConnection, slotKey: string): Promise<Pri
   if (redis instanceof Cluster) {
     const slot = Number(await redis.cluster('KEYSLOT', slotKey));
     const [master = '', ...replicas] = redis.slots[slot] ?? [];
-    return { primary: master, replicas: replicas.length };
+    // The master's own count of its replication links, as on Sentinel. ioredis' slot table lists
+    // the replicas that the node it asked knew of at its last refresh (every 5 s, or a MOVED): a
+    // replica not yet gossiped to that node was missing from it, and requests left without WAIT
+    // for up to 10 s after a start (the failover sweep's Cluster seed 25: 41 answers before the
+    // kill not waited for). The table's list stays the fallback when the master is not in the pool.
+    const node = redis.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === master);
+    if (node === undefined) return { primary: master, replicas: replicas.length };
+    const info = parseInfo(await node.info('replication'));
+    return { primary: master, replicas: infoNumber(info, 'connected_slaves') ?? replicas.length };
   }
   const info = parseInfo(await redis.info('replication'));
   return { primary: info.get('master_replid') ?? '', replicas: infoNumber(info, 'connected_slaves') ?? 0 };

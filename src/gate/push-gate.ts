@@ -228,6 +228,7 @@ class RedisPushGate implements PushGate {
   async enter(item: ItemJob, jobId: string, attempt?: number, member = attemptMember(jobId)): Promise<GateVerdict> {
     const call = item.kind === 'collecting' ? this.#enterEventCall(item, jobId, member, attempt) : this.#enterDocumentCall(item, jobId, member, attempt);
     const replicas = this.options.replicas;
+    if (replicas !== undefined && !replicas.isRead()) await replicas.firstRead;
     if (replicas === undefined || replicas.replicas() === 0) return verdictOf((await call.script(this.redis, call.keys, call.args)) as RawVerdict);
     // The enter and its WAIT in one round trip, on the connection WAIT may block (replica-wait.ts).
     const connection = replicas.connection();

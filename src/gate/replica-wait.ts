@@ -47,6 +47,14 @@ export interface ReplicaWait {
    * replicas' sudden absence holds requests and answers for a while instead of dropping the WAIT.
    */
   replicas(): number;
+  /**
+   * Resolves once the first reading is in (or failed): until then `replicas()` says 0 for want of
+   * knowing, and the gate's enter waits for it rather than send a request without WAIT on a
+   * deployment that has replicas.
+   */
+  readonly firstRead: Promise<void>;
+  /** Whether the first reading is in (the enter then need not wait). */
+  isRead(): boolean;
   readonly timeoutMs: number;
   /** The connection the enter and its WAIT go on (made on first use). */
   connection(): RedisConnection;
@@ -115,9 +123,14 @@ export function watchReplicas(
   redis.on('ready', onReady);
   const timer = setInterval(onReady, RECHECK_MS);
   timer.unref();
-  void read();
+  let isFirstRead = false;
+  const firstRead = read().finally(() => {
+    isFirstRead = true;
+  });
   return {
     replicas: () => (count > 0 || performance.now() - lastSeenAt < REPLICA_GONE_MS ? Math.max(count, 1) : 0),
+    firstRead,
+    isRead: () => isFirstRead,
     timeoutMs,
     connection() {
       if (own === null) {

@@ -18,6 +18,7 @@ import { collectingJobOf, type CollectingJob } from '../../src/store/payloads.js
 import { createKeys } from '../../src/store/keys.js';
 import { freePort } from '../support/redis-process.js';
 import { waitFor } from '../support/wait.js';
+import { silentLogger } from '../../src/log.js';
 
 const servers: ChildProcess[] = [];
 const dirs: string[] = [];
@@ -108,6 +109,28 @@ it('a request leaves only once its attempt record is on the replica; while the r
   expect(again.action).toBe('go');
   expect(await replica.hget(keys.attemptOwner(held.jobId), 'o')).toMatch(new RegExp(`:${process.pid}:`));
   expect(lines.map((line) => line.level)).toEqual(['warn', 'info']);
+});
+
+it('a request asked for before the replicas were first read waits for that reading: none leaves without WAIT on a deployment with a replica', async () => {
+  // A process that has just started: its watcher's first INFO not yet answered. With the replica
+  // stopped, the WAIT can only time out: a request that skipped it would come back 'go'.
+  const watcher = watchReplicas(primary, keys.deploymentId, silentLogger, 300);
+  const fresh = createPushGate(primary, keys, 'carrier-key', {
+    ratePerMinute: 100_000,
+    maxRequestMs: 5000,
+    lockMs: 10_000,
+    retentionSec: 3600,
+    replicas: watcher,
+  });
+  replicaProcess.kill('SIGSTOP');
+  try {
+    expect(watcher.isRead(), 'the first reading not in yet').toBe(false);
+    const early = event();
+    expect((await fresh.enter(early.job, early.jobId, 1)).action).toBe('unreplicated');
+  } finally {
+    replicaProcess.kill('SIGCONT');
+    await watcher.close();
+  }
 });
 
 it('a promoted primary does not wait for the replicas of the one it replaced: no minute-long hold after each failover', async () => {

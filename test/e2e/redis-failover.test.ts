@@ -268,6 +268,11 @@ describe.each(SEEDS)('seed %i', (seed) => {
       console.log(
         `${kind} seed ${seed}: ${findings.join('; ')}; ${twice.length} items accepted twice; answers written: ${[...answerWrites].map(([how, n]) => `${how} ${n}`).join(', ')}`,
       );
+      // The hazard itself, even in a run that passes: an answer written before the kill with no
+      // replica's acknowledgement, on a deployment that had one (a kill then loses it, and the item
+      // goes out again). Seen in 5 Cluster runs of 30 before the view asked the slot's master.
+      const unacknowledged = [...answerWrites].filter(([how]) => how.endsWith('primary before the kill'));
+      expect.soft(unacknowledged, 'answers written before the kill without the replica').toEqual([]);
       // A finding to explain, not only to count: each item sent twice with its requests (times from
       // the kill), what the daemons logged about its delivery, and its journey as `history` tells it.
       for (const [key] of twice) {

@@ -45,6 +45,7 @@ const KINDS = [
   ['sent to failed/', /files sent to failed\//],
   ['left in an inbox or .inflight/', /every file archived/],
   ['work did not resume within 10 s', /request after the promotion|work flows again/],
+  ['an answer written before the kill without the replica', /answers written before the kill without the replica/],
   ['an error line', /error lines/],
   ['more than one warn line about Redis', /warn lines about Redis/],
   ['an item lost or out of order', /label of |events of /],

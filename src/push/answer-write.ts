@@ -18,8 +18,9 @@ import type { PushDeps } from './deps.js';
 
 /**
  * How the answer was found written, for the `item sent` line: `replica` (a replica acknowledged
- * it), `primary` (no replicas to wait for), `late-replica` / `late-primary` (kept, then written or
- * found written), `found` (a later try found the leave landed: record gone).
+ * it), `primary` (no replicas to wait for), `late-…` (kept, then written by a later try),
+ * `found-…` (a later try found the first one's leave landed: the record gone); the suffix says
+ * whether a replica acknowledged it or there was none to wait for.
  */
 export type AnswerWrite = 'replica' | 'primary' | 'late-replica' | 'late-primary' | 'found-replica' | 'found-primary';
 

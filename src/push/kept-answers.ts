@@ -55,7 +55,6 @@ interface Held {
   wake: () => void;
 }
 
-/** `onLate`: an answer was written after being kept (the deployment's counter for the failover message). */
 /** Every KeptAnswers of this thread, for `isAnswerBeingWritten`. */
 const everyHeld = new Set<ReadonlyMap<string, Held>>();
 
@@ -65,6 +64,7 @@ export function isAnswerBeingWritten(jobId: string): boolean {
   return false;
 }
 
+/** `onLate`: an answer was written after being kept (the deployment's counter for the failover message). */
 export function createKeptAnswers(isUnavailable: (error: unknown) => boolean, logger: Logger, onLate: () => void = () => {}): KeptAnswers {
   const held = new Map<string, Held>();
   everyHeld.add(held);

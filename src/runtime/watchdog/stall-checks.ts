@@ -69,10 +69,8 @@ export function watchDeliveryThread(thread: DeliveryThread, stallMs: number, isT
     }
     // A run bounded by its own waits (the gate's, the request's timeout) that lasts the bound, with
     // Redis answering all along: it waits for something that will not come.
-    const run = beat.oldestRun;
-    if (run === null || nowMs - run.since < stallMs + runAllowanceMs || isTroubled(stallMs)) return null;
-    const stall = { what: `a run of job ${run.jobId} does not end`, since: run.since };
-    return { ...stall, recover: replaceFor(stall) };
+    const stall = runStall(beat.oldestRun, nowMs, stallMs + runAllowanceMs, stallMs, isTroubled);
+    return stall === null ? null : { ...stall, recover: replaceFor(stall) };
   };
   return { check, replaceFor };
 }
@@ -185,8 +183,19 @@ export function mainThreadRunCheck(
   isTroubled: (withinMs: number) => boolean,
 ): StallCheck {
   return async (nowMs) => {
-    const run = oldest();
-    if (run === null || nowMs - run.since < boundMs || isTroubled(stallMs)) return null;
-    return { what: `a run of job ${run.jobId} does not end`, since: run.since, recover: async () => {} };
+    const stall = runStall(oldest(), nowMs, boundMs, stallMs, isTroubled);
+    return stall === null ? null : { ...stall, recover: async () => {} };
   };
+}
+
+/** The oldest run under way, when it has lasted past `boundMs` with Redis answering all along: a stall's what and since. */
+function runStall(
+  run: { jobId: string; since: number } | null,
+  nowMs: number,
+  boundMs: number,
+  stallMs: number,
+  isTroubled: (withinMs: number) => boolean,
+): { what: string; since: number } | null {
+  if (run === null || nowMs - run.since < boundMs || isTroubled(stallMs)) return null;
+  return { what: `a run of job ${run.jobId} does not end`, since: run.since };
 }

@@ -1,13 +1,14 @@
 /**
  * Who holds a request's answer. Before a request leaves, the gate's `enter` writes the job's
- * attempt record (`attempt-owner:<jobId>`, a hash: `o` the owner process, `m` the attempt's slot
- * member); `leave` removes it with the answer (push-gate-scripts.ts). Each worker process keeps a
+ * attempt record (`attempt-owner:<jobId>`, a string: the owner process and the attempt's slot
+ * member, a newline between, one SET; `attemptRecordValue`) and `leave` removes it with the answer
+ * (push-gate-scripts.ts). A record of the earlier layout (a hash: `o`, `m`, `g`) is still read. Each worker process keeps a
  * liveness key (`owner:<ownerId>`) while it runs. A run of the job that finds an attempt record of
  * another owner:
  *   - owner alive (its liveness key exists) → waits ('owned'): that owner holds the answer, or will
  *     (push/kept-answers.ts keeps it through an outage or a refusal and writes it when it can);
  *   - owner's liveness key missing → the owner may be dead, or a failover lost its key: the run
- *     marks the record (`g`: when the key was first seen missing) and waits a grace;
+ *     marks the record (a third line: when the key was first seen missing) and waits a grace;
  *   - still missing after the grace → the owner died with the answer: the request is sent again,
  *     and the journey says so ("answer unknown: owner process died; sent again").
  *
@@ -21,7 +22,7 @@
  * counted on Redis' clock from the first time it found the key missing, is longer than both
  * together, so a live owner is seen again before the grace ends. A dead owner costs one TTL plus
  * one grace before its job is sent again. The in-memory timers of the successor play no part: the
- * marker `g` and the liveness key are both in Redis and both are written again by whoever still
+ * grace mark and the liveness key are both in Redis and both are written again by whoever still
  * runs.
  */
 import { hostname } from 'node:os';
@@ -56,36 +57,60 @@ export function ownerTiming(lockMs: number): OwnerTiming {
 // `ownerCheck(attemptKey, ownerStem, self, graceMs)`: nil when this run may go (no record, its own,
 // or the owner's grace is over: then the second value is true, "sent again"), else {'owned', ms}.
 export const OWNER_LUA = `
+local function attemptRead(attemptKey)
+  local value = redis.pcall('GET', attemptKey)
+  if type(value) == 'table' then
+    local fields = redis.call('HMGET', attemptKey, 'o', 'm', 'g')
+    return fields[1], fields[2], fields[3]
+  end
+  if not value then return nil, nil, nil end
+  local owner, member, gone = string.match(value, '^([^\\n]*)\\n([^\\n]*)\\n?(.*)$')
+  return owner, member, gone ~= '' and gone or nil
+end
+local function attemptMark(attemptKey, owner, member, gone)
+  redis.call('SET', attemptKey, owner .. '\\n' .. member .. (gone and ('\\n' .. gone) or ''), 'KEEPTTL')
+end
 local function ownerCheck(attemptKey, ownerStem, self, graceMs)
-  local owner = redis.call('HGET', attemptKey, 'o')
+  local owner, member, gone = attemptRead(attemptKey)
   if not owner or owner == self then return nil, false end
   if redis.call('EXISTS', ownerStem .. owner) == 1 then
-    redis.call('HDEL', attemptKey, 'g')
+    if gone then attemptMark(attemptKey, owner, member, nil) end
     return {'owned', 1000}, false
   end
   local now = nowMs()
-  local gone = tonumber(redis.call('HGET', attemptKey, 'g') or '')
+  gone = tonumber(gone or '')
   if not gone then
-    redis.call('HSET', attemptKey, 'g', now)
+    attemptMark(attemptKey, owner, member, now)
     return {'owned', graceMs}, false
   end
   if now - gone < graceMs then return {'owned', graceMs - (now - gone)}, false end
   return nil, true
 end
 local function ownerTake(attemptKey, self, member, ttlMs)
-  redis.call('DEL', attemptKey)
-  redis.call('HSET', attemptKey, 'o', self, 'm', member)
-  redis.call('PEXPIRE', attemptKey, ttlMs)
+  redis.call('SET', attemptKey, self .. '\\n' .. member, 'PX', ttlMs)
 end
 -- Read only (a leave checks it first, before any write): true when the attempt record is this
 -- attempt's, or gone (a failover may have lost it); false when another run took the job over after
 -- judging this owner dead. The leave removes the record last, after its other writes: a Redis that
 -- refuses writes (OOM) fails the leave at its first write, never after the record is gone.
 local function ownerIsMine(attemptKey, member)
-  local current = redis.call('HGET', attemptKey, 'm')
+  local owner, current = attemptRead(attemptKey)
   return not current or current == member
 end
 `;
+
+/** An attempt record's value (see the file header): the owner, the attempt's slot member, and the grace mark when set. */
+export function attemptRecordValue(owner: string, member: string, goneAtMs?: number): string {
+  return goneAtMs === undefined ? `${owner}\n${member}` : `${owner}\n${member}\n${goneAtMs}`;
+}
+
+/** The parts of an attempt record's value; null for none (or one of another shape). */
+export function parseAttemptRecord(value: string | null): { owner: string; member: string; goneAtMs?: number } | null {
+  if (value === null) return null;
+  const [owner, member, gone] = value.split('\n');
+  if (owner === undefined || member === undefined) return null;
+  return gone === undefined || gone === '' ? { owner, member } : { owner, member, goneAtMs: Number(gone) };
+}
 
 /** How long an attempt record is kept at most: far longer than any outage an answer is kept through. */
 export const ATTEMPT_RECORD_TTL_MS = 7 * 86_400_000;

@@ -23,7 +23,9 @@ const DOCUMENT_BUCKETS = 9;
 // Lua helpers over document records (see the file header; they need `nowMs` from limiter.ts'
 // CLOCK_LUA, which the push gate's scripts have with the rate window). `docGet(stem, field, period)` returns
 // the record (or false), the bucket it was found in, and the current bucket. `docPut` writes it
-// into the current bucket (moving it there), which expires a retention after the bucket ends.
+// into the current bucket (moving it there), which expires a retention after the bucket ends: the
+// EXPIREAT goes with a new field only (a bucket is created by a new field, and its expiry is fixed
+// by its number, so a field written again finds it set; issue 46).
 // Generations compare byte by byte: Lua's `<` on strings follows Redis' locale (strcoll).
 export const DOCUMENT_RECORD_LUA = `
 local function docGet(stem, field, period)
@@ -36,8 +38,9 @@ local function docGet(stem, field, period)
 end
 local function docPut(stem, field, value, found, current, period, ttl)
   if found and found ~= current then redis.call('HDEL', stem .. found, field) end
-  redis.call('HSET', stem .. current, field, value)
-  redis.call('EXPIREAT', stem .. current, (current + 1) * period + tonumber(ttl))
+  if redis.call('HSET', stem .. current, field, value) == 1 then
+    redis.call('EXPIREAT', stem .. current, (current + 1) * period + tonumber(ttl))
+  end
 end
 local function isNewer(a, b)
   for i = 1, 14 do

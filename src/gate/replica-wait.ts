@@ -32,6 +32,7 @@ import type { Logger } from '../log.js';
 import { Cluster } from 'ioredis';
 import type { RedisConnection } from '../store/redis.js';
 import { infoNumber, parseInfo } from '../store/redis-info.js';
+import { parseAttemptRecord } from './attempt-owner.js';
 
 /** How long a request waits for a replica's acknowledgement; a healthy one answers in a millisecond or two. */
 export const REPLICA_WAIT_MS = 500;
@@ -199,12 +200,12 @@ export async function confirmAnswer(
   // an answer is never judged on a replica's stale copy.
   const hasReplicas = replicas !== undefined && replicas.replicas() > 0;
   const pipeline = (hasReplicas ? replicas.connection() : redis).pipeline();
-  pipeline.hget(attemptKey, 'm').set(ackKey, '1', 'PX', 60_000);
+  pipeline.get(attemptKey).set(ackKey, '1', 'PX', 60_000);
   if (hasReplicas) pipeline.wait(1, replicas.timeoutMs);
   const [[readError, current] = [null, null], [setError] = [null], [waitError, acks] = [null, 0]] = (await pipeline.exec()) ?? [];
   const error = readError ?? setError ?? waitError;
   if (error) throw error;
-  return { isPending: current === member, acks: hasReplicas ? Number(acks) : Infinity };
+  return { isPending: parseAttemptRecord(current as string | null)?.member === member, acks: hasReplicas ? Number(acks) : Infinity };
 }
 
 /** An answer written but not yet on a replica: kept, and confirmed again (kept-answers.ts treats it as Redis unavailable). */

@@ -26,13 +26,14 @@ export type ActivityField = 'requests' | 'refused' | Counter | `refused:${string
 
 /**
  * The same count in Lua, for scripts that write it in their own round trip (the push gate):
- * `countActivity(stem, atMs, field, by, ttlSec)` with `keys.activityStem`.
+ * `countActivity(stem, atMs, field, by, ttlSec)` with `keys.activityStem`. The EXPIRE goes only
+ * with a field's first count (issue 46: one command less an item): a bucket is only ever created
+ * by a first count, which sets its expiry, and every later count finds it set.
  */
 export const ACTIVITY_LUA = `
 local function countActivity(stem, atMs, field, by, ttlSec)
   local bucket = stem .. math.floor(atMs / 60000)
-  redis.call('HINCRBY', bucket, field, by)
-  redis.call('EXPIRE', bucket, ttlSec)
+  if redis.call('HINCRBY', bucket, field, by) == tonumber(by) then redis.call('EXPIRE', bucket, ttlSec) end
 end
 `;
 

@@ -74,7 +74,7 @@ export interface Keys {
   readonly authEpoch: string;
   /** Errors of every attempt of one job (a list of JSON objects). */
   attempts(jobId: string): string;
-  /** Per job: its attempt on the wire and the process that owns its answer (hash o, m, g; gate/attempt-owner.ts). */
+  /** Per job: its attempt on the wire and the process that owns its answer (a string: owner, slot member and the grace mark, one a line; gate/attempt-owner.ts). */
   attemptOwner(jobId: string): string;
   /** Per worker process: set while it lives (PX, renewed; gate/attempt-owner.ts). */
   owner(ownerId: string): string;

@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterEach, expect, it } from 'vitest';
+import { parseAttemptRecord } from '../../src/gate/attempt-owner.js';
 import { createE2eEnv, dropFile, listFiles, type E2eEnv } from '../support/e2e-env.js';
 import { startOwnRedis, type OwnRedis } from '../support/own-redis.js';
 import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type DaemonProcess } from '../support/process.js';
@@ -140,7 +141,7 @@ it('Redis stopped and started while answers are on the wire: each answer is writ
   await settled(ids.length);
   expect([...acceptedPerDelivery().values()]).toEqual(ids.map(() => 1));
   if (process.env['CS_DEBUG_KEPT'] === '1') {
-    for (const key of await attemptRecords()) process.stderr.write(`RECORD ${key} ${JSON.stringify(await admin!.hgetall(key))}\n`);
+    for (const key of await attemptRecords()) process.stderr.write(`RECORD ${key} ${JSON.stringify(await admin!.get(key))}\n`);
     for (const [i, d] of [a, b].entries())
       for (const l of d.logs().filter((l) => (l.level ?? 0) >= 40 || l.msg === 'item sent'))
         process.stderr.write(`LOG ${i} ${JSON.stringify({ msg: l.msg, jobId: l['jobId'], result: l['result'] })}\n`);
@@ -155,8 +156,8 @@ it(
     const { a, b } = await setUp(3000);
     const [id] = await dropEvents(1);
     await waitFor(async () => (await attemptRecords()).length === 1, { timeoutMs: 30_000, what: 'the request on the wire' });
-    const record = await admin!.hgetall((await attemptRecords())[0]!);
-    const owner = [a, b].find((d) => record['o']?.includes(`:${d.child.pid}:`));
+    const record = parseAttemptRecord(await admin!.get((await attemptRecords())[0]!));
+    const owner = [a, b].find((d) => record?.owner.includes(`:${d.child.pid}:`));
     expect(owner, JSON.stringify(record)).toBeDefined();
     owner!.kill('SIGKILL');
     await owner!.exited;

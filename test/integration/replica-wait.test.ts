@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { watchReplicas, type ReplicaWait } from '../../src/gate/replica-wait.js';
+import { parseAttemptRecord } from '../../src/gate/attempt-owner.js';
 import { createPushGate, type PushGate } from '../../src/gate/push-gate.js';
 import { collectingJobOf, type CollectingJob } from '../../src/store/payloads.js';
 import { createKeys } from '../../src/store/keys.js';
@@ -92,7 +93,7 @@ it('a request leaves only once its attempt record is on the replica; while the r
   const verdict = await gate.enter(first.job, first.jobId, 1);
   expect(verdict.action).toBe('go');
   // On the replica already: WAIT returned only once it acknowledged.
-  expect(await replica.hget(keys.attemptOwner(first.jobId), 'o')).toMatch(new RegExp(`:${process.pid}:`));
+  expect(parseAttemptRecord(await replica.get(keys.attemptOwner(first.jobId)))?.owner).toMatch(new RegExp(`:${process.pid}:`));
 
   replicaProcess.kill('SIGSTOP');
   const held = event();
@@ -107,7 +108,7 @@ it('a request leaves only once its attempt record is on the replica; while the r
   if (refused.action === 'unreplicated') await gate.leave(held.job, held.jobId, { slot: refused.slot, respondedAt: performance.now() }, null);
   const again = await gate.enter(held.job, held.jobId, 1);
   expect(again.action).toBe('go');
-  expect(await replica.hget(keys.attemptOwner(held.jobId), 'o')).toMatch(new RegExp(`:${process.pid}:`));
+  expect(parseAttemptRecord(await replica.get(keys.attemptOwner(held.jobId)))?.owner).toMatch(new RegExp(`:${process.pid}:`));
   expect(lines.map((line) => line.level)).toEqual(['warn', 'info']);
 });
 

@@ -14,18 +14,22 @@ import { JOURNEY_LUA } from '../journey/journey.js';
 import { RATE_WINDOW_LUA } from './limiter.js';
 import { defineScript } from '../store/script.js';
 
-// `chainHead(orderKey, jobPrefix, missingStem, graceMs)`: the head of a delivery's event chain — its
+// `chainHead(orderKey, jobPrefix, missingStem, graceMs, running)`: the head of a delivery's event chain — its
 // earliest unfinished event (member and score) — or nil. Members whose job finished are dropped.
 // Events are registered in the chain before their jobs are added (enqueue.ts), so a member whose
 // job is not there is still being queued: it blocks, as an unfinished one does, unless its job
 // stays missing for `graceMs` (the queueing process died in between, or an operator removed the
 // job): then it is dropped. Dropping it at once, as this did before, let a delivery's later events
 // go before (or beside) an earlier one queued in the same file but a later chunk (issue 19).
+// `running` (the enter's own job, or nil) is taken as it is when it is the head: its run is this
+// call's caller, so its job is there and unfinished (a finished job's leave took it out of the
+// chain), and reading its job hash again would only cost two commands an event (issue 46).
 const CHAIN_LUA = `
-local function chainHead(orderKey, jobPrefix, missingStem, graceMs)
+local function chainHead(orderKey, jobPrefix, missingStem, graceMs, running)
   while true do
     local head = redis.call('ZRANGE', orderKey, 0, 0, 'WITHSCORES')
     if head[1] == nil then return nil, nil end
+    if head[1] == running then return head[1], head[2] end
     local jobKey = jobPrefix .. head[1]
     if redis.call('EXISTS', jobKey) == 1 then
       if redis.call('HEXISTS', jobKey, 'finishedOn') == 0 then return head[1], head[2] end
@@ -194,7 +198,7 @@ if not redis.call('ZSCORE', orderKey, jobId) then
   if claimIsDone(claimStem, claimRecord, claimTtlSec, dedupKey, instant, source) then return {'already'} end
   redis.call('ZADD', orderKey, eventMs, jobId)
 end
-local head, headDue = chainHead(orderKey, jobStem, missingStem, graceMs)
+local head, headDue = chainHead(orderKey, jobStem, missingStem, graceMs, jobId)
 if head ~= jobId then
   redis.call('SADD', parkedKey, jobId)
   redis.call('EXPIRE', parkedKey, parkedTtlSec)
@@ -309,7 +313,7 @@ if result ~= '' then
     redis.call('RPUSH', outcomeKey, outcome)
   end
   redis.call('ZREM', orderKey, jobId)
-  local head = chainHead(orderKey, jobStem, missingStem, graceMs)
+  local head = chainHead(orderKey, jobStem, missingStem, graceMs, nil)
   if head ~= nil and redis.call('SREM', parkedKey, head) == 1 then
     wakeToFront(jobStem, head)
     woken = head

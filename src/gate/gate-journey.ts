@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { eventRef, KIND_CODE, SELF, stepJson, type StoredStep } from '../journey/journey.js';
+import type { StoredReason } from '../errors.js';
 import type { ItemJob, ItemResult } from '../store/payloads.js';
 import { claimRecord } from './event-claims.js';
 import { traceIdOf } from '../trace.js';
@@ -24,6 +25,8 @@ export interface AttemptAnswer {
   code?: string;
   apiCode?: string;
   message?: string;
+  /** The message's reason (i18n/reason.ts), when it is ours: the history words it in its reader's language. */
+  reason?: StoredReason;
 }
 
 /** The journey's step when a job is sent again because its previous attempt's owner died with the answer. */
@@ -89,6 +92,7 @@ export function leaveSteps(item: ItemJob, slot: SlotUse | null, result: ItemResu
     ...(answer.code === undefined ? {} : { c: answer.code }),
     ...(answer.apiCode === undefined ? {} : { ac: answer.apiCode }),
     ...(answer.message === undefined ? {} : { r: answer.message }),
+    ...(answer.reason === undefined ? {} : { rk: answer.reason }),
   };
   // The answer names its attempt only (`a`): the reader joins it to the attempt's step.
   const answerStep = stepJson({

@@ -180,6 +180,10 @@ export const EN = {
   'notify.refused.action': 'each file has a <file>.error.json next to it under failed/ saying why',
   'notify.test.summary': 'Test message from carrier-sync on {host}: this channel works',
   'notify.openOverview': 'open the overview',
+  // An attempt's answer when the request did not leave, or its answer never came for a reason of Redis (push/processor.ts).
+  'reason.notSent.unreplicated': 'not sent: no Redis replica acknowledged the attempt record in time; asking again',
+  'reason.notSent.redisAtGate': "not sent: a Redis error came instead of the gate's answer: {error}",
+  'reason.notSent.redisAtRequest': "not sent: a Redis error came instead of the API's answer: {error}",
   // An events file's report.
   'reason.events.deadLettered': '{count} of {total} events were dead-lettered',
   'reason.events.invalidLinesSent': '{count, plural, one {# invalid line} other {# invalid lines}}; the valid records were sent',

@@ -52,7 +52,7 @@ export function describeStep(step: JourneyStep, lang: Lang = 'en', format: StepF
       if (step.duplicateOf !== undefined) return t('history.duplicateOf', { of: step.duplicateOf });
       return step.message === undefined ? t('history.duplicateTaken') : t('history.duplicate', { message: step.message });
     case 'attempt':
-      return attemptText(step, t, codes);
+      return attemptText(step, t, codes, lang);
     case 'superseded':
       return step.supersededBy === undefined ? t('history.supersededNewer', { kind: step.kind }) : t('history.superseded', { by: step.supersededBy });
     case 'already-accepted':
@@ -88,14 +88,17 @@ function foldedText(step: JourneyStep, t: (key: MessageKey, values?: MessageValu
 }
 
 /** `attempt 2 by host pid 7: HTTP 404 API_NOT_FOUND / DELIVERY_NOT_FOUND Delivery not found (12 ms)`; the API's words as it gave them. */
-function attemptText(step: JourneyStep, t: (key: MessageKey, values?: MessageValues) => string, codes: string): string {
+function attemptText(step: JourneyStep, t: (key: MessageKey, values?: MessageValues) => string, codes: string, lang: Lang): string {
+  // An answer of ours kept with its reason (a request that did not leave, push/processor.ts) in the reader's words.
+  const message =
+    step.reason === undefined ? (step.message ?? '') : describeFailure(lang, { code: step.code ?? '', message: step.message ?? '', reason: step.reason });
   const answer =
     step.answer === 'none'
       ? t('history.noAnswer')
       : [
-          step.status === undefined ? t('history.noResponse') : `HTTP ${step.status}`,
+          step.status !== undefined ? `HTTP ${step.status}` : step.reason === undefined ? t('history.noResponse') : '',
           codes,
-          step.message ?? '',
+          message,
           step.durationMs === undefined ? '' : `(${step.durationMs} ms)`,
         ]
           .filter((part) => part !== '')

@@ -23,6 +23,7 @@ import { takeFailpoint } from '../failpoints.js';
 import type { Job } from 'bullmq';
 import { DelayedError, UnrecoverableError } from '../queue/bullmq.js';
 import { isSyncError, SyncError } from '../errors.js';
+import { reasonOf, renderReason, type Reason } from '../i18n/reason.js';
 import { countActivity } from '../store/activity.js';
 import { isRedisError, isRedisUnavailable } from '../store/redis-errors.js';
 import { wakeEvent } from '../gate/event-wake.js';
@@ -58,7 +59,21 @@ const AUTH_RETRY_MS = 1_000;
 /** A request held back because its attempt record did not reach a replica in time: asked again after this. */
 const UNREPLICATED_RETRY_MS = 1_000;
 /** The journey's answer to an attempt that did not leave: no replica acknowledged its record. */
-const UNREPLICATED_ANSWER: AttemptAnswer = { durationMs: 0, message: 'not sent: no Redis replica acknowledged the attempt record in time; asking again' };
+const UNREPLICATED_ANSWER: AttemptAnswer = notSent(0, reasonOf('reason.notSent.unreplicated'));
+
+/**
+ * An attempt's answer when the request did not leave, or no answer of the API came for a reason
+ * of Redis: the English text, and its reason so that the history shows it in its reader's language.
+ */
+function notSent(durationMs: number, reason: Reason): AttemptAnswer {
+  return { durationMs, message: renderReason('en', reason), reason };
+}
+
+/** A Redis error's message as an answer's detail: its first line, cut short. */
+const redisErrorText = (error: unknown): string =>
+  String((error as Error).message)
+    .split('\n')[0]!
+    .slice(0, 100);
 const PROBE_MAX_MS = 300_000;
 /** A job that met a Redis error that passes (a failover, an outage, a redirect): asked again after this. */
 const REDIS_RETRY_MS = 1_000;
@@ -281,10 +296,10 @@ function runJob(deps: PushDeps): (job: Job<ItemJob>, token?: string) => Promise<
  * does not (the enter never landed), nothing.
  */
 async function releaseAttempt(deps: PushDeps, item: ItemJob, jobId: string, member: string, error: unknown): Promise<void> {
-  const message = `not sent: a Redis error came instead of the gate's answer: ${(error as Error).message}`.slice(0, 160);
+  const answer = notSent(0, reasonOf('reason.notSent.redisAtGate', { error: redisErrorText(error) }));
   await writeAnswer(deps, jobId, member, async () => {
     if (!(await deps.gate.confirm(jobId, member)).isPending) return;
-    await deps.gate.leave(item, jobId, { slot: member, respondedAt: performance.now() }, null, { durationMs: 0, message });
+    await deps.gate.leave(item, jobId, { slot: member, respondedAt: performance.now() }, null, answer);
   });
 }
 
@@ -309,10 +324,8 @@ async function send(
     if (isFromRedis(error)) {
       // No answer of the API (the call itself never touches Redis; whatever did, it was not the
       // API refusing): the attempt is released as not answered, and the run steps aside.
-      const message = `not sent: a Redis error came instead of the API's answer: ${(error as Error).message}`.slice(0, 160);
-      await writeAnswer(deps, jobId, slot, () =>
-        deps.gate.leave(item, jobId, used, null, { durationMs: used.respondedAt - sentAt, message }).then(() => undefined),
-      );
+      const answer = notSent(used.respondedAt - sentAt, reasonOf('reason.notSent.redisAtRequest', { error: redisErrorText(error) }));
+      await writeAnswer(deps, jobId, slot, () => deps.gate.leave(item, jobId, used, null, answer).then(() => undefined));
       throw error;
     }
     const syncError = toSyncError(error);

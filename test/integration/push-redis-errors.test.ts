@@ -32,7 +32,9 @@ import { isAnswerUnavailable } from '../../src/push/answer-write.js';
 import { createProcessor } from '../../src/push/processor.js';
 import { isRedisUnavailable } from '../../src/store/redis-health.js';
 import type { ItemJob } from '../../src/store/payloads.js';
-import type { ItemKind } from '../../src/store/keys.js';
+import { createKeys, type ItemKind } from '../../src/store/keys.js';
+import { readJourney } from '../../src/journey/journey-read.js';
+import { describeStep } from '../../src/journey/step-text.js';
 import { contentIdOf, spoolPaths } from '../../src/spool/paths.js';
 import { startDaemon } from '../../src/runtime/start.js';
 import { documentJobId } from '../../src/queue/enqueue.js';
@@ -262,6 +264,13 @@ describe('a Redis error in the push path', () => {
     expect([...recordAtRerun.values()], 'the attempt record, at the next run of each job').toEqual([false, false, false]);
     const ok = t.sandbox.requests().filter((r) => r.status === 200);
     expect(ok.map((r) => `${r.endpoint} ${r.deliveryId}`).sort()).toEqual([...labels.map((id) => `label ${id}`), `collecting ${eventDelivery}`].sort());
+    // The released attempt's answer, in the history, in the reader's language.
+    const redis = new Redis(testRedisUrl());
+    cleanups.push(async () => void redis.disconnect());
+    const steps = await readJourney(redis, createKeys(t.config.prefix), labels[0]!, { retentionDays: 1, nowMs: Date.now() });
+    const released = steps.filter((step) => step.step === 'attempt').map((step) => describeStep(step, 'pt-BR'));
+    expect(released[0]).toMatch(/^tentativa 1 por .*: não enviado: veio um erro do Redis em vez da liberação para o envio: Connection is closed/);
+    expect(released[1]).toMatch(/^tentativa 2 por .*: HTTP 200/);
   });
 
   it('jobs BullMQ failed with a Redis error (as when its own finish meets MOVED) are no dead letters: the reconcile leaves the file, the worker role puts them back to work, and they are accepted', async () => {

@@ -77,6 +77,28 @@ describe('publicSteps', () => {
     expect(describeStep(steps[2]!, 'pt-BR')).toMatch(/^tentativa 3\b/);
   });
 
+  it("words an answer of ours kept with its reason (a request that did not leave) in the reader's language; one stored as English text only, as it is", () => {
+    const h = SHA_A.slice(0, 8);
+    const reason = { key: 'reason.notSent.redisAtGate', values: { error: 'MOVED 1234 10.0.0.1:6379' } };
+    const english = "not sent: a Redis error came instead of the gate's answer: MOVED 1234 10.0.0.1:6379";
+    const steps = publicSteps('D8', [
+      line(0, { k: 'l', s: 'queued', f: 'D8.pdf', h, g: '1.1' }),
+      line(10, { k: 'l', s: 'attempt', h, a: 'rrrrrr', n: 2, w: 'host-b/7' }),
+      line(10, { k: 'l', s: 'answer', a: 'rrrrrr', ms: 0, r: english, rk: reason }),
+      line(20, { k: 'l', s: 'attempt', h, a: 'ssssss', n: 3, w: 'host-b/7' }),
+      line(20, { k: 'l', s: 'answer', a: 'ssssss', ms: 0, r: 'not sent: no Redis replica acknowledged the attempt record in time; asking again' }),
+    ]).filter((s) => s.step === 'attempt');
+    expect(steps[0]).toMatchObject({ message: english, reason });
+    expect(describeStep(steps[0]!)).toBe(`attempt 1 by host-b pid 7: ${english} (0 ms)`);
+    expect(describeStep(steps[0]!, 'pt-BR')).toBe(
+      'tentativa 1 por host-b pid 7: não enviado: veio um erro do Redis em vez da liberação para o envio: MOVED 1234 10.0.0.1:6379 (0 ms)',
+    );
+    // Written by an earlier version: its English words, as stored.
+    expect(describeStep(steps[1]!, 'pt-BR')).toBe(
+      'tentativa 2 por host-b pid 7: sem resposta not sent: no Redis replica acknowledged the attempt record in time; asking again (0 ms)',
+    );
+  });
+
   it("tells a label's valid step that padding after %%EOF was not sent, and only then", () => {
     const steps = publicSteps('D9', [
       line(0, { k: 'l', s: 'seen', f: 'D9.pdf', h: SHA_A, z: 34_534, m: at, w: 'h/1', p: 20_480 }),

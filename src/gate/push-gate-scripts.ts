@@ -49,12 +49,15 @@ local function chainHead(orderKey, jobPrefix, missingStem, graceMs, running)
 end
 `;
 
-// `admit(...)`: the 401 gate, then a slot. Returns nil and {isProbe, now} when the item may go
-// (the slot taken, the minute's request counted), else the verdict to return.
+// `admit(...)`: the 401 gate, then a slot. Returns nil, isProbe and the auth epoch (the key's
+// recoveries so far: a 401 answered to this request trips the gate only within it) when the item may
+// go (the slot taken, the minute's request counted), else the verdict to return. The failure and the
+// epoch are read in one MGET (issue 46: one command an item fewer than an EXISTS and a GET).
 const ADMIT_LUA = `
-local function admit(authFailureKey, authProbeKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
+local function admit(authFailureKey, authProbeKey, authEpochKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
   local isProbe = 0
-  if redis.call('EXISTS', authFailureKey) == 1 then
+  local auth = redis.call('MGET', authFailureKey, authEpochKey)
+  if auth[1] then
     local probe = redis.call('GET', authProbeKey)
     if probe ~= 'open' and probe ~= jobId then return {'auth'}, nil end
     isProbe = 1
@@ -62,7 +65,7 @@ local function admit(authFailureKey, authProbeKey, jobId, windowKey, pauseKey, w
   local waitMs, now = takeSlot(windowKey, pauseKey, windowMs, limit, member, maxRequestMs)
   if waitMs then return {'wait', waitMs}, nil end
   countActivity(activityStem, now, 'requests', 1, activityTtlSec)
-  return nil, isProbe
+  return nil, isProbe, tonumber(auth[2] or '0')
 end
 `;
 
@@ -94,11 +97,11 @@ local function lockedByOther(lockKey, jobId)
   if left < 1 then left = 1 end
   return {'busy', left}
 end
-local function go(lockKey, authProbeKey, authEpochKey, jobId, lockMs, isProbe, member, dayStem, deliveryId, journeyTtlSec, goStep)
+local function go(lockKey, authProbeKey, authEpoch, jobId, lockMs, isProbe, member, dayStem, deliveryId, journeyTtlSec, goStep)
   redis.call('SET', lockKey, jobId, 'PX', lockMs)
   if isProbe == 1 then redis.call('SET', authProbeKey, jobId, 'PX', lockMs) end
   journal(dayStem, deliveryId, journeyTtlSec, goStep)
-  return {'go', isProbe, member, tonumber(redis.call('GET', authEpochKey) or '0')}
+  return {'go', isProbe, member, authEpoch}
 end
 `;
 
@@ -152,11 +155,11 @@ local busy = lockedByOther(lockKey, jobId)
 if busy then return busy end
 local owned, isResend = ownerCheck(attemptKey, ownerStem, self, ownerGraceMs)
 if owned then return owned end
-local refused, isProbe = admit(authFailureKey, authProbeKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
+local refused, isProbe, authEpoch = admit(authFailureKey, authProbeKey, authEpochKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
 if refused then return refused end
 if isResend then resend(dayStem, deliveryId, journeyTtlSec, resentStep, countsKey) end
 ownerTake(attemptKey, self, member, attemptTtlMs)
-return go(lockKey, authProbeKey, authEpochKey, jobId, lockMs, isProbe, member, dayStem, deliveryId, journeyTtlSec, goStep)
+return go(lockKey, authProbeKey, authEpoch, jobId, lockMs, isProbe, member, dayStem, deliveryId, journeyTtlSec, goStep)
 `,
 );
 
@@ -208,12 +211,12 @@ local busy = lockedByOther(lockKey, jobId)
 if busy then return busy end
 local owned, isResend = ownerCheck(attemptKey, ownerStem, self, ownerGraceMs)
 if owned then return owned end
-local refused, isProbe = admit(authFailureKey, authProbeKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
+local refused, isProbe, authEpoch = admit(authFailureKey, authProbeKey, authEpochKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
 if refused then return refused end
 redis.call('SREM', parkedKey, jobId)
 if isResend then resend(dayStem, deliveryId, journeyTtlSec, resentStep, countsKey) end
 ownerTake(attemptKey, self, member, attemptTtlMs)
-return go(lockKey, authProbeKey, authEpochKey, jobId, lockMs, isProbe, member, dayStem, deliveryId, journeyTtlSec, goStep)
+return go(lockKey, authProbeKey, authEpoch, jobId, lockMs, isProbe, member, dayStem, deliveryId, journeyTtlSec, goStep)
 `,
 );
 

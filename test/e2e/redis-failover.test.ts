@@ -265,8 +265,13 @@ describe.each(SEEDS)('seed %i', (seed) => {
             .map((line) => `${String(line['answerWrite'])}${Number(line['time']) < killedAt ? ' before the kill' : ''}`),
         ),
       );
+      // What the failover cost the API's limit: requests beyond one an item (a 5xx of the sandbox's
+      // faults, a request sent again because its answer was lost with the primary).
+      const itemRequests = requests.filter((r) => r.endpoint === 'label' || r.endpoint === 'cte' || r.endpoint === 'collecting');
+      const items = new Set(itemRequests.map((r) => `${r.endpoint} ${r.deliveryId} ${r.eventAt ?? ''}`)).size;
+      const beyond = itemRequests.length - items;
       console.log(
-        `${kind} seed ${seed}: ${findings.join('; ')}; ${twice.length} items accepted twice; answers written: ${[...answerWrites].map(([how, n]) => `${how} ${n}`).join(', ')}`,
+        `${kind} seed ${seed}: ${findings.join('; ')}; ${twice.length} items accepted twice; answers written: ${[...answerWrites].map(([how, n]) => `${how} ${n}`).join(', ')}; requests ${itemRequests.length} for ${items} items (${beyond} beyond one an item, ${itemRequests.filter((r) => r.at >= killedAt).length} after the kill)`,
       );
       // The hazard itself, even in a run that passes: an answer written before the kill with no
       // replica's acknowledgement, on a deployment that had one (a kill then loses it, and the item

@@ -10,7 +10,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parseAttemptRecord } from '../../src/gate/attempt-owner.js';
 import { attemptMember, createPushGate, type PushGate } from '../../src/gate/push-gate.js';
 import { createKeys } from '../../src/store/keys.js';
-import { collectingJobOf, type CollectingJob } from '../../src/store/payloads.js';
+import type { CollectingJob } from '../../src/store/payloads.js';
+import { cliEventJob } from '../support/builders.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
@@ -37,18 +38,7 @@ afterAll(async () => {
 });
 
 let deliveries = 0;
-function event(): { job: CollectingJob; jobId: string } {
-  const deliveryId = `d-${(deliveries += 1)}`;
-  const epochMs = Date.UTC(2026, 0, 1, 12, 0);
-  const at = new Date(epochMs).toISOString();
-  const job = collectingJobOf(
-    { deliveryId, eventAt: at, wire: at, instantKey: String(epochMs), epochMs },
-    `test:${deliveryId}`,
-    { source: 'cli' },
-    new Date().toISOString(),
-  );
-  return { job, jobId: `collecting.${deliveryId}.0` };
-}
+const event = (): { job: CollectingJob; jobId: string } => cliEventJob(`d-${(deliveries += 1)}`);
 
 /** A record as the previous version wrote it: a hash, with its TTL. */
 async function legacyRecord(jobId: string, owner: string, member: string): Promise<void> {

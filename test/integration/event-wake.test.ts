@@ -8,7 +8,8 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { wakeEvent } from '../../src/gate/event-wake.js';
 import { createKeys } from '../../src/store/keys.js';
-import { collectingJobOf, type CollectingJob } from '../../src/store/payloads.js';
+import type { CollectingJob } from '../../src/store/payloads.js';
+import { cliEventJob } from '../support/builders.js';
 import { createPushGate, type PushGate } from '../../src/gate/push-gate.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
@@ -41,17 +42,7 @@ let deliveries = 0;
 type Event = { job: CollectingJob; jobId: string };
 function eventsOf(count: number): Event[] {
   const deliveryId = `d-${(deliveries += 1)}`;
-  return Array.from({ length: count }, (_, i) => {
-    const epochMs = Date.UTC(2026, 0, 1, 12, i);
-    const at = new Date(epochMs).toISOString();
-    const job = collectingJobOf(
-      { deliveryId, eventAt: at, wire: at, instantKey: String(epochMs), epochMs },
-      `test:${deliveryId}:${i}`,
-      { source: 'cli' },
-      new Date().toISOString(),
-    );
-    return { job, jobId: `collecting.${deliveryId}.${i}` };
-  });
+  return Array.from({ length: count }, (_, i) => cliEventJob(deliveryId, i));
 }
 
 /**

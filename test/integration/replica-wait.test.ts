@@ -15,7 +15,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { watchReplicas, type ReplicaWait } from '../../src/gate/replica-wait.js';
 import { parseAttemptRecord } from '../../src/gate/attempt-owner.js';
 import { createPushGate, type PushGate } from '../../src/gate/push-gate.js';
-import { collectingJobOf, type CollectingJob } from '../../src/store/payloads.js';
+import type { CollectingJob } from '../../src/store/payloads.js';
+import { cliEventJob } from '../support/builders.js';
 import { createKeys } from '../../src/store/keys.js';
 import { freePort } from '../support/redis-process.js';
 import { waitFor } from '../support/wait.js';
@@ -54,18 +55,7 @@ const logger = {
 } as unknown as Parameters<typeof watchReplicas>[2];
 
 let deliveries = 0;
-function event(): { job: CollectingJob; jobId: string } {
-  const deliveryId = `rw-${(deliveries += 1)}`;
-  const epochMs = Date.UTC(2026, 0, 1, 12, 0);
-  const at = new Date(epochMs).toISOString();
-  const job = collectingJobOf(
-    { deliveryId, eventAt: at, wire: at, instantKey: String(epochMs), epochMs },
-    `test:${deliveryId}`,
-    { source: 'cli' },
-    new Date().toISOString(),
-  );
-  return { job, jobId: `collecting.${deliveryId}.0` };
-}
+const event = (): { job: CollectingJob; jobId: string } => cliEventJob(`rw-${(deliveries += 1)}`);
 
 beforeAll(async () => {
   const p = await startServer([]);

@@ -1,6 +1,23 @@
-/** Inputs built in code: tiny valid PDFs and CT-e XMLs, with valid tax ids. */
+/** Inputs built in code: tiny valid PDFs and CT-e XMLs, with valid tax ids; collecting events' jobs. */
 import { deflateRawSync } from 'node:zlib';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
+import { collectingJobOf, type CollectingJob } from '../../src/store/payloads.js';
+
+/**
+ * A collecting event's job as the CLI queues it, for the push gate's own tests: the delivery's
+ * `minute`-th event (event_at 2026-01-01 12:<minute> UTC), and its job id.
+ */
+export function cliEventJob(deliveryId: string, minute = 0): { job: CollectingJob; jobId: string } {
+  const epochMs = Date.UTC(2026, 0, 1, 12, minute);
+  const at = new Date(epochMs).toISOString();
+  const job = collectingJobOf(
+    { deliveryId, eventAt: at, wire: at, instantKey: String(epochMs), epochMs },
+    `test:${deliveryId}:${minute}`,
+    { source: 'cli' },
+    new Date().toISOString(),
+  );
+  return { job, jobId: `collecting.${deliveryId}.${minute}` };
+}
 
 export async function makePdf(text = 'label', pages = 1): Promise<Buffer> {
   const doc = await PDFDocument.create();

@@ -1,10 +1,10 @@
 /**
  * Who holds a request's answer. Before a request leaves, the gate's `enter` writes the job's
  * attempt record (`attempt-owner:<jobId>`, a string: the owner process and the attempt's slot
- * member, a newline between, one SET; `attemptRecordValue`) and `leave` removes it with the answer
- * (push-gate-scripts.ts). A record of the earlier layout (a hash: `o`, `m`, `g`) is still read. Each worker process keeps a
- * liveness key (`owner:<ownerId>`) while it runs. A run of the job that finds an attempt record of
- * another owner:
+ * member, a newline between, written by one SET; `parseAttemptRecord` reads it) and `leave` removes
+ * it with the answer (push-gate-scripts.ts). A record of the earlier layout (a hash: `o`, `m`, `g`)
+ * is still read. Each worker process keeps a liveness key (`owner:<ownerId>`) while it runs. A run
+ * of the job that finds an attempt record of another owner:
  *   - owner alive (its liveness key exists) → waits ('owned'): that owner holds the answer, or will
  *     (push/kept-answers.ts keeps it through an outage or a refusal and writes it when it can);
  *   - owner's liveness key missing → the owner may be dead, or a failover lost its key: the run
@@ -94,17 +94,12 @@ end
 -- judging this owner dead. The leave removes the record last, after its other writes: a Redis that
 -- refuses writes (OOM) fails the leave at its first write, never after the record is gone.
 local function ownerIsMine(attemptKey, member)
-  local owner, current = attemptRead(attemptKey)
+  local _, current = attemptRead(attemptKey)
   return not current or current == member
 end
 `;
 
-/** An attempt record's value (see the file header): the owner, the attempt's slot member, and the grace mark when set. */
-export function attemptRecordValue(owner: string, member: string, goneAtMs?: number): string {
-  return goneAtMs === undefined ? `${owner}\n${member}` : `${owner}\n${member}\n${goneAtMs}`;
-}
-
-/** The parts of an attempt record's value; null for none (or one of another shape). */
+/** The parts of an attempt record's value (see the file header; the grace mark when set); null for none. */
 export function parseAttemptRecord(value: string | null): { owner: string; member: string; goneAtMs?: number } | null {
   if (value === null) return null;
   const [owner, member, gone] = value.split('\n');

@@ -3,8 +3,8 @@
  * process (every role: watcher, worker, scheduler, http) and a worker-only one. Each is spawned on
  * its own (empty spool and queues, the sandbox as its API), left alone IDLE_AFTER_READY_MS after it
  * said it started (start-up's garbage collected, timers settled), then its RSS read every 250 ms
- * for SAMPLE_MS: the figure is the median of those readings; the same again at rest, once V8's
- * memory reducer has run (SETTLED_AFTER_READY_MS). The daemon runs with the bin's
+ * for 4 s: the figure is the median of those readings; the same again at rest, once V8's
+ * memory reducer has run (support/rss.ts `AT_REST_AFTER_READY_MS`). The daemon runs with the bin's
  * shebang flags, as users launch it. Comparable (`--compare`): only the spawned daemon is measured.
  */
 import { join } from 'node:path';
@@ -13,40 +13,19 @@ import type { Role } from '../../../src/runtime/start.js';
 import { spawnDaemon, type DaemonSetup } from '../support/daemon.js';
 import { benchPrefix, cleanupPrefix } from '../support/redis.js';
 import type { Scenario } from '../support/report.js';
-import { MB, sampleRss } from '../support/rss.js';
-import { round, sleep } from '../support/wait.js';
+import { AT_REST_AFTER_READY_MS, windowRssMb } from '../support/rss.js';
+import { round } from '../support/wait.js';
 
 export const IDLE_RSS_TARGETS_MB = { full: 80, workerOnly: 65 } as const;
 const IDLE_AFTER_READY_MS = 10_000;
-/**
- * A second window, once V8's memory reducer has had its looks (8 s after start-up's last
- * mark-compact, and 8 s after that when start-up's allocations still counted: ~10 and ~16 s here).
- * The first window falls on either side of it, which moves a figure by ~10 MB from run to run
- * (BENCHMARKS.md, issue 29); this one is the process at rest.
- */
-const SETTLED_AFTER_READY_MS = 24_000;
-const SAMPLE_MS = 4_000;
-
-/** The median RSS (MB) over SAMPLE_MS from `fromMs` after ready. */
-async function windowMb(pid: number, fromMs: number, readyAt: number): Promise<number> {
-  await sleep(Math.max(0, readyAt + fromMs - Date.now()));
-  const rss = sampleRss(pid, 250);
-  await sleep(SAMPLE_MS);
-  await rss.stop();
-  const sorted = rss
-    .samples()
-    .map((s) => s.rssBytes)
-    .sort((a, b) => a - b);
-  return (sorted[Math.floor(sorted.length / 2)] ?? Number.NaN) / MB;
-}
 
 async function idleRssMb(setup: DaemonSetup, roles: readonly Role[]): Promise<{ early: number; settled: number }> {
   const daemon = await spawnDaemon(setup, roles);
   try {
     await daemon.ready;
     const readyAt = Date.now();
-    const early = await windowMb(daemon.pid, IDLE_AFTER_READY_MS, readyAt);
-    const settled = await windowMb(daemon.pid, SETTLED_AFTER_READY_MS, readyAt);
+    const early = await windowRssMb(daemon.pid, IDLE_AFTER_READY_MS, readyAt);
+    const settled = await windowRssMb(daemon.pid, AT_REST_AFTER_READY_MS, readyAt);
     return { early, settled };
   } finally {
     await daemon.stop();
@@ -75,7 +54,7 @@ export const idleRssScenario: Scenario = {
             metric: 'idle RSS, full process (watcher, worker, scheduler, http)',
             value: round(full.early),
             unit: 'MB',
-            reference: `median of ${SAMPLE_MS / 1000} s of readings, ${IDLE_AFTER_READY_MS / 1000} s after it started; at rest (${SETTLED_AFTER_READY_MS / 1000} s after): ${round(full.settled)} MB`,
+            reference: `median of 4 s of readings, ${IDLE_AFTER_READY_MS / 1000} s after it started; at rest (${AT_REST_AFTER_READY_MS / 1000} s after): ${round(full.settled)} MB`,
             target: `≤ ${IDLE_RSS_TARGETS_MB.full} MB (issue 29)`,
             isMet: full.early <= IDLE_RSS_TARGETS_MB.full,
           },

@@ -4,6 +4,7 @@
  * the peak, the end, and the slope over a soak.
  */
 import { readFile } from 'node:fs/promises';
+import { sleep } from './wait.js';
 
 export interface RssSample {
   /** Epoch ms. */
@@ -81,3 +82,26 @@ export function slopePerMinute(points: ReadonlyArray<{ at: number; value: number
 }
 
 export const MB = 1024 * 1024;
+
+/**
+ * A daemon at rest: once V8's memory reducer has had its looks after start-up (8 s after start-up's
+ * last mark-compact, and 8 s after that when start-up's allocations still counted: ~10 and ~16 s
+ * here). Before it, a reading falls on either side of it, which moves a figure by ~10–20 MB from run
+ * to run (BENCHMARKS.md, issue 29; issue 46: the memory bench read its idle figure right after
+ * start-up, 114 MB against 93 MB at rest).
+ */
+export const AT_REST_AFTER_READY_MS = 24_000;
+const WINDOW_MS = 4_000;
+
+/** The median RSS (MB) of `pid` over a 4 s window starting `fromMs` after `readyAt` (epoch ms). */
+export async function windowRssMb(pid: number, fromMs: number, readyAt: number): Promise<number> {
+  await sleep(Math.max(0, readyAt + fromMs - Date.now()));
+  const rss = sampleRss(pid, 250);
+  await sleep(WINDOW_MS);
+  await rss.stop();
+  const sorted = rss
+    .samples()
+    .map((s) => s.rssBytes)
+    .sort((a, b) => a - b);
+  return (sorted[Math.floor(sorted.length / 2)] ?? Number.NaN) / MB;
+}

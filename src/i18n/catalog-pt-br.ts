@@ -179,7 +179,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'notify.refused.action': 'cada arquivo tem ao lado, em failed/, um <arquivo>.error.json dizendo o motivo',
   'notify.test.summary': 'Mensagem de teste do carrier-sync em {host}: este canal funciona',
   'notify.openOverview': 'abrir o painel',
-  'reason.notSent.unreplicated': 'não enviado: nenhuma réplica do Redis confirmou o registro da tentativa a tempo; será pedido de novo',
+  'reason.notSent.unreplicated': 'não enviado: nenhuma réplica do Redis confirmou o registro da tentativa a tempo; será tentado de novo',
   'reason.notSent.redisAtGate': 'não enviado: veio um erro do Redis em vez da liberação para o envio: {error}',
   'reason.notSent.redisAtRequest': 'não enviado: veio um erro do Redis em vez da resposta da API: {error}',
   'reason.events.deadLettered': '{count} de {total} eventos de coleta terminaram em falha definitiva',

@@ -60,9 +60,15 @@ FROM node:20-bookworm-slim AS runtime
 LABEL org.opencontainers.image.title="carrier-sync" \
       org.opencontainers.image.description="Spool-to-API daemon for the Delivery Logistics API" \
       org.opencontainers.image.licenses="MIT"
+# MALLOC_TRIM_THRESHOLD_: the environment of the bin's shebang (docs/operations.md, "The daemon's
+# memory"): glibc's malloc keeps its thresholds fixed (an allocation of 128 KB or more gets a
+# mapping of its own, an arena gives back a free top of more than 1 MB) instead of raising them as
+# a flood frees large blocks, so the threads' arenas do not keep what a flood left in them (flood
+# peak ~150 MB instead of ~160 MB, ~116–123 MB after it instead of ~127–133 MB).
 ENV NODE_ENV=production \
     CARRIER_SYNC_HTTP_HOST=0.0.0.0 \
-    CARRIER_SYNC_SPOOL_DIR=/spool
+    CARRIER_SYNC_SPOOL_DIR=/spool \
+    MALLOC_TRIM_THRESHOLD_=1048576
 WORKDIR /app
 # Application files stay owned by root: the `node` user can read them, not change them.
 # package.json is needed at run time: the code finds config/ (default.yaml, sandbox-seed.json)

@@ -20,8 +20,12 @@ const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
 const SEVERITY_ERROR = 1;
 const SEVERITY_WARNING = 2;
 
-/** Node flags every launch line carries: the ones on the bin's shebang (`#!/usr/bin/env -S node …`). */
-const NODE_FLAGS = (/^#!\/usr\/bin\/env -S node((?: --[\w-]+(?:=\S+)?)*)\n/.exec(read('src/main.ts'))?.[1] ?? '').trim().split(' ').filter(Boolean);
+/** The bin's shebang: `#!/usr/bin/env -S NAME=value … node --flag …`. */
+const SHEBANG = /^#!\/usr\/bin\/env -S((?: [A-Z_]+=\S+)*) node((?: --[\w-]+(?:=\S+)?)*)\n/.exec(read('src/main.ts'));
+/** The environment every launch line sets (`NAME=value`): the assignments on the bin's shebang. */
+const LAUNCH_ENV = (SHEBANG?.[1] ?? '').trim().split(' ').filter(Boolean);
+/** Node flags every launch line carries: the ones on the bin's shebang. */
+const NODE_FLAGS = (SHEBANG?.[2] ?? '').trim().split(' ').filter(Boolean);
 
 const defaults = parseYaml(read('config/default.yaml')) as { http: { port: number }; shutdown: { graceMs: number } };
 const graceSeconds = defaults.shutdown.graceMs / 1000;
@@ -191,6 +195,8 @@ describe('Dockerfile', () => {
     expect(env.get('NODE_ENV')).toBe('production');
     expect(env.get('CARRIER_SYNC_HTTP_HOST')).toBe('0.0.0.0');
     expect(env.get('CARRIER_SYNC_SPOOL_DIR')).toBe('/spool');
+    // The bin's shebang sets these for node; the image's entrypoint runs node itself.
+    for (const entry of LAUNCH_ENV) expect(env.get(entry.split('=')[0]!)).toBe(entry.split('=')[1]);
     const volumes = all(runtime, 'VOLUME').flatMap((volume) => jsonArray(volume) ?? volume.args.split(/\s+/));
     expect(volumes).toContain('/spool');
     const ports = all(runtime, 'EXPOSE').flatMap((expose) => expose.args.split(/\s+/).map((port) => port.replace(/\/tcp$/, '')));
@@ -476,6 +482,8 @@ describe('docs/deploy/carrier-sync.service', () => {
     const exec = one('ExecStart')!.split(/\s+/);
     expect(exec[0]).toMatch(/^\/.*\/node$/);
     expect(exec.slice(1, 3 + NODE_FLAGS.length)).toEqual([...NODE_FLAGS, 'dist/src/main.js', 'start']);
+    // The environment of the bin's shebang, which this line's node does not read.
+    for (const entry of LAUNCH_ENV) expect(service.get('Environment') ?? []).toContain(entry);
     expect(one('Restart')).toBe('on-failure');
   });
 
@@ -540,23 +548,29 @@ describe('.ci/run', () => {
 describe('launch lines', () => {
   const pkg = JSON.parse(read('package.json')) as { bin: Record<string, string>; scripts: Record<string, string> };
 
-  it("the bin's shebang runs node with a small young generation and a tight old one (RSS targets, BENCHMARKS.md)", () => {
-    expect(read('src/main.ts').split('\n')[0]).toBe('#!/usr/bin/env -S node --max-semi-space-size=4 --heap-growing-percent=50');
+  it("the bin's shebang runs node with a small young generation, a tight old one and glibc's mmap threshold fixed (RSS targets, BENCHMARKS.md)", () => {
+    expect(read('src/main.ts').split('\n')[0]).toBe('#!/usr/bin/env -S MALLOC_TRIM_THRESHOLD_=1048576 node --max-semi-space-size=4 --heap-growing-percent=50');
+    expect(LAUNCH_ENV).toEqual(['MALLOC_TRIM_THRESHOLD_=1048576']);
     expect(NODE_FLAGS).toEqual(['--max-semi-space-size=4', '--heap-growing-percent=50']);
   });
 
-  it('npm start execs the bin with the same node flags as its shebang', () => {
-    // exec: the daemon replaces npm's shell, so the signals npm forwards reach it (test/e2e/npm-start.test.ts).
-    expect(pkg.scripts['start']).toBe(['exec', 'node', ...NODE_FLAGS, pkg.bin['carrier-sync'], 'start'].join(' '));
+  it('npm start execs the bin with the same environment and node flags as its shebang', () => {
+    // exec (and env execs node in its place): the daemon replaces npm's shell, so the signals npm
+    // forwards reach it (test/e2e/npm-start.test.ts).
+    expect(pkg.scripts['start']).toBe(['exec', 'env', ...LAUNCH_ENV, 'node', ...NODE_FLAGS, pkg.bin['carrier-sync'], 'start'].join(' '));
   });
 
   it('the built bin keeps the shebang and runs with its flags', () => {
     const bin = join(ROOT, pkg.bin['carrier-sync']!); // built by the global setup (test/support/global-build.ts)
     expect(readFileSync(bin, 'utf8').split('\n')[0]).toBe(read('src/main.ts').split('\n')[0]);
     // What the kernel runs for that line: env splits it (-S) and node takes the flags.
-    const probe = spawnSync('/usr/bin/env', ['-S', `node ${NODE_FLAGS.join(' ')} -p process.execArgv.join()`], { encoding: 'utf8' });
+    const probe = spawnSync(
+      '/usr/bin/env',
+      ['-S', `${LAUNCH_ENV.join(' ')} node ${NODE_FLAGS.join(' ')} -p process.execArgv.concat(process.env.MALLOC_TRIM_THRESHOLD_).join()`],
+      { encoding: 'utf8' },
+    );
     expect(probe.status).toBe(0);
-    expect(probe.stdout.trim().split(',').slice(0, NODE_FLAGS.length)).toEqual(NODE_FLAGS);
+    expect(probe.stdout.trim().split(',')).toEqual([...NODE_FLAGS, '-p', expect.any(String), '1048576']);
   });
 });
 

@@ -32,13 +32,17 @@ export function useDaemonBin(bin: string, tag = 'this'): void {
 }
 
 /**
- * The node flags on the bin's shebang (`#!/usr/bin/env -S node --max-semi-space-size=4 …`): users
- * launch the daemon with them (the bin, npm start, the image and the unit all carry them), so a
- * daemon under benchmark does too. The same node binary as the bench's runs it.
+ * The environment and node flags on the bin's shebang (`#!/usr/bin/env -S MALLOC_TRIM_THRESHOLD_=…
+ * node --max-semi-space-size=4 …`): users launch the daemon with them (the bin, npm start, the
+ * image and the unit all carry them), so a daemon under benchmark does too. The same node binary
+ * as the bench's runs it. A build from before the environment had none: its shebang is read as it is.
  */
-export function binNodeFlags(bin = daemonBin): string[] {
+export function binLaunch(bin = daemonBin): { env: Record<string, string>; nodeFlags: string[] } {
   const shebang = readFileSync(bin, 'utf8').split('\n', 1)[0] ?? '';
-  return (/^#!\/usr\/bin\/env -S node\b(.*)$/.exec(shebang)?.[1] ?? '').trim().split(/\s+/).filter(Boolean);
+  const match = /^#!\/usr\/bin\/env -S((?: [A-Z_]+=\S+)*) node\b(.*)$/.exec(shebang);
+  const words = (text: string | undefined): string[] => (text ?? '').trim().split(/\s+/).filter(Boolean);
+  const env = Object.fromEntries(words(match?.[1]).map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]));
+  return { env, nodeFlags: words(match?.[2]) };
 }
 
 export interface DaemonSetup {
@@ -157,14 +161,14 @@ export async function spawnDaemon(setup: DaemonSetup, roles: readonly Role[]): P
     .split(' ')
     .filter(Boolean)
     .map((arg) => arg.replaceAll('{build}', daemonTag));
-  // BENCH_DAEMON_SHEBANG_FLAGS=0 leaves the shebang's flags out (to compare with and without them).
-  const shebangFlags = process.env['BENCH_DAEMON_SHEBANG_FLAGS'] === '0' ? [] : binNodeFlags();
+  // BENCH_DAEMON_SHEBANG_FLAGS=0 leaves the shebang's flags and environment out (to compare with and without them).
+  const launch = process.env['BENCH_DAEMON_SHEBANG_FLAGS'] === '0' ? { env: {}, nodeFlags: [] } : binLaunch();
   const child = spawn(
     process.execPath,
-    [...shebangFlags, ...nodeArgs, ...(setup.nodeArgs ?? []), daemonBin, 'start', '--roles', roles.join(','), '--config', configPath],
+    [...launch.nodeFlags, ...nodeArgs, ...(setup.nodeArgs ?? []), daemonBin, 'start', '--roles', roles.join(','), '--config', configPath],
     {
       cwd: tmpdir(),
-      env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? tmpdir(), TZ: 'UTC', LANG: 'C.UTF-8', ...env },
+      env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? tmpdir(), TZ: 'UTC', LANG: 'C.UTF-8', ...launch.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

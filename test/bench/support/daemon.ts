@@ -35,7 +35,7 @@ export function useDaemonBin(bin: string, tag = 'this'): void {
  * The environment and node flags on the bin's shebang (`#!/usr/bin/env -S MALLOC_TRIM_THRESHOLD_=…
  * node --max-semi-space-size=4 …`): users launch the daemon with them (the bin, npm start, the
  * image and the unit all carry them), so a daemon under benchmark does too. The same node binary
- * as the bench's runs it. A build from before the environment had none: its shebang is read as it is.
+ * as the bench's runs it. A build from before the environment has none on its shebang, and runs without.
  */
 export function binLaunch(bin = daemonBin): { env: Record<string, string>; nodeFlags: string[] } {
   const shebang = readFileSync(bin, 'utf8').split('\n', 1)[0] ?? '';

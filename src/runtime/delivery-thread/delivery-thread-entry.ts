@@ -20,6 +20,7 @@ import { armFailpoints, isFailpointArmed, takeFailpoint } from '../../failpoints
 import { toWireError, type DeliveryThreadData, type FromThread, type ToThread } from './delivery-wire.js';
 import { ContactAbandoned } from '../redis-contact.js';
 import { startTracing, type Tracing } from '../tracing.js';
+import { watchIdleHeap } from './idle-heap.js';
 
 /** How often the samples and the dropped-span counters go to the main thread. */
 const REPORT_MS = 1000;
@@ -73,7 +74,10 @@ let samples: RequestSample[] = [];
 let tracing: Tracing | null = null;
 /** The thread's Context once open: its connections are watched (the beat names those that ended). */
 let opened: Context | null = null;
+/** The heap a flood grew, given back once the thread is idle again (idle-heap.ts). */
+const idleHeap = watchIdleHeap();
 const report = (): void => {
+  if (idleHeap.tick()) logger.debug('delivery thread: idle after a burst, heap collected');
   // The heartbeat the main thread's watchdog waits for (runtime/watchdog/watchdog.ts): a thread whose loop is
   // stuck sends none; a connection that ended without this thread closing it never comes back.
   if (!isStopRequested) post({ type: 'beat', endedConnections: endedConnections(opened), oldestRun: oldestRun() });

@@ -93,8 +93,16 @@ end
 -- attempt's, or gone (a failover may have lost it); false when another run took the job over after
 -- judging this owner dead. The leave removes the record last, after its other writes: a Redis that
 -- refuses writes (OOM) fails the leave at its first write, never after the record is gone.
-local function ownerIsMine(attemptKey, member)
-  local _, current = attemptRead(attemptKey)
+-- value: the record as the caller read it already (an MGET with the lock: a GET fewer an item,
+-- issue 46); an MGET answers nil for a record of the earlier layout (a hash), so nil is read again.
+local function ownerIsMine(attemptKey, member, value)
+  local current
+  if value then
+    current = string.match(value, '^[^\\n]*\\n([^\\n]*)')
+  else
+    local _
+    _, current = attemptRead(attemptKey)
+  end
   return not current or current == member
 end
 `;

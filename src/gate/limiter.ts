@@ -27,9 +27,11 @@ import { defineScript } from '../store/script.js';
  *  - `nowMs()` (`CLOCK_LUA`, for scripts that need the clock without the window): Redis' time in
  *    whole milliseconds (every process reads one clock), read once per script call (a script runs
  *    atomically in microseconds: one instant serves all its steps);
- *  - `takeSlot(windowKey, pauseKey, windowMs, limit, member, maxRequestMs)`: nil and the time when a
- *    slot was taken (scored as in flight till `maxRequestMs`), else the ms to wait (a 429 pause, then
- *    the window);
+ *  - `takeSlot(windowKey, pauseKey, windowMs, limit, member, maxRequestMs, isPauseAbsent)`: nil and
+ *    the time when a slot was taken (scored as in flight till `maxRequestMs`), else the ms to wait (a
+ *    429 pause, then the window); `isPauseAbsent` true when the caller read the pause key already
+ *    and found none (the push gate's enter reads it with its other keys in one MGET: a PTTL fewer an
+ *    item, issue 46), else the pause's PTTL is read here;
  *  - `stampSlot(windowKey, member, sinceResponseMs)`: scores a taken slot with the time its response
  *    arrived (`sinceResponseMs` ago by the process' monotonic clock); a no-op for '' or a slot gone.
  */
@@ -45,9 +47,11 @@ end
 `;
 
 export const RATE_WINDOW_LUA = `${CLOCK_LUA}
-local function takeSlot(windowKey, pauseKey, windowMs, limit, member, maxRequestMs)
-  local pause = redis.call('PTTL', pauseKey)
-  if pause > 0 then return pause, nil end
+local function takeSlot(windowKey, pauseKey, windowMs, limit, member, maxRequestMs, isPauseAbsent)
+  if not isPauseAbsent then
+    local pause = redis.call('PTTL', pauseKey)
+    if pause > 0 then return pause, nil end
+  end
   local now = nowMs()
   redis.call('ZREMRANGEBYSCORE', windowKey, '-inf', now - windowMs)
   if redis.call('ZCARD', windowKey) >= limit then

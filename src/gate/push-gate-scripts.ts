@@ -49,35 +49,52 @@ local function chainHead(orderKey, jobPrefix, missingStem, graceMs, running)
 end
 `;
 
-// `admit(...)`: the 401 gate, then a slot. Returns nil, isProbe and the auth epoch (the key's
+// `enterReads(lockKey, authFailureKey, authEpochKey, pauseKey)`: what an enter reads of the shared
+// keys, in one MGET (issue 46: one command where three were — a GET of the lock, an MGET of the 401
+// failure and the auth epoch, a PTTL of the 429 pause, now read only when the pause is there):
+// {lock owner, 401 failure, auth epoch, pause}, each false when absent. A script runs atomically:
+// what it read stays so until it ends.
+// `admit(reads, ...)`: the 401 gate, then a slot. Returns nil, isProbe and the auth epoch (the key's
 // recoveries so far: a 401 answered to this request trips the gate only within it) when the item may
-// go (the slot taken, the minute's request counted), else the verdict to return. The failure and the
-// epoch are read in one MGET (issue 46: one command an item fewer than an EXISTS and a GET).
+// go (the slot taken, the minute's request counted), else the verdict to return.
 const ADMIT_LUA = `
-local function admit(authFailureKey, authProbeKey, authEpochKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
+local function enterReads(lockKey, authFailureKey, authEpochKey, pauseKey)
+  return redis.call('MGET', lockKey, authFailureKey, authEpochKey, pauseKey)
+end
+local function admit(reads, authProbeKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
   local isProbe = 0
-  local auth = redis.call('MGET', authFailureKey, authEpochKey)
-  if auth[1] then
+  if reads[2] then
     local probe = redis.call('GET', authProbeKey)
     if probe ~= 'open' and probe ~= jobId then return {'auth'}, nil end
     isProbe = 1
   end
-  local waitMs, now = takeSlot(windowKey, pauseKey, windowMs, limit, member, maxRequestMs)
+  local waitMs, now = takeSlot(windowKey, pauseKey, windowMs, limit, member, maxRequestMs, not reads[4])
   if waitMs then return {'wait', waitMs}, nil end
   countActivity(activityStem, now, 'requests', 1, activityTtlSec)
-  return nil, isProbe, tonumber(auth[2] or '0')
+  return nil, isProbe, tonumber(reads[3] or '0')
 end
 `;
 
-// `countEnded(statsKey, counter, kind, heldKey, activityStem, activityTtlSec)`: an item that ended,
-// in the stats hash (`<counter>:<kind>`) and its minute's activity; its 429 hold counter goes.
+// `countEnded(statsKey, counter, kind, activityStem, activityTtlSec)`: an item that ended, in the
+// stats hash (`<counter>:<kind>`) and its minute's activity (its 429 hold counter goes with the
+// leave's one DEL, `leaveDelete`).
 // `appendCapped(key, entry, keep, ttlSec)`: a failed attempt's record onto its job's list, which
 // keeps the newest `keep` ('' appends nothing).
 const ENDED_LUA = `
-local function countEnded(statsKey, counter, kind, heldKey, activityStem, activityTtlSec)
+local function countEnded(statsKey, counter, kind, activityStem, activityTtlSec)
   redis.call('HINCRBY', statsKey, counter .. ':' .. kind, 1)
   countActivity(activityStem, nowMs(), counter, 1, activityTtlSec)
-  redis.call('UNLINK', heldKey)
+end
+-- The leave's deletions in one DEL (issue 46: one command where three were), after its other
+-- writes: the lock when this job holds it (lockOwner, as the leave read it), the 429 hold
+-- counter of an item that ended, the attempt record with any answer or ending (last, as
+-- attempt-owner.ts needs: a Redis refusing writes fails the leave before it).
+local function leaveDelete(lockKey, lockOwner, jobId, heldKey, attemptKey, member, result)
+  local gone = {}
+  if lockOwner == jobId then gone[#gone + 1] = lockKey end
+  if result ~= '' then gone[#gone + 1] = heldKey end
+  if member ~= '' or result ~= '' then gone[#gone + 1] = attemptKey end
+  if #gone > 0 then redis.call('DEL', unpack(gone)) end
 end
 local function appendCapped(key, entry, keep, ttlSec)
   if entry == '' then return end
@@ -87,11 +104,11 @@ local function appendCapped(key, entry, keep, ttlSec)
 end
 `;
 
-// `lockedByOther(lockKey, jobId)`: {'busy', ms} while another job holds the lock, else nil.
+// `lockedByOther(lockKey, owner, jobId)`: {'busy', ms} while another job holds the lock (`owner`, as
+// the enter read it), else nil.
 // `go(...)`: the item may go: the lock (and the probe) taken by this job, the attempt journaled.
 const LOCK_LUA = `
-local function lockedByOther(lockKey, jobId)
-  local owner = redis.call('GET', lockKey)
+local function lockedByOther(lockKey, owner, jobId)
   if not owner or owner == jobId then return nil end
   local left = redis.call('PTTL', lockKey)
   if left < 1 then left = 1 end
@@ -151,11 +168,12 @@ elseif string.sub(record, 23, 30) == contentId then
   journal(dayStem, deliveryId, journeyTtlSec, '{' .. stepBase .. ',"s":"already-accepted"}')
   return {'already'}
 end
-local busy = lockedByOther(lockKey, jobId)
+local reads = enterReads(lockKey, authFailureKey, authEpochKey, pauseKey)
+local busy = lockedByOther(lockKey, reads[1], jobId)
 if busy then return busy end
 local owned, isResend = ownerCheck(attemptKey, ownerStem, self, ownerGraceMs)
 if owned then return owned end
-local refused, isProbe, authEpoch = admit(authFailureKey, authProbeKey, authEpochKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
+local refused, isProbe, authEpoch = admit(reads, authProbeKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
 if refused then return refused end
 if isResend then resend(dayStem, deliveryId, journeyTtlSec, resentStep, countsKey) end
 ownerTake(attemptKey, self, member, attemptTtlMs)
@@ -207,11 +225,12 @@ if head ~= jobId then
   redis.call('EXPIRE', parkedKey, parkedTtlSec)
   return {'park', headDue}
 end
-local busy = lockedByOther(lockKey, jobId)
+local reads = enterReads(lockKey, authFailureKey, authEpochKey, pauseKey)
+local busy = lockedByOther(lockKey, reads[1], jobId)
 if busy then return busy end
 local owned, isResend = ownerCheck(attemptKey, ownerStem, self, ownerGraceMs)
 if owned then return owned end
-local refused, isProbe, authEpoch = admit(authFailureKey, authProbeKey, authEpochKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
+local refused, isProbe, authEpoch = admit(reads, authProbeKey, jobId, windowKey, pauseKey, windowMs, limit, member, maxRequestMs, activityStem, activityTtlSec)
 if refused then return refused end
 redis.call('SREM', parkedKey, jobId)
 if isResend then resend(dayStem, deliveryId, journeyTtlSec, resentStep, countsKey) end
@@ -246,13 +265,13 @@ local jobId, contentId, result, member, sinceResponseMs, counter, kind = ARGV[1]
 local field, period, recordTtlSec, activityStem, activityTtlSec = ARGV[8], tonumber(ARGV[9]), ARGV[10], ARGV[11], ARGV[12]
 local dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep = ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17]
 
-if member ~= '' and not ownerIsMine(attemptKey, member) then return false end
+local seen = redis.call('MGET', attemptKey, lockKey)
+if member ~= '' and not ownerIsMine(attemptKey, member, seen[1]) then return false end
 stampSlot(windowKey, member, sinceResponseMs)
-if redis.call('GET', lockKey) == jobId then redis.call('DEL', lockKey) end
 journal(dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep)
 appendCapped(failureKey, failure, failureKeep, failureTtlSec)
 if result ~= '' then
-  countEnded(statsKey, counter, kind, heldKey, activityStem, activityTtlSec)
+  countEnded(statsKey, counter, kind, activityStem, activityTtlSec)
   if result == 'accepted' then
     local record, found, current = docGet(stem, field, period)
     local queued = record and string.sub(record, 1, 22) or (string.rep('\\0', 14) .. contentId)
@@ -260,7 +279,7 @@ if result ~= '' then
   end
   if outcome ~= '' then redis.call('RPUSH', outcomeKey, outcome) end
 end
-if member ~= '' or result ~= '' then redis.call('DEL', attemptKey) end
+leaveDelete(lockKey, seen[2], jobId, heldKey, attemptKey, member, result)
 return false
 `,
 );
@@ -302,14 +321,14 @@ local attemptKey, outcomeKey, outcome, failureKey = KEYS[9], KEYS[10], ARGV[20],
 local failure, failureKeep, failureTtlSec = ARGV[21], ARGV[22], ARGV[23]
 local batchJobsKey, batchDoneKey, batchKey, batchDeadLetter, outcomeIfComplete = KEYS[12], KEYS[13], KEYS[14], ARGV[24], ARGV[25]
 
-if member ~= '' and not ownerIsMine(attemptKey, member) then return false end
+local seen = redis.call('MGET', attemptKey, lockKey)
+if member ~= '' and not ownerIsMine(attemptKey, member, seen[1]) then return false end
 stampSlot(windowKey, member, sinceResponseMs)
-if redis.call('GET', lockKey) == jobId then redis.call('DEL', lockKey) end
 journal(dayStem, deliveryId, journeyTtlSec, answerStep, outcomeStep)
 appendCapped(failureKey, failure, failureKeep, failureTtlSec)
 local woken = false
 if result ~= '' then
-  countEnded(statsKey, counter, 'collecting', heldKey, activityStem, activityTtlSec)
+  countEnded(statsKey, counter, 'collecting', activityStem, activityTtlSec)
   if result ~= 'dead-lettered' then claimMarkDone(claimStem, claimRecord, claimTtlSec, dedupKey, instant, source) end
   if outcome ~= '' then
     if outcomeIfComplete ~= '' and batchMarkDone(batchJobsKey, batchDoneKey, batchKey, jobId, batchDeadLetter) then outcome = outcomeIfComplete end
@@ -322,7 +341,7 @@ if result ~= '' then
     woken = head
   end
 end
-if member ~= '' or result ~= '' then redis.call('DEL', attemptKey) end
+leaveDelete(lockKey, seen[2], jobId, heldKey, attemptKey, member, result)
 return woken
 `,
 );

@@ -57,8 +57,10 @@ export function ownerTiming(lockMs: number): OwnerTiming {
 // `ownerCheck(attemptKey, ownerStem, self, graceMs)`: nil when this run may go (no record, its own,
 // or the owner's grace is over: then the second value is true, "sent again"), else {'owned', ms}.
 export const OWNER_LUA = `
-local function attemptRead(attemptKey)
-  local value = redis.pcall('GET', attemptKey)
+-- known: the record's value as the caller read it already (an MGET; false when absent there, which
+-- is also what an MGET answers for a record of the earlier layout, a hash: then it is read here).
+local function attemptRead(attemptKey, known)
+  local value = known or redis.pcall('GET', attemptKey)
   if type(value) == 'table' then
     local fields = redis.call('HMGET', attemptKey, 'o', 'm', 'g')
     return fields[1], fields[2], fields[3]
@@ -93,16 +95,10 @@ end
 -- attempt's, or gone (a failover may have lost it); false when another run took the job over after
 -- judging this owner dead. The leave removes the record last, after its other writes: a Redis that
 -- refuses writes (OOM) fails the leave at its first write, never after the record is gone.
--- value: the record as the caller read it already (an MGET with the lock: a GET fewer an item,
--- issue 46); an MGET answers nil for a record of the earlier layout (a hash), so nil is read again.
-local function ownerIsMine(attemptKey, member, value)
-  local current
-  if value then
-    current = string.match(value, '^[^\\n]*\\n([^\\n]*)')
-  else
-    local _
-    _, current = attemptRead(attemptKey)
-  end
+-- known: as for attemptRead (the leave reads the record with the lock in one MGET: a GET fewer an
+-- item, issue 46).
+local function ownerIsMine(attemptKey, member, known)
+  local _, current = attemptRead(attemptKey, known)
   return not current or current == member
 end
 `;

@@ -6,16 +6,16 @@
  * (~29 MB committed against 13.7 at rest, for as long as the daemon stays idle: the main thread's
  * isolate, with the ops server's and watcher's timers, gives its growth back within seconds). Node
  * 20 offers no way to ask for the reducer; a full collection (`gc`) frees the flood's dead objects
- * and gives their old-space pages back, which is most of it. `gc` is taken the way test runners do it (`--expose-gc` set for one fresh
- * `vm` context, then unset): the daemon's own code never sees a global `gc`.
+ * and gives their old-space pages back, which is most of it. `gc` is taken the way test runners
+ * take it (`--expose-gc` set for one fresh `vm` context, then unset): the daemon's own code never
+ * sees a global `gc`.
  *
  * When: once the thread's event loop has been busy (utilization above `busyAbove` in one tick) and
  * then idle for `idleTicks` ticks in a row (each below `idleBelow`), and only if the heap has grown
  * `minGrowthBytes` past its committed size after the last collection here (or at start). One
  * collection a burst: in the memory bench's flood the thread's isolate went 29.5 → 17.5 MB committed
  * (13.7 at rest before the flood; `--trace-gc`), in 20–25 ms of a thread with nothing else to do.
- * A second one 10 s later gave nothing more (17.5 → 18.5): the first already finds allocation slow,
- * so V8 shrinks the young generation with it.
+ * A second one 10 s later gave nothing more (17.5 → 18.5), so there is one.
  */
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
@@ -79,6 +79,7 @@ export function watchIdleHeap(
     },
   };
 }
+
 function loopUtilizationSinceLastCall(): () => number {
   let last: EventLoopUtilization = performance.eventLoopUtilization();
   return () => {

@@ -577,10 +577,12 @@ describe('launch lines', () => {
 describe('code format', () => {
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
 
-  it('npm run check runs the Prettier check before the tests', () => {
-    const steps = pkg.scripts['check']!.split('&&').map((step) => step.trim());
-    expect(steps).toContain('npm run format:check');
-    expect(steps.indexOf('npm run format:check')).toBeLessThan(steps.indexOf('npm test'));
+  it('npm run check runs the Prettier check, the typecheck and the lint before the tests', () => {
+    expect(pkg.scripts['check']).toBe('node test/tools/check.mjs');
+    const runner = readFileSync(join(ROOT, 'test/tools/check.mjs'), 'utf8');
+    expect(runner).toContain("const CHECKS = ['typecheck', 'lint', 'format:check'];");
+    // The tests start only after every check has ended and none failed.
+    expect(runner.indexOf("npmRun('test'")).toBeGreaterThan(runner.indexOf('process.exit(failed)'));
     expect(pkg.scripts['format:check']).toBe('prettier --check .');
   });
 

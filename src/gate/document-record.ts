@@ -10,6 +10,13 @@
  * bucket, so it lives at least `retentionSec` (at most 1⅛ of it) after its last write, and a
  * lookup reads the newest of the 9 buckets that can hold it. Many small records in few packed
  * hashes cost ~40–70 bytes each; a key per delivery costs ~250 (docs/internals.md, "Key layout of the document record").
+ *
+ * The bucket period is the deployment's, fixed by its first process (`documentPeriodSec`: an
+ * eighth of the retention it ran with) and kept in Redis: a bucket's number is its start over the
+ * period, so a period derived from each process' retention would number the buckets anew when the
+ * retention changes, and every record kept before would go unread (an older version dropped again
+ * would then be sent over the newer). A lookup reads as many buckets as the retention of now spans
+ * at that period (9 at the first retention; more after it grew, fewer after it shrank).
  */
 import { hash } from 'node:crypto';
 import type { ItemKind, Keys } from '../store/keys.js';
@@ -17,20 +24,21 @@ import type { RedisConnection } from '../store/redis.js';
 import { CLOCK_LUA } from './limiter.js';
 import { defineScript } from '../store/script.js';
 
-/** Retention buckets of the document records: a lookup reads this many, newest first. */
+/** Retention buckets of the document records at the retention that fixed the period: a lookup reads this many, newest first. */
 const DOCUMENT_BUCKETS = 9;
 
 // Lua helpers over document records (see the file header; they need `nowMs` from limiter.ts'
-// CLOCK_LUA, which the push gate's scripts have with the rate window). `docGet(stem, field, period)` returns
-// the record (or false), the bucket it was found in, and the current bucket. `docPut` writes it
+// CLOCK_LUA, which the push gate's scripts have with the rate window). `docGet(stem, field, period, ttl)`
+// returns the record (or false), the bucket it was found in, and the current bucket, reading the
+// buckets a record written within the retention `ttl` (s) can be in. `docPut` writes it
 // into the current bucket (moving it there), which expires a retention after the bucket ends: the
 // EXPIREAT goes with a new field only (a bucket is created by a new field, and its expiry is fixed
 // by its number, so a field written again finds it set; issue 46).
 // Generations compare byte by byte: Lua's `<` on strings follows Redis' locale (strcoll).
 export const DOCUMENT_RECORD_LUA = `
-local function docGet(stem, field, period)
+local function docGet(stem, field, period, ttl)
   local current = math.floor(nowMs() / (period * 1000))
-  for b = current, current - ${DOCUMENT_BUCKETS - 1}, -1 do
+  for b = current, current - math.ceil(tonumber(ttl) / period), -1 do
     local v = redis.call('HGET', stem .. b, field)
     if v then return v, b, current end
   end
@@ -61,7 +69,7 @@ export type DocumentQueueVerdict = 'older' | 'accepted' | 'queue';
 // the claim of a batch of documents (queue/claim-scripts.ts) runs it once a document.
 export const QUEUE_DOCUMENT_LUA = `
 local function queueDocument(stem, lockKey, generation, contentId, ttlSec, field, period)
-  local record, found, current = docGet(stem, field, period)
+  local record, found, current = docGet(stem, field, period, ttlSec)
   if record and isNewer(record, generation) then return 'older' end
   local held = record and string.sub(record, 23, 30) or ''
   docPut(stem, field, generation .. contentId .. held, found, current, period, ttlSec)
@@ -94,9 +102,10 @@ export async function queueDocumentOrders(
   documents: ReadonlyArray<{ kind: Exclude<ItemKind, 'collecting'>; deliveryId: string; generation: string; contentId: string }>,
   retentionSec: number,
 ): Promise<Array<{ error: Error } | { value: DocumentQueueVerdict }>> {
+  const period = await documentPeriodSec(redis, keys, retentionSec);
   const calls = documents.map((d) => ({
     keys: [keys.documentRecords(d.deliveryId), keys.documentLock(d.kind, d.deliveryId)],
-    args: [compactGeneration(d.generation), compactContentId(d.contentId), retentionSec, documentField(d.kind, d.deliveryId), documentBucketSec(retentionSec)],
+    args: [compactGeneration(d.generation), compactContentId(d.contentId), retentionSec, documentField(d.kind, d.deliveryId), period],
   }));
   return (await QUEUE_DOCUMENT.many(redis, calls)) as Array<{ error: Error } | { value: DocumentQueueVerdict }>;
 }
@@ -112,9 +121,44 @@ export function documentField(kind: Exclude<ItemKind, 'collecting'>, deliveryId:
   return Buffer.concat([Buffer.from(initial.toUpperCase()), hash('sha256', deliveryId, 'buffer').subarray(0, 12)]);
 }
 
-/** A retention bucket spans an eighth of the retention (see the file header). */
+/** A retention bucket spans an eighth of the retention that fixed the deployment's period (see the file header). */
 export function documentBucketSec(retentionSec: number): number {
   return Math.max(1, Math.ceil(retentionSec / (DOCUMENT_BUCKETS - 1)));
+}
+
+// KEYS: 1 the deployment's period. ARGV: 1 the period this process would fix. Returns the period.
+const DOCUMENT_PERIOD = defineScript(
+  'documentPeriod',
+  `local period = redis.call('GET', KEYS[1])
+if period then return tonumber(period) end
+redis.call('SET', KEYS[1], ARGV[1])
+return tonumber(ARGV[1])
+`,
+);
+
+/** The deployment's period as this process read it, by key and retention; a failed read is read again next time. */
+const periods = new Map<string, Promise<number>>();
+
+/**
+ * The deployment's bucket period (s): the one in Redis, or, for the deployment's first process (or
+ * a deployment from before the period was kept: the same eighth of its retention), the one it
+ * fixes now. Read once a process: the key never changes once set (see the file header).
+ */
+export function documentPeriodSec(redis: RedisConnection, keys: Keys, retentionSec: number): Promise<number> {
+  const key = keys.documentPeriod;
+  const memo = `${key} ${retentionSec}`;
+  let period = periods.get(memo);
+  if (period === undefined) {
+    const read = DOCUMENT_PERIOD(redis, [key], [documentBucketSec(retentionSec)]).then((reply) => {
+      const seconds = Number(reply);
+      if (!Number.isInteger(seconds) || seconds < 1) throw new Error(`${key} holds no period in seconds: ${String(reply)}`);
+      return seconds;
+    });
+    read.catch(() => periods.get(memo) === read && periods.delete(memo));
+    periods.set(memo, read);
+    period = read;
+  }
+  return period;
 }
 
 /**
@@ -162,7 +206,7 @@ const MIGRATE_DOCUMENT = defineScript(
   `${CLOCK_LUA}${DOCUMENT_RECORD_LUA}
 local oldKey, stem = KEYS[1], KEYS[2]
 local field, generation, contentId, oldHeld, period, ttlSec = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
-local record, found, current = docGet(stem, field, period)
+local record, found, current = docGet(stem, field, period, ttlSec)
 local value
 if record and not isNewer(generation, record) then
   value = string.len(record) >= 30 and record or (string.sub(record, 1, 22) .. oldHeld)
@@ -185,6 +229,7 @@ return 1
  */
 export async function carryOverDocumentRecords(redis: RedisConnection, keys: Keys, retentionSec: number): Promise<number> {
   const nodes = 'nodes' in redis ? redis.nodes('master') : [redis];
+  const period = await documentPeriodSec(redis, keys, retentionSec);
   const legacy = new RegExp(`^${escapeRegExp(keys.bullPrefix)}:doc:(label|cte):(.+)$`);
   let moved = 0;
   for (const node of nodes) {
@@ -205,14 +250,7 @@ export async function carryOverDocumentRecords(redis: RedisConnection, keys: Key
         await MIGRATE_DOCUMENT(
           redis,
           [name, keys.documentRecords(deliveryId)],
-          [
-            documentField(kind, deliveryId),
-            compactGeneration(g),
-            compactContentId(c),
-            held == null ? '' : compactContentId(held),
-            documentBucketSec(retentionSec),
-            retentionSec,
-          ],
+          [documentField(kind, deliveryId), compactGeneration(g), compactContentId(c), held == null ? '' : compactContentId(held), period, retentionSec],
         );
         moved += 1;
       }

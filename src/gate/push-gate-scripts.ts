@@ -158,7 +158,7 @@ local activityStem, activityTtlSec = ARGV[12], ARGV[13]
 local dayStem, deliveryId, journeyTtlSec = ARGV[14], ARGV[15], ARGV[16]
 local goStep, stepBase = ARGV[17], ARGV[18]
 
-local record, found, current = docGet(stem, field, period)
+local record, found, current = docGet(stem, field, period, recordTtlSec)
 if not record then
   docPut(stem, field, generation .. contentId, nil, current, period, recordTtlSec)
 elseif string.sub(record, 15, 22) ~= contentId then
@@ -273,7 +273,7 @@ appendCapped(failureKey, failure, failureKeep, failureTtlSec)
 if result ~= '' then
   countEnded(statsKey, counter, kind, activityStem, activityTtlSec)
   if result == 'accepted' then
-    local record, found, current = docGet(stem, field, period)
+    local record, found, current = docGet(stem, field, period, recordTtlSec)
     local queued = record and string.sub(record, 1, 22) or (string.rep('\\0', 14) .. contentId)
     docPut(stem, field, queued .. contentId, found, current, period, recordTtlSec)
   end

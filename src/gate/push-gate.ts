@@ -27,7 +27,7 @@
  */
 import type { ApiConfig, Config, DeliveryConfig, HistoryConfig } from '../config/schema.js';
 import { ACTIVITY_TTL_SEC } from '../store/activity.js';
-import { compactContentId, compactGeneration, documentBucketSec, documentField } from './document-record.js';
+import { compactContentId, compactGeneration, documentField, documentPeriodSec } from './document-record.js';
 import { historyTtlSec, journalArgs } from '../journey/journey.js';
 import { keyIdOf, type ItemKind, type Keys } from '../store/keys.js';
 import { maxRequestMsOf, sinceMs } from './limiter.js';
@@ -205,7 +205,8 @@ export function createPushGate(redis: RedisConnection, keys: Keys, carrierKey: s
 /** The gate's calls: one script call each, its keys and arguments laid out as the script's header says. */
 class RedisPushGate implements PushGate {
   readonly #windowMs: number;
-  readonly #recordPeriodSec: number;
+  /** The deployment's document-record period, once read (`documentPeriodSec`). */
+  #recordPeriodSec: number | undefined;
   readonly #graceMs: number;
   readonly #journeyTtlSec: number;
   readonly #authKeys: string[];
@@ -218,7 +219,6 @@ class RedisPushGate implements PushGate {
     private readonly options: PushGateOptions,
   ) {
     this.#windowMs = options.windowMs ?? 60_000;
-    this.#recordPeriodSec = documentBucketSec(options.retentionSec);
     this.#graceMs = options.missingJobGraceMs ?? MISSING_JOB_GRACE_MS;
     this.#journeyTtlSec = options.historyTtlSec ?? DEFAULT_HISTORY_TTL_SEC;
     this.#authKeys = [keys.authFailure, keys.authProbe, keys.limiter(keyId), keys.pause(keyId), keys.authEpoch];
@@ -226,7 +226,10 @@ class RedisPushGate implements PushGate {
   }
 
   async enter(item: ItemJob, jobId: string, attempt?: number, member = attemptMember(jobId)): Promise<GateVerdict> {
-    const call = item.kind === 'collecting' ? this.#enterEventCall(item, jobId, member, attempt) : this.#enterDocumentCall(item, jobId, member, attempt);
+    const call =
+      item.kind === 'collecting'
+        ? this.#enterEventCall(item, jobId, member, attempt)
+        : this.#enterDocumentCall(item, jobId, member, attempt, this.#recordPeriodSec ?? (await this.#readRecordPeriod()));
     const replicas = this.options.replicas;
     if (replicas !== undefined && !replicas.isRead()) await replicas.firstRead;
     if (replicas === undefined || replicas.replicas() === 0) return verdictOf((await call.script(this.redis, call.keys, call.args)) as RawVerdict);
@@ -276,6 +279,11 @@ class RedisPushGate implements PushGate {
     return null;
   }
 
+  async #readRecordPeriod(): Promise<number> {
+    this.#recordPeriodSec = await documentPeriodSec(this.redis, this.keys, this.options.retentionSec);
+    return this.#recordPeriodSec;
+  }
+
   /** The arguments every enter ends with: this owner, the liveness stem, the grace, the record's ttl, the resent step. */
   #ownerArgs(item: ItemJob): Array<string | number> {
     const owner = this.options.owner ?? { self: SELF_OWNER, graceMs: ownerTiming(this.options.lockMs).graceMs };
@@ -304,7 +312,7 @@ class RedisPushGate implements PushGate {
     return [this.options.lockMs, this.#windowMs, this.options.ratePerMinute, member, this.options.maxRequestMs];
   }
 
-  #enterDocumentCall(item: LabelJob | CteJob, jobId: string, member: string, attempt: number | undefined): EnterCall {
+  #enterDocumentCall(item: LabelJob | CteJob, jobId: string, member: string, attempt: number | undefined, recordPeriodSec: number): EnterCall {
     const { keys } = this;
     const base = stepBase(item);
     return {
@@ -321,7 +329,7 @@ class RedisPushGate implements PushGate {
         compactContentId(item.origin.contentId),
         compactGeneration(item.generation ?? ''),
         documentField(item.kind, item.deliveryId),
-        this.#recordPeriodSec,
+        recordPeriodSec,
         this.options.retentionSec,
         ...this.#slotArgs(member),
         ...this.#activityArgs,
@@ -376,6 +384,7 @@ class RedisPushGate implements PushGate {
     answerArgs: Array<string | number>,
   ): Promise<void> {
     const { keys } = this;
+    const recordPeriodSec = this.#recordPeriodSec ?? (await this.#readRecordPeriod());
     await LEAVE_DOCUMENT(
       this.redis,
       [
@@ -392,7 +401,7 @@ class RedisPushGate implements PushGate {
         ...ending,
         item.kind,
         documentField(item.kind, item.deliveryId),
-        this.#recordPeriodSec,
+        recordPeriodSec,
         this.options.retentionSec,
         ...this.#activityArgs,
         ...journey,

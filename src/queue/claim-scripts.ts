@@ -30,7 +30,7 @@ import { CLOCK_LUA } from '../gate/limiter.js';
 import {
   compactContentId,
   compactGeneration,
-  documentBucketSec,
+  documentPeriodSec,
   documentField,
   DOCUMENT_RECORD_LUA,
   QUEUE_DOCUMENT_LUA,
@@ -89,13 +89,14 @@ export async function claimDocuments(
 ): Promise<DocumentClaimVerdict[]> {
   if (documents.length === 0) return [];
   const steps = journey === undefined ? { keys: [], args: [] } : journeyAppendCall(keys, journey.ttlSec, journey.entries, journey.nowMs);
+  const period = await documentPeriodSec(redis, keys, retentionSec);
   const reply = await CLAIM_DOCUMENTS(
     redis,
     [...documents.flatMap((d) => [d.jobKey, keys.documentRecords(d.deliveryId), keys.documentLock(d.kind, d.deliveryId)]), ...steps.keys],
     [
       documents.length,
       retentionSec,
-      documentBucketSec(retentionSec),
+      period,
       ...documents.flatMap((d) => [compactGeneration(d.generation), compactContentId(d.contentId), documentField(d.kind, d.deliveryId)]),
       ...steps.args,
     ],

@@ -53,6 +53,8 @@ export interface Keys {
    * retention bucket's number follows it (`docs:<shard>:<bucket>`, one hash each).
    */
   documentRecords(deliveryId: string): string;
+  /** The document records' bucket period (s), fixed by the deployment's first process (gate/document-record.ts). */
+  readonly documentPeriod: string;
   /** Set once the document records of the earlier layout were carried over, by versions before runtime/upgrades.ts. */
   readonly documentRecordsMigrated: string;
   /** Upgrade steps that ran (hash: step id → JSON {at, version, changed}; runtime/upgrades.ts). */
@@ -161,6 +163,7 @@ export function createKeys(prefix: string): Keys {
     authProbe: k('auth-probe'),
     authEpoch: k('auth-epoch'),
     documentRecords: (deliveryId) => `${k('docs', String(documentShardOf(deliveryId)))}:`,
+    documentPeriod: k('docs-period'),
     documentRecordsMigrated: k('migrated', 'doc-records'),
     upgrades: k('upgrades'),
     documentLock: (kind, deliveryId) => k('doc-lock', kind, deliveryId),

@@ -31,6 +31,12 @@ let replicas: ReplicaWait;
 let gate: PushGate;
 const lines: Array<{ level: string; msg: string }> = [];
 const keys = createKeys('rw');
+/**
+ * The WAIT's budget here. 300 ms was once too short for a healthy replica's acknowledgement on a
+ * machine with 2 cores under three test loads (issue 46, seventh session: 'unreplicated' where 'go'
+ * was due); the daemon's 500 ms default then holds a request back and asks again, which is safe.
+ */
+const WAIT_MS = 1500;
 
 async function startServer(args: string[]): Promise<{ port: number; child: ChildProcess }> {
   const port = await freePort();
@@ -64,7 +70,7 @@ beforeAll(async () => {
   primary = new Redis({ port: p.port, maxRetriesPerRequest: null });
   replica = new Redis({ port: r.port, maxRetriesPerRequest: null });
   await waitFor(async () => /master_link_status:up/.test(await replica.info('replication')), { timeoutMs: 20_000, what: 'the replica in sync' });
-  replicas = watchReplicas(primary, keys.deploymentId, logger, 300);
+  replicas = watchReplicas(primary, keys.deploymentId, logger, WAIT_MS);
   await waitFor(() => replicas.replicas() === 1, { timeoutMs: 10_000, what: 'the replica counted' });
   gate = createPushGate(primary, keys, 'carrier-key', { ratePerMinute: 100_000, maxRequestMs: 5000, lockMs: 10_000, retentionSec: 3600, replicas });
 });
@@ -90,7 +96,7 @@ it('a request leaves only once its attempt record is on the replica; while the r
   const started = performance.now();
   const refused = await gate.enter(held.job, held.jobId, 1);
   expect(refused.action).toBe('unreplicated');
-  expect(performance.now() - started).toBeGreaterThanOrEqual(250);
+  expect(performance.now() - started).toBeGreaterThanOrEqual(WAIT_MS - 50);
   expect(lines.filter((line) => line.level === 'warn')).toHaveLength(1);
 
   replicaProcess.kill('SIGCONT');
@@ -105,7 +111,7 @@ it('a request leaves only once its attempt record is on the replica; while the r
 it('a request asked for before the replicas were first read waits for that reading: none leaves without WAIT on a deployment with a replica', async () => {
   // A process that has just started: its watcher's first INFO not yet answered. With the replica
   // stopped, the WAIT can only time out: a request that skipped it would come back 'go'.
-  const watcher = watchReplicas(primary, keys.deploymentId, silentLogger, 300);
+  const watcher = watchReplicas(primary, keys.deploymentId, silentLogger, WAIT_MS);
   const fresh = createPushGate(primary, keys, 'carrier-key', {
     ratePerMinute: 100_000,
     maxRequestMs: 5000,
@@ -126,7 +132,7 @@ it('a request asked for before the replicas were first read waits for that readi
 
 it('a promoted primary does not wait for the replicas of the one it replaced: no minute-long hold after each failover', async () => {
   // Its own watcher, on the address the test promotes away from, as a process's connection sees a failover.
-  const watcher = watchReplicas(primary, keys.deploymentId, logger, 300);
+  const watcher = watchReplicas(primary, keys.deploymentId, logger, WAIT_MS);
   try {
     await waitFor(() => watcher.replicas() === 1, { timeoutMs: 10_000, what: 'the replica counted' });
     // The replica is promoted (a new replication id) and the old primary follows it: the address the

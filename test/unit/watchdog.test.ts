@@ -92,6 +92,28 @@ describe('the watchdog', () => {
     watchdog.close();
   });
 
+  it('gives a recovery that ended near the bound two checks more to show its result', async () => {
+    const { logger } = loggerWithLines();
+    let nowMs = 0;
+    const fatal: string[] = [];
+    let finish: () => void = () => {};
+    const recovery = new Promise<void>((resolve) => (finish = resolve));
+    const watchdog = createWatchdog({ stallMs: 3000, logger, onFatal: (reason) => fatal.push(reason), now: () => nowMs });
+    watchdog.start([async () => ({ what: 'the delivery thread does not answer', since: 0, recover: () => recovery })]);
+    await watchdog.tick();
+    nowMs = 2900;
+    finish();
+    await recovery;
+    await new Promise((resolve) => setImmediate(resolve));
+    // Past the bound, the new thread not seen yet: two checks (750 ms each at this bound) more.
+    for (nowMs of [3000, 3750]) await watchdog.tick();
+    expect(fatal).toEqual([]);
+    nowMs = 4400;
+    await watchdog.tick();
+    expect(fatal).toHaveLength(1);
+    watchdog.close();
+  });
+
   it('takes a failing check for no stall, and checks a few times per bound, at most every 5 s', async () => {
     const { logger } = loggerWithLines();
     const watchdog = createWatchdog({ stallMs: 3000, logger, onFatal: () => {} });

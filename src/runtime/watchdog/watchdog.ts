@@ -73,6 +73,9 @@ export function createWatchdog(options: WatchdogOptions): Watchdog {
   let isClosed = false;
   /** A recovery step is under way (a new thread starting): it gets up to one bound more before the stall is fatal. */
   let isRecovering = false;
+  // When the last recovery step ended: its result gets two checks more to show (a new thread answers
+  // only once it ran; under load that came after the bound, and a recovered daemon was stopped).
+  let recoveryEndedAt = -Infinity;
 
   const emit = (): void => {
     for (const listener of listeners) listener(state === null ? null : { ...state });
@@ -110,11 +113,12 @@ export function createWatchdog(options: WatchdogOptions): Watchdog {
       stall
         .recover()
         .catch((error: unknown) => logger.warn({ err: error, stall: stall.what }, 'stall recovery failed'))
-        .finally(() => (isRecovering = false));
+        .finally(() => void ((isRecovering = false), (recoveryEndedAt = now())));
       return;
     }
     const stuckMs = nowMs - state.seenAt;
-    if (!state.isFatal && stuckMs >= stallMs && (!isRecovering || stuckMs >= 2 * stallMs)) {
+    const isInGrace = isRecovering ? stuckMs < 2 * stallMs : nowMs - recoveryEndedAt < 2 * tickMsOf(stallMs);
+    if (!state.isFatal && stuckMs >= stallMs && !isInGrace) {
       state.isFatal = true;
       emit();
       options.onFatal(`${stallReason(state)}; not recovered within ${stallMs} ms`);

@@ -73,7 +73,8 @@ describe('the watchdog', () => {
     expect(watchdog.current()?.isFatal).toBe(true);
   });
 
-  it('gives a recovery still under way (a new thread starting) up to one bound more', async () => {
+  /** A watchdog (bound 3 s) on a stall that never clears, whose recovery step ends when the test says, ticked at the given instant. */
+  function stallWithRecovery(): { tickAt(ms: number): Promise<void>; endRecovery(): Promise<void>; fatal: string[]; close(): void } {
     const { logger } = loggerWithLines();
     let nowMs = 0;
     const fatal: string[] = [];
@@ -81,37 +82,40 @@ describe('the watchdog', () => {
     const recovery = new Promise<void>((resolve) => (finish = resolve));
     const watchdog = createWatchdog({ stallMs: 3000, logger, onFatal: (reason) => fatal.push(reason), now: () => nowMs });
     watchdog.start([async () => ({ what: 'the delivery thread does not answer', since: 0, recover: () => recovery })]);
-    await watchdog.tick();
-    nowMs = 4000;
-    await watchdog.tick();
-    expect(fatal).toEqual([]);
-    nowMs = 6000;
-    await watchdog.tick();
-    expect(fatal).toHaveLength(1);
-    finish();
-    watchdog.close();
+    return {
+      tickAt: (ms) => ((nowMs = ms), watchdog.tick()),
+      endRecovery: async () => {
+        finish();
+        await recovery;
+        await new Promise((resolve) => setImmediate(resolve));
+      },
+      fatal,
+      close: () => watchdog.close(),
+    };
+  }
+
+  it('gives a recovery still under way (a new thread starting) up to one bound more', async () => {
+    const run = stallWithRecovery();
+    await run.tickAt(0);
+    await run.tickAt(4000);
+    expect(run.fatal).toEqual([]);
+    await run.tickAt(6000);
+    expect(run.fatal).toHaveLength(1);
+    await run.endRecovery();
+    run.close();
   });
 
   it('gives a recovery that ended near the bound two checks more to show its result', async () => {
-    const { logger } = loggerWithLines();
-    let nowMs = 0;
-    const fatal: string[] = [];
-    let finish: () => void = () => {};
-    const recovery = new Promise<void>((resolve) => (finish = resolve));
-    const watchdog = createWatchdog({ stallMs: 3000, logger, onFatal: (reason) => fatal.push(reason), now: () => nowMs });
-    watchdog.start([async () => ({ what: 'the delivery thread does not answer', since: 0, recover: () => recovery })]);
-    await watchdog.tick();
-    nowMs = 2900;
-    finish();
-    await recovery;
-    await new Promise((resolve) => setImmediate(resolve));
+    const run = stallWithRecovery();
+    await run.tickAt(0);
+    await run.tickAt(2900);
+    await run.endRecovery();
     // Past the bound, the new thread not seen yet: two checks (750 ms each at this bound) more.
-    for (nowMs of [3000, 3750]) await watchdog.tick();
-    expect(fatal).toEqual([]);
-    nowMs = 4400;
-    await watchdog.tick();
-    expect(fatal).toHaveLength(1);
-    watchdog.close();
+    for (const ms of [3000, 3750]) await run.tickAt(ms);
+    expect(run.fatal).toEqual([]);
+    await run.tickAt(4400);
+    expect(run.fatal).toHaveLength(1);
+    run.close();
   });
 
   it('takes a failing check for no stall, and checks a few times per bound, at most every 5 s', async () => {

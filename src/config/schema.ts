@@ -222,7 +222,7 @@ function redisSchemaIn(lang: Lang) {
     .object({
       url: z
         .string()
-        .regex(/^rediss?:\/\//, say(lang, 'config.check.redisUrl'))
+        .regex(/^(rediss?|unix):\/\//, say(lang, 'config.check.redisUrl'))
         .nullable(),
       managedDir: z.string().min(1),
       managedPort: z.number().int().min(0).max(65535),

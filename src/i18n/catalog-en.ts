@@ -585,7 +585,7 @@ export const EN = {
   // checks of its flags (cli/usage-error.ts), issue 45 item 8.
   'config.check.timeZone': 'must be an IANA time zone, e.g. America/Sao_Paulo (see the tz database list)',
   'config.check.smtpUrl': 'must be smtp://user:pass@host:port or smtps://…',
-  'config.check.redisUrl': 'must start with redis:// or rediss://',
+  'config.check.redisUrl': 'must start with redis://, rediss:// or unix://',
   'config.check.sentinel': 'each sentinel is host:port',
   'config.check.prefix': "letters, digits, _ . - '{' '}' only, 1-64 chars",
   'config.check.spoolId': 'letters, digits, _ and - only, 1-64 chars',
@@ -605,6 +605,10 @@ export const EN = {
   'config.error.redisUrlRequired': 'REDIS_URL is required here (no sentinels set)',
   'config.error.sentinelSchemes': 'CARRIER_SYNC_REDIS_SENTINELS mixes redis:// and rediss:// entries: all sentinels are reached the same way',
   'config.error.redisNotUrl': 'REDIS_URL (or a sentinel) is not a URL: expected redis[s]://[user:password@]host:port[/db]',
+  'config.error.redisSocketUrl':
+    'REDIS_URL names a Unix socket the wrong way: expected unix:///absolute/path/redis.sock[?db=N] (with a password: unix://[user]:password@localhost/absolute/path/redis.sock)',
+  'config.error.redisSocketOneServer':
+    'REDIS_URL is a Unix socket (unix://), which reaches one server: Sentinel (CARRIER_SYNC_REDIS_SENTINELS) and Cluster (CARRIER_SYNC_REDIS_CLUSTER) need redis:// or rediss:// addresses',
   'cli.usage.line': '{text} (see --help)',
   'cli.usage.unknownOption': "unknown option ''{flag}''",
   'cli.usage.unknownCommand': "unknown command ''{command}''",

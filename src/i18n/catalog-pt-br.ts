@@ -589,7 +589,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   // checks of its flags (cli/usage-error.ts), issue 45 item 8.
   'config.check.timeZone': 'precisa ser um fuso horário IANA, por exemplo America/Sao_Paulo (veja a lista da base tz)',
   'config.check.smtpUrl': 'precisa ser smtp://usuário:senha@servidor:porta ou smtps://…',
-  'config.check.redisUrl': 'precisa começar com redis:// ou rediss://',
+  'config.check.redisUrl': 'precisa começar com redis://, rediss:// ou unix://',
   'config.check.sentinel': 'cada sentinel é servidor:porta (host:port)',
   'config.check.prefix': "só letras, dígitos e _ . - '{' '}', de 1 a 64 caracteres",
   'config.check.spoolId': 'só letras, dígitos, _ e -, de 1 a 64 caracteres',
@@ -610,6 +610,10 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'config.error.redisUrlRequired': 'REDIS_URL é obrigatória aqui (nenhum sentinel definido)',
   'config.error.sentinelSchemes': 'CARRIER_SYNC_REDIS_SENTINELS mistura entradas redis:// e rediss://: todos os sentinels são alcançados do mesmo jeito',
   'config.error.redisNotUrl': 'REDIS_URL (ou um sentinel) não é uma URL: o esperado é redis[s]://[usuário:senha@]servidor:porta[/db]',
+  'config.error.redisSocketUrl':
+    'REDIS_URL indica um socket Unix do jeito errado: o esperado é unix:///caminho/absoluto/redis.sock[?db=N] (com senha: unix://[usuário]:senha@localhost/caminho/absoluto/redis.sock)',
+  'config.error.redisSocketOneServer':
+    'REDIS_URL é um socket Unix (unix://), que alcança um só servidor: Sentinel (CARRIER_SYNC_REDIS_SENTINELS) e Cluster (CARRIER_SYNC_REDIS_CLUSTER) precisam de endereços redis:// ou rediss://',
   'cli.usage.line': '{text} (veja --help)',
   'cli.usage.unknownOption': 'opção desconhecida `{flag}`',
   'cli.usage.unknownCommand': 'comando desconhecido `{command}`',

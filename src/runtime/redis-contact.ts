@@ -106,6 +106,6 @@ export async function awaitContact(connections: readonly RedisConnection[], targ
 
 function errorText(error: Error): string {
   const code = (error as NodeJS.ErrnoException).code;
-  const line = (error.message.split('\n')[0] ?? '').replace(/rediss?:\/\/\S*@/g, 'redis://…@').slice(0, 200);
+  const line = (error.message.split('\n')[0] ?? '').replace(/(rediss?|unix):\/\/\S*@/g, '$1://…@').slice(0, 200);
   return code === undefined || line.includes(code) ? line : `${code} ${line}`;
 }

@@ -87,5 +87,5 @@ function handshakeProblem(node: RedisNode): Promise<string | null> {
 }
 
 function firstLine(message: string): string {
-  return (message.split('\n')[0] ?? '').replace(/rediss?:\/\/\S*@/g, 'redis://…@').slice(0, 200);
+  return (message.split('\n')[0] ?? '').replace(/(rediss?|unix):\/\/\S*@/g, '$1://…@').slice(0, 200);
 }

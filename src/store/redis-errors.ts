@@ -49,6 +49,9 @@ export function isConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as NodeJS.ErrnoException).code;
   if (code !== undefined && CONNECTION_CODES.has(code)) return true;
+  // A Unix socket not there yet (the server not started) or not open to this user: the socket's
+  // connect fails with these (only a connect's: the same codes from a file are no Redis trouble).
+  if ((code === 'ENOENT' || code === 'EACCES') && (error as NodeJS.ErrnoException).syscall === 'connect') return true;
   if (CONNECTION_NAMES.has(error.name) || CONNECTION_NAMES.has(error.constructor.name)) return true;
   if (CONNECTION_MESSAGES.some((text) => error.message.startsWith(text))) return true;
   // A connect timeout, or an error a library wrapped: the socket's error is its cause.
@@ -122,6 +125,7 @@ const REDIS_TEXT: readonly RegExp[] = [
   /^Failed to refresh slots cache/,
   ...CONNECTION_MESSAGES.map((text) => new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`)),
   /^(read|write|connect) (ECONNRESET|ECONNREFUSED|ETIMEDOUT|EPIPE)\b/,
+  /^connect (ENOENT|EACCES) \//,
   /^(Reached the max retries per request limit|Command timed out)/,
 ];
 

@@ -76,7 +76,12 @@ export function connectRedis(where: RedisTarget | string, name: string, onFailov
   };
   switch (target.kind) {
     case 'single':
-      return new Redis({ ...common, enableAutoPipelining, host: target.node.host, port: target.node.port, db: target.db });
+      return new Redis({
+        ...common,
+        enableAutoPipelining,
+        ...(target.socketPath === undefined ? { host: target.node.host, port: target.node.port } : { path: target.socketPath }),
+        db: target.db,
+      });
     case 'sentinel': {
       // Given as CARRIER_SYNC_REDIS_SENTINEL_PASSWORD_FILE, the password is read again at each connect to a sentinel (issue 45).
       const password = target.sentinelPassword === undefined ? null : liveSecret(process.env, 'CARRIER_SYNC_REDIS_SENTINEL_PASSWORD', target.sentinelPassword);

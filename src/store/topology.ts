@@ -87,8 +87,10 @@ async function readPrimary(redis: RedisConnection, target: RedisTarget, prefix: 
   const node = target.kind === 'cluster' ? await slotMaster(redis, prefix) : redis;
   if (node === null) return null;
   const [clientInfo, replication] = await Promise.all([node.call('CLIENT', 'INFO') as Promise<string>, node.info('replication')]);
-  const address = /\bladdr=(\S+)/.exec(clientInfo)?.[1];
-  if (address === undefined) return null;
+  const laddr = /\bladdr=(\S+)/.exec(clientInfo)?.[1];
+  if (laddr === undefined) return null;
+  // Through a Unix socket Redis gives the socket's path and port 0.
+  const address = laddr.startsWith('/') ? `unix://${laddr.replace(/:0$/, '')}` : laddr;
   const info = parseInfo(replication);
   return {
     address,

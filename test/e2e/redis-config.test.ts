@@ -5,11 +5,15 @@
  * connection, goes through the log) with exactly one warning about eviction. One where CONFIG is
  * disabled (as managed Redis services do) is still checked for eviction, and the CONFIG failure is
  * logged whole, stack included. A start that fails otherwise is one JSON line with the error whole,
- * and exit 1.
+ * and exit 1. A Redis on the same machine is reached through its Unix socket when REDIS_URL says
+ * `unix://`.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, expect, it } from 'vitest';
 import { makePdf } from '../support/builders.js';
 import { createE2eEnv, dropFile, listFiles, type E2eEnv } from '../support/e2e-env.js';
@@ -112,5 +116,45 @@ it('a start whose ops port is taken is one line naming the process that holds it
     expect(result.stderr).not.toMatch(/\n\s+at /);
   } finally {
     await new Promise((resolve) => taken.close(resolve));
+  }
+});
+
+it('reaches a Redis on the same machine through its Unix socket (unix://…?db=3): every connection on the socket, the keys in db 3', async () => {
+  const socketDir = await mkdtemp(join(tmpdir(), 'cs-sock-'));
+  const socket = join(socketDir, 'redis.sock');
+  const admin = { connection: undefined as Redis | undefined };
+  try {
+    const { env, redis } = await surroundings({ extraArgs: ['--unixsocket', socket, '--unixsocketperm', '700'] });
+    const url = `unix://${socket}?db=3`;
+    const daemon = spawnDaemon({ ...env.env, REDIS_URL: url }, { args: env.args('start') });
+    await waitUntilStarted(daemon);
+    const label = randomUUID();
+    await dropFile(join(env.spool, 'labels'), `${label}.pdf`, await makePdf('label'));
+    await waitFor(async () => (await listFiles(join(env.spool, 'archive'))).some((path) => path.endsWith(`${label}.pdf`)), {
+      timeoutMs: 30_000,
+      what: 'the label archived',
+    });
+    expect(env.sandbox.requests().filter((request) => request.path === '/v1/delivery/mail-label')).toHaveLength(1);
+
+    // Looked at over TCP: every other client of this Redis is the daemon's, on the socket.
+    admin.connection = new Redis(redis.url);
+    const ownId = await admin.connection.client('ID');
+    const others = String(await admin.connection.client('LIST'))
+      .split('\n')
+      .filter((line) => line !== '' && !line.startsWith(`id=${ownId} `));
+    expect(others.length).toBeGreaterThan(0);
+    for (const client of others) expect(client).toContain(`addr=${socket}:0`);
+    expect(await admin.connection.dbsize()).toBe(0);
+    await admin.connection.select(3);
+    expect(await admin.connection.dbsize()).toBeGreaterThan(0);
+
+    const status = await runCli(env.args('status'), { env: { ...env.env, REDIS_URL: url }, timeoutMs: 30_000 });
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(new RegExp(`redis: single, primary unix://${socket}[;,]`));
+    daemon.kill('SIGTERM');
+    expect((await daemon.exited).code, daemon.tail()).toBe(0);
+  } finally {
+    admin.connection?.disconnect();
+    await rm(socketDir, { recursive: true, force: true });
   }
 });

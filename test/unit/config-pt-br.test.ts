@@ -32,7 +32,7 @@ const CASES: readonly Case[] = [
     english: 'must be an IANA time zone, e.g. America/Sao_Paulo (see the tz database list)',
   },
   { key: 'config.check.smtpUrl', env: { CARRIER_SYNC_NOTIFY_SMTP_URL: 'mail.example:25' }, english: 'must be smtp://user:pass@host:port or smtps://…' },
-  { key: 'config.check.redisUrl', file: 'redis:\n  url: http://cache:6379\n', english: 'must start with redis:// or rediss://' },
+  { key: 'config.check.redisUrl', file: 'redis:\n  url: http://cache:6379\n', english: 'must start with redis://, rediss:// or unix://' },
   { key: 'config.check.sentinel', env: { CARRIER_SYNC_REDIS_SENTINELS: 's1' }, english: 'each sentinel is host:port' },
   { key: 'config.check.prefix', file: 'prefix: "carrier sync"\n', english: 'letters, digits, _ . - { } only, 1-64 chars' },
   { key: 'config.check.spoolId', env: { CARRIER_SYNC_SPOOL_ID: 'dock 1' }, english: 'letters, digits, _ and - only, 1-64 chars' },

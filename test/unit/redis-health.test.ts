@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { expect, it } from 'vitest';
 import { SyncError } from '../../src/errors.js';
 import { isConnectionError, isFailoverError, isRedisError, isRedisErrorText, isRedisUnavailable, isWritesRefusedError } from '../../src/store/redis-health.js';
@@ -17,6 +19,16 @@ it.each([
   ['not an Error', 'ECONNREFUSED', false],
 ])('%s is a connection error: %s', (_, error, expected) => {
   expect(isConnectionError(error)).toBe(expected);
+});
+
+it('a Unix socket that is not there is a connection error (REDIS_URL unix://, Redis not started yet); the same code from a file is not', async () => {
+  const missing = await new Promise<Error>((resolve) => connect('/nonexistent-carrier-sync-dir/redis.sock').once('error', resolve));
+  expect(missing).toMatchObject({ code: 'ENOENT', syscall: 'connect' });
+  expect(isConnectionError(missing)).toBe(true);
+  expect(isRedisErrorText(missing.message)).toBe(true);
+  const fromFile = await readFile('/nonexistent-carrier-sync-dir/label.pdf').catch((error: unknown) => error);
+  expect(fromFile).toMatchObject({ code: 'ENOENT' });
+  expect(isConnectionError(fromFile)).toBe(false);
 });
 
 it.each([

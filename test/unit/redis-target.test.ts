@@ -64,7 +64,30 @@ describe('the Redis target', () => {
     expect(target.address).toBe('rediss://a:7000,rediss://b:7001');
   });
 
+  it('reaches one server through its Unix socket, with a db and a password, and shows the path and the db only', () => {
+    expect(targetOf({ REDIS_URL: 'unix:///run/redis/redis-server.sock' })).toMatchObject({
+      kind: 'single',
+      socketPath: '/run/redis/redis-server.sock',
+      db: 0,
+      isTls: false,
+      username: undefined,
+      password: undefined,
+      address: 'unix:///run/redis/redis-server.sock',
+    });
+    const target = targetOf({ REDIS_URL: 'unix://:s%40cret@localhost/var/run/my%20redis.sock?db=3' });
+    expect(target).toMatchObject({ kind: 'single', socketPath: '/var/run/my redis.sock', db: 3, password: 's@cret' });
+    expect(target.address).toBe('unix:///var/run/my redis.sock?db=3');
+  });
+
   it.each([
+    [{ REDIS_URL: 'unix://redis-host/run/redis.sock' }, /names a Unix socket the wrong way/],
+    [{ REDIS_URL: 'unix://:pw-4@localhost/run/' }, /names a Unix socket the wrong way/],
+    [{ REDIS_URL: 'unix:///run/redis.sock?db=two' }, /names a Unix socket the wrong way/],
+    [
+      { REDIS_URL: 'unix:///run/redis.sock', CARRIER_SYNC_REDIS_CLUSTER: 'true', CARRIER_SYNC_PREFIX: '{cs}' },
+      /is a Unix socket \(unix:\/\/\), which reaches one server/,
+    ],
+    [{ REDIS_URL: 'unix://:pw-5@localhost/run/redis.sock', CARRIER_SYNC_REDIS_SENTINELS: 'a:1' }, /is a Unix socket \(unix:\/\/\), which reaches one server/],
     [
       { CARRIER_SYNC_REDIS_SENTINELS: 'a:1', CARRIER_SYNC_REDIS_CLUSTER: 'true', REDIS_URL: 'redis://a:1', CARRIER_SYNC_PREFIX: '{cs}' },
       /SENTINELS and CARRIER_SYNC_REDIS_CLUSTER exclude each other/,

@@ -15,6 +15,7 @@ import type { Config } from '../../../src/config/schema.js';
 import { createLogger, type Logger } from '../../../src/log.js';
 import { startDaemon, type DaemonHandle, type Role } from '../../../src/runtime/start.js';
 import { isBenchTracing, tracingEnv } from './otlp-sink.js';
+import { daemonRedisUrl } from './redis.js';
 
 export const BIN = join(PACKAGE_ROOT, 'dist', 'src', 'main.js');
 
@@ -152,7 +153,8 @@ export async function spawnDaemon(setup: DaemonSetup, roles: readonly Role[]): P
   // BENCH_TRACING_ONLY=this: only this tree's daemons trace, so `--compare HEAD` measures tracing
   // on against tracing off of the same code (no other change between the builds).
   const isTraced = isBenchTracing() && (process.env['BENCH_TRACING_ONLY'] === undefined || process.env['BENCH_TRACING_ONLY'] === daemonTag);
-  const env = isTraced ? { ...own, ...(await tracingEnv()) } : own;
+  const traced = isTraced ? { ...own, ...(await tracingEnv()) } : own;
+  const env = { ...traced, REDIS_URL: daemonRedisUrl(setup.redisUrl, daemonTag) };
   await mkdir(join(setup.logFile, '..'), { recursive: true });
   const log = createWriteStream(setup.logFile, { flags: 'a' });
   // BENCH_DAEMON_NODE_ARGS: node flags for every spawned daemon, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof/{build}"

@@ -19,6 +19,21 @@ export interface BenchRedis {
   stop(): Promise<void>;
 }
 
+/** The Unix socket each private redis-server of this run also listens on, by its TCP URL. */
+const socketsByUrl = new Map<string, string>();
+
+/**
+ * BENCH_REDIS_SOCKET=1: daemons reach a private redis-server through its Unix socket (`unix://`)
+ * instead of loopback TCP; =this: only this tree's daemons (the URL form is newer than some builds
+ * `--compare` runs). The bench's own connections stay on TCP. Default: TCP for every daemon.
+ */
+export function daemonRedisUrl(url: string, daemonTag: string): string {
+  const wanted = process.env['BENCH_REDIS_SOCKET'];
+  const socket = socketsByUrl.get(url);
+  if (socket === undefined || wanted === undefined || wanted === '' || wanted === '0' || (wanted === 'this' && daemonTag !== 'this')) return url;
+  return `unix://${socket}`;
+}
+
 export async function openBenchRedis(options: { maxmemoryMb?: number } = {}): Promise<BenchRedis> {
   const fromEnv = process.env['CARRIER_SYNC_TEST_REDIS_URL'];
   if (fromEnv !== undefined && fromEnv !== '') return { url: fromEnv, origin: 'CARRIER_SYNC_TEST_REDIS_URL', stop: async () => {} };
@@ -44,10 +59,15 @@ export async function startPrivateRedis(maxmemoryMb: number): Promise<BenchRedis
     'noeviction',
     '--maxmemory',
     `${maxmemoryMb}mb`,
+    '--unixsocket',
+    join(dir, 'redis.sock'),
+    '--unixsocketperm',
+    '700',
   ];
   const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   await waitForRedisReady(child);
   let stopping: Promise<void> | undefined;
+  socketsByUrl.set(`redis://127.0.0.1:${port}`, join(dir, 'redis.sock'));
   return {
     url: `redis://127.0.0.1:${port}`,
     origin: 'private',

@@ -9,7 +9,7 @@
  *
  * A Redis on the same machine can be reached through its Unix socket, `unix:///path/redis.sock`
  * (`?db=N`; a user and password as `unix://user:password@localhost/path`): no TCP stack between
- * the two, and on the large drop about a sixth less CPU for the daemon and Redis together
+ * the two: on the large drop about a tenth less CPU for the daemon and Redis together
  * (BENCHMARKS.md). One server only: Sentinel and Cluster name their nodes by host and port.
  */
 import type { SyncError } from '../errors.js';

@@ -231,7 +231,7 @@ async function openShared(state: DaemonState): Promise<Context> {
     },
   });
   state.waiting?.setReason('starting: Redis answered; starting the roles');
-  await checkRedisDurability(ctx.redis, config.redis.allowEviction, logger);
+  await checkRedisDurability(ctx.redis, config.redis.allowEviction, logger, ctx.redisTarget);
   // Before any item reaches the push gate or is queued: what an earlier version left in Redis.
   await runDeploymentUpgrades(ctx, logger);
   return ctx;

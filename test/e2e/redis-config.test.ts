@@ -119,12 +119,23 @@ it('a start whose ops port is taken is one line naming the process that holds it
   }
 });
 
-it('reaches a Redis on the same machine through its Unix socket (unix://…?db=3): every connection on the socket, the keys in db 3', async () => {
+it('reaches a Redis on the same machine through its Unix socket (unix://…?db=3): every connection on the socket, the keys in db 3; over loopback TCP it points the socket out', async () => {
   const socketDir = await mkdtemp(join(tmpdir(), 'cs-sock-'));
   const socket = join(socketDir, 'redis.sock');
   const admin = { connection: undefined as Redis | undefined };
   try {
     const { env, redis } = await surroundings({ extraArgs: ['--unixsocket', socket, '--unixsocketperm', '700'] });
+    const isHint = (line: LogLine): boolean => String(line.msg).startsWith('Redis on this machine also listens on a Unix socket');
+    // Over loopback TCP, the daemon says once that the socket is there.
+    const overTcp = spawnDaemon({ ...env.env, REDIS_URL: redis.url }, { args: env.args('start') });
+    await waitUntilStarted(overTcp);
+    expect((await overTcp.waitForLog(isHint))['suggested']).toBe(`unix://${socket}`);
+    overTcp.kill('SIGTERM');
+    expect((await overTcp.exited).code, overTcp.tail()).toBe(0);
+    // What it left in db 0 goes, so that db 0 shows what the daemon on the socket writes there: nothing.
+    admin.connection = new Redis(redis.url);
+    await admin.connection.flushdb();
+
     const url = `unix://${socket}?db=3`;
     const daemon = spawnDaemon({ ...env.env, REDIS_URL: url }, { args: env.args('start') });
     await waitUntilStarted(daemon);
@@ -137,7 +148,6 @@ it('reaches a Redis on the same machine through its Unix socket (unix://…?db=3
     expect(env.sandbox.requests().filter((request) => request.path === '/v1/delivery/mail-label')).toHaveLength(1);
 
     // Looked at over TCP: every other client of this Redis is the daemon's, on the socket.
-    admin.connection = new Redis(redis.url);
     const ownId = await admin.connection.client('ID');
     const others = String(await admin.connection.client('LIST'))
       .split('\n')
@@ -153,6 +163,7 @@ it('reaches a Redis on the same machine through its Unix socket (unix://…?db=3
     expect(status.stdout).toMatch(new RegExp(`redis: single, primary unix://${socket}[;,]`));
     daemon.kill('SIGTERM');
     expect((await daemon.exited).code, daemon.tail()).toBe(0);
+    expect(jsonLines(daemon.stderrLines, 'stderr').filter(isHint)).toEqual([]);
   } finally {
     admin.connection?.disconnect();
     await rm(socketDir, { recursive: true, force: true });

@@ -68,6 +68,7 @@ function socketTarget(url: URL): RedisTarget {
     ...authOf(url),
     isTls: false,
     db,
+    // Not used to connect (the socket is): every single target has a node, for the TLS check's type.
     node: { host: 'localhost', port: 0 },
     socketPath: path,
     address: `unix://${path}${db === 0 ? '' : `?db=${db}`}`,

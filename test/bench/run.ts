@@ -29,7 +29,7 @@ import { roundTripsScenario } from './scenarios/round-trips.js';
 import { itemBytesScenario } from './scenarios/item-bytes.js';
 import { validatorsScenario } from './scenarios/validators.js';
 import { runCompare } from './support/compare.js';
-import { openBenchRedis, redisFacts } from './support/redis.js';
+import { daemonTransport, openBenchRedis, redisFacts } from './support/redis.js';
 import {
   acceptanceBox,
   compareMarkdown,
@@ -151,7 +151,7 @@ async function main(): Promise<void> {
   }
   const info = machine(
     facts.version,
-    `${redis.origin}, maxmemory ${facts.maxmemoryBytes > 0 ? `${Math.round(facts.maxmemoryBytes / 1024 ** 2)} MB` : 'unbounded'}, ${facts.policy}`,
+    `${redis.origin}, maxmemory ${facts.maxmemoryBytes > 0 ? `${Math.round(facts.maxmemoryBytes / 1024 ** 2)} MB` : 'unbounded'}, ${facts.policy}; ${daemonTransport(redis.url)}`,
   );
   process.stdout.write(
     `carrier-sync bench (${isQuick ? 'quick' : 'full'}): ${selected.map((s) => s.name).join(', ')}\nmachine: ${info.nproc} cores, node ${info.node}, redis ${info.redis} (${info.redisOrigin})\n\n`,

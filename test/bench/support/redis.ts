@@ -27,11 +27,25 @@ const socketsByUrl = new Map<string, string>();
  * instead of loopback TCP; =this: only this tree's daemons (the URL form is newer than some builds
  * `--compare` runs). The bench's own connections stay on TCP. Default: TCP for every daemon.
  */
-export function daemonRedisUrl(url: string, daemonTag: string): string {
+function socketWanted(): 'none' | 'all' | 'this' {
   const wanted = process.env['BENCH_REDIS_SOCKET'];
+  if (wanted === undefined || wanted === '' || wanted === '0') return 'none';
+  return wanted === 'this' ? 'this' : 'all';
+}
+
+/** The URL a daemon of `daemonTag` ('this', or the ref under --compare) is given for the bench's Redis at `url`. */
+export function daemonRedisUrl(url: string, daemonTag: string): string {
   const socket = socketsByUrl.get(url);
-  if (socket === undefined || wanted === undefined || wanted === '' || wanted === '0' || (wanted === 'this' && daemonTag !== 'this')) return url;
+  const wanted = socketWanted();
+  if (socket === undefined || wanted === 'none' || (wanted === 'this' && daemonTag !== 'this')) return url;
   return `unix://${socket}`;
+}
+
+/** What the report says of how the daemons reach the bench's Redis. */
+export function daemonTransport(url: string): string {
+  const wanted = socketWanted();
+  if (!socketsByUrl.has(url) || wanted === 'none') return 'daemons over loopback TCP';
+  return wanted === 'this' ? "this tree's daemons through its Unix socket, others over loopback TCP" : 'daemons through its Unix socket';
 }
 
 export async function openBenchRedis(options: { maxmemoryMb?: number } = {}): Promise<BenchRedis> {

@@ -189,24 +189,32 @@ export async function checkRedisDurability(redis: RedisConnection, allowEviction
     const aof = (await redis.config('GET', 'appendonly')) as string[];
     const save = (await redis.config('GET', 'save')) as string[];
     if (aof[1] !== 'yes' && (save[1] ?? '') === '') logger.warn('Redis persistence is off (no AOF, no RDB): a Redis restart loses every queued item');
-    if (target !== undefined && isLoopbackTcp(target)) {
-      const socket = ((await redis.config('GET', 'unixsocket')) as string[])[1] ?? '';
-      if (socket !== '') {
-        logger.info(
-          { socket, suggested: `unix://${socket}` },
-          'Redis on this machine also listens on a Unix socket: REDIS_URL=unix://<its path> reaches it without TCP, about a tenth less CPU on a busy drop (docs/operations.md)',
-        );
-      }
-    }
   } catch (error) {
     logger.warn({ err: error }, 'cannot read Redis config (CONFIG GET refused?): persistence not checked');
+    return;
   }
+  if (target !== undefined && isLoopbackTcp(target)) await pointOutUnixSocket(redis, logger);
 }
 
 /** One server reached over TCP on this machine's loopback (where its Unix socket, if it has one, would do). */
 function isLoopbackTcp(target: RedisTarget): boolean {
   if (target.kind !== 'single' || target.socketPath !== undefined || target.isTls) return false;
-  return ['127.0.0.1', '::1', 'localhost'].includes(target.node.host) || target.node.host.startsWith('127.');
+  const { host } = target.node;
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+}
+
+/** Says once, at start, that the Redis reached over loopback TCP also listens on a Unix socket (a hint: a failure to read it is a debug line). */
+async function pointOutUnixSocket(redis: RedisConnection, logger: Logger): Promise<void> {
+  try {
+    const socket = ((await redis.config('GET', 'unixsocket')) as string[])[1] ?? '';
+    if (socket === '') return;
+    logger.info(
+      { socket, suggested: `unix://${socket}` },
+      'Redis on this machine also listens on a Unix socket: REDIS_URL=unix://<its path> reaches it without TCP, about a tenth less CPU on a busy drop (docs/operations.md)',
+    );
+  } catch (error) {
+    logger.debug({ err: error }, 'cannot read Redis unixsocket setting');
+  }
 }
 
 /** From INFO, which managed Redis services keep when they disable CONFIG; null when unreadable. */

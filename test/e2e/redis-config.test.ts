@@ -38,6 +38,16 @@ async function surroundings(redisOptions: Parameters<typeof startOwnRedis>[0]): 
   return { env, redis };
 }
 
+/** Drops a valid label into the spool and waits (30 s at most) until it is under archive/. */
+async function dropLabelUntilArchived(env: E2eEnv): Promise<void> {
+  const label = randomUUID();
+  await dropFile(join(env.spool, 'labels'), `${label}.pdf`, await makePdf('label'));
+  await waitFor(async () => (await listFiles(join(env.spool, 'archive'))).some((path) => path.endsWith(`${label}.pdf`)), {
+    timeoutMs: 30_000,
+    what: 'the label archived',
+  });
+}
+
 /** Parses every non-empty line of a stream as one JSON object; the test fails on the first that is not. */
 function jsonLines(lines: readonly string[], stream: string): LogLine[] {
   return lines
@@ -65,12 +75,7 @@ it('with CARRIER_SYNC_ALLOW_EVICTING_REDIS=true it starts and works, every line 
   const { env, redis } = await surroundings({ maxmemoryPolicy: 'allkeys-lru' });
   const daemon = spawnDaemon({ ...env.env, REDIS_URL: redis.url, CARRIER_SYNC_ALLOW_EVICTING_REDIS: 'true' }, { args: env.args('start') });
   await waitUntilStarted(daemon);
-  const label = randomUUID();
-  await dropFile(join(env.spool, 'labels'), `${label}.pdf`, await makePdf('label'));
-  await waitFor(async () => (await listFiles(join(env.spool, 'archive'))).some((path) => path.endsWith(`${label}.pdf`)), {
-    timeoutMs: 30_000,
-    what: 'the label archived',
-  });
+  await dropLabelUntilArchived(env);
   daemon.kill('SIGTERM');
   expect((await daemon.exited).code, daemon.tail()).toBe(0);
 
@@ -139,12 +144,7 @@ it('reaches a Redis on the same machine through its Unix socket (unix://…?db=3
     const url = `unix://${socket}?db=3`;
     const daemon = spawnDaemon({ ...env.env, REDIS_URL: url }, { args: env.args('start') });
     await waitUntilStarted(daemon);
-    const label = randomUUID();
-    await dropFile(join(env.spool, 'labels'), `${label}.pdf`, await makePdf('label'));
-    await waitFor(async () => (await listFiles(join(env.spool, 'archive'))).some((path) => path.endsWith(`${label}.pdf`)), {
-      timeoutMs: 30_000,
-      what: 'the label archived',
-    });
+    await dropLabelUntilArchived(env);
     expect(env.sandbox.requests().filter((request) => request.path === '/v1/delivery/mail-label')).toHaveLength(1);
 
     // Looked at over TCP: every other client of this Redis is the daemon's, on the socket.

@@ -108,7 +108,7 @@ function lowerOwnPriority(nice: number): void {
   try {
     const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
     setPriority(tid, Math.min(19, getPriority(tid) + nice));
-    logger.debug({ nice: getPriority(tid) }, 'delivery thread: scheduling priority lowered');
+    logger.debug({ tid, nice: getPriority(tid) }, 'delivery thread: scheduling priority lowered');
   } catch (error) {
     logger.debug({ err: error }, "delivery thread: keeps the main thread's scheduling priority");
   }

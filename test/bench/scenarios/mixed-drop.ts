@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { SandboxRequest } from '../../../src/sandbox/request-log.js';
 import { startSandbox } from '../../../src/sandbox/server.js';
-import { cpuSeconds, ioCalls } from '../support/cpu.js';
+import { cpuByThread, cpuSeconds, ioCalls, threadCpu } from '../support/cpu.js';
 import { loadBenchConfig, loopDelayProbe, spawnDaemon, type DaemonSetup } from '../support/daemon.js';
 import { buildDrop, type DropFile, type Kind } from '../support/drop-files.js';
 import { dropAll, stageFiles } from '../support/inputs.js';
@@ -107,6 +107,7 @@ async function runDrop(env: Parameters<Scenario['run']>[0], name: string, scale:
     const redisCpuBefore = await redisCpuSeconds(redis);
     const benchCpuBefore = await cpuSeconds(process.pid);
     const cpuBefore = await cpuSeconds(daemon.pid);
+    const threadsBefore = await threadCpu(daemon.pid);
     const ioBefore = await ioCalls(daemon.pid);
     const rss = sampleRss(daemon.pid, 250);
     loopDelay.open(daemon.pid);
@@ -123,6 +124,7 @@ async function runDrop(env: Parameters<Scenario['run']>[0], name: string, scale:
     // the poll): listing the spool more often took CPU from the sandbox, which runs in this process.
     await waitFor(settled, { timeoutMs: 300_000 * scale, what: 'every file archived or failed', intervalMs: scale > 1 ? 1000 : 250 });
     const cpuAfter = await cpuSeconds(daemon.pid);
+    const byThread = cpuByThread(daemon.pid, threadsBefore, await threadCpu(daemon.pid));
     const delay = await loopDelay.close(daemon.pid);
     const ioAfter = await ioCalls(daemon.pid);
     const syscallsPerFile = { reads: (ioAfter.reads - ioBefore.reads) / files.length, writes: (ioAfter.writes - ioBefore.writes) / files.length };
@@ -255,6 +257,12 @@ async function runDrop(env: Parameters<Scenario['run']>[0], name: string, scale:
           ...(scale > 1 ? { target: `≤ ${LARGE_DROP_LOOP_DELAY_P99_MS} ms (issue 39)`, isMet: delay.p99Ms <= LARGE_DROP_LOOP_DELAY_P99_MS } : {}),
         },
         {
+          metric: "daemon CPU by thread over the drain: main / delivery thread / the rest (V8's helper threads, libuv's pool)",
+          value: `${round(byThread.main, 2)} s / ${byThread.delivery === null ? '–' : `${round(byThread.delivery, 2)} s`} / ${round(byThread.rest, 2)} s`,
+          unit: '',
+          reference: `/proc/<pid>/task/*/stat; the delivery thread is the busiest thread niced below the main one; the rest is mostly garbage collection (parallel scavenges, concurrent marking) and optimising compiles`,
+        },
+        {
           metric: 'daemon CPU per API request against the floor (issue 23 item 4)',
           value: `${round(overFloor, 2)}×`,
           unit: '',
@@ -313,6 +321,9 @@ async function runDrop(env: Parameters<Scenario['run']>[0], name: string, scale:
       measures: {
         'drain (s)': drainMs / 1000,
         'daemon CPU (s)': cpuUsed,
+        'main thread CPU (s)': byThread.main,
+        ...(byThread.delivery === null ? {} : { 'delivery thread CPU (s)': byThread.delivery }),
+        "V8's helpers and libuv's pool CPU (s)": byThread.rest,
         'daemon CPU per API request (µs)': cpuPerRequestUs,
         'daemon peak RSS (MB)': peakRssMb,
         'Redis commands per file': totalCommands / files.length,

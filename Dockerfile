@@ -102,6 +102,8 @@ STOPSIGNAL SIGTERM
 # keeps V8's young generation at 4 MB semi-spaces instead of 16 MB it never gives back (idle RSS
 # ~91 MB instead of ~110 MB); --heap-growing-percent=50 lets the old generation grow to 1.5× what
 # was live at its last full GC instead of up to 4× (flood peak ~130 MB instead of ~200 MB).
-ENTRYPOINT ["node", "--max-semi-space-size=4", "--heap-growing-percent=50", "dist/src/main.js"]
+# --v8-pool-size=1: one V8 helper thread (GC, optimising compiles) beside the daemon's two JS
+# threads instead of four contending for the same cores (~4–9 MB less RSS at rest and after a flood).
+ENTRYPOINT ["node", "--max-semi-space-size=4", "--heap-growing-percent=50", "--v8-pool-size=1", "dist/src/main.js"]
 # Any other command works too: `docker run … carrier-sync status`, `… dlq list`, `… sandbox`.
 CMD ["start"]

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S MALLOC_TRIM_THRESHOLD_=1048576 node --max-semi-space-size=4 --heap-growing-percent=50
+#!/usr/bin/env -S MALLOC_TRIM_THRESHOLD_=1048576 node --max-semi-space-size=4 --heap-growing-percent=50 --v8-pool-size=1
 /**
  * The `carrier-sync` binary: parse argv, run one command, turn the result into an exit code.
  * 0 success · 1 the command ran and found a problem (an invalid file, a failed check) · 2 bad

@@ -7,7 +7,7 @@ import { Worker } from 'node:worker_threads';
 import { expect, it } from 'vitest';
 import { cpuByThread, threadCpu } from '../bench/support/cpu.js';
 
-/** Burns `seconds` of its own thread's CPU after lowering its priority by 5, then says 'done'. */
+/** Burns `seconds` of its own thread's CPU after lowering its priority by 5, then posts its thread id. */
 const NICED_BURNER = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { readFileSync, readlinkSync } = require('node:fs');

@@ -549,7 +549,9 @@ describe('launch lines', () => {
   const pkg = JSON.parse(read('package.json')) as { bin: Record<string, string>; scripts: Record<string, string> };
 
   it("the bin's shebang runs node with a small young generation, a tight old one and glibc's malloc thresholds fixed (RSS targets, BENCHMARKS.md)", () => {
-    expect(read('src/main.ts').split('\n')[0]).toBe('#!/usr/bin/env -S MALLOC_TRIM_THRESHOLD_=1048576 node --max-semi-space-size=4 --heap-growing-percent=50 --v8-pool-size=1');
+    expect(read('src/main.ts').split('\n')[0]).toBe(
+      '#!/usr/bin/env -S MALLOC_TRIM_THRESHOLD_=1048576 node --max-semi-space-size=4 --heap-growing-percent=50 --v8-pool-size=1',
+    );
     expect(LAUNCH_ENV).toEqual(['MALLOC_TRIM_THRESHOLD_=1048576']);
     expect(NODE_FLAGS).toEqual(['--max-semi-space-size=4', '--heap-growing-percent=50', '--v8-pool-size=1']);
   });

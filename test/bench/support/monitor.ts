@@ -12,7 +12,9 @@
  * the call before running it; a `lua` line before any script would count as `(no script)`).
  */
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import { readdir, readFile } from 'node:fs/promises';
+import { createConnection, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
@@ -107,12 +109,10 @@ function firstLine(lua: string): string {
  * (started before the daemon, it sees every script's first call), else by its SHA.
  */
 export async function recordMonitor(url: string, names: ReadonlyMap<string, string>): Promise<Recorder> {
-  const client = new Redis(url, { maxRetriesPerRequest: null, lazyConnect: true });
-  const monitor = await client.monitor();
   const lines: MonitorLine[] = [];
   const learned = new Map<string, string>();
   let script: string | undefined;
-  monitor.on('monitor', (time: string, args: string[], source: string) => {
+  const monitor = await monitorLines(url, (time: string, args: string[], source: string) => {
     const command = (args[0] ?? '').toLowerCase();
     const at = Number(time) * 1000;
     if (source === 'lua') {
@@ -131,7 +131,7 @@ export async function recordMonitor(url: string, names: ReadonlyMap<string, stri
     script = undefined;
     lines.push({ at, source, name: command });
   });
-  // MONITOR answers OK before it feeds lines: a PING through it would be refused, so wait for its first line of ours.
+  // MONITOR answers OK before it feeds lines: wait for its first line of ours.
   const probe = new Redis(url, { maxRetriesPerRequest: null });
   try {
     const mark = `bench-monitor-${Date.now()}`;
@@ -146,10 +146,58 @@ export async function recordMonitor(url: string, names: ReadonlyMap<string, stri
   return {
     lines,
     async stop() {
-      monitor.disconnect();
-      client.disconnect();
+      monitor.destroy();
     },
   };
+}
+
+/**
+ * MONITOR on a socket of its own, read line by line. Not ioredis' `monitor()`: its connection
+ * enters monitor mode only once the OK's promise has settled, so a line that arrives in the same
+ * read as the OK — any busy Redis — meets an empty command queue ("Command queue state error", an
+ * uncaught exception that failed a clean-clone test run). Each line goes to `onLine` split as
+ * ioredis splits it: the time, the arguments (with `\"` undone) and the source (`lua` or ip:port).
+ */
+async function monitorLines(url: string, onLine: (time: string, args: string[], source: string) => void): Promise<Socket> {
+  const target = new URL(url);
+  const socket = createConnection({ host: target.hostname, port: Number(target.port || 6379) });
+  await once(socket, 'connect');
+  const password = decodeURIComponent(target.password);
+  const user = decodeURIComponent(target.username);
+  const auth = password === '' ? [] : user === '' ? ['AUTH', password] : ['AUTH', user, password];
+  const request = (words: string[]): string => `*${words.length}\r\n${words.map((w) => `$${Buffer.byteLength(w)}\r\n${w}\r\n`).join('')}`;
+  let pending = '';
+  let oks = 0;
+  const expectedOks = (auth.length > 0 ? 1 : 0) + 1;
+  const started = new Promise<void>((resolve, reject) => {
+    socket.on('error', reject);
+    socket.on('data', (chunk: Buffer) => {
+      pending += chunk.toString('utf8');
+      let end: number;
+      while ((end = pending.indexOf('\r\n')) >= 0) {
+        const line = pending.slice(0, end);
+        pending = pending.slice(end + 2);
+        if (line.startsWith('-')) return reject(new Error(`MONITOR refused: ${line.slice(1)}`));
+        if (oks < expectedOks) {
+          if (line === '+OK') oks += 1;
+          if (oks === expectedOks) resolve();
+          continue;
+        }
+        const text = line.slice(1);
+        const space = text.indexOf(' ');
+        const quote = text.indexOf('"');
+        const dbAndSource = text.slice(space + 2, quote - 2).split(' ');
+        const args = text
+          .slice(quote + 1, -1)
+          .split('" "')
+          .map((arg) => arg.replace(/\\"/g, '"'));
+        onLine(text.slice(0, space), args, dbAndSource[1] ?? '');
+      }
+    });
+  });
+  socket.write((auth.length > 0 ? request(auth) : '') + request(['MONITOR']));
+  await started;
+  return socket;
 }
 
 export interface Tally {

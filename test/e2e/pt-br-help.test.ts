@@ -136,6 +136,10 @@ describe('error lines under pt-BR', () => {
         /^carrier-sync: o Redis não responde em redis:\/\/127\.0\.0\.1:\d+ \(de REDIS_URL \(redis\.url\)\): .*; desistimos depois de \d+ ms$/,
       ),
     ]);
+    // The wait is the command's 6 s from its start, at least 2 s of it for Redis (src/cli/shared.ts).
+    const waitedMs = Number(/depois de (\d+) ms$/.exec(lines[0]!)?.[1]);
+    expect(waitedMs).toBeGreaterThanOrEqual(2000);
+    expect(waitedMs).toBeLessThanOrEqual(6000);
     expect(englishWordsIn(lines[0]!.replace(/\(de REDIS_URL.*; desistimos/, 'desistimos'))).toEqual([]);
   });
 });

@@ -8,14 +8,18 @@ import { readdir, readFile } from 'node:fs/promises';
 /** Linux USER_HZ; `getconf CLK_TCK` is 100 on every mainstream kernel build. */
 const TICKS_PER_SECOND = 100;
 
+/** A /proc stat line's fields from the third on (fields[0] is field 3, the state). */
+function statFields(stat: string): string[] {
+  // The command name (field 2) is in parentheses and may hold spaces: count fields after its ')'.
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
 export async function cpuSeconds(pid: number): Promise<number> {
   if (pid === process.pid) {
     const usage = process.cpuUsage();
     return (usage.user + usage.system) / 1e6;
   }
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  // The command name (field 2) is in parentheses and may hold spaces: count fields after its ')'.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(await readFile(`/proc/${pid}/stat`, 'utf8'));
   const utime = Number(fields[11]);
   const stime = Number(fields[12]);
   if (!Number.isFinite(utime) || !Number.isFinite(stime)) throw new Error(`cannot read the CPU time of pid ${pid} from /proc`);
@@ -47,7 +51,7 @@ export async function threadCpu(pid: number): Promise<ThreadCpu[]> {
     tids.map(async (tid): Promise<ThreadCpu | null> => {
       const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => null);
       if (stat === null) return null;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const fields = statFields(stat);
       return { tid: Number(tid), nice: Number(fields[16]), seconds: (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND };
     }),
   );

@@ -7,7 +7,11 @@ import { Worker } from 'node:worker_threads';
 import { expect, it } from 'vitest';
 import { cpuByThread, threadCpu } from '../bench/support/cpu.js';
 
-/** Burns `seconds` of its own thread's CPU after lowering its priority by 5, then posts its thread id. */
+/**
+ * Burns `seconds` of its own thread's CPU after lowering its priority by 5, then posts its thread id
+ * and stays until terminated (a listener on its port keeps it): a thread that ended with its script
+ * was gone from /proc by the time the test read it, on a busy machine.
+ */
 const NICED_BURNER = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { readFileSync, readlinkSync } = require('node:fs');
@@ -22,6 +26,7 @@ const ownCpu = () => {
 const start = ownCpu();
 let x = 0;
 while (ownCpu() - start < workerData.seconds) for (let i = 0; i < 1e5; i += 1) x += Math.sqrt(i);
+parentPort.on('message', () => {});
 parentPort.postMessage({ tid, x });
 `;
 

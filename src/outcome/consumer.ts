@@ -16,6 +16,7 @@
 import { isRedisUnavailable } from '../store/redis-health.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
+import { loopTurn } from '../loop-turn.js';
 import type { ProgressTrack } from '../progress.js';
 import type { Keys } from '../store/keys.js';
 import { openOutcomeInbox, type OutcomeEntry, type OutcomeInbox } from '../queue/outcome-list.js';
@@ -31,13 +32,6 @@ const WAIT_MS = 1000;
 const STOP_WAIT_MS = 5000;
 /** After Redis errors, the next try waits this long (then again). */
 const ERROR_PAUSE_MS = 1000;
-/**
- * The longest a batch's moves hold the event loop at once. On a local disk a move's file calls are
- * synchronous (spool/file-calls.ts) and resolve at once, so a batch of 64 moves ran as one chain of
- * promise callbacks: ~1.5 ms a failed file (its report written, two renames, three lstats), ~100 ms
- * without a turn of the loop, the large drop's worst event-loop delays (BENCHMARKS.md, issue 39).
- */
-const SLICE_MS = 10;
 
 export interface OutcomeConsumerDeps {
   redis: RedisConnection;
@@ -184,23 +178,17 @@ class OutcomeLoop {
   private async applyBatch(batch: OutcomeEntry[]): Promise<FailedEntry[]> {
     const failed: FailedEntry[] = [];
     let next = 0;
-    // One turn of the loop shared by the runners: the first past the slice asks for it, the others join it.
-    let sliceStart = performance.now();
-    let turn: Promise<void> | null = null;
+    // On a local disk a move's file calls are synchronous (spool/file-calls.ts) and resolve at once,
+    // so a batch of 64 moves ran as one chain of promise callbacks: ~1.5 ms a failed file (its
+    // report written, two renames, three lstats), ~100 ms without a turn of the loop, the large
+    // drop's worst event-loop delays (BENCHMARKS.md, issue 39). The runners let the loop turn
+    // between moves (src/loop-turn.ts).
     const run = async (): Promise<void> => {
-      while (next < batch.length) {
-        if (performance.now() - sliceStart >= SLICE_MS) {
-          turn ??= new Promise<void>((resolve) =>
-            setImmediate(() => {
-              turn = null;
-              sliceStart = performance.now();
-              resolve();
-            }),
-          );
-          await turn;
-          continue;
-        }
-        const entry = batch[next++]!;
+      for (;;) {
+        await loopTurn();
+        // Another runner may have taken the last one while this one waited for its turn.
+        const entry = batch[next++];
+        if (entry === undefined) return;
         const error = await this.applyEntry(entry);
         if (error !== null) failed.push({ ...entry, error });
       }

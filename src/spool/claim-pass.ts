@@ -11,6 +11,7 @@
 import { isRedisUnavailable, redisRecoveries } from '../store/redis-health.js';
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { loopTurn } from '../loop-turn.js';
 import { SPOOL_KINDS, type SpoolKind } from '../store/keys.js';
 import { isChecksRestart } from '../validate/pool/check-pool.js';
 import { claimFile } from './claim.js';
@@ -112,6 +113,9 @@ async function claimNext(state: InboxState, kind: SpoolKind, ready: Array<[strin
     slots.bytes += bytes;
     slots.running += 1;
     try {
+      // A claim's read and check are synchronous for a small file on a local disk, and claims
+      // resolved together run on in one chain: the loop turns between them (src/loop-turn.ts).
+      await loopTurn();
       await claimOne(state, kind, name, candidate);
     } finally {
       slots.bytes -= bytes;

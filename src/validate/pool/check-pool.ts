@@ -38,6 +38,7 @@ import { accept, reject, type Verdict } from '../verdict.js';
 import { begunBy, boardOf, createSharedBoard, type CheckBoard } from './check-board.js';
 import type { checkNow } from './check-now.js';
 import { isOverBudget } from './cpu-budget.js';
+import { loopTurn } from '../../loop-turn.js';
 import { takeFailpoint } from '../../failpoints.js';
 import { createThreadSlots } from './thread-slots.js';
 import { fromWire, type CheckedCte, type CheckedLabel, type CheckKind, type CheckOutcome, type CheckTask } from './wire.js';
@@ -107,6 +108,16 @@ function endThreadsOverBudget(flights: ReadonlyMap<number, Flight>, config: Chec
   }
 }
 
+/**
+ * A small file's check on the event loop, once the loop's slice has room (checks resolved together
+ * would otherwise run back to back: src/loop-turn.ts); null when the validator threw.
+ */
+async function checkInline(checks: Promise<{ checkNow: typeof checkNow }>, task: CheckTask): Promise<CheckOutcome | null> {
+  const { checkNow: checkHere } = await checks;
+  await loopTurn();
+  return checkHere(task).catch(() => null);
+}
+
 export function createCheckPool(config: ChecksConfig, logger: Logger): CheckPool {
   const threads = checkThreadsOf(config);
   const slots = createThreadSlots(threads);
@@ -151,7 +162,7 @@ export function createCheckPool(config: ChecksConfig, logger: Logger): CheckPool
     if (task.bytes.byteLength < config.onThreadFromBytes) {
       // A validator that throws (it should not) is given the file again on a thread, where a failure is a refusal.
       inlineChecks ??= import('./check-now.js');
-      const inline = await (await inlineChecks).checkNow(task).catch(() => null);
+      const inline = await checkInline(inlineChecks, task);
       if (inline !== null) return inline;
     }
     await slots.take();

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeliveryConfig } from '../../src/config/schema.js';
 import { openQueues, type QueueSet } from '../../src/queue/queues.js';
 import { closeRedis, connectRedis } from '../../src/store/redis.js';
-import { BIN, type ProcessEnv } from '../support/process.js';
+import { binArgv, binEnv, type ProcessEnv } from '../support/process.js';
 import { cleanupPrefix, testRedisUrl, uniquePrefix } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
@@ -44,7 +44,7 @@ interface Received {
 }
 
 function baseEnv(env: ProcessEnv): NodeJS.ProcessEnv {
-  const out: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: tmpdir(), TZ: 'UTC', LANG: 'C.UTF-8' };
+  const out: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: tmpdir(), TZ: 'UTC', LANG: 'C.UTF-8', ...binEnv() };
   for (const [name, value] of Object.entries(env)) if (value !== undefined) out[name] = value;
   return out;
 }
@@ -52,7 +52,7 @@ function baseEnv(env: ProcessEnv): NodeJS.ProcessEnv {
 /** `carrier-sync <args> | node -e <reader>`: the reader is a separate process holding the pipe's other end. */
 function throughPipe(args: readonly string[], env: ProcessEnv, reader: string): Promise<Received> {
   return new Promise((resolve, reject) => {
-    const cli = spawn(process.execPath, [BIN, ...args], { env: baseEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const cli = spawn(process.execPath, binArgv(args), { env: baseEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
     const readerProcess = spawn(process.execPath, ['-e', reader], { stdio: [cli.stdout, 'pipe', 'inherit'] });
     // The reader holds its own copy of the read end; this process must not read from it too.
     cli.stdout.destroy();
@@ -87,7 +87,7 @@ async function toFile(args: readonly string[], env: ProcessEnv, path: string): P
   const file = await open(path, 'w');
   try {
     const code = await new Promise<number | null>((resolve, reject) => {
-      const cli = spawn(process.execPath, [BIN, ...args], { env: baseEnv(env), stdio: ['ignore', file.fd, 'inherit'] });
+      const cli = spawn(process.execPath, binArgv(args), { env: baseEnv(env), stdio: ['ignore', file.fd, 'inherit'] });
       cli.once('error', reject);
       cli.once('close', (exitCode) => resolve(exitCode));
     });

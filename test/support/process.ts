@@ -1,13 +1,44 @@
 /**
- * Runs the BUILT binary (`node dist/src/main.js …`) as a real process, for the e2e tests. The build
- * itself is test/support/global-build.ts. Spawned processes get a small, explicit environment (not
- * the test runner's), so a CARRIER_SYNC_* variable in the developer's shell cannot leak in.
+ * Runs the BUILT binary (`node dist/src/main.js …`) as a real process, for the e2e tests, the way
+ * users launch it: with the node flags and the environment on the bin's shebang (binLaunch). The
+ * build itself is test/support/global-build.ts. Spawned processes get a small, explicit environment
+ * (not the test runner's), so a CARRIER_SYNC_* variable in the developer's shell cannot leak in.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const BIN = join(new URL('../..', import.meta.url).pathname, 'dist', 'src', 'main.js');
+
+/**
+ * The environment and node flags on a bin's shebang (`#!/usr/bin/env -S MALLOC_TRIM_THRESHOLD_=…
+ * node --max-semi-space-size=4 …`): users launch the daemon with them (the bin, npm start, the image
+ * and the unit all carry them, test/unit/packaging.test.ts), so a daemon under test or benchmark
+ * runs with them too, on the test's own node binary. A build whose shebang has none runs without.
+ */
+export function binLaunch(bin: string): { env: Record<string, string>; nodeFlags: string[] } {
+  const shebang = readFileSync(bin, 'utf8').split('\n', 1)[0] ?? '';
+  const match = /^#!\/usr\/bin\/env -S((?: [A-Z_]+=\S+)*) node\b(.*)$/.exec(shebang);
+  const words = (text: string | undefined): string[] => (text ?? '').trim().split(/\s+/).filter(Boolean);
+  const env = Object.fromEntries(words(match?.[1]).map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]));
+  return { env, nodeFlags: words(match?.[2]) };
+}
+
+/** BIN's launch line, read once (the build exists by then: global-build.ts runs first). */
+let launch: ReturnType<typeof binLaunch> | undefined;
+
+/** `node`'s arguments to run BIN with `args` as the bin's shebang would. */
+export function binArgv(args: readonly string[]): string[] {
+  launch ??= binLaunch(BIN);
+  return [...launch.nodeFlags, BIN, ...args];
+}
+
+/** The environment the bin's shebang sets, for a process spawned with binArgv. */
+export function binEnv(): Record<string, string> {
+  launch ??= binLaunch(BIN);
+  return launch.env;
+}
 
 export type ProcessEnv = Record<string, string | undefined>;
 
@@ -29,7 +60,7 @@ export interface RunOptions {
 
 /** What every spawned process gets, under the test's own variables. */
 function envOf(env: ProcessEnv): NodeJS.ProcessEnv {
-  const base: ProcessEnv = { PATH: process.env['PATH'], HOME: process.env['HOME'] ?? tmpdir(), TMPDIR: tmpdir(), TZ: 'UTC', LANG: 'C.UTF-8' };
+  const base: ProcessEnv = { PATH: process.env['PATH'], HOME: process.env['HOME'] ?? tmpdir(), TMPDIR: tmpdir(), TZ: 'UTC', LANG: 'C.UTF-8', ...binEnv() };
   const merged: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries({ ...base, ...env })) if (value !== undefined) merged[name] = value;
   return merged;
@@ -39,7 +70,7 @@ function envOf(env: ProcessEnv): NodeJS.ProcessEnv {
 export function runCli(args: readonly string[], options: RunOptions): Promise<CliResult> {
   const timeoutMs = options.timeoutMs ?? 20_000;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? tmpdir(), env: envOf(options.env), stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, binArgv(args), { cwd: options.cwd ?? tmpdir(), env: envOf(options.env), stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -100,7 +131,7 @@ export interface SpawnOptions {
 /** Starts a long-running command (the daemon by default). Wait for `carrier-sync started` with waitForLog. */
 export function spawnDaemon(env: ProcessEnv, options: SpawnOptions = {}): DaemonProcess {
   const args = options.args ?? ['start'];
-  const [file, argv] = options.file === undefined ? [process.execPath, [BIN, ...args]] : [options.file, args];
+  const [file, argv] = options.file === undefined ? [process.execPath, binArgv(args)] : [options.file, args];
   const child = spawn(file, argv, { cwd: options.cwd ?? tmpdir(), env: envOf(env), stdio: ['ignore', 'pipe', 'pipe'], detached: options.isOwnGroup === true });
   const stdoutLines: string[] = [];
   const stderrLines: string[] = [];

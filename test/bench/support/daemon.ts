@@ -5,7 +5,7 @@
  * a config file, point at a sandbox API on loopback, and log to a file under bench-reports/logs/.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, readFileSync, type WriteStream } from 'node:fs';
+import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,7 @@ import { createLogger, type Logger } from '../../../src/log.js';
 import { startDaemon, type DaemonHandle, type Role } from '../../../src/runtime/start.js';
 import { isBenchTracing, tracingEnv } from './otlp-sink.js';
 import { daemonRedisUrl } from './redis.js';
+import { binLaunch as launchOf } from '../../support/process.js';
 
 export const BIN = join(PACKAGE_ROOT, 'dist', 'src', 'main.js');
 
@@ -32,18 +33,9 @@ export function useDaemonBin(bin: string, tag = 'this'): void {
   daemonTag = tag.replace(/[^\w.-]/g, '_');
 }
 
-/**
- * The environment and node flags on the bin's shebang (`#!/usr/bin/env -S MALLOC_TRIM_THRESHOLD_=…
- * node --max-semi-space-size=4 …`): users launch the daemon with them (the bin, npm start, the
- * image and the unit all carry them), so a daemon under benchmark does too. The same node binary
- * as the bench's runs it. A build from before the environment has none on its shebang, and runs without.
- */
+/** The bin's launch line (test/support/process.ts), of the build under measure by default. */
 export function binLaunch(bin = daemonBin): { env: Record<string, string>; nodeFlags: string[] } {
-  const shebang = readFileSync(bin, 'utf8').split('\n', 1)[0] ?? '';
-  const match = /^#!\/usr\/bin\/env -S((?: [A-Z_]+=\S+)*) node\b(.*)$/.exec(shebang);
-  const words = (text: string | undefined): string[] => (text ?? '').trim().split(/\s+/).filter(Boolean);
-  const env = Object.fromEntries(words(match?.[1]).map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]));
-  return { env, nodeFlags: words(match?.[2]) };
+  return launchOf(bin);
 }
 
 export interface DaemonSetup {

@@ -31,7 +31,12 @@ import { defineScript } from '../store/script.js';
  *    the time when a slot was taken (scored as in flight till `maxRequestMs`), else the ms to wait (a
  *    429 pause, then the window); `isPauseAbsent` true when the caller read the pause key already
  *    and found none (the push gate's enter reads it with its other keys in one MGET: a PTTL fewer an
- *    item, issue 46), else the pause's PTTL is read here;
+ *    item, issue 46), else the pause's PTTL is read here. Slots out of the window are removed only
+ *    when the count could refuse one (`limit` or more, stale ones included: a count below the limit
+ *    is at or above the true one, so it refuses nothing the true one would take), and at every
+ *    `TRIM_EVERY`th slot, so that a window far below its limit stays small: below the limit a slot
+ *    costs ZCARD, ZADD and the expiry, where it cost a ZREMRANGEBYSCORE more (issue 46); at the
+ *    limit the same three and the removal, as before;
  *  - `stampSlot(windowKey, member, sinceResponseMs)`: scores a taken slot with the time its response
  *    arrived (`sinceResponseMs` ago by the process' monotonic clock); a no-op for '' or a slot gone.
  */
@@ -46,6 +51,9 @@ local function nowMs()
 end
 `;
 
+/** Below the limit, the window's stale slots are removed at every this many slots (see `takeSlot`). */
+const TRIM_EVERY = 64;
+
 export const RATE_WINDOW_LUA = `${CLOCK_LUA}
 local function takeSlot(windowKey, pauseKey, windowMs, limit, member, maxRequestMs, isPauseAbsent)
   if not isPauseAbsent then
@@ -53,8 +61,11 @@ local function takeSlot(windowKey, pauseKey, windowMs, limit, member, maxRequest
     if pause > 0 then return pause, nil end
   end
   local now = nowMs()
-  redis.call('ZREMRANGEBYSCORE', windowKey, '-inf', now - windowMs)
-  if redis.call('ZCARD', windowKey) >= limit then
+  local count = redis.call('ZCARD', windowKey)
+  if count >= limit or (count > 0 and count % ${TRIM_EVERY} == 0) then
+    count = count - redis.call('ZREMRANGEBYSCORE', windowKey, '-inf', now - windowMs)
+  end
+  if count >= limit then
     local oldest = redis.call('ZRANGE', windowKey, 0, 0, 'WITHSCORES')
     local wait = tonumber(oldest[2]) + windowMs - now
     if wait < 1 then wait = 1 end

@@ -11,7 +11,9 @@
  * journey's steps its moves recorded, the retries that came due (once a second at most), and the
  * read of the next batch. The blocking wait only follows a read that found the list empty; the
  * message that wakes it is the next batch, one message long (the wait returns it), whose settle
- * reads what came meanwhile: a wake costs the wait and one call, not a read of its own.
+ * reads what came meanwhile: a wake costs the wait and one call, not a read of its own. A batch
+ * shorter than a full one is settled no sooner than GATHER_MS after it was read, so that a trickle
+ * of messages makes one call every GATHER_MS rather than one a message.
  */
 import { isRedisUnavailable } from '../store/redis-health.js';
 import type { Clock } from '../clock.js';
@@ -26,6 +28,15 @@ import type { RedisConnection } from '../store/redis.js';
 /** Messages taken at once; applied BATCH_CONCURRENCY at a time (moves of one name are serialized in files.ts). */
 const BATCH = 64;
 const BATCH_CONCURRENCY = 16;
+/**
+ * A batch shorter than BATCH is settled (in the call that reads the next) no sooner than this after
+ * it was read, so that the messages of a steady trickle gather into one call rather than one call
+ * each: in the round-trips bench (200 labels settling in ~1 s) the consumer made 0.59 calls and
+ * 0.31 blocking waits a label, each call ~5 commands besides the steps it carries (issue 46). A
+ * file's move is not delayed (a batch is applied as soon as it is read); its message leaves the
+ * list up to this much later, which a crash in between only makes applied twice (idempotent).
+ */
+const GATHER_MS = 20;
 /** Longest one blocking wait: retries that came due are looked at least this often. */
 const WAIT_MS = 1000;
 /** Longest `stop` waits for a pass under way. */
@@ -76,6 +87,8 @@ class OutcomeLoop {
   private isIdle = false;
   /** The batch the last call read, not applied yet; null: the next pass reads one. */
   private next: OutcomeEntry[] | null = null;
+  /** When `next` was read (the clock's ms). */
+  private nextReadAt = 0;
 
   constructor(private readonly deps: OutcomeConsumerDeps) {
     this.inbox = openOutcomeInbox(deps.redis, deps.keys, deps.spoolId);
@@ -133,6 +146,7 @@ class OutcomeLoop {
 
   private async pass(): Promise<boolean> {
     // Read by the last settle, or now (after a wait, an error, or a pass without the lease).
+    const readAt = this.next === null ? this.deps.clock.now() : this.nextReadAt;
     const batch = this.next ?? (await this.take()).batch;
     this.next = null;
     if (batch.length === 0) return false;
@@ -140,10 +154,19 @@ class OutcomeLoop {
     // stays in the list for the next holder (applying it again moves nothing twice).
     if (!this.deps.isHeld()) return false;
     const failed = await this.applyBatch(batch);
+    if (batch.length < BATCH) await this.gather(readAt);
     if (!this.deps.isHeld()) return false;
     // An error leaves `next` null: the batch, not removed, is read again and applied again.
+    const readNext = this.deps.clock.now();
     this.next = (await this.take({ batch, failed })).batch;
+    this.nextReadAt = readNext;
     return true;
+  }
+
+  /** Waits until GATHER_MS after `readAt` (not past a stop), for the messages of a trickle to gather. */
+  private async gather(readAt: number): Promise<void> {
+    const left = readAt + GATHER_MS - this.deps.clock.now();
+    if (left > 0 && !this.isStopped) await pause(Math.min(left, GATHER_MS));
   }
 
   /** One call: settles `settled` (if any) with the journey's steps, moves due retries (once a `WAIT_MS`), reads the next batch. */
@@ -171,6 +194,7 @@ class OutcomeLoop {
       // The message that woke the wait is the next batch (of one): its settle reads the rest.
       const head = await this.inbox.waitForMessages(WAIT_MS);
       this.next = head === null ? null : [head];
+      this.nextReadAt = this.deps.clock.now();
     }
     this.isIdle = false;
   }

@@ -80,6 +80,21 @@ describe('shared rate limiter', () => {
     expect(wait).toBeLessThanOrEqual(1100);
   });
 
+  it('removes the slots out of the window below its limit too, so that a window far from its limit stays small', async () => {
+    // A limit never reached (a lifted one): the slots out of the window are removed at every 64th
+    // slot, not at each, and not never (a window key holding every request since its last idle minute).
+    const limiter = limiterOn(100_000, 1, 'far-below', 1);
+    const redis = connections.at(-1)!;
+    let largest = 0;
+    for (let i = 0; i < 300; i += 1) {
+      expect(await limiter.tryAcquire()).toBe(0);
+      largest = Math.max(largest, await redis.zcard(`${prefix}:w:far-below`));
+    }
+    expect(largest).toBeGreaterThan(1);
+    // Each slot is out of the window ~2 ms after it was taken; a few are in it at any time.
+    expect(largest).toBeLessThan(100);
+  });
+
   it('a pause (429) holds every process back for its duration', async () => {
     const a = limiterOn(100, 1000, 'pause');
     const b = limiterOn(100, 1000, 'pause');

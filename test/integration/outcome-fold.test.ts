@@ -134,7 +134,8 @@ describe('the outcome side in one call a batch', () => {
       // The second batch: after the first of its moves, one call (its settle, steps and the read that
       // finds the list empty), then the wait (and, once a second, its read).
       const rest = lines.slice(lines.indexOf(betweenBatches(lines).at(-1)!) + 1);
-      const calls = rest.filter((l) => l.source !== source && l.source !== 'lua').map((l) => l.name);
+      // (`drain`'s LLEN and ZCARD may come between: the settle waits for the batch's gather.)
+      const calls = rest.filter((l) => l.source !== source && l.source !== 'lua' && !['llen', 'zcard'].includes(l.name)).map((l) => l.name);
       expect(calls[0]).toBe('evalsha outcomesTake');
       expect(calls.slice(1).filter((name) => !['blmove', 'evalsha outcomesTake', 'llen', 'zcard'].includes(name))).toEqual([]);
       expect(new Set(applied)).toEqual(new Set(['d1', 'd2', 'd3', 'd4', 'd5']));

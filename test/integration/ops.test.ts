@@ -8,6 +8,7 @@ import { createReadiness } from '../../src/ops/readiness.js';
 import { startOpsServer, type OpsServer } from '../../src/ops/server.js';
 import { countActivity, readRefusals, REFUSALS_KEPT } from '../../src/store/activity.js';
 import { recordRefusal } from '../support/redis.js';
+import { waitFor } from '../support/wait.js';
 import { readOverview, type Overview } from '../../src/ops/overview-data.js';
 import { createAttemptLog } from '../../src/queue/attempts.js';
 import { createAuthGate, type AuthGate } from '../../src/gate/auth-gate.js';
@@ -234,6 +235,9 @@ describe('/ui overview', () => {
   const overview = async (): Promise<Overview> => (await (await fetch(`${server.url}/ui/overview.json`, { headers: auth })).json()) as Overview;
 
   it('counts per minute in Redis: requests, sends, 429s and dead letters of this minute and one 30 minutes ago; older than an hour is off the chart', async () => {
+    // The chart ends at the server's minute: the counts and the read must fall in one minute (a run
+    // that began in a minute's last milliseconds, on a busy machine, read the next one's chart).
+    await waitFor(() => Date.now() % 60_000 < 50_000, { what: 'a minute with 10 s left', timeoutMs: 15_000 });
     const now = Date.now();
     await countActivity(redis, keys, 'requests', now, 7);
     await countActivity(redis, keys, 'sent', now, 5);

@@ -27,8 +27,9 @@ describe('backfill', () => {
     await writeFile(join(dir, `${randomUUID()}.pdf`), 'not a pdf');
     const before = (await readdir(dir)).sort();
     const result = await runCli(t.args('backfill', dir, '--kind', 'labels'), { env: t.env, timeoutMs: 30_000 });
+    // An error ends the command with 1 too, its message on stderr and nothing on stdout: said when it happens.
+    expect(result.stdout, `stderr: ${result.stderr}`).toMatch(/backfill labels: 3 queued, 0 duplicates, 1 invalid/);
     expect(result.code).toBe(1);
-    expect(result.stdout).toMatch(/backfill labels: 3 queued, 0 duplicates, 1 invalid/);
     expect(result.stdout).toMatch(/INVALID .*LABEL_NOT_PDF/);
     expect((await readdir(dir)).sort()).toEqual(before);
     const status = await runCli(t.args('status', '--json'), { env: t.env, timeoutMs: 15_000 });
@@ -45,8 +46,8 @@ describe('backfill', () => {
       `event_at,delivery_id,driver_name\n2026-11-22T04:46:26.500Z,${a},Ana\n2026-11-22T04:47:26.500Z,${b},Ana,unexpected\n2026-11-22T04:48:26.500Z,${c}\n`,
     );
     const result = await runCli(t.args('backfill', dir, '--kind', 'events'), { env: t.env, timeoutMs: 30_000 });
+    expect(result.stdout, `stderr: ${result.stderr}`).toMatch(/backfill events: 1 queued, 0 duplicates, 2 invalid/);
     expect(result.code).toBe(1);
-    expect(result.stdout).toMatch(/backfill events: 1 queued, 0 duplicates, 2 invalid/);
     expect(result.stdout).toContain('INVALID events.csv:3: EVENT_BAD_RECORD: 4 fields, the header has 3');
     expect(result.stdout).toContain('INVALID events.csv:4: EVENT_BAD_RECORD: 2 fields, the header has 3');
     const status = await runCli(t.args('status', '--json'), { env: t.env, timeoutMs: 15_000 });

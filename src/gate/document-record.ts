@@ -32,8 +32,11 @@ const DOCUMENT_BUCKETS = 9;
 // returns the record (or false), the bucket it was found in, and the current bucket, reading the
 // buckets a record written within the retention `ttl` (s) can be in. `docPut` writes it
 // into the current bucket (moving it there), which expires a retention after the bucket ends: the
-// EXPIREAT goes with a new field only (a bucket is created by a new field, and its expiry is fixed
-// by its number, so a field written again finds it set; issue 46).
+// EXPIREAT goes with a new bucket only. Its expiry is fixed by its number, so it is set once: every
+// write also writes the bucket's marker, the empty field (no record's: a field is a kind's initial
+// and a delivery id), and HSET answers 2 only when the record and the marker are both new — a bucket
+// made now (a bucket of a version before the marker gets its expiry once more). Before, the expiry
+// went with every new record (issue 46: a command a new document, a bucket holding thousands).
 // Generations compare byte by byte: Lua's `<` on strings follows Redis' locale (strcoll).
 export const DOCUMENT_RECORD_LUA = `
 local function docGet(stem, field, period, ttl)
@@ -46,7 +49,7 @@ local function docGet(stem, field, period, ttl)
 end
 local function docPut(stem, field, value, found, current, period, ttl)
   if found and found ~= current then redis.call('HDEL', stem .. found, field) end
-  if redis.call('HSET', stem .. current, field, value) == 1 then
+  if redis.call('HSET', stem .. current, field, value, '', '') == 2 then
     redis.call('EXPIREAT', stem .. current, (current + 1) * period + tonumber(ttl))
   end
 end

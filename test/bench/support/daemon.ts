@@ -146,7 +146,10 @@ export async function spawnDaemon(setup: DaemonSetup, roles: readonly Role[]): P
   // on against tracing off of the same code (no other change between the builds).
   const isTraced = isBenchTracing() && (process.env['BENCH_TRACING_ONLY'] === undefined || process.env['BENCH_TRACING_ONLY'] === daemonTag);
   const traced = isTraced ? { ...own, ...(await tracingEnv()) } : own;
-  const env = { ...traced, REDIS_URL: daemonRedisUrl(setup.redisUrl, daemonTag) };
+  // BENCH_DAEMON_ENV_THIS="NAME=value …": settings for this tree's daemons only, to compare a setting
+  // against the same code without it (`--compare HEAD`), e.g. OTEL_BSP_MAX_EXPORT_BATCH_SIZE=32.
+  const envThis = daemonTag === 'this' ? settingsOf(process.env['BENCH_DAEMON_ENV_THIS'] ?? '') : {};
+  const env = { ...traced, ...envThis, REDIS_URL: daemonRedisUrl(setup.redisUrl, daemonTag) };
   await mkdir(join(setup.logFile, '..'), { recursive: true });
   const log = createWriteStream(setup.logFile, { flags: 'a' });
   // BENCH_DAEMON_NODE_ARGS: node flags for every spawned daemon, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof/{build}"
@@ -267,4 +270,14 @@ function merge(base: Record<string, unknown>, over: Record<string, unknown>): Re
         : value;
   }
   return out;
+}
+
+/** `NAME=value NAME2=value2` → an environment. */
+function settingsOf(text: string): Record<string, string> {
+  return Object.fromEntries(
+    text
+      .split(' ')
+      .filter((pair) => pair.includes('='))
+      .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+  );
 }

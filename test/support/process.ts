@@ -20,24 +20,29 @@ export const BIN = join(new URL('../..', import.meta.url).pathname, 'dist', 'src
 export function binLaunch(bin: string): { env: Record<string, string>; nodeFlags: string[] } {
   const shebang = readFileSync(bin, 'utf8').split('\n', 1)[0] ?? '';
   const match = /^#!\/usr\/bin\/env -S((?: [A-Z_]+=\S+)*) node\b(.*)$/.exec(shebang);
-  const words = (text: string | undefined): string[] => (text ?? '').trim().split(/\s+/).filter(Boolean);
-  const env = Object.fromEntries(words(match?.[1]).map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]));
-  return { env, nodeFlags: words(match?.[2]) };
+  return { env: assignmentsOf(match?.[1] ?? ''), nodeFlags: wordsOf(match?.[2] ?? '') };
 }
+
+/** `NAME=value NAME2=value2` (words without `=` ignored) → an environment. */
+export function assignmentsOf(text: string): Record<string, string> {
+  const pairs = wordsOf(text).filter((word) => word.includes('='));
+  return Object.fromEntries(pairs.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+}
+
+const wordsOf = (text: string): string[] => text.trim().split(/\s+/).filter(Boolean);
 
 /** BIN's launch line, read once (the build exists by then: global-build.ts runs first). */
 let launch: ReturnType<typeof binLaunch> | undefined;
+const ownLaunch = (): ReturnType<typeof binLaunch> => (launch ??= binLaunch(BIN));
 
 /** `node`'s arguments to run BIN with `args` as the bin's shebang would. */
 export function binArgv(args: readonly string[]): string[] {
-  launch ??= binLaunch(BIN);
-  return [...launch.nodeFlags, BIN, ...args];
+  return [...ownLaunch().nodeFlags, BIN, ...args];
 }
 
 /** The environment the bin's shebang sets, for a process spawned with binArgv. */
 export function binEnv(): Record<string, string> {
-  launch ??= binLaunch(BIN);
-  return launch.env;
+  return ownLaunch().env;
 }
 
 export type ProcessEnv = Record<string, string | undefined>;

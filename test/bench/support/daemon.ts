@@ -16,7 +16,7 @@ import { createLogger, type Logger } from '../../../src/log.js';
 import { startDaemon, type DaemonHandle, type Role } from '../../../src/runtime/start.js';
 import { isBenchTracing, tracingEnv } from './otlp-sink.js';
 import { daemonRedisUrl } from './redis.js';
-import { binLaunch as launchOf } from '../../support/process.js';
+import { assignmentsOf, binLaunch as launchOf } from '../../support/process.js';
 
 export const BIN = join(PACKAGE_ROOT, 'dist', 'src', 'main.js');
 
@@ -148,7 +148,7 @@ export async function spawnDaemon(setup: DaemonSetup, roles: readonly Role[]): P
   const traced = isTraced ? { ...own, ...(await tracingEnv()) } : own;
   // BENCH_DAEMON_ENV_THIS="NAME=value …": settings for this tree's daemons only, to compare a setting
   // against the same code without it (`--compare HEAD`), e.g. OTEL_BSP_MAX_EXPORT_BATCH_SIZE=32.
-  const envThis = daemonTag === 'this' ? settingsOf(process.env['BENCH_DAEMON_ENV_THIS'] ?? '') : {};
+  const envThis = daemonTag === 'this' ? assignmentsOf(process.env['BENCH_DAEMON_ENV_THIS'] ?? '') : {};
   const env = { ...traced, ...envThis, REDIS_URL: daemonRedisUrl(setup.redisUrl, daemonTag) };
   await mkdir(join(setup.logFile, '..'), { recursive: true });
   const log = createWriteStream(setup.logFile, { flags: 'a' });
@@ -270,14 +270,4 @@ function merge(base: Record<string, unknown>, over: Record<string, unknown>): Re
         : value;
   }
   return out;
-}
-
-/** `NAME=value NAME2=value2` → an environment. */
-function settingsOf(text: string): Record<string, string> {
-  return Object.fromEntries(
-    text
-      .split(' ')
-      .filter((pair) => pair.includes('='))
-      .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
-  );
 }

@@ -70,6 +70,8 @@ export interface OutcomeConsumer {
 }
 
 type FailedEntry = OutcomeEntry & { error: string };
+/** A batch as a call read it, and when (the clock's ms): its settle waits for the gather from then. */
+type ReadBatch = { batch: OutcomeEntry[]; readAt: number };
 
 export function startOutcomeConsumer(deps: OutcomeConsumerDeps): OutcomeConsumer {
   const consumer = new OutcomeLoop(deps);
@@ -85,10 +87,8 @@ class OutcomeLoop {
   private isFailing = false;
   private idleWaiters: Array<() => void> = [];
   private isIdle = false;
-  /** The batch the last call read, not applied yet; null: the next pass reads one. */
-  private next: OutcomeEntry[] | null = null;
-  /** When `next` was read (the clock's ms). */
-  private nextReadAt = 0;
+  /** The batch the last call read, not applied yet, and when it was read (the clock's ms); null: the next pass reads one. */
+  private next: ReadBatch | null = null;
 
   constructor(private readonly deps: OutcomeConsumerDeps) {
     this.inbox = openOutcomeInbox(deps.redis, deps.keys, deps.spoolId);
@@ -146,8 +146,7 @@ class OutcomeLoop {
 
   private async pass(): Promise<boolean> {
     // Read by the last settle, or now (after a wait, an error, or a pass without the lease).
-    const readAt = this.next === null ? this.deps.clock.now() : this.nextReadAt;
-    const batch = this.next ?? (await this.take()).batch;
+    const { batch, readAt } = this.next ?? (await this.take());
     this.next = null;
     if (batch.length === 0) return false;
     // The lease checked before and after: a batch applied by a process that lost the lease meanwhile
@@ -157,9 +156,7 @@ class OutcomeLoop {
     if (batch.length < BATCH) await this.gather(readAt);
     if (!this.deps.isHeld()) return false;
     // An error leaves `next` null: the batch, not removed, is read again and applied again.
-    const readNext = this.deps.clock.now();
-    this.next = (await this.take({ batch, failed })).batch;
-    this.nextReadAt = readNext;
+    this.next = await this.take({ batch, failed });
     return true;
   }
 
@@ -170,17 +167,18 @@ class OutcomeLoop {
   }
 
   /** One call: settles `settled` (if any) with the journey's steps, moves due retries (once a `WAIT_MS`), reads the next batch. */
-  private take(settled?: { batch: OutcomeEntry[]; failed: FailedEntry[] }): Promise<{ batch: OutcomeEntry[] }> {
+  private async take(settled?: { batch: OutcomeEntry[]; failed: FailedEntry[] }): Promise<ReadBatch> {
     const now = this.deps.clock.now();
     const isDueCheck = now >= this.nextDueCheck;
     if (isDueCheck) this.nextDueCheck = now + WAIT_MS;
-    return this.inbox.take({
+    const { batch } = await this.inbox.take({
       settled,
       journey: this.deps.takeJourneySteps?.() ?? null,
       dueBy: isDueCheck ? now : undefined,
       read: BATCH,
       now,
     });
+    return { batch, readAt: now };
   }
 
   /** Nothing to apply: wakes `drain` callers, then waits for the next message (or, without the lease, a while). */
@@ -193,8 +191,7 @@ class OutcomeLoop {
     else {
       // The message that woke the wait is the next batch (of one): its settle reads the rest.
       const head = await this.inbox.waitForMessages(WAIT_MS);
-      this.next = head === null ? null : [head];
-      this.nextReadAt = this.deps.clock.now();
+      this.next = head === null ? null : { batch: [head], readAt: this.deps.clock.now() };
     }
     this.isIdle = false;
   }

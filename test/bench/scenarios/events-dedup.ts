@@ -5,7 +5,7 @@
  * (`isRepeat`), and the daemon's duplicates counter (the Redis stats hash behind /metrics) = D.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createKeys } from '../../../src/store/keys.js';
@@ -17,6 +17,7 @@ import { ndjson, pastInstant, sameInstantOtherwise, shuffle, type EventLine } fr
 import { benchPrefix, cleanupPrefix } from '../support/redis.js';
 import type { Scenario } from '../support/report.js';
 import { round, sleep, waitFor } from '../support/wait.js';
+import { setAside } from '../support/set-aside.js';
 
 const UNLIMITED = 1_000_000_000;
 
@@ -119,8 +120,7 @@ export const eventsDedupScenario: Scenario = {
       redis.disconnect();
       await sandbox.close();
       await cleanupPrefix(env.redisUrl, prefix);
-      await rm(spool, { recursive: true, force: true });
-      await rm(staging, { recursive: true, force: true });
+      await setAside(env, spool, staging);
     }
   },
 };

@@ -5,7 +5,7 @@
  * reading and sha256-hashing the same files in one loop in this process.
  */
 import { createHash } from 'node:crypto';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -18,6 +18,7 @@ import { benchPrefix, callsBetween, cleanupPrefix, commandCalls } from '../suppo
 import type { Scenario } from '../support/report.js';
 import { MB, sampleRss } from '../support/rss.js';
 import { round, waitFor } from '../support/wait.js';
+import { setAside } from '../support/set-aside.js';
 
 /** Issue 14: ingest at least half as fast as a raw read+sha256 loop over the same files. */
 export const INGEST_MIN_RATIO = 0.5;
@@ -130,9 +131,7 @@ export const ingestScenario: Scenario = {
       await Promise.all(queues.map((q) => q.close()));
       redis.disconnect();
       await cleanupPrefix(env.redisUrl, prefix);
-      await rm(spool, { recursive: true, force: true });
-      await rm(labelDir, { recursive: true, force: true });
-      await rm(cteDir, { recursive: true, force: true });
+      await setAside(env, spool, labelDir, cteDir);
     }
   },
 };

@@ -14,7 +14,6 @@
  * item kept for the rest of the history window.
  * Target (issue 46): ≤ 400 bytes an item once settled, for the whole history window.
  */
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { startSandbox } from '../../../src/sandbox/server.js';
@@ -24,6 +23,7 @@ import { benchPrefix, memoryByPattern, memoryOverheads, startPrivateRedis, usedM
 import type { Scenario } from '../support/report.js';
 import { listFiles } from '../support/tally.js';
 import { round, sleep, waitFor } from '../support/wait.js';
+import { setAside } from '../support/set-aside.js';
 import { compactJourneys, type CompactResult } from '../../../src/journey/journey-compact.js';
 import { deadLetterDeliveries } from '../../../src/queue/dead-letter.js';
 import { DAY_MS, epochDayOf } from '../../../src/journey/journey.js';
@@ -256,8 +256,7 @@ export const itemBytesScenario: Scenario = {
       redis.disconnect();
       await sandbox.close();
       await own.stop();
-      await rm(spool, { recursive: true, force: true });
-      await rm(staging, { recursive: true, force: true });
+      await setAside(env, spool, staging);
     }
   },
 };

@@ -5,7 +5,7 @@
  * label sent straight to the sandbox with undici (the floor of the "send" step).
  */
 import { randomUUID } from 'node:crypto';
-import { rename, rm, writeFile, mkdir } from 'node:fs/promises';
+import { rename, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { startSandbox } from '../../../src/sandbox/server.js';
@@ -14,6 +14,7 @@ import { labelPdf } from '../support/inputs.js';
 import { benchPrefix, cleanupPrefix } from '../support/redis.js';
 import type { Scenario } from '../support/report.js';
 import { percentile, round, sleep, waitFor } from '../support/wait.js';
+import { setAside } from '../support/set-aside.js';
 
 const UNLIMITED = 1_000_000_000;
 const WRITE_STABLE_MS = 100;
@@ -101,8 +102,7 @@ export const latencyScenario: Scenario = {
       await daemon.stop();
       await sandbox.close();
       await cleanupPrefix(env.redisUrl, prefix);
-      await rm(spool, { recursive: true, force: true });
-      await rm(staging, { recursive: true, force: true });
+      await setAside(env, spool, staging);
     }
   },
 };

@@ -12,7 +12,7 @@
  * (read 15, 30 and 60 s after every file was archived).
  */
 import { randomUUID } from 'node:crypto';
-import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -38,6 +38,7 @@ import {
 import type { Scenario } from '../support/report.js';
 import { AT_REST_AFTER_READY_MS, MB, sampleRss, slopePerMinute, windowRssMb } from '../support/rss.js';
 import { round, sleep } from '../support/wait.js';
+import { setAside } from '../support/set-aside.js';
 
 const UNLIMITED = 1_000_000_000;
 const MAXMEMORY_MB = 512;
@@ -399,8 +400,7 @@ export const memoryScenario: Scenario = {
       await sandbox.close();
       if (ownRedis === null) await cleanupPrefix(redisUrl, prefix);
       else await ownRedis.stop();
-      await rm(spool, { recursive: true, force: true });
-      await rm(staging, { recursive: true, force: true });
+      await setAside(env, spool, staging);
     }
   },
 };

@@ -8,7 +8,7 @@
  * beside what the mix predicts.
  */
 import { randomUUID } from 'node:crypto';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createLogger } from '../../../src/log.js';
 import { listDeadLetters } from '../../../src/queue/dead-letter.js';
@@ -20,6 +20,7 @@ import { benchPrefix, cleanupPrefix } from '../support/redis.js';
 import type { Scenario } from '../support/report.js';
 import { round, sleep, waitFor } from '../support/wait.js';
 import { countBy, isSame, listFiles, show } from '../support/tally.js';
+import { setAside } from '../support/set-aside.js';
 
 const UNLIMITED = 1_000_000_000;
 
@@ -194,8 +195,7 @@ export const mixedScenario: Scenario = {
       await daemon.stop();
       await sandbox.close();
       await cleanupPrefix(env.redisUrl, prefix);
-      await rm(spool, { recursive: true, force: true });
-      await Promise.all(staged.map((s) => rm(s.dir, { recursive: true, force: true })));
+      await setAside(env, spool, ...staged.map((s) => s.dir));
     }
   },
 };

@@ -15,7 +15,6 @@
  * dropped into a 1 s storm of 429s.
  */
 import { randomUUID } from 'node:crypto';
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startSandbox } from '../../../src/sandbox/server.js';
 import { spawnDaemon } from '../support/daemon.js';
@@ -25,6 +24,7 @@ import { startPrivateRedis, benchPrefix } from '../support/redis.js';
 import type { Figure, Scenario } from '../support/report.js';
 import { listFiles } from '../support/tally.js';
 import { round, sleep, waitFor } from '../support/wait.js';
+import { setAside } from '../support/set-aside.js';
 
 const UNLIMITED = 1_000_000_000;
 /** Issue 46: a label, a CT-e or an event accepted at the first attempt. */
@@ -267,8 +267,7 @@ export const roundTripsScenario: Scenario = {
       await daemon.stop();
       await sandbox.close();
       await own.stop();
-      await rm(spool, { recursive: true, force: true });
-      await rm(staging, { recursive: true, force: true });
+      await setAside(env, spool, staging);
     }
   },
 };

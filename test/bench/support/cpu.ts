@@ -26,6 +26,13 @@ export async function cpuSeconds(pid: number): Promise<number> {
   return (utime + stime) / TICKS_PER_SECOND;
 }
 
+/** The system (kernel) part of a process's CPU time so far, seconds (/proc/<pid>/stat field 15). */
+export async function systemSeconds(pid: number): Promise<number> {
+  const stime = Number(statFields(await readFile(`/proc/${pid}/stat`, 'utf8'))[12]);
+  if (!Number.isFinite(stime)) throw new Error(`cannot read the system CPU time of pid ${pid} from /proc`);
+  return stime / TICKS_PER_SECOND;
+}
+
 /**
  * Read and write system calls a process made so far (/proc/<pid>/io syscr, syscw): sockets, pipes
  * and files alike. Between two readings, a proxy for the round trips a daemon made (each Redis or

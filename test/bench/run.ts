@@ -8,7 +8,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
-import { cpus, freemem, loadavg, platform, release, tmpdir, totalmem } from 'node:os';
+import { cpus, freemem, loadavg, platform, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../../src/config/load.js';
 import { chainBacklogScenario } from './scenarios/chain-backlog.js';
@@ -29,6 +29,7 @@ import { roundTripsScenario } from './scenarios/round-trips.js';
 import { itemBytesScenario } from './scenarios/item-bytes.js';
 import { validatorsScenario } from './scenarios/validators.js';
 import { runCompare } from './support/compare.js';
+import { describeFolder, workFolderParent } from './support/work-folder.js';
 import { daemonTransport, openBenchRedis, redisFacts } from './support/redis.js';
 import {
   acceptanceBox,
@@ -98,7 +99,7 @@ function parseArgs(argv: readonly string[]): Args {
   return args;
 }
 
-function machine(redisVersion: string, redisOrigin: string): Machine {
+function machine(redisVersion: string, redisOrigin: string, workDir: string): Machine {
   const sh = (cmd: string, args: string[]): string => {
     try {
       return execFileSync(cmd, args, { encoding: 'utf8' }).trim();
@@ -115,6 +116,7 @@ function machine(redisVersion: string, redisOrigin: string): Machine {
     redis: redisVersion,
     redisOrigin,
     os: `${platform()} ${release()}`,
+    workFolder: describeFolder(workDir),
     loadAvg: loadavg()
       .map((l) => l.toFixed(2))
       .join(' / '),
@@ -135,7 +137,7 @@ async function main(): Promise<void> {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => onFatal(`received ${signal}`));
   process.on('uncaughtException', (error) => onFatal(`uncaught exception: ${error.stack ?? error.message}`));
   const facts = await redisFacts(redis.url);
-  const workDir = await mkdtemp(join(tmpdir(), 'cs-bench-'));
+  const workDir = await mkdtemp(join(workFolderParent(), 'cs-bench-'));
   const reportDir = join(PACKAGE_ROOT, 'bench-reports');
   const env: BenchEnv = {
     isQuick,
@@ -152,9 +154,10 @@ async function main(): Promise<void> {
   const info = machine(
     facts.version,
     `${redis.origin}, maxmemory ${facts.maxmemoryBytes > 0 ? `${Math.round(facts.maxmemoryBytes / 1024 ** 2)} MB` : 'unbounded'}, ${facts.policy}; ${daemonTransport(redis.url)}`,
+    workDir,
   );
   process.stdout.write(
-    `carrier-sync bench (${isQuick ? 'quick' : 'full'}): ${selected.map((s) => s.name).join(', ')}\nmachine: ${info.nproc} cores, node ${info.node}, redis ${info.redis} (${info.redisOrigin})\n\n`,
+    `carrier-sync bench (${isQuick ? 'quick' : 'full'}): ${selected.map((s) => s.name).join(', ')}\nmachine: ${info.nproc} cores, node ${info.node}, redis ${info.redis} (${info.redisOrigin}); spools in ${info.workFolder}\n\n`,
   );
 
   const results: ScenarioResult[] = [];

@@ -17,7 +17,7 @@ import { ndjson, pastInstant, sameInstantOtherwise, shuffle, type EventLine } fr
 import { benchPrefix, cleanupPrefix } from '../support/redis.js';
 import type { Scenario } from '../support/report.js';
 import { round, sleep, waitFor } from '../support/wait.js';
-import { setAside } from '../support/set-aside.js';
+import { setAside } from '../support/work-folder.js';
 
 const UNLIMITED = 1_000_000_000;
 

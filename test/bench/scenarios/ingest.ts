@@ -18,7 +18,7 @@ import { benchPrefix, callsBetween, cleanupPrefix, commandCalls } from '../suppo
 import type { Scenario } from '../support/report.js';
 import { MB, sampleRss } from '../support/rss.js';
 import { round, waitFor } from '../support/wait.js';
-import { setAside } from '../support/set-aside.js';
+import { setAside } from '../support/work-folder.js';
 
 /** Issue 14: ingest at least half as fast as a raw read+sha256 loop over the same files. */
 export const INGEST_MIN_RATIO = 0.5;

@@ -23,7 +23,7 @@ import { benchPrefix, memoryByPattern, memoryOverheads, startPrivateRedis, usedM
 import type { Scenario } from '../support/report.js';
 import { listFiles } from '../support/tally.js';
 import { round, sleep, waitFor } from '../support/wait.js';
-import { setAside } from '../support/set-aside.js';
+import { setAside } from '../support/work-folder.js';
 import { compactJourneys, type CompactResult } from '../../../src/journey/journey-compact.js';
 import { deadLetterDeliveries } from '../../../src/queue/dead-letter.js';
 import { DAY_MS, epochDayOf } from '../../../src/journey/journey.js';

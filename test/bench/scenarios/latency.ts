@@ -14,7 +14,7 @@ import { labelPdf } from '../support/inputs.js';
 import { benchPrefix, cleanupPrefix } from '../support/redis.js';
 import type { Scenario } from '../support/report.js';
 import { percentile, round, sleep, waitFor } from '../support/wait.js';
-import { setAside } from '../support/set-aside.js';
+import { setAside } from '../support/work-folder.js';
 
 const UNLIMITED = 1_000_000_000;
 const WRITE_STABLE_MS = 100;

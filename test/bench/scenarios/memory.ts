@@ -38,7 +38,7 @@ import {
 import type { Scenario } from '../support/report.js';
 import { AT_REST_AFTER_READY_MS, MB, sampleRss, slopePerMinute, windowRssMb } from '../support/rss.js';
 import { round, sleep } from '../support/wait.js';
-import { setAside } from '../support/set-aside.js';
+import { setAside } from '../support/work-folder.js';
 
 const UNLIMITED = 1_000_000_000;
 const MAXMEMORY_MB = 512;

@@ -20,7 +20,7 @@ import { benchPrefix, cleanupPrefix } from '../support/redis.js';
 import type { Scenario } from '../support/report.js';
 import { round, sleep, waitFor } from '../support/wait.js';
 import { countBy, isSame, listFiles, show } from '../support/tally.js';
-import { setAside } from '../support/set-aside.js';
+import { setAside } from '../support/work-folder.js';
 
 const UNLIMITED = 1_000_000_000;
 

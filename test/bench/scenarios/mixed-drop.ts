@@ -30,7 +30,7 @@ import { dropAll, stageFiles } from '../support/inputs.js';
 import { benchPrefix, callsBetween, cleanupPrefix, commandCalls, redisCpuSeconds } from '../support/redis.js';
 import type { Figure, Scenario } from '../support/report.js';
 import { MB, readRssPeak, sampleRss } from '../support/rss.js';
-import { setAside } from '../support/set-aside.js';
+import { setAside } from '../support/work-folder.js';
 import { bullmqNoop, undiciLoop } from './push.js';
 import { percentile, round, sleep, waitFor } from '../support/wait.js';
 import { countBy, isSame, listFiles, show } from '../support/tally.js';
@@ -291,7 +291,7 @@ async function runDrop(env: Parameters<Scenario['run']>[0], name: string, scale:
           metric: 'daemon CPU in the kernel (system time) over the drain',
           value: round(systemUsed, 2),
           unit: 's',
-          reference: `of its ${round(cpuUsed, 2)} s; the daemon creates a file for each refused file's report (${local.length + dead.length} here), which costs ~20 µs on a file system at rest and ~0.5–0.8 ms on ext4 without a journal for minutes after mass deletes (support/set-aside.ts): seconds more here say the run met that`,
+          reference: `of its ${round(cpuUsed, 2)} s; the daemon creates a file for each refused file's report (${local.length + dead.length} here), which costs ~20 µs on a file system at rest and ~0.5–0.8 ms on ext4 without a journal for minutes after mass deletes (support/work-folder.ts): seconds more here say the run met that`,
         },
         {
           metric: 'CPU of the rest over the drain: Redis / bench process (sandbox, drop, polling)',
@@ -366,7 +366,7 @@ async function runDrop(env: Parameters<Scenario['run']>[0], name: string, scale:
     await daemon.stop();
     await sandbox.close();
     await cleanupPrefix(env.redisUrl, prefix);
-    // Deleted with the work folder when the bench ends, not now: support/set-aside.ts.
+    // Deleted with the work folder when the bench ends, not now: support/work-folder.ts.
     await setAside(env, spool, ...staged.map((s) => s.dir));
   }
 }

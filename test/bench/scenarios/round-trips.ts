@@ -24,7 +24,7 @@ import { startPrivateRedis, benchPrefix } from '../support/redis.js';
 import type { Figure, Scenario } from '../support/report.js';
 import { listFiles } from '../support/tally.js';
 import { round, sleep, waitFor } from '../support/wait.js';
-import { setAside } from '../support/set-aside.js';
+import { setAside } from '../support/work-folder.js';
 
 const UNLIMITED = 1_000_000_000;
 /** Issue 46: a label, a CT-e or an event accepted at the first attempt. */

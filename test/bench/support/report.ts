@@ -69,6 +69,8 @@ export interface Machine {
   redis: string;
   redisOrigin: string;
   os: string;
+  /** Where the spools were, and its file system (support/work-folder.ts). */
+  workFolder: string;
   /** 1/5/15-minute load averages when the run started. */
   loadAvg: string;
 }
@@ -146,7 +148,7 @@ export function markdownReport(report: RunReport): string {
     '',
     `- started ${report.startedAt}, finished ${report.finishedAt}`,
     `- command: \`${report.command}\``,
-    `- machine: ${m.nproc} cores (${m.cpu}), ${m.memory}, ${m.os}; node ${m.node}; redis ${m.redis} (${m.redisOrigin}); load average at start ${m.loadAvg}`,
+    `- machine: ${m.nproc} cores (${m.cpu}), ${m.memory}, ${m.os}; node ${m.node}; redis ${m.redis} (${m.redisOrigin}); spools in ${m.workFolder}; load average at start ${m.loadAvg}`,
     '',
     `| ${HEADER.join(' | ')} |`,
     `|${HEADER.map(() => '---').join('|')}|`,

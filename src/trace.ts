@@ -3,13 +3,12 @@
  * it). Until runtime/tracing.ts registers the SDK — only when an OTLP endpoint is set — every call
  * here is the API's no-op: a non-recording span, no context kept, no header written.
  *
- * The shape of one item's trace (docs/tracing.md): two spans deep, whatever its source.
+ * The shape of one item's trace (docs/tracing.md): three spans, whatever its source.
  *   publish <kind> (PRODUCER, the root: for a file, its claim, validation — an event — and enqueue;
  *                   its traceparent rides in the job's data)
  *     process <kind> (CONSUMER, one per run of the job: a child of the publish span, and linked
- *                     to it; its event `settled <result>` is the item's end; the run's API request
- *                     is its `http.*` attributes, and its traceparent goes with the request)
- * A request made outside an item's run (the seller side, a webhook) is a CLIENT span of its own.
+ *                     to it; its event `settled <result>` is the item's end)
+ *       POST / PUT (CLIENT: the API request, with traceparent)
  * The file's move to archive/ or failed/ is no span: its log line names the trace.
  * Names (delivery id, file) are on the root only; the other spans carry what is theirs.
  * A span is handed on explicitly (runtime/tracing.ts says why no AsyncLocalStorage runs): as an
@@ -145,24 +144,6 @@ export function traceIdOf(traceparent: string | undefined): string | undefined {
 export function loggerIn<L extends { child(bindings: Record<string, string>): L }>(logger: L, span: Span): L {
   const ids = span.spanContext();
   return span.isRecording() ? logger.child({ trace_id: ids.traceId, span_id: ids.spanId }) : logger;
-}
-
-const requestCarriers = new WeakSet<Span>();
-
-/**
- * Makes `span` (a run's) carry the API request made while it is active: the request's attributes
- * are set on it and its traceparent is sent, where a request outside such a span is a CLIENT span
- * of its own. One span an attempt rather than two: a span costs the daemon about what a request
- * does, and a run is its request but for a few milliseconds of Redis (docs/tracing.md).
- */
-export function carryRequestOn(span: Span): void {
-  if (span.isRecording()) requestCarriers.add(span);
-}
-
-/** The active span, when it carries the requests made within it (carryRequestOn). */
-export function activeRequestCarrier(): Span | undefined {
-  const span = trace.getActiveSpan();
-  return span !== undefined && requestCarriers.has(span) ? span : undefined;
 }
 
 const boundSpans = new WeakMap<object, Span>();

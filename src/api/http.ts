@@ -10,7 +10,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { SyncError } from '../errors.js';
 import { configRefusal } from '../config/refusal.js';
 import { silentLogger, type Logger } from '../log.js';
-import { activeRequestCarrier, inSpan, isTracingOn, markError, SpanKind, traceparentOf, type Span } from '../trace.js';
+import { inSpan, isTracingOn, markError, SpanKind, traceparentOf } from '../trace.js';
 import { fromTransportError, toSyncError, unreadableSuccess } from './errors.js';
 import type { EndpointName, ResponseSample, ResponseSampleStatus } from './types.js';
 
@@ -76,51 +76,38 @@ function parseBaseUrl(baseUrl: string): URL {
   return base;
 }
 
-/** Where requests go, as a request's span names it: the origin and base path (never a key), and the server. */
+/** Where requests go, as the CLIENT span names it: the origin and base path (never a key), and the server. */
 interface TraceTarget {
   origin: string;
   server: { 'server.address': string; 'server.port': number };
 }
 
-/**
- * The request traced (HTTP semconv attributes; url.full has no userinfo or key), its traceparent
- * sent along: on the active span when it carries its requests (an item's run: trace.ts
- * carryRequestOn), else as a CLIENT span of its own.
- */
+/** The request as a CLIENT span (HTTP semconv), its traceparent sent along; url.full has no userinfo or key. */
 function tracedSend(send: (request: HttpRequest) => Promise<HttpResponse>, target: TraceTarget, request: HttpRequest): Promise<HttpResponse> {
   const attributes = {
     'http.request.method': request.method,
     'url.full': target.origin + request.path,
     ...target.server,
   };
-  const carrier = activeRequestCarrier();
-  if (carrier !== undefined) {
-    // The run's span says how the run ended (its error.type, its status); the request adds its answer's status.
-    carrier.setAttributes(attributes);
-    return sendWithin(carrier, send, request, false);
-  }
   // An answer with a status is marked below (error.type: the status); a failure without one, by inSpan (error.type: its code).
   const isError = (error: unknown): boolean => !(error instanceof SyncError && error.status !== undefined);
-  return inSpan(request.method, { kind: SpanKind.CLIENT, attributes, isError }, (span) => sendWithin(span, send, request, true));
-}
-
-/** Sends `request` with `span`'s traceparent and sets the answer's status on it (and, when `marksError`, a failed answer as the span's error). */
-async function sendWithin(span: Span, send: (request: HttpRequest) => Promise<HttpResponse>, request: HttpRequest, marksError: boolean): Promise<HttpResponse> {
-  // The span's own traceparent, written directly (the propagator's inject would find the same span in the context).
-  const headers: Record<string, string> = { ...request.headers };
-  const traceparent = traceparentOf(span);
-  if (traceparent !== undefined) headers['traceparent'] = traceparent;
-  try {
-    const response = await send({ ...request, headers });
-    span.setAttribute('http.response.status_code', response.status);
-    return response;
-  } catch (error) {
-    if (error instanceof SyncError && error.status !== undefined) {
-      span.setAttribute('http.response.status_code', error.status);
-      if (marksError) markError(span, error, String(error.status));
+  return inSpan(request.method, { kind: SpanKind.CLIENT, attributes, isError }, async (span) => {
+    // The span's own traceparent, written directly (the propagator's inject would find the same span in the context).
+    const headers: Record<string, string> = { ...request.headers };
+    const traceparent = traceparentOf(span);
+    if (traceparent !== undefined) headers['traceparent'] = traceparent;
+    try {
+      const response = await send({ ...request, headers });
+      span.setAttribute('http.response.status_code', response.status);
+      return response;
+    } catch (error) {
+      if (error instanceof SyncError && error.status !== undefined) {
+        span.setAttribute('http.response.status_code', error.status);
+        markError(span, error, String(error.status));
+      }
+      throw error;
     }
-    throw error;
-  }
+  });
 }
 
 export function createHttp(options: HttpOptions): Http {

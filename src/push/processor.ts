@@ -36,7 +36,6 @@ import { finishItem } from './finish.js';
 import { sendItem } from './send.js';
 import {
   bindSpan,
-  carryRequestOn,
   contextOf,
   inSpan,
   isTracingOn,
@@ -92,7 +91,6 @@ export function createProcessor(deps: PushDeps): (job: Job<ItemJob>, token?: str
           ? traced(job, (span) => {
               // This run's span, for its request and its end (sent within it), and on its log lines.
               bindSpan(job, span);
-              carryRequestOn(span);
               return processJob({ ...deps, logger: loggerIn(deps.logger, span) })(job, token);
             })
           : run(job, token),
@@ -319,7 +317,7 @@ async function send(
   if (isProbe) deps.client.refreshKeys?.();
   const sentAt = performance.now();
   try {
-    // The request is traced on this run's span (active in the call's synchronous part: trace.ts carryRequestOn).
+    // The request's span is a child of this run's (started in the call's synchronous part).
     result = await withSpan(spanBoundTo(job), () => sendItem(deps.client, item));
   } catch (error) {
     const used: SlotUse = { slot, respondedAt: performance.now() };

@@ -130,14 +130,19 @@ async function main(): Promise<void> {
   const startedAt = new Date().toISOString();
   const redis = await openBenchRedis();
   // A signal or a crash must not leave the private redis-server (or a daemon) behind.
+  // The work folder, once made: removed on the way out too (on a tmpfs its spools hold memory).
+  const made: { workDir?: string } = {};
   const onFatal = (why: string): void => {
     process.stderr.write(`bench: ${why}; stopping\n`);
-    void redis.stop().finally(() => process.exit(130));
+    void Promise.allSettled([redis.stop(), made.workDir === undefined ? undefined : rm(made.workDir, { recursive: true, force: true })]).finally(() =>
+      process.exit(130),
+    );
   };
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => onFatal(`received ${signal}`));
   process.on('uncaughtException', (error) => onFatal(`uncaught exception: ${error.stack ?? error.message}`));
   const facts = await redisFacts(redis.url);
   const workDir = await mkdtemp(join(workFolderParent(), 'cs-bench-'));
+  made.workDir = workDir;
   const reportDir = join(PACKAGE_ROOT, 'bench-reports');
   const env: BenchEnv = {
     isQuick,

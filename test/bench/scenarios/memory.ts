@@ -334,8 +334,11 @@ export const memoryScenario: Scenario = {
             metric: `soak ${soakMs / 60_000} min at ${tricklePerSec} files/s: daemon RSS`,
             value: `${round(rssStart / MB)} → ${round(rssEnd / MB)}`,
             unit: `MB (slope ${round(rssSlope, 2)} MB/min)`,
-            target: 'flat, ≤ 200 MB',
-            isMet: rssEnd <= 200 * MB && rssEnd - rssStart <= 0.1 * rssStart + 5 * MB,
+            // A soak of a minute or less begins while the heap refills after the flood's memory-reducing
+            // collections (110 → 130 MB in the first 30 s here): too short to tell that from growth.
+            ...(soakMs > 60_000
+              ? { target: 'flat, ≤ 200 MB', isMet: rssEnd <= 200 * MB && rssEnd - rssStart <= 0.1 * rssStart + 5 * MB }
+              : { reference: 'not judged: a soak this short is the heap refilling after the flood; the full run (10 min) judges it flat' }),
           },
           {
             metric: 'soak: Redis used_memory',

@@ -2,8 +2,9 @@
  * The bench's work folder (spools, staged files): where it is, and why a run's files are set aside
  * in it rather than deleted.
  *
- * Where. `BENCH_WORK_DIR` when set; else `/dev/shm` (a tmpfs) when there is one; else the OS's
- * temporary folder. On this machine's root file system (ext4 without a journal) creating a file
+ * Where. `BENCH_WORK_DIR` when set; else `/dev/shm` (a tmpfs) when there is one with room for a
+ * comparison's spools (TMPFS_ROOM: they stay until the bench ends, in memory; a container's
+ * default `/dev/shm` is 64 MB); else the OS's temporary folder. On this machine's root file system (ext4 without a journal) creating a file
  * costs ~20 µs at rest but ~0.5–0.8 ms of system CPU for minutes after thousands of files were
  * deleted nearby: each new inode is found by stepping over every recently freed one
  * (`recently_deleted()` under `find_inode_bit` in a kernel profile). The daemon creates a file for
@@ -19,13 +20,15 @@
  * the bench ends: a run never follows another run's mass delete on a disk like the one above.
  */
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, statfsSync } from 'node:fs';
 import { mkdir, rename } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { BenchEnv } from './report.js';
 
 const TMPFS = '/dev/shm';
+/** Free space the tmpfs must have: ten runs of the large drop's spools and reports, with room to spare. */
+const TMPFS_ROOM = 4 * 1024 ** 3;
 
 /** The folder the bench's work folder is made in. */
 export function workFolderParent(): string {
@@ -33,7 +36,8 @@ export function workFolderParent(): string {
   if (chosen !== undefined && chosen !== '') return chosen;
   try {
     accessSync(TMPFS, constants.W_OK);
-    return TMPFS;
+    const { bavail, bsize } = statfsSync(TMPFS);
+    return bavail * bsize >= TMPFS_ROOM ? TMPFS : tmpdir();
   } catch {
     return tmpdir();
   }

@@ -34,9 +34,13 @@ export async function systemSeconds(pid: number): Promise<number> {
 }
 
 /**
- * Read and write system calls a process made so far (/proc/<pid>/io syscr, syscw): sockets, pipes
- * and files alike. Between two readings, a proxy for the round trips a daemon made (each Redis or
- * API request is at least one write, each reply at least one read).
+ * Read and write system calls a process made so far (/proc/<pid>/io syscr, syscw): sockets, pipes,
+ * files and eventfds alike. Between two readings, a rough proxy for the round trips a daemon made
+ * (each Redis or API request is at least one write, each reply at least one read) — rough: an
+ * eventfd wake-up is a write and a read too, and V8 schedules its garbage collector's steps on a
+ * thread's event loop that way (with one V8 helper thread, ~20,000 a large drop on the delivery
+ * thread alone: docs/benchmarks/log.md, the twelfth session). Redis' own counts (INFO
+ * commandstats, MONITOR) are the round trips.
  */
 export async function ioCalls(pid: number): Promise<{ reads: number; writes: number }> {
   const io = await readFile(`/proc/${pid}/io`, 'utf8');

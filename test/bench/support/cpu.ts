@@ -14,23 +14,27 @@ function statFields(stat: string): string[] {
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
+/** A process's user and system CPU so far, seconds (/proc/<pid>/stat fields 14 and 15). */
+async function procCpu(pid: number): Promise<{ user: number; system: number }> {
+  const fields = statFields(await readFile(`/proc/${pid}/stat`, 'utf8'));
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  if (!Number.isFinite(utime) || !Number.isFinite(stime)) throw new Error(`cannot read the CPU time of pid ${pid} from /proc`);
+  return { user: utime / TICKS_PER_SECOND, system: stime / TICKS_PER_SECOND };
+}
+
 export async function cpuSeconds(pid: number): Promise<number> {
   if (pid === process.pid) {
     const usage = process.cpuUsage();
     return (usage.user + usage.system) / 1e6;
   }
-  const fields = statFields(await readFile(`/proc/${pid}/stat`, 'utf8'));
-  const utime = Number(fields[11]);
-  const stime = Number(fields[12]);
-  if (!Number.isFinite(utime) || !Number.isFinite(stime)) throw new Error(`cannot read the CPU time of pid ${pid} from /proc`);
-  return (utime + stime) / TICKS_PER_SECOND;
+  const { user, system } = await procCpu(pid);
+  return user + system;
 }
 
-/** The system (kernel) part of a process's CPU time so far, seconds (/proc/<pid>/stat field 15). */
+/** The system (kernel) part of a process's CPU time so far, seconds. */
 export async function systemSeconds(pid: number): Promise<number> {
-  const stime = Number(statFields(await readFile(`/proc/${pid}/stat`, 'utf8'))[12]);
-  if (!Number.isFinite(stime)) throw new Error(`cannot read the system CPU time of pid ${pid} from /proc`);
-  return stime / TICKS_PER_SECOND;
+  return (await procCpu(pid)).system;
 }
 
 /**

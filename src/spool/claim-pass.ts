@@ -16,7 +16,7 @@ import { SPOOL_KINDS, type SpoolKind } from '../store/keys.js';
 import { isChecksRestart } from '../validate/pool/check-pool.js';
 import { claimFile } from './claim.js';
 import { FULL_RETRY_FIRST_MS, FULL_RETRY_MAX_MS, isDiskFullError, spoolDiskRecoveries } from './disk-state.js';
-import { observe, scanInbox, type Candidate, type InboxState } from './inbox-state.js';
+import { observe, refillWindow, type Candidate, type InboxState } from './inbox-state.js';
 
 /**
  * Claims at once, and the file bytes they may hold together (one larger file still goes through
@@ -40,8 +40,9 @@ interface Slots {
 
 export async function claimPass(state: InboxState, kind: SpoolKind): Promise<void> {
   const queue = state.candidates[kind];
-  // Files wait beyond the window: once it is half drained, the oldest of them are listed into it.
-  if (state.isOverflowing[kind] && queue.size <= state.window / 2) await scanInbox(state, kind);
+  // Files wait beyond the window: once it is half drained, the oldest of them come into it (from
+  // the last listing's reserve, or a new listing).
+  if (state.isOverflowing[kind] && queue.size <= state.window / 2) await refillWindow(state, kind);
   if (queue.size === 0) return;
   const room = await roomIn(state, kind);
   if (room <= 0) return;
@@ -49,11 +50,13 @@ export async function claimPass(state: InboxState, kind: SpoolKind): Promise<voi
   const claimed = await claimAll(state, kind, readyToClaim(state, kind, room));
   // A flood can overflow the inotify queue (16,384 events by default), which drops events without
   // a word. Once a flood is drained, list the inbox again rather than wait for the periodic rescan
-  // (a 20,000-file drop left ~1,000 files waiting for it). The inbox is about empty then: cheap.
+  // (a 20,000-file drop left ~1,000 files waiting for it). The inbox is about empty then: cheap. A
+  // window drained while files still wait beyond it is refilled from the last listing's reserve
+  // while that holds (an overflowed inotify queue lists the inbox anyway: inbox-events.ts).
   state.claimedSinceScan[kind] += claimed;
   if (queue.size === 0 && state.claimedSinceScan[kind] >= CLAIMS_AT_ONCE) {
     state.claimedSinceScan[kind] = 0;
-    await scanInbox(state, kind);
+    await refillWindow(state, kind);
   }
 }
 

@@ -9,6 +9,17 @@
  * (they queue behind them), and a listing takes the oldest of them, mtime then name, as the window
  * drains. So an inbox is taken in arrival order (the order its files were heard of) while its files
  * fit the window, and in mtime order (then name) for those that waited beyond it.
+ *
+ * A listing also keeps, beyond the window's room, the next oldest files it found (the reserve, up to
+ * RESERVE_WINDOWS windows of them), and the window's next refills take from it without listing the
+ * inbox again (`refillWindow`). Without it a backlog of n files beyond the window was listed, and
+ * each of its files lstat'ed, at every refill: ~n²/(2·window) lstats (a backlog of 100,000 labels:
+ * 2.5 million; BENCHMARKS.md, issue 46). The reserve holds while no file of the inbox has been
+ * turned away since its listing began: a file that arrives or changes meanwhile raises an event,
+ * which the window turns away while the inbox overflows, and then the next refill lists again — so
+ * a file dropped with an older mtime (copied with its times kept) still goes before newer ones.
+ * Otherwise every untracked file beyond the reserve is newer than the reserve's newest: the order is
+ * the listing's.
  */
 import { opendir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -50,10 +61,24 @@ export interface InboxState {
   claimedSinceScan: Record<SpoolKind, number>;
   /** The spool disk's recoveries as last seen: a new one ends every full-disk backoff. */
   recoveriesSeen: number;
+  /** Per kind, what the last listing found beyond the window's room (null: nothing kept). */
+  reserves: Record<SpoolKind, Reserve | null>;
+}
+
+/** The next oldest untracked files a listing found, for the window's next refills. */
+interface Reserve {
+  /** Oldest first (mtime, then name); taken from the front. */
+  files: ListedFile[];
+  /** The inbox's turned-away count when the listing began: the reserve holds while it is unchanged. */
+  turnedAway: number;
+  /** Untracked files the listing left out beyond the reserve (newer than all of it). */
+  hasMoreBeyond: boolean;
 }
 
 /** Files listed between two turns of the event loop (a local disk's lstat is synchronous). */
 const LISTED_PER_TURN = 1024;
+/** A listing keeps up to this many windows of files beyond the window's room (~120 B of heap a file). */
+const RESERVE_WINDOWS = 4;
 
 export function createInboxState(deps: WatcherDeps): InboxState {
   return {
@@ -65,6 +90,7 @@ export function createInboxState(deps: WatcherDeps): InboxState {
     throttled: new Set(),
     claimedSinceScan: { labels: 0, cte: 0, events: 0 },
     recoveriesSeen: spoolDiskRecoveries(),
+    reserves: { labels: null, cte: null, events: null },
   };
 }
 
@@ -109,16 +135,17 @@ export function noteEvent(state: InboxState, kind: SpoolKind, name: string): voi
 
 /**
  * Lists an inbox: of the files not yet tracked, the oldest (mtime, then name) become candidates, as
- * many as the window has room for; the rest stay on disk, untracked, for a later listing. The listing
- * is read as it comes (opendir) and holds at most the window's room of files, not the whole inbox; a
- * full window reads it only until one untracked file is met.
+ * many as the window has room for, and the next oldest are kept in its reserve; the rest stay on
+ * disk, untracked, for a later listing. The listing is read as it comes (opendir) and holds at most
+ * the window's room and the reserve, not the whole inbox; a full window reads it only until one
+ * untracked file is met.
  */
 export async function scanInbox(state: InboxState, kind: SpoolKind): Promise<void> {
   const inbox = state.deps.paths.inbox(kind);
   const known = state.candidates[kind];
   const turnedAwayBefore = state.turnedAway[kind];
   const room = state.window - known.size;
-  const oldest = oldestFiles(Math.max(0, room));
+  const oldest = oldestFiles(Math.max(0, room) + RESERVE_WINDOWS * state.window);
   const lstatOf = fileCallsOf(diskOf(state.deps.spool)).lstat;
   let listed = 0;
   let isWindowFull = false;
@@ -132,8 +159,37 @@ export async function scanInbox(state: InboxState, kind: SpoolKind): Promise<voi
     if (stat !== null) oldest.offer({ name: entry.name, size: stat.size, mtimeMs: stat.mtimeMs });
     if (++listed % LISTED_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
   }
-  for (const file of oldest.inOrder()) trackListed(state, kind, file);
-  state.isOverflowing[kind] = isWindowFull || oldest.leftOut() > 0 || state.turnedAway[kind] !== turnedAwayBefore;
+  if (isWindowFull) {
+    // Nothing was listed: a reserve kept before still holds (or not) as it did.
+    state.isOverflowing[kind] = true;
+    return;
+  }
+  const found = oldest.inOrder();
+  for (const file of found.slice(0, Math.max(0, room))) trackListed(state, kind, file);
+  const reserve: Reserve = { files: found.slice(Math.max(0, room)), turnedAway: turnedAwayBefore, hasMoreBeyond: oldest.leftOut() > 0 };
+  state.reserves[kind] = reserve.files.length > 0 ? reserve : null;
+  state.isOverflowing[kind] = reserve.files.length > 0 || reserve.hasMoreBeyond || state.turnedAway[kind] !== turnedAwayBefore;
+}
+
+/**
+ * Fills the window's room with the oldest untracked files: from the reserve of the last listing
+ * while it holds (no file turned away since that listing began), else by listing the inbox again.
+ */
+export async function refillWindow(state: InboxState, kind: SpoolKind): Promise<void> {
+  const reserve = state.reserves[kind];
+  if (reserve === null || reserve.turnedAway !== state.turnedAway[kind]) {
+    state.reserves[kind] = null;
+    await scanInbox(state, kind);
+    return;
+  }
+  const room = state.window - state.candidates[kind].size;
+  if (room <= 0) return;
+  const taken = reserve.files.slice(0, room);
+  reserve.files = reserve.files.slice(taken.length);
+  for (const file of taken) trackListed(state, kind, file);
+  if (reserve.files.length > 0 && reserve.turnedAway === state.turnedAway[kind]) return;
+  state.reserves[kind] = null;
+  state.isOverflowing[kind] = reserve.files.length > 0 || reserve.hasMoreBeyond || state.turnedAway[kind] !== reserve.turnedAway;
 }
 
 /** A file a listing picked: tracked if the window still has room (events may have filled it meanwhile). */

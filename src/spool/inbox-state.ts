@@ -14,12 +14,13 @@
  * RESERVE_WINDOWS windows of them), and the window's next refills take from it without listing the
  * inbox again (`refillWindow`). Without it a backlog of n files beyond the window was listed, and
  * each of its files lstat'ed, at every refill: ~n²/(2·window) lstats (a backlog of 100,000 labels:
- * 2.5 million; BENCHMARKS.md, issue 46). The reserve holds while no file of the inbox has been
- * turned away since its listing began: a file that arrives or changes meanwhile raises an event,
- * which the window turns away while the inbox overflows, and then the next refill lists again — so
- * a file dropped with an older mtime (copied with its times kept) still goes before newer ones.
- * Otherwise every untracked file beyond the reserve is newer than the reserve's newest: the order is
- * the listing's.
+ * 2.5 million; BENCHMARKS.md, issue 46). What changed in the inbox since the listing began is what
+ * its events name: a file that arrives or changes raises one, and while the inbox overflows the
+ * window turns it away and notes its name (`heard`). A refill lstat's those names first: a file gone
+ * (a claim's own move, a file removed) leaves the reserve; one older than the reserve's newest
+ * enters it in its place in the order (a file copied in with its old mtime still goes before newer
+ * ones); a newer one waits beyond it, for the next listing. More names than a window's worth, or an
+ * overflowed inotify queue (inbox-events.ts), and the inbox is listed again.
  */
 import { opendir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -28,7 +29,7 @@ import { isIgnoredName } from '../validate/spool-name.js';
 import type { ClaimDeps } from './claim.js';
 import { spoolDiskRecoveries } from './disk-state.js';
 import { diskOf, fileCallsOf } from './file-calls.js';
-import { oldestFiles, type ListedFile } from './oldest-files.js';
+import { byArrival, oldestFiles, type ListedFile } from './oldest-files.js';
 
 export interface WatcherDeps extends ClaimDeps {
   /** Unfinished items of the kind fed by this inbox. */
@@ -63,16 +64,21 @@ export interface InboxState {
   recoveriesSeen: number;
   /** Per kind, what the last listing found beyond the window's room (null: nothing kept). */
   reserves: Record<SpoolKind, Reserve | null>;
+  /**
+   * Per kind, the names of files the window turned away since the last listing began (null: more
+   * than a window's worth; the next refill lists the inbox).
+   */
+  heard: Record<SpoolKind, Set<string> | null>;
 }
 
 /** The next oldest untracked files a listing found, for the window's next refills. */
 interface Reserve {
   /** Oldest first (mtime, then name); taken from the front. */
   files: ListedFile[];
-  /** The inbox's turned-away count when the listing began: the reserve holds while it is unchanged. */
-  turnedAway: number;
-  /** Untracked files the listing left out beyond the reserve (newer than all of it). */
+  /** Untracked files were left out beyond the reserve, each newer than `newest`. */
   hasMoreBeyond: boolean;
+  /** The newest file the listing kept: what the files beyond it are newer than. */
+  newest: ListedFile;
 }
 
 /** Files listed between two turns of the event loop (a local disk's lstat is synchronous). */
@@ -91,22 +97,31 @@ export function createInboxState(deps: WatcherDeps): InboxState {
     claimedSinceScan: { labels: 0, cte: 0, events: 0 },
     recoveriesSeen: spoolDiskRecoveries(),
     reserves: { labels: null, cte: null, events: null },
+    heard: { labels: new Set(), cte: new Set(), events: new Set() },
   };
 }
 
-/** Whether a file heard of may be tracked: the window has room and no file waits beyond it. Else it is left on disk. */
-function mayTrack(state: InboxState, kind: SpoolKind): boolean {
+/** Whether a file heard of may be tracked: the window has room and no file waits beyond it. Else it is left on disk, its name noted. */
+function mayTrack(state: InboxState, kind: SpoolKind, name: string): boolean {
   if (!state.isOverflowing[kind] && state.candidates[kind].size < state.window) return true;
   state.isOverflowing[kind] = true;
   state.turnedAway[kind] += 1;
+  noteHeard(state, kind, name);
   return false;
+}
+
+function noteHeard(state: InboxState, kind: SpoolKind, name: string): void {
+  const heard = state.heard[kind];
+  if (heard === null) return;
+  heard.add(name);
+  if (heard.size > state.window) state.heard[kind] = null;
 }
 
 /** A file seen with this size and mtime: a new candidate, or one whose quiet period starts again if they changed. */
 export function observe(state: InboxState, kind: SpoolKind, name: string, size: number, mtimeMs: number): void {
   if (isIgnoredName(name)) return;
   const known = state.candidates[kind].get(name);
-  if (known === undefined && !mayTrack(state, kind)) return;
+  if (known === undefined && !mayTrack(state, kind, name)) return;
   track(state, kind, name, size, mtimeMs, known);
 }
 
@@ -127,7 +142,7 @@ function track(state: InboxState, kind: SpoolKind, name: string, size: number, m
 export function noteEvent(state: InboxState, kind: SpoolKind, name: string): void {
   if (isIgnoredName(name)) return;
   const known = state.candidates[kind].get(name);
-  if (known === undefined && !mayTrack(state, kind)) return;
+  if (known === undefined && !mayTrack(state, kind, name)) return;
   const now = state.deps.clock.now();
   if (known === undefined) state.candidates[kind].set(name, { size: -1, mtimeMs: -1, stableSince: now });
   else Object.assign(known, { size: -1, mtimeMs: -1, stableSince: now });
@@ -144,6 +159,9 @@ export async function scanInbox(state: InboxState, kind: SpoolKind): Promise<voi
   const inbox = state.deps.paths.inbox(kind);
   const known = state.candidates[kind];
   const turnedAwayBefore = state.turnedAway[kind];
+  // Files turned away from here on are looked at again by the next refill (the listing may miss them).
+  const heardBefore = state.heard[kind];
+  state.heard[kind] = new Set();
   const room = state.window - known.size;
   const oldest = oldestFiles(Math.max(0, room) + RESERVE_WINDOWS * state.window);
   const lstatOf = fileCallsOf(diskOf(state.deps.spool)).lstat;
@@ -160,36 +178,71 @@ export async function scanInbox(state: InboxState, kind: SpoolKind): Promise<voi
     if (++listed % LISTED_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
   }
   if (isWindowFull) {
-    // Nothing was listed: a reserve kept before still holds (or not) as it did.
+    // Nothing was listed: a reserve kept before stays, with every name heard of since its listing.
+    const heardSince = state.heard[kind];
+    state.heard[kind] = heardBefore;
+    if (heardSince === null) state.heard[kind] = null;
+    else for (const name of heardSince) noteHeard(state, kind, name);
     state.isOverflowing[kind] = true;
     return;
   }
   const found = oldest.inOrder();
   for (const file of found.slice(0, Math.max(0, room))) trackListed(state, kind, file);
-  const reserve: Reserve = { files: found.slice(Math.max(0, room)), turnedAway: turnedAwayBefore, hasMoreBeyond: oldest.leftOut() > 0 };
-  state.reserves[kind] = reserve.files.length > 0 ? reserve : null;
-  state.isOverflowing[kind] = reserve.files.length > 0 || reserve.hasMoreBeyond || state.turnedAway[kind] !== turnedAwayBefore;
+  const kept = found.slice(Math.max(0, room));
+  const newest = kept.at(-1);
+  state.reserves[kind] = newest === undefined ? null : { files: kept, hasMoreBeyond: oldest.leftOut() > 0, newest };
+  state.isOverflowing[kind] = kept.length > 0 || oldest.leftOut() > 0 || state.turnedAway[kind] !== turnedAwayBefore;
 }
 
 /**
- * Fills the window's room with the oldest untracked files: from the reserve of the last listing
- * while it holds (no file turned away since that listing began), else by listing the inbox again.
+ * Fills the window's room with the oldest untracked files: from the reserve of the last listing,
+ * brought up to date with the files heard of since (lstat'ed by name), or else by listing the inbox again.
  */
 export async function refillWindow(state: InboxState, kind: SpoolKind): Promise<void> {
   const reserve = state.reserves[kind];
-  if (reserve === null || reserve.turnedAway !== state.turnedAway[kind]) {
-    state.reserves[kind] = null;
+  const heard = state.heard[kind];
+  if (reserve === null || heard === null) {
     await scanInbox(state, kind);
     return;
   }
   const room = state.window - state.candidates[kind].size;
   if (room <= 0) return;
+  if (heard.size > 0) await takeHeard(state, kind, reserve, heard);
   const taken = reserve.files.slice(0, room);
   reserve.files = reserve.files.slice(taken.length);
   for (const file of taken) trackListed(state, kind, file);
-  if (reserve.files.length > 0 && reserve.turnedAway === state.turnedAway[kind]) return;
+  // Still kept, or replaced by a listing that ran meanwhile (a periodic rescan): that one stands.
+  if (reserve.files.length > 0 || state.reserves[kind] !== reserve) return;
   state.reserves[kind] = null;
-  state.isOverflowing[kind] = reserve.files.length > 0 || reserve.hasMoreBeyond || state.turnedAway[kind] !== reserve.turnedAway;
+  // Files heard of while their names were being looked at wait for the next refill: a listing.
+  state.isOverflowing[kind] = reserve.hasMoreBeyond || state.heard[kind]?.size !== 0;
+}
+
+/** Brings the reserve up to date with the files turned away since its listing began. */
+async function takeHeard(state: InboxState, kind: SpoolKind, reserve: Reserve, heard: Set<string>): Promise<void> {
+  const names = [...heard];
+  heard.clear();
+  const renamed = new Set(names);
+  const files = reserve.files.filter((file) => !renamed.has(file.name));
+  const inbox = state.deps.paths.inbox(kind);
+  const lstatOf = fileCallsOf(diskOf(state.deps.spool)).lstat;
+  for (const name of names) {
+    if (state.candidates[kind].has(name)) continue;
+    const stat = await lstatOf(join(inbox, name)).catch(() => null);
+    // Gone (a claim's own move out of the inbox, a file removed), or not a file's name any more.
+    if (stat === null) continue;
+    const file = { name, size: stat.size, mtimeMs: stat.mtimeMs };
+    // Newer than every file the listing kept, while files it left out wait beyond: one of them.
+    if (!reserve.hasMoreBeyond || byArrival(file, reserve.newest) < 0) files.push(file);
+  }
+  files.sort(byArrival);
+  const limit = RESERVE_WINDOWS * state.window;
+  if (files.length > limit) {
+    reserve.hasMoreBeyond = true;
+    reserve.newest = files[limit - 1]!;
+    files.length = limit;
+  }
+  reserve.files = files;
 }
 
 /** A file a listing picked: tracked if the window still has room (events may have filled it meanwhile). */
@@ -197,6 +250,7 @@ function trackListed(state: InboxState, kind: SpoolKind, file: ListedFile): void
   const known = state.candidates[kind].get(file.name);
   if (known === undefined && state.candidates[kind].size >= state.window) {
     state.turnedAway[kind] += 1;
+    noteHeard(state, kind, file.name);
     return;
   }
   track(state, kind, file.name, file.size, file.mtimeMs, known);

@@ -18,6 +18,7 @@ import { goodputScenario } from './scenarios/goodput.js';
 import { historyScenario } from './scenarios/history.js';
 import { hostileLabelScenario } from './scenarios/hostile-label.js';
 import { idleRssScenario } from './scenarios/idle-rss.js';
+import { inboxBacklogScenario } from './scenarios/inbox-backlog.js';
 import { ingestScenario } from './scenarios/ingest.js';
 import { latencyScenario } from './scenarios/latency.js';
 import { memoryScenario } from './scenarios/memory.js';
@@ -46,6 +47,7 @@ import {
 const SCENARIOS: readonly Scenario[] = [
   validatorsScenario,
   ingestScenario,
+  inboxBacklogScenario,
   pushScenario,
   pushReplicaScenario,
   goodputScenario,

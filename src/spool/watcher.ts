@@ -1,7 +1,6 @@
 /**
- * Watching the inboxes. inotify (chokidar's polling on network shares) tells us a name appeared or
- * changed; we decide when its write has finished ourselves, because chokidar's awaitWriteFinish
- * compares only sizes and is skipped for files found by the initial scan. A file is read once its
+ * Watching the inboxes. inotify (a poll of the inboxes' names on network shares) tells us a name
+ * appeared or changed; we decide when its write has finished ourselves. A file is read once its
  * size and mtime have stayed the same for `writeStableMs`, whether it was there at start, arrived
  * later, or was copied slowly onto a share.
  *
@@ -40,7 +39,7 @@ export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher
   const { paths, spool, logger } = deps;
   await makeSpoolDirs(paths);
   const state = createInboxState(deps);
-  const closeEvents = await watchInboxes(state);
+  const closeEvents = watchInboxes(state);
   const rescan = (): Promise<void> => Promise.all(SPOOL_KINDS.map((kind) => scanInbox(state, kind))).then(() => undefined);
   for (const kind of SPOOL_KINDS) await scanInbox(state, kind);
   const passes = startPasses(state);

@@ -28,10 +28,13 @@ afterEach(async () => {
   t = undefined;
 });
 
-async function windowEnv(): Promise<E2eEnv> {
+async function windowEnv(usePolling: boolean): Promise<E2eEnv> {
   return (t = await createE2eEnv({
     sandbox: { autoCreateDeliveries: true },
-    settings: { spool: { inboxWindow: WINDOW, rescanIntervalMs: 60_000 }, delivery: { maxQueued: 1, concurrency: 1 } },
+    settings: {
+      spool: { inboxWindow: WINDOW, rescanIntervalMs: 60_000, ...(usePolling ? { usePolling: true, pollIntervalMs: 100 } : {}) },
+      delivery: { maxQueued: 1, concurrency: 1 },
+    },
   }));
 }
 
@@ -75,9 +78,12 @@ async function settleAndCheck(env: E2eEnv, daemon: DaemonProcess, ids: string[])
   return sent.map((r) => r.deliveryId ?? '');
 }
 
-describe('the inbox window', () => {
+describe.each([
+  { how: 'inotify', usePolling: false },
+  { how: 'polling (a network share)', usePolling: true },
+])('the inbox window, $how', ({ usePolling }) => {
   it('files there before the start: each sent and archived once, oldest mtime first, whatever their names', async () => {
-    const env = await windowEnv();
+    const env = await windowEnv(usePolling);
     // Each request answered after 200 ms, so the one queued item is still there when the next claim
     // pass looks and back-pressure engages however fast the machine is (on a loaded one a pass could
     // start only after the item was already sent: 1 failure in a fresh-clone check).
@@ -92,7 +98,7 @@ describe('the inbox window', () => {
   });
 
   it('files dropped one after another past the window: each sent and archived once, in drop order', async () => {
-    const env = await windowEnv();
+    const env = await windowEnv(usePolling);
     // Each request answered after 200 ms: the drops outrun the daemon, so the queue fills and the
     // window is what holds the rest back (on a loaded machine the drops alone came too slowly).
     env.sandbox.setFaults({ latencyMs: 200 });

@@ -65,8 +65,11 @@ describe('labels and CT-e from the spool to the API', () => {
     expect(await filesUnder(join(t.spool, '.inflight'))).toEqual([]);
   });
 
-  it('does not read a file while it is still being written, nor temporary names', async () => {
-    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true }, settings: { spool: { writeStableMs: 400 } } });
+  it.each([
+    { how: 'inotify', spool: {} },
+    { how: 'polling: a network share', spool: { usePolling: true, pollIntervalMs: 50 } },
+  ])('does not read a file while it is still being written, nor temporary names ($how)', async ({ spool }) => {
+    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true }, settings: { spool: { writeStableMs: 400, ...spool } } });
     const t = running;
     const id = randomUUID();
     const pdf = await makePdf('slow copy', 3);

@@ -167,15 +167,21 @@ export async function scanInbox(state: InboxState, kind: SpoolKind): Promise<voi
   const lstatOf = fileCallsOf(diskOf(state.deps.spool)).lstat;
   let listed = 0;
   let isWindowFull = false;
-  for await (const entry of await opendir(inbox, { bufferSize: 256 })) {
-    if (isIgnoredName(entry.name) || known.has(entry.name)) continue;
-    if (room <= 0) {
-      isWindowFull = true;
-      break;
+  try {
+    for await (const entry of await opendir(inbox, { bufferSize: 256 })) {
+      if (isIgnoredName(entry.name) || known.has(entry.name)) continue;
+      if (room <= 0) {
+        isWindowFull = true;
+        break;
+      }
+      const stat = await lstatOf(join(inbox, entry.name)).catch(() => null);
+      if (stat !== null) oldest.offer({ name: entry.name, size: stat.size, mtimeMs: stat.mtimeMs });
+      if (++listed % LISTED_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
     }
-    const stat = await lstatOf(join(inbox, entry.name)).catch(() => null);
-    if (stat !== null) oldest.offer({ name: entry.name, size: stat.size, mtimeMs: stat.mtimeMs });
-    if (++listed % LISTED_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
+  } catch (error) {
+    // A listing that failed (a share gone away) lost the names heard of before it: the next refill lists.
+    state.heard[kind] = null;
+    throw error;
   }
   if (isWindowFull) {
     // Nothing was listed: a reserve kept before stays, with every name heard of since its listing.

@@ -3,8 +3,10 @@
  * secret), when it counts as live, and that a holder does not overwrite another deployment's live
  * record.
  */
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { redisAddressOf } from '../../src/store/deployment.js';
@@ -47,6 +49,26 @@ describe('the holder file', () => {
     expect(isLive(record!, nowMs + 59_999)).toBe(true);
     expect(isLive(record!, nowMs + 60_000)).toBe(false);
     expect(await readdir(spool)).toEqual([HOLDER_FILE]);
+  });
+
+  it('a write sweeps what writes cut off by a kill -9 left: this host’s of a process gone at once, any other once 10 minutes old', async () => {
+    const spool = await tempSpool();
+    const host = createHash('sha256').update(hostname()).digest('hex').slice(0, 8);
+    const gone = spawnSync(process.execPath, ['-e', '0']).pid;
+    const temps = {
+      ownHostGone: `${HOLDER_FILE}.${gone}.${host}.aaaaaaaa.tmp`,
+      ownHostRunning: `${HOLDER_FILE}.${process.ppid}.${host}.bbbbbbbb.tmp`,
+      otherHostFresh: `${HOLDER_FILE}.${gone}.0badc0de.cccccccc.tmp`,
+      otherHostOld: `${HOLDER_FILE}.${gone}.0badc0de.dddddddd.tmp`,
+      earlierFormFresh: `${HOLDER_FILE}.eeeeeeee.tmp`,
+      earlierFormOld: `${HOLDER_FILE}.ffffffff.tmp`,
+    };
+    for (const name of Object.values(temps)) await writeFile(join(spool, name), '{"deploymentId":"half a rec');
+    const elevenMinutesAgo = (Date.now() - 11 * 60_000) / 1000;
+    for (const name of [temps.otherHostOld, temps.earlierFormOld]) await utimes(join(spool, name), elevenMinutesAgo, elevenMinutesAgo);
+    expect(await createHolderFile({ root: spool, self, holderFileMs: 60_000, now }).mark()).toBeNull();
+    expect((await readdir(spool)).sort()).toEqual([HOLDER_FILE, temps.ownHostRunning, temps.otherHostFresh, temps.earlierFormFresh].sort());
+    expect(await readHolderFile(spool)).toMatchObject({ ...self, pid: process.pid });
   });
 
   it('another deployment sees a live record as foreign until it expires; the same deployment never does', async () => {

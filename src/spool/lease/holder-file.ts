@@ -16,18 +16,28 @@
  *  - It holds no secret: the Redis address comes without credentials (store/deployment.ts).
  *
  * A holder reads the file again right before each write and does not overwrite another deployment's
- * live record. Two deployments taking over a free spool in the same instant may still both write
+ * live record.
+ *
+ * A write cut off by a `kill -9` between the temporary file and its rename leaves the temporary file
+ * (`.holder.json.<pid>.<host>.<random>.tmp`; the interleavings sweep met one). Every write sweeps
+ * them: one of this host whose process is gone at once, any other once it is STALE_TEMP_MS old (a
+ * write takes milliseconds; another host's process cannot be asked, and a share's clock may differ). Two deployments taking over a free spool in the same instant may still both write
  * it; the one whose record was overwritten sees the other's at its next renewal (leaseMs/3 later)
  * and gives up.
  */
-import { randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { lstat, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { DeploymentIdentity } from '../../store/deployment.js';
 import { noteSpoolCallFailure, noteSpoolCallSuccess } from '../disk-state.js';
 
 export const HOLDER_FILE = '.holder.json';
+
+/** `.holder.json.<pid>.<host: 8 hex>.<random>.tmp`, and the form before the pid and host (`.holder.json.<random>.tmp`). */
+const HOLDER_TEMP = /^\.holder\.json\.(?:(\d+)\.([0-9a-f]{8})\.)?[0-9a-f]{8}\.tmp$/;
+/** A holder's temporary file this old is a write cut off, whoever wrote it. */
+const STALE_TEMP_MS = 10 * 60_000;
 
 /** What `<spool>/.holder.json` holds. */
 export interface HolderRecord extends DeploymentIdentity {
@@ -64,6 +74,7 @@ export function createHolderFile(deps: HolderFileDeps): HolderFile {
   const root = resolve(deps.root);
   const path = join(root, HOLDER_FILE);
   const me = { host: hostname(), pid: process.pid };
+  const hostTag = hash('sha256', me.host, 'hex').slice(0, 8);
   const isMine = (record: HolderRecord): boolean => record.deploymentId === deps.self.deploymentId && record.host === me.host && record.pid === me.pid;
   return {
     path,
@@ -80,7 +91,8 @@ export function createHolderFile(deps: HolderFileDeps): HolderFile {
         renewedAt: new Date(at).toISOString(),
         expiresAt: new Date(at + deps.holderFileMs).toISOString(),
       };
-      const temp = join(root, `${HOLDER_FILE}.${randomBytes(4).toString('hex')}.tmp`);
+      const temp = join(root, `${HOLDER_FILE}.${me.pid}.${hostTag}.${randomBytes(4).toString('hex')}.tmp`);
+      await sweepCutOffWrites(root, hostTag);
       try {
         await writeFile(temp, `${JSON.stringify(record)}\n`);
         noteSpoolCallSuccess('writeFile');
@@ -113,6 +125,31 @@ export function createHolderFile(deps: HolderFileDeps): HolderFile {
       );
     },
   };
+}
+
+/** Removes the holder's temporary files of writes cut off (the header says which); never throws. */
+async function sweepCutOffWrites(root: string, hostTag: string): Promise<void> {
+  const names = await readdir(root).catch(() => [] as string[]);
+  for (const name of names) {
+    const match = HOLDER_TEMP.exec(name);
+    if (match === null) continue;
+    const [, pid, host] = match;
+    const isOwnHosts = pid !== undefined && host === hostTag;
+    if (isOwnHosts && Number(pid) === process.pid) continue;
+    const path = join(root, name);
+    const isCutOff = isOwnHosts ? !isRunning(Number(pid)) : Date.now() - ((await lstat(path).catch(() => null))?.mtimeMs ?? Date.now()) > STALE_TEMP_MS;
+    if (isCutOff) await unlink(path).catch(() => undefined);
+  }
+}
+
+/** Whether a process of this host runs under `pid` (EPERM: it runs, as another user). */
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** `prefix "<prefix>" on <redis address>`: how a deployment is named to people. */

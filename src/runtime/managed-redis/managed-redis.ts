@@ -23,6 +23,7 @@ import { configRefusal } from '../../config/refusal.js';
 import type { Logger } from '../../log.js';
 import { infoNumber, parseInfo } from '../../store/redis-info.js';
 import { ownLocalPorts } from './proc-net.js';
+import { isProcessRunning } from '../../process-running.js';
 
 export interface ManagedRedis {
   url: string;
@@ -151,7 +152,7 @@ async function stopUnlessShared(dataDir: string, port: number, logger: Logger): 
     admin.disconnect();
   }
   const deadline = Date.now() + STOP_TIMEOUT_MS;
-  while (redisPid > 0 && isRunning(redisPid)) {
+  while (redisPid > 0 && isProcessRunning(redisPid)) {
     if (Date.now() > deadline) throw new Error(`redis-server ${redisPid} still runs ${STOP_TIMEOUT_MS} ms after SHUTDOWN`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
@@ -210,7 +211,7 @@ async function stopNow({ dataDir, port, isStartedHere, logger }: NonNullable<typ
   // SHUTDOWN's own end (the AOF written out) is waited for 3 s; then it is told to go with SIGTERM.
   const deadline = Date.now() + 3000;
   let isTermSent = false;
-  while (redisPid > 0 && isRunning(redisPid)) {
+  while (redisPid > 0 && isProcessRunning(redisPid)) {
     if (!isTermSent && Date.now() > deadline) {
       isTermSent = true;
       process.kill(redisPid, 'SIGTERM');
@@ -277,15 +278,6 @@ function otherClients(list: string, ownId: number): Array<Record<string, string>
         ) as Record<string, string>,
     )
     .filter((fields) => Number(fields['id']) !== ownId);
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 async function answers(port: number): Promise<boolean> {

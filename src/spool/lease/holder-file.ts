@@ -31,6 +31,7 @@ import { lstat, readdir, readFile, rename, unlink, writeFile } from 'node:fs/pro
 import { join, resolve } from 'node:path';
 import type { DeploymentIdentity } from '../../store/deployment.js';
 import { noteSpoolCallFailure, noteSpoolCallSuccess } from '../disk-state.js';
+import { isProcessRunning } from '../../process-running.js';
 
 export const HOLDER_FILE = '.holder.json';
 
@@ -137,18 +138,8 @@ async function sweepCutOffWrites(root: string, hostTag: string): Promise<void> {
     const isOwnHosts = pid !== undefined && host === hostTag;
     if (isOwnHosts && Number(pid) === process.pid) continue;
     const path = join(root, name);
-    const isCutOff = isOwnHosts ? !isRunning(Number(pid)) : Date.now() - ((await lstat(path).catch(() => null))?.mtimeMs ?? Date.now()) > STALE_TEMP_MS;
+    const isCutOff = isOwnHosts ? !isProcessRunning(Number(pid)) : Date.now() - ((await lstat(path).catch(() => null))?.mtimeMs ?? Date.now()) > STALE_TEMP_MS;
     if (isCutOff) await unlink(path).catch(() => undefined);
-  }
-}
-
-/** Whether a process of this host runs under `pid` (EPERM: it runs, as another user). */
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -74,6 +74,6 @@ function watchByPolling(state: InboxState): () => Promise<void> {
 }
 
 /** One poll of an inbox: a listing, unless files already wait beyond the window. */
-export async function pollInbox(state: InboxState, kind: SpoolKind): Promise<void> {
+async function pollInbox(state: InboxState, kind: SpoolKind): Promise<void> {
   if (!state.isOverflowing[kind]) await scanInbox(state, kind);
 }

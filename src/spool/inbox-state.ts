@@ -192,9 +192,8 @@ export async function scanInbox(state: InboxState, kind: SpoolKind): Promise<voi
     state.isOverflowing[kind] = true;
     return;
   }
-  const found = oldest.inOrder();
-  for (const file of found.slice(0, Math.max(0, room))) trackListed(state, kind, file);
-  const kept = found.slice(Math.max(0, room));
+  const kept = oldest.inOrder();
+  for (const file of kept.splice(0, Math.max(0, room))) trackListed(state, kind, file);
   const newest = kept.at(-1);
   state.reserves[kind] = newest === undefined ? null : { files: kept, hasMoreBeyond: oldest.leftOut() > 0, newest };
   state.isOverflowing[kind] = kept.length > 0 || oldest.leftOut() > 0 || state.turnedAway[kind] !== turnedAwayBefore;
@@ -214,9 +213,7 @@ export async function refillWindow(state: InboxState, kind: SpoolKind): Promise<
   const room = state.window - state.candidates[kind].size;
   if (room <= 0) return;
   if (heard.size > 0) await takeHeard(state, kind, reserve, heard);
-  const taken = reserve.files.slice(0, room);
-  reserve.files = reserve.files.slice(taken.length);
-  for (const file of taken) trackListed(state, kind, file);
+  for (const file of reserve.files.splice(0, room)) trackListed(state, kind, file);
   // Still kept, or replaced by a listing that ran meanwhile (a periodic rescan): that one stands.
   if (reserve.files.length > 0 || state.reserves[kind] !== reserve) return;
   state.reserves[kind] = null;
@@ -226,10 +223,9 @@ export async function refillWindow(state: InboxState, kind: SpoolKind): Promise<
 
 /** Brings the reserve up to date with the files turned away since its listing began. */
 async function takeHeard(state: InboxState, kind: SpoolKind, reserve: Reserve, heard: Set<string>): Promise<void> {
-  const names = [...heard];
+  const names = new Set(heard);
   heard.clear();
-  const renamed = new Set(names);
-  const files = reserve.files.filter((file) => !renamed.has(file.name));
+  const files = reserve.files.filter((file) => !names.has(file.name));
   const inbox = state.deps.paths.inbox(kind);
   const lstatOf = fileCallsOf(diskOf(state.deps.spool)).lstat;
   for (const name of names) {

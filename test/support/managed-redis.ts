@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { isProcessRunning } from '../../src/process-running.js';
 import { waitFor } from './wait.js';
 
 /** The managed redis-server's folder for a process run in `cwd` with the default settings. */
@@ -27,14 +28,8 @@ export async function managedRedisPidIn(dir: string): Promise<number | null> {
   }
 }
 
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+/** Whether a process of this host runs under `pid` (the daemon's own check). */
+export const isAlive = isProcessRunning;
 
 /** SIGTERMs each pid still alive (only redis-servers the test itself caused) and waits until they are gone. */
 export async function endRedisServers(pids: Iterable<number>): Promise<void> {

@@ -153,14 +153,22 @@ class Run {
   }
 }
 
+/** Runs `work` on a fresh inbox folder, removed afterwards. */
+async function inRun(work: (run: Run) => Promise<void>): Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), 'inbox-reserve-'));
+  try {
+    await work(new Run(root));
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
 describe('the inbox window refilled from a listing’s reserve', () => {
   it('brings in the oldest waiting files after any interleaving, and every file is claimed once', async () => {
     let refillsWithReserve = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 80 }), async (ops) => {
-        const root = mkdtempSync(join(tmpdir(), 'inbox-reserve-'));
-        try {
-          const run = new Run(root);
+        await inRun(async (run) => {
           await run.checked(scanInbox);
           for (const op of ops) {
             if (op.op === 'drop') run.drop(op.mtimeSec);
@@ -178,9 +186,7 @@ describe('the inbox window refilled from a listing’s reserve', () => {
           expect([...run.claimed].sort()).toEqual([...run.dropped].sort());
           expect(new Set(run.claimed).size).toBe(run.claimed.length);
           refillsWithReserve += run.refillsWithReserve;
-        } finally {
-          rmSync(root, { recursive: true, force: true });
-        }
+        });
       }),
       { numRuns: 300 },
     );
@@ -189,10 +195,8 @@ describe('the inbox window refilled from a listing’s reserve', () => {
     expect(refillsWithReserve).toBeGreaterThan(100);
   });
 
-  it('lists a backlog beyond the window once for every five windows of it while nothing new arrives', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'inbox-reserve-'));
-    try {
-      const run = new Run(root);
+  it('lists a backlog beyond the window once for every five windows of it while nothing new arrives', () =>
+    inRun(async (run) => {
       for (let i = 0; i < 24 * WINDOW; i += 1) run.drop(i % 5);
       // Events heard while the window had room: 2 tracked, 46 turned away; a listing finds them
       // once the window has room.
@@ -204,15 +208,10 @@ describe('the inbox window refilled from a listing’s reserve', () => {
       // keeps 8 in its reserve: 10, 10, 10, 10, then the last 6), where listing at every refill
       // took 23 listings.
       expect(run.listingsWithReserve).toBe(5);
-    } finally {
-      rmSync(root, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  it('a file heard of while files wait beyond the reserve waits for them, however the reserve runs out', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'inbox-reserve-'));
-    try {
-      const run = new Run(root);
+  it('a file heard of while files wait beyond the reserve waits for them, however the reserve runs out', () =>
+    inRun(async (run) => {
       // 2 tracked, 13 waiting: a listing keeps 8 in its reserve, 3 (mtime 5) wait beyond it.
       for (let i = 0; i < 15; i += 1) run.drop(5);
       await run.pass(WINDOW);
@@ -224,15 +223,10 @@ describe('the inbox window refilled from a listing’s reserve', () => {
       const newest = [...run.dropped].at(-1);
       while (readdirSync(run.inbox).length > 0) await run.pass(1);
       expect(run.claimed.at(-1)).toBe(newest);
-    } finally {
-      rmSync(root, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  it('a reserve run out with files still beyond it: a file heard of next is not tracked ahead of them', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'inbox-reserve-'));
-    try {
-      const run = new Run(root);
+  it('a reserve run out with files still beyond it: a file heard of next is not tracked ahead of them', () =>
+    inRun(async (run) => {
       for (let i = 0; i < 15; i += 1) run.drop(5);
       await run.pass(WINDOW); // the listing: 2 tracked, 8 kept, 3 beyond
       for (let i = 0; i < 4; i += 1) await run.pass(WINDOW); // the reserve's 8 taken
@@ -241,8 +235,5 @@ describe('the inbox window refilled from a listing’s reserve', () => {
       run.drop(0); // checked in drop(): turned away, not tracked while 3 files wait
       while (readdirSync(run.inbox).length > 0) await run.pass(1);
       expect(run.claimed).toHaveLength(16);
-    } finally {
-      rmSync(root, { recursive: true, force: true });
-    }
-  });
+    }));
 });

@@ -135,10 +135,10 @@ async function sweepCutOffWrites(root: string, hostTag: string): Promise<void> {
     const match = HOLDER_TEMP.exec(name);
     if (match === null) continue;
     const [, pid, host] = match;
-    const isOwnHosts = pid !== undefined && host === hostTag;
-    if (isOwnHosts && Number(pid) === process.pid) continue;
+    const isThisHosts = pid !== undefined && host === hostTag;
     const path = join(root, name);
-    const isCutOff = isOwnHosts ? !isProcessRunning(Number(pid)) : Date.now() - ((await lstat(path).catch(() => null))?.mtimeMs ?? Date.now()) > STALE_TEMP_MS;
+    // A temporary of this process (a write under way) is of a process running: kept.
+    const isCutOff = isThisHosts ? !isProcessRunning(Number(pid)) : Date.now() - ((await lstat(path).catch(() => null))?.mtimeMs ?? Date.now()) > STALE_TEMP_MS;
     if (isCutOff) await unlink(path).catch(() => undefined);
   }
 }

@@ -28,6 +28,7 @@ export const ERROR_CODES = [
   'EVENT_LINE_TOO_LONG',
   'EVENT_FILE_TOO_LARGE',
   'EVENT_FILE_TOO_COMPLEX',
+  'EVENT_FILE_CHANGED',
   'SPOOL_BAD_NAME',
   'SPOOL_NOT_REGULAR_FILE',
   // What the API (or the way to it) did to us.
@@ -69,6 +70,7 @@ export const DISPOSITIONS: Readonly<Record<ErrorCode, Disposition>> = Object.fre
   EVENT_LINE_TOO_LONG: 'reject-local',
   EVENT_FILE_TOO_LARGE: 'reject-local',
   EVENT_FILE_TOO_COMPLEX: 'reject-local',
+  EVENT_FILE_CHANGED: 'reject-local',
   SPOOL_BAD_NAME: 'reject-local',
   SPOOL_NOT_REGULAR_FILE: 'reject-local',
   API_REJECTED: 'dead-letter',

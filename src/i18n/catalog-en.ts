@@ -30,6 +30,7 @@ export const EN = {
   'code.EVENT_LINE_TOO_LONG': 'a line of the events file is over the length limit',
   'code.EVENT_FILE_TOO_LARGE': 'the events file is over the size limit',
   'code.EVENT_FILE_TOO_COMPLEX': 'checking the events file took more than its budget of CPU time or memory',
+  'code.EVENT_FILE_CHANGED': 'the events file changed after it was read: what was written later was not sent',
   'code.SPOOL_BAD_NAME': 'the file name does not carry a valid delivery id or extension',
   'code.SPOOL_NOT_REGULAR_FILE': 'a symbolic link, FIFO or folder was dropped in an inbox',
   'code.API_REJECTED': 'the API refused the item',
@@ -189,6 +190,8 @@ export const EN = {
   'reason.events.invalidLinesSent': '{count, plural, one {# invalid line} other {# invalid lines}}; the valid records were sent',
   'reason.events.linesNotSent': '{count, plural, one {# invalid line} other {# invalid lines}}, not sent (the valid records were sent): {first}',
   'reason.events.atLine': 'line {line}: {reason}',
+  'reason.events.changedInFlight':
+    'the file changed after it was read: {read} bytes were read and their valid records sent, it now has {now} bytes; what was written after the read was not sent. Drop the file again to send it (the events the API already accepted are recognised by their event_at and not sent twice); a program that writes events files should write each under a .tmp name and rename it when done',
   'history.invalidLines': 'file {file}, read {at}: {count, plural, one {# invalid line} other {# invalid lines}}, not sent (the valid records were sent)',
   // carrier-sync dlq list (text output).
   'cli.dlq.none': 'no dead-lettered items',

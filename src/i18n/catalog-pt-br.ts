@@ -30,6 +30,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'code.EVENT_LINE_TOO_LONG': 'uma linha do arquivo de eventos passa do comprimento máximo',
   'code.EVENT_FILE_TOO_LARGE': 'o arquivo de eventos passa do tamanho máximo',
   'code.EVENT_FILE_TOO_COMPLEX': 'a verificação do arquivo de eventos passou do limite de tempo de CPU ou de memória',
+  'code.EVENT_FILE_CHANGED': 'o arquivo de eventos mudou depois de lido: o que foi escrito depois não foi enviado',
   'code.SPOOL_BAD_NAME': 'o nome do arquivo não traz um id de entrega ou uma extensão válidos',
   'code.SPOOL_NOT_REGULAR_FILE': 'um link simbólico, FIFO ou pasta foi colocado numa pasta de entrada',
   'code.API_REJECTED': 'a API recusou o item',
@@ -187,6 +188,8 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'reason.events.linesNotSent':
     '{count, plural, one {# linha inválida, não enviada} other {# linhas inválidas, não enviadas}} (os registros válidos foram enviados): {first}',
   'reason.events.atLine': 'linha {line}: {reason}',
+  'reason.events.changedInFlight':
+    'o arquivo mudou depois de lido: {read} bytes foram lidos e seus registros válidos enviados, agora ele tem {now} bytes; o que foi escrito depois da leitura não foi enviado. Coloque o arquivo de novo na pasta de entrada para enviá-lo (os eventos que a API já aceitou são reconhecidos pelo event_at e não são enviados de novo); um programa que grava arquivos de eventos deve gravar cada um com um nome .tmp e renomeá-lo ao terminar',
   'history.invalidLines':
     'arquivo {file}, lido em {at}: {count, plural, one {# linha inválida, não enviada} other {# linhas inválidas, não enviadas}} (os registros válidos foram enviados)',
   'cli.dlq.none': 'nenhuma falha definitiva',

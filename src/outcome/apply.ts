@@ -16,7 +16,7 @@ import { deadLetterFactsOfOutcome, deadLetterReport, eventsFileReport, type Erro
 import { SPOOL_KIND_OF, type SpoolKind } from '../store/keys.js';
 import type { OutcomeMessage } from '../store/payloads.js';
 import { originalName, type SpoolPaths } from '../spool/paths.js';
-import type { Disk } from '../spool/file-calls.js';
+import { fileCallsOf, type Disk } from '../spool/file-calls.js';
 import { failInto, listDir, moveInto, noteArchived, REPORT } from './files.js';
 import { loggerOf } from '../trace.js';
 
@@ -168,7 +168,11 @@ async function moveEventsFile(deps: OutcomeDeps, state: BatchState, path: string
   const { info } = state;
   // Valid records: the batch's events, and those found already taken (duplicates: the API holds them).
   const valid = state.total + info.duplicates;
-  if (state.deadLettered.length > 0) {
+  const size = await sizeChangedSinceRead(deps, info, path);
+  if (size !== null) {
+    const reason = reasonOf('reason.events.changedInFlight', { read: String(info.fileBytes), now: String(size) });
+    await reject(deps, 'events', path, info.fileName, batchReport(state, refusal('EVENT_FILE_CHANGED', reason)));
+  } else if (state.deadLettered.length > 0) {
     const reason = reasonOf('reason.events.deadLettered', { count: String(state.deadLettered.length), total: String(state.total) });
     const content = batchReport(state, refusal(deadLetteredCode(state), reason));
     await reject(deps, 'events', path, info.fileName, content);
@@ -192,6 +196,20 @@ async function moveEventsFile(deps: OutcomeDeps, state: BatchState, path: string
     const archived = target === null ? null : await archive(deps, 'events', target, info.fileName);
     if (target !== null && archived !== null) await noteArchived(`${target}${REPORT}`, relative(deps.paths.root, archived), deps.disk);
   } else await archive(deps, 'events', path, info.fileName);
+}
+
+/**
+ * The events file's size now, when it differs from the size its records were read from (null when it
+ * does not, or the batch does not know it). A writer that keeps appending to the file after a pause
+ * longer than `writeStableMs` appends to it in flight: the lines it wrote after the claim's read are
+ * in no job, and archiving the file would bury them unsent. Its size, not its mtime, tells: a
+ * share's clock may not be ours. A file rewritten to the same size is not seen (no hash is taken
+ * again); a write between this look and the move is not either, and lands in the moved file.
+ */
+async function sizeChangedSinceRead(deps: OutcomeDeps, info: BatchState['info'], path: string): Promise<number | null> {
+  if (info.fileBytes === undefined) return null;
+  const stat = await fileCallsOf(deps.disk).lstat(path);
+  return stat !== null && stat.size !== info.fileBytes ? stat.size : null;
 }
 
 /**

@@ -19,6 +19,12 @@ export interface BatchInfo {
   /** Invalid lines and duplicates, reported in `.error.json` / the log when the batch closes. */
   rejects: InvalidLine[];
   duplicates: number;
+  /**
+   * The file's size when it was read: its records are those bytes'. A file found another size when
+   * its batch ends was written to after the read (a writer that appends), and what it wrote since was
+   * not sent (outcome/apply.ts). Absent in a batch sealed by a version before it.
+   */
+  fileBytes?: number;
 }
 
 export interface BatchState {

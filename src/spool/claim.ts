@@ -237,7 +237,7 @@ function refused(kind: SpoolKind, fileName: string, error: { code: string; messa
   return refusalReport(error, name?.ok === true ? name.value.deliveryId : null);
 }
 
-export type Prepared = { document: LabelJob | CteJob } | { events: EventsFileResult & { batchId: string } } | { error: SyncError };
+export type Prepared = { document: LabelJob | CteJob } | { events: EventsFileResult & { batchId: string; fileBytes: number } } | { error: SyncError };
 
 type PrepareDeps = Pick<ClaimDeps, 'spool' | 'checks' | 'clock' | 'logger'> & { paths: Pick<SpoolPaths, 'spoolId'> };
 
@@ -272,7 +272,7 @@ async function check(deps: PrepareDeps, { kind, fileName, bytes, claimId, mtimeM
     const format = eventsFormatOf(fileName);
     if (format === null) return { error: badName(fileName) };
     const verdict = await deps.checks.events(bytes, format, { maxLineBytes: deps.spool.maxEventLineBytes, timeZone: deps.spool.eventsTimeZone });
-    return verdict.ok ? { events: { ...verdict.value, batchId: claimId } } : { error: verdict.error };
+    return verdict.ok ? { events: { ...verdict.value, batchId: claimId, fileBytes: bytes.length } } : { error: verdict.error };
   }
   const name = parseSpoolName(kind, fileName);
   if (!name.ok) return { error: name.error };
@@ -320,7 +320,7 @@ async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: s
     return 'queued';
   }
   if ('events' in prepared) {
-    const { batchId, records, rejects } = prepared.events;
+    const { batchId, records, rejects, fileBytes } = prepared.events;
     const jobs = eventJobsOf(deps, fileName, prepared.events);
     // Each event's trace links to the file's (the span is active in the call's synchronous part).
     const enqueued = await withSpan(span, () => enqueueEvents(deps.enqueue, jobs));
@@ -343,7 +343,7 @@ async function queue(deps: ClaimDeps, kind: SpoolKind, name: string, fileName: s
       deps.logger.warn({ kind, file: fileName }, 'failpoint batch-never-seals: this events file\'s batch is not sealed');
       return 'queued';
     }
-    const isDone = await deps.batches.seal({ batchId, inflightName: name, fileName, rejects, duplicates: duplicates.length }, jobIds, sentIds);
+    const isDone = await deps.batches.seal({ batchId, inflightName: name, fileName, rejects, duplicates: duplicates.length, fileBytes }, jobIds, sentIds);
     deps.logger.info({ kind, file: fileName, queued: enqueued.jobIds.length, duplicates: duplicates.length, invalid: rejects.length }, 'events file queued');
     if (isDone) await deps.sink.finishBatch(batchId);
     return 'queued';

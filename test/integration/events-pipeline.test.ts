@@ -4,7 +4,7 @@
  * order; bad lines reported. Assertions read the sandbox's own request log.
  */
 import { randomUUID } from 'node:crypto';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { open, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
@@ -265,6 +265,46 @@ describe('collecting events', () => {
       }
     },
   );
+
+  it('a file a writer appends to after it was read: the records read are sent, the file goes to failed/ saying the rest was not, and dropped again sends only the rest', async () => {
+    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true } });
+    const t = running;
+    const id = randomUUID();
+    const line = (minute: number): string => `${JSON.stringify({ delivery_id: id, event_at: `2026-04-01T10:0${minute}:00Z` })}\n`;
+    // The API refuses everything for now (429): the file's batch cannot end before the writer's second write.
+    t.sandbox.setFaults({ rateLimitStormUntil: Date.now() + 600_000, stormRetryAfterSec: 1 });
+    const writer = await open(join(t.spool, 'events', 'driver-log.ndjson'), 'a');
+    try {
+      await writer.write(line(1) + line(2));
+      // A pause longer than writeStableMs: the file is read and claimed with two lines.
+      await waitFor(async () => (await readdir(join(t.spool, '.inflight', 'events'))).some((name) => name.endsWith('driver-log.ndjson')), {
+        what: 'the file claimed',
+      });
+      await writer.write(line(3) + line(4));
+    } finally {
+      await writer.close();
+    }
+    t.sandbox.setFaults({ rateLimitStormUntil: null });
+    const failedPath = join(t.spool, 'failed', 'events', 'driver-log.ndjson');
+    await waitFor(async () => (await readdir(join(t.spool, 'failed', 'events'))).includes('driver-log.ndjson'), { what: 'the file in failed/' });
+    const report = JSON.parse(await readFile(`${failedPath}.error.json`, 'utf8')) as { code: string; message: string; accepted: number };
+    expect(report.code).toBe('EVENT_FILE_CHANGED');
+    expect(report.message).toContain(`${Buffer.byteLength(line(1) + line(2))} bytes were read`);
+    expect(report.accepted).toBe(2);
+    expect(accepted(t).map((r) => r.eventAt)).toEqual(['2026-04-01T10:01:00.000Z', '2026-04-01T10:02:00.000Z']);
+    expect(await readdir(join(t.spool, 'archive', 'events'), { recursive: true }).then((names) => names.filter((n) => String(n).endsWith('.ndjson')))).toEqual(
+      [],
+    );
+
+    // Dropped again, as the report says: the two later records are sent, the two earlier ones are duplicates.
+    await writeFile(join(t.spool, 'events', 'driver-log.ndjson.tmp'), await readFile(failedPath));
+    await rename(join(t.spool, 'events', 'driver-log.ndjson.tmp'), join(t.spool, 'events', 'driver-log.ndjson'));
+    await waitFor(async () => (await readdir(join(t.spool, 'archive', 'events'), { recursive: true })).some((n) => String(n).endsWith('driver-log.ndjson')), {
+      what: 'the file dropped again archived',
+    });
+    expect(accepted(t).map((r) => r.eventAt)).toEqual(['01', '02', '03', '04'].map((m) => `2026-04-01T10:${m}:00.000Z`));
+    expect(sent(t)).toHaveLength(4);
+  });
 
   it('holds an event whose event_at lies in the future until it falls due', async () => {
     running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true } });

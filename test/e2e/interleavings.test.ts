@@ -2,12 +2,14 @@
  * Randomized interleavings (issue 11): 1–3 daemon processes share one spool and one Redis prefix
  * against the sandbox with faults (5xx, socket resets, latency), while a seeded plan drops labels,
  * CT-e and events files — several versions of one delivery's document in quick succession and after
- * acceptance, identical re-drops, name clashes, invalid files — and kill -9s a random process (or the
+ * acceptance, identical re-drops, name clashes, invalid files, events files a writer appends to after
+ * a pause — and kill -9s a random process (or the
  * longest running one) and starts a new one. At the end the sandbox and the spool are checked
  * against a model of what was dropped (test/support/interleave-model.ts):
  *  - each delivery holds its newest valid label and CT-e (newest: latest mtime; every drop gets a
  *    strictly later mtime), and no older label was accepted after a newer one;
- *  - each valid event instant of a delivery was recorded once;
+ *  - each valid event instant of a delivery was recorded once; of an appended file, the appended
+ *    records only when the file was archived (else it is in failed/ with EVENT_FILE_CHANGED);
  *  - each dropped file is exactly once under archive/ (valid ones) or failed/ (invalid ones, with a
  *    full .error.json beside it); nothing in an inbox, in flight, or half-written; no report without
  *    its file except an events file's bad-lines report;
@@ -18,7 +20,7 @@
  * `npm run test:interleavings` runs 20 seeds. A failure prints its seed, the command that reruns it,
  * the operations with their times, and the requests and log lines of the deliveries involved.
  */
-import { mkdir, rename, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, open, rename, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, describe, it } from 'vitest';
@@ -28,12 +30,14 @@ import { intOf, planFor, seedsFromEnv, type PlanOp, type Timing } from '../suppo
 import {
   Model,
   nctOf,
+  resolveAppended,
   sandboxProblems,
   sha256,
   spoolProblems,
   summarizeSpool,
   type DocKind,
   type DocVersion,
+  type DroppedFile,
   type SpoolKind,
 } from '../support/interleave-model.js';
 import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type DaemonProcess } from '../support/process.js';
@@ -259,6 +263,31 @@ async function runSeed(seed: number): Promise<void> {
           `drop events/${fileName}: ${records.length} records of ${new Set(records.map((r) => r.id)).size} deliveries, ${op.invalidLines} invalid lines${clashWith === undefined ? '' : ' (name clash)'}${op.badName ? ' (bad name)' : ''}`,
         );
       }
+      case 'events-append': {
+        const fileName = `appended-${(counter += 1)}.ndjson`;
+        const deliveryId = newId();
+        const records = Array.from({ length: op.first + op.rest }, (_, i) => ({ id: deliveryId, ms: eventBase + i * 60_000 }));
+        const lines = records.map((r) => `${JSON.stringify({ delivery_id: r.id, event_at: new Date(r.ms).toISOString() })}\n`);
+        const firstText = lines.slice(0, op.first).join('');
+        const inbox = join(e.spool, 'events');
+        await mkdir(inbox, { recursive: true });
+        // A 429 storm holds every send until the append is written (the batch cannot end before it).
+        e.sandbox.setFaults({ rateLimitStormUntil: Date.now() + 120_000, stormRetryAfterSec: 1 });
+        const writer = await open(join(inbox, fileName), 'wx');
+        try {
+          await writer.write(firstText);
+          if (op.afterClaim) await whenNameFree('events', fileName);
+          else await delay(op.gapMs);
+          await writer.write(lines.slice(op.first).join(''));
+        } finally {
+          await writer.close();
+          e.sandbox.setFaults({ rateLimitStormUntil: null });
+        }
+        const file: DroppedFile = { kind: 'events', fileName, sha256: sha256(lines.join('')), expect: 'archive', hasLinesReport: false };
+        model.dropped.push(file);
+        model.appended.push({ file, first: records.slice(0, op.first), firstBytes: Buffer.byteLength(firstText), rest: records.slice(op.first) });
+        return note(`events/${fileName}: ${op.first} records written, ${op.rest} appended ${op.afterClaim ? 'once it was claimed' : `${op.gapMs} ms later`}`);
+      }
       case 'faults':
         e.sandbox.setFaults(op.faults);
         return note(`faults ${JSON.stringify(op.faults)}`);
@@ -334,6 +363,7 @@ async function runSeed(seed: number): Promise<void> {
   } catch {
     problems.push(`carrier-sync status --json failed: ${status.stderr || status.stdout}`);
   }
+  problems.push(...(await resolveAppended(e.spool, model)));
   problems.push(...(await spoolProblems(e.spool, model)));
   problems.push(...sandboxProblems(e.sandbox, model));
 
@@ -346,6 +376,7 @@ async function runSeed(seed: number): Promise<void> {
     cteDeliveries: model.cteDeliveries.length,
     eventDeliveries: model.eventDeliveries.length,
     kills: plan.ops.filter((op) => op.op === 'kill9').length,
+    appended: model.appended.map(({ file }) => file.expect),
     requests: requests.length,
     faults: requests.filter((r) => r.fault !== undefined).length,
     seconds: Math.round((Date.now() - t0) / 100) / 10,

@@ -39,6 +39,20 @@ export interface DroppedFile {
   hasLinesReport: boolean;
 }
 
+/**
+ * An events file a writer appended to after a pause: it ends archived with every record sent (the
+ * claim read it whole, or a resume after a kill read it again), or in failed/ with
+ * EVENT_FILE_CHANGED and only the records the claim read sent (`resolveAppended` decides which, from
+ * where it is, before the checks).
+ */
+export interface AppendedFile {
+  file: DroppedFile;
+  /** The first write's records and its length in bytes; the records appended after. */
+  first: Array<{ id: string; ms: number }>;
+  firstBytes: number;
+  rest: Array<{ id: string; ms: number }>;
+}
+
 export const sha256 = (bytes: Buffer | string): string => createHash('sha256').update(bytes).digest('hex');
 export const nctOf = (xml: string): string | null => /<nCT>(\d+)<\/nCT>/.exec(xml)?.[1] ?? null;
 
@@ -51,6 +65,7 @@ export class Model {
   readonly cteDeliveries: string[] = [];
   readonly eventDeliveries: string[] = [];
   readonly eventsNames: string[] = [];
+  readonly appended: AppendedFile[] = [];
 
   versions(kind: DocKind, deliveryId: string): DocVersion[] {
     const key = `${kind}:${deliveryId}`;
@@ -77,6 +92,35 @@ export class Model {
     if (set === undefined) this.events.set(deliveryId, (set = new Set()));
     set.add(epochMs);
   }
+}
+
+/**
+ * Where each appended file ended decides what the model expects of it: archived, every record sent;
+ * in failed/ (its report's code EVENT_FILE_CHANGED, naming the bytes the claim read), the first
+ * write's records sent and the appended ones not. A file under neither is left to `spoolProblems`.
+ */
+export async function resolveAppended(spool: string, model: Model): Promise<string[]> {
+  const problems: string[] = [];
+  const files = await listFiles(spool);
+  for (const { file, first, firstBytes, rest } of model.appended) {
+    const candidates = files.filter((path) => {
+      const parts = path.split('/');
+      return (parts[0] === 'archive' || parts[0] === 'failed') && parts[1] === 'events' && originalName(parts.at(-1)!) === file.fileName;
+    });
+    let place: 'archive' | 'failed' | undefined;
+    for (const path of candidates) if (sha256(await readFile(join(spool, path))) === file.sha256) place = path.startsWith('archive/') ? 'archive' : 'failed';
+    if (place === 'failed') {
+      const path = candidates.find((p) => p.startsWith('failed/'))!;
+      const report = JSON.parse(await readFile(join(spool, `${path}${REPORT}`), 'utf8').catch(() => '{}')) as { code?: string; message?: string };
+      if (report.code !== 'EVENT_FILE_CHANGED')
+        problems.push(`${path}: appended to after its read, it is in failed/ with ${JSON.stringify(report.code)}, not EVENT_FILE_CHANGED`);
+      else if (report.message?.includes(`${firstBytes} bytes were read`) !== true)
+        problems.push(`${path}: its report does not say the ${firstBytes} bytes of the first write were read: ${JSON.stringify(report.message)}`);
+    }
+    file.expect = place ?? 'archive';
+    for (const event of place === 'failed' ? first : [...first, ...rest]) model.addEvent(event.id, event.ms);
+  }
+  return problems;
 }
 
 // ---------------------------------------------------------------------------------------------

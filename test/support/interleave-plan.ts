@@ -42,6 +42,13 @@ export type PlanOp =
       /** A name the daemon refuses (`.txt`): the file goes to failed/. */
       badName: boolean;
     }
+  /**
+   * An events file written in place by a writer that appends: `first` records, then `rest` more
+   * appended to the open file, either once the file was claimed (`afterClaim`) or `gapMs` later —
+   * before or after the claim's read, by chance. The API answers 429 meanwhile, so the file's batch
+   * cannot end before the append (an append after the file's move is what no look can see).
+   */
+  | { op: 'events-append'; first: number; rest: number; afterClaim: boolean; gapMs: number }
   | { op: 'faults'; faults: FaultProfile }
   /** kill -9 one daemon (the longest running one when `oldest`), then start a new one on the spool. */
   | { op: 'kill9'; victim: number; oldest: boolean }
@@ -101,6 +108,16 @@ const planOp: fc.Arbitrary<PlanOp> = fc.oneof(
       invalidLines: fc.integer({ min: 0, max: 4 }).map((n) => (n >= 3 ? n - 2 : 0)),
       clash: fc.integer({ min: 0, max: 4 }).map((n) => n === 0),
       badName: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('events-append' as const),
+      first: fc.integer({ min: 1, max: 4 }),
+      rest: fc.integer({ min: 1, max: 4 }),
+      afterClaim: fc.boolean(),
+      gapMs: fc.integer({ min: 0, max: 300 }),
     }),
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('faults' as const), faults: faultProfile }) },

@@ -8,10 +8,11 @@ import { ERROR_CODES, type ErrorCode, type SyncError } from '../errors.js';
 import { reasonOf, refusal } from '../i18n/reason.js';
 import type { Lang } from '../i18n/translate.js';
 import { readFile } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { basename, join, relative } from 'node:path';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Batches, BatchState } from '../queue/batches.js';
+import type { Refusal } from '../store/activity.js';
 import { deadLetterFactsOfOutcome, deadLetterReport, eventsFileReport, type ErrorReport, type ReportContent } from '../queue/failure-report.js';
 import { SPOOL_KIND_OF, type SpoolKind } from '../store/keys.js';
 import type { OutcomeMessage } from '../store/payloads.js';
@@ -38,6 +39,11 @@ export interface OutcomeDeps {
   journey?: FileEndJournal;
   /** The language of `reason` in the reports written (CARRIER_SYNC_LANG); English when unset. */
   lang?: Lang;
+  /**
+   * Told of a file refused after its items were sent (an events file that changed in flight), for
+   * the overview's refusals and the digests: the claim's refusals are counted where they happen.
+   */
+  refused?(refusal: Refusal): Promise<void>;
 }
 
 export interface FileEndJournal {
@@ -171,7 +177,9 @@ async function moveEventsFile(deps: OutcomeDeps, state: BatchState, path: string
   const size = await sizeChangedSinceRead(deps, info, path);
   if (size !== null) {
     const reason = reasonOf('reason.events.changedInFlight', { read: String(info.fileBytes), now: String(size) });
-    await reject(deps, 'events', path, info.fileName, batchReport(state, refusal('EVENT_FILE_CHANGED', reason)));
+    const content = batchReport(state, refusal('EVENT_FILE_CHANGED', reason));
+    const target = await reject(deps, 'events', path, info.fileName, content);
+    if (target !== null) await countRefused(deps, info.fileName, basename(target), content);
   } else if (state.deadLettered.length > 0) {
     const reason = reasonOf('reason.events.deadLettered', { count: String(state.deadLettered.length), total: String(state.total) });
     const content = batchReport(state, refusal(deadLetteredCode(state), reason));
@@ -196,6 +204,20 @@ async function moveEventsFile(deps: OutcomeDeps, state: BatchState, path: string
     const archived = target === null ? null : await archive(deps, 'events', target, info.fileName);
     if (target !== null && archived !== null) await noteArchived(`${target}${REPORT}`, relative(deps.paths.root, archived), deps.disk);
   } else await archive(deps, 'events', path, info.fileName);
+}
+
+/** A refusal after sending, counted with the claim's (a Redis that is away loses the count, not the file: it is in failed/ already). */
+async function countRefused(deps: OutcomeDeps, fileName: string, failedName: string, content: ReportContent): Promise<void> {
+  const refusal: Refusal = {
+    at: now(deps).toISOString(),
+    kind: 'events',
+    file: failedName,
+    ...(failedName === fileName ? {} : { droppedAs: fileName }),
+    code: content.code,
+    reason: content.message,
+    reasonSource: content.reasonSource,
+  };
+  await deps.refused?.(refusal).catch((error: unknown) => deps.logger.warn({ file: failedName, err: error }, 'a refusal was not counted for the overview'));
 }
 
 /**

@@ -291,6 +291,17 @@ describe('collecting events', () => {
     expect(report.code).toBe('EVENT_FILE_CHANGED');
     expect(report.message).toContain(`${Buffer.byteLength(line(1) + line(2))} bytes were read`);
     expect(report.accepted).toBe(2);
+    // The overview's refusals (and the digests that read them) show it, in the reader's language.
+    const ctx = await openContext(t.config, createLogger({ level: 'silent' }), 'test-refusals');
+    try {
+      const { counts, latest } = await readRefusals(ctx.redis, ctx.keys);
+      expect(counts['EVENT_FILE_CHANGED']).toBe(1);
+      const entry = latest.find((r) => r.file === 'driver-log.ndjson');
+      expect(entry?.code).toBe('EVENT_FILE_CHANGED');
+      expect(renderReason('pt-BR', asReason(entry?.reasonSource)!)).toContain('o arquivo mudou depois de lido');
+    } finally {
+      await ctx.closers.closeAll();
+    }
     expect(accepted(t).map((r) => r.eventAt)).toEqual(['2026-04-01T10:01:00.000Z', '2026-04-01T10:02:00.000Z']);
     expect(await readdir(join(t.spool, 'archive', 'events'), { recursive: true }).then((names) => names.filter((n) => String(n).endsWith('.ndjson')))).toEqual(
       [],

@@ -11,6 +11,7 @@ import { resolveDeploymentId } from '../../store/deployment.js';
 import { backlogOf } from '../../queue/queues.js';
 import type { Logger } from '../../log.js';
 import { createOutcomes } from '../../outcome/apply.js';
+import { addRefusal } from '../../store/activity.js';
 import { sweepInterruptedMoves } from '../../outcome/files.js';
 import { spoolPaths, type SpoolPaths } from '../../spool/paths.js';
 import { attachSpoolDisk } from '../../spool/disk-state.js';
@@ -112,6 +113,9 @@ function sessionDepsOf(ctx: Context, paths: SpoolPaths, checks: CheckPool, log: 
           clock: ctx.clock,
           logger: outcomeLog,
           lang: config.lang,
+          refused: async (refusal) => {
+            await addRefusal(ctx.redis.multi(), ctx.keys, refusal, ctx.clock.now()).exec();
+          },
         }),
       sweepInterruptedMoves,
       startConsumer: (apply, isHeld) =>

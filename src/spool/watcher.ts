@@ -39,8 +39,13 @@ export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher
   const { paths, spool, logger } = deps;
   await makeSpoolDirs(paths);
   const state = createInboxState(deps);
-  const closeEvents = watchInboxes(state);
-  const rescan = (): Promise<void> => Promise.all(SPOOL_KINDS.map((kind) => scanInbox(state, kind))).then(() => undefined);
+  const events = watchInboxes(state);
+  // The folders watched are checked first: a rescan is also what notices an inbox replaced unheard.
+  const rescan = async (): Promise<void> => {
+    await events.check();
+    // An inbox folder that is gone was said by the check (once), not at every rescan.
+    await Promise.all(SPOOL_KINDS.map((kind) => scanInbox(state, kind).catch(unlessMissing)));
+  };
   for (const kind of SPOOL_KINDS) await scanInbox(state, kind);
   const passes = startPasses(state);
   const rescanTimer = setInterval(() => void rescan().catch((error: unknown) => logger.error({ err: error }, 'rescan failed')), spool.rescanIntervalMs);
@@ -55,12 +60,16 @@ export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher
       closing ??= (async () => {
         passes.stop();
         clearInterval(rescanTimer);
-        await closeEvents();
+        await events.close();
         await passes.settled();
       })();
       return closing;
     },
   };
+}
+
+function unlessMissing(error: NodeJS.ErrnoException): void {
+  if (error.code !== 'ENOENT') throw error;
 }
 
 async function makeSpoolDirs(paths: SpoolPaths): Promise<void> {

@@ -31,6 +31,7 @@ export const ERROR_CODES = [
   'EVENT_FILE_CHANGED',
   'SPOOL_BAD_NAME',
   'SPOOL_NOT_REGULAR_FILE',
+  'SPOOL_UNREADABLE',
   // What the API (or the way to it) did to us.
   'API_REJECTED',
   'API_NOT_FOUND',
@@ -73,6 +74,7 @@ export const DISPOSITIONS: Readonly<Record<ErrorCode, Disposition>> = Object.fre
   EVENT_FILE_CHANGED: 'reject-local',
   SPOOL_BAD_NAME: 'reject-local',
   SPOOL_NOT_REGULAR_FILE: 'reject-local',
+  SPOOL_UNREADABLE: 'reject-local',
   API_REJECTED: 'dead-letter',
   // An unknown delivery may reach the API after its file: retried a few times, then dead-lettered.
   API_NOT_FOUND: 'retry',

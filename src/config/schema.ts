@@ -249,6 +249,7 @@ function spoolSchemaIn(lang: Lang) {
       usePolling: z.boolean(),
       pollIntervalMs: positiveInt,
       rescanIntervalMs: positiveInt,
+      unreadableRefuseMs: positiveInt,
       inboxWindow: positiveInt,
       leaseMs: z.number().int().min(1000),
       holderFileMs: z.number().int().min(2000),

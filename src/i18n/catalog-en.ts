@@ -33,6 +33,7 @@ export const EN = {
   'code.EVENT_FILE_CHANGED': 'the events file changed after it was read: what was written later was not sent',
   'code.SPOOL_BAD_NAME': 'the file name does not carry a valid delivery id or extension',
   'code.SPOOL_NOT_REGULAR_FILE': 'a symbolic link, FIFO or folder was dropped in an inbox',
+  'code.SPOOL_UNREADABLE': 'carrier-sync is not allowed to read the file',
   'code.API_REJECTED': 'the API refused the item',
   'code.API_NOT_FOUND': 'the API does not know the delivery',
   'code.API_UNAUTHORIZED': 'the API refuses our key (HTTP 401)',
@@ -139,6 +140,8 @@ export const EN = {
   'reason.spool.directory': '{file} is a directory; drop regular files only',
   'reason.spool.fifo': '{file} is a FIFO; drop regular files only',
   'reason.spool.notRegular': '{file} is not a regular file; drop regular files only',
+  'reason.spool.unreadable':
+    'carrier-sync may not read {file} ({error}): it belongs to user {owner}, group {group}, mode {mode}, and carrier-sync runs as user {uid}, groups {groups}. Let carrier-sync read the files their writer makes (a group they share and a umask of 027, or an ACL), then move this file back into the inbox',
   // carrier-sync validate (text output).
   'cli.validate.valid': 'valid   {file}',
   'cli.validate.invalid': 'INVALID {file}',

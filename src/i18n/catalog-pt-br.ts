@@ -33,6 +33,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'code.EVENT_FILE_CHANGED': 'o arquivo de eventos mudou depois de lido: o que foi escrito depois não foi enviado',
   'code.SPOOL_BAD_NAME': 'o nome do arquivo não traz um id de entrega ou uma extensão válidos',
   'code.SPOOL_NOT_REGULAR_FILE': 'um link simbólico, FIFO ou pasta foi colocado numa pasta de entrada',
+  'code.SPOOL_UNREADABLE': 'o carrier-sync não tem permissão para ler o arquivo',
   'code.API_REJECTED': 'a API recusou o item',
   'code.API_NOT_FOUND': 'a API não conhece a entrega',
   'code.API_UNAUTHORIZED': 'a API recusa a nossa chave de API (HTTP 401)',
@@ -138,6 +139,8 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'reason.spool.directory': '{file} é uma pasta; coloque só arquivos comuns',
   'reason.spool.fifo': '{file} é um FIFO; coloque só arquivos comuns',
   'reason.spool.notRegular': '{file} não é um arquivo comum; coloque só arquivos comuns',
+  'reason.spool.unreadable':
+    'o carrier-sync não tem permissão para ler {file} ({error}): ele pertence ao usuário {owner}, grupo {group}, modo {mode}, e o carrier-sync roda como usuário {uid}, grupos {groups}. Dê ao carrier-sync permissão de leitura nos arquivos que o programa que os grava cria (um grupo em comum e umask 027, ou uma ACL) e mova este arquivo de volta para a pasta de entrada',
   'cli.validate.valid': 'válido   {file}',
   'cli.validate.invalid': 'INVÁLIDO {file}',
   'cli.validate.note': 'observação: {note}',

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { loopTurn } from '../loop-turn.js';
 import { SPOOL_KINDS, type SpoolKind } from '../store/keys.js';
 import { isChecksRestart } from '../validate/pool/check-pool.js';
-import { claimFile } from './claim.js';
+import { claimFile, refuseUnreadable } from './claim.js';
 import { FULL_RETRY_FIRST_MS, FULL_RETRY_MAX_MS, isDiskFullError, spoolDiskRecoveries } from './disk-state.js';
 import { observe, refillWindow, type Candidate, type InboxState } from './inbox-state.js';
 
@@ -130,6 +130,61 @@ async function claimNext(state: InboxState, kind: SpoolKind, ready: Array<[strin
   }
 }
 
+/** The longest wait between two looks at a file this process may not read (spool.unreadableRefuseMs says how long it is looked at). */
+const UNREADABLE_RETRY_MAX_MS = 16_000;
+
+/** Permission denied on opening the file itself (not on a folder: a move that may not be made is no fault of the file). */
+function isUnreadable(error: unknown, path: string): error is NodeJS.ErrnoException {
+  const { code, syscall, path: where } = error as NodeJS.ErrnoException;
+  return (code === 'EACCES' || code === 'EPERM') && syscall === 'open' && where === path;
+}
+
+/**
+ * A file this process may not read: its writer may still be setting its permissions (some write
+ * under 0600, then chmod), so it is looked at again after 1, 2, 4… s (a warning the first time, not a
+ * line every look), and refused to failed/ once `spool.unreadableRefuseMs` (a minute) passed
+ * (SPOOL_UNREADABLE: the report says who owns it and who we are). True when it left the inbox.
+ */
+async function onUnreadable(state: InboxState, kind: SpoolKind, name: string, candidate: Candidate, error: NodeJS.ErrnoException): Promise<boolean> {
+  const { deps } = state;
+  const now = deps.clock.now();
+  candidate.unreadableSince ??= now;
+  candidate.unreadableFailures = (candidate.unreadableFailures ?? 0) + 1;
+  const refuseMs = deps.spool.unreadableRefuseMs;
+  if (now - candidate.unreadableSince >= refuseMs) {
+    await refuseUnreadable(deps, kind, name, error);
+    return true;
+  }
+  if (candidate.unreadableFailures === 1) {
+    deps.logger.warn({ kind, file: name, code: error.code, refusedInMs: refuseMs }, 'may not read the file (permission denied); looking again, then refusing it');
+  }
+  candidate.retryAt = now + Math.min(1_000 * 2 ** (candidate.unreadableFailures - 1), UNREADABLE_RETRY_MAX_MS);
+  return false;
+}
+
+function isPermissionDenied(error: unknown): error is NodeJS.ErrnoException {
+  const { code } = error as NodeJS.ErrnoException;
+  return code === 'EACCES' || code === 'EPERM';
+}
+
+/**
+ * A move this process may not make (a folder of the spool it may not write in: a deployment's
+ * permissions): said once a kind, until a claim of it works again; each file looked at again after
+ * 1, 2, 4… s (at most 16 s apart), not at every pass — before, every file of the inbox logged an
+ * error with its stack twice a second.
+ */
+function onFolderDenied(state: InboxState, kind: SpoolKind, name: string, candidate: Candidate, error: NodeJS.ErrnoException): void {
+  const { deps } = state;
+  candidate.deniedFailures = (candidate.deniedFailures ?? 0) + 1;
+  candidate.retryAt = deps.clock.now() + Math.min(1_000 * 2 ** (candidate.deniedFailures - 1), UNREADABLE_RETRY_MAX_MS);
+  if (state.denied.has(kind)) return deps.logger.debug({ kind, file: name, err: error }, 'claim refused a move by permissions; will try again');
+  state.denied.add(kind);
+  deps.logger.warn(
+    { kind, file: name, code: error.code, syscall: error.syscall, path: error.path, dest: (error as { dest?: string }).dest, uid: process.getuid?.() },
+    'may not move files out of the inbox (permission denied): give carrier-sync write access to the spool folders; files wait in the inbox meanwhile',
+  );
+}
+
 /** Claims one file; a file that changed meanwhile waits again, a failed claim is tried again later. */
 async function claimOne(state: InboxState, kind: SpoolKind, name: string, candidate: Candidate): Promise<void> {
   const { deps } = state;
@@ -137,6 +192,7 @@ async function claimOne(state: InboxState, kind: SpoolKind, name: string, candid
   const ended = deps.claimProgress?.begin();
   try {
     const result = await claimFile(deps, kind, name, candidate);
+    if (result !== 'changed' && state.denied.delete(kind)) deps.logger.info({ kind }, 'files move out of the inbox again');
     if (result !== 'changed') queue.delete(name);
     else {
       const stat = await lstat(join(deps.paths.inbox(kind), name)).catch(() => null);
@@ -151,6 +207,10 @@ async function claimOne(state: InboxState, kind: SpoolKind, name: string, candid
       candidate.retryAt = deps.clock.now() + retryInMs;
       const why = isDiskFullError(error) ? 'the spool disk is full' : 'Redis cannot take writes';
       deps.logger.debug({ kind, file: name, err: error, retryInMs }, `claim failed: ${why}; will try again`);
+    } else if (isUnreadable(error, join(deps.paths.inbox(kind), name))) {
+      if (await onUnreadable(state, kind, name, candidate, error)) queue.delete(name);
+    } else if (isPermissionDenied(error)) {
+      onFolderDenied(state, kind, name, candidate, error);
     } else if (isChecksRestart(error)) {
       // The watchdog restarted the check threads (a thread stopped answering): said once by its stall line.
       deps.logger.info({ kind, file: name }, 'claim interrupted by a restart of the file checks; will try again');

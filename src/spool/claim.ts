@@ -231,6 +231,27 @@ async function refuse(deps: ClaimDeps, kind: SpoolKind, path: string, fileName: 
   await deps.sink.reject(kind, path, fileName, report);
 }
 
+/**
+ * A file this process may not read (EACCES, EPERM) for as long as the claim waits out (claim-pass.ts):
+ * to failed/, its report naming the file's owner, group and mode and the user and groups this process
+ * runs as — what the operator needs to fix the writer's permissions. A file gone meanwhile is left.
+ */
+export async function refuseUnreadable(deps: ClaimDeps, kind: SpoolKind, fileName: string, error: NodeJS.ErrnoException): Promise<void> {
+  const path = join(deps.paths.inbox(kind), fileName);
+  const stat = await lstat(path).catch(() => null);
+  if (stat === null) return;
+  const reason = reasonOf('reason.spool.unreadable', {
+    file: fileName,
+    error: error.code ?? 'EACCES',
+    owner: String(stat.uid),
+    group: String(stat.gid),
+    mode: (stat.mode & 0o7777).toString(8).padStart(4, '0'),
+    uid: String(process.getuid?.() ?? '?'),
+    groups: (process.getgroups?.() ?? []).join(',') || String(process.getgid?.() ?? '?'),
+  });
+  await refuse(deps, kind, path, fileName, refused(kind, fileName, refusal('SPOOL_UNREADABLE', reason)));
+}
+
 /** A local refusal's report; it names the delivery when the file name carries one (labels, CT-e). */
 function refused(kind: SpoolKind, fileName: string, error: { code: string; message: string }): ReportContent {
   const name = kind === 'events' ? null : parseSpoolName(kind, fileName);

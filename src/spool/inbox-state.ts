@@ -44,6 +44,11 @@ export interface Candidate {
   /** Claims of it that failed on a full spool disk in a row, and when it may be tried again. */
   fullFailures?: number;
   retryAt?: number;
+  /** When a claim first found it may not read the file (permission denied), and how often since. */
+  unreadableSince?: number;
+  unreadableFailures?: number;
+  /** Claims of it that a folder's permissions refused in a row (its move into .inflight/, its report in failed/). */
+  deniedFailures?: number;
 }
 
 export interface InboxState {
@@ -69,6 +74,8 @@ export interface InboxState {
    * than a window's worth; the next refill lists the inbox).
    */
   heard: Record<SpoolKind, Set<string> | null>;
+  /** Kinds whose files this process may not move (permission denied on a folder): said once, and when they move again. */
+  denied: Set<SpoolKind>;
 }
 
 /** The next oldest untracked files a listing found, for the window's next refills. */
@@ -98,6 +105,7 @@ export function createInboxState(deps: WatcherDeps): InboxState {
     recoveriesSeen: spoolDiskRecoveries(),
     reserves: { labels: null, cte: null, events: null },
     heard: { labels: new Set(), cte: new Set(), events: new Set() },
+    denied: new Set(),
   };
 }
 

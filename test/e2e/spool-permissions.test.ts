@@ -1,0 +1,106 @@
+/**
+ * A file carrier-sync may not read: its writer runs as another user and makes its files 0600. Before,
+ * every claim pass (each writeStableMs) logged an error with its stack, for ever, and the file never
+ * left the inbox. Now: one warning, looks again after 1, 2, 4… s, and once `spool.unreadableRefuseMs`
+ * passed, failed/ with SPOOL_UNREADABLE, its report naming the file's owner and mode and the user
+ * carrier-sync runs as; a file made readable meanwhile is sent; the readable files go on meanwhile.
+ *
+ * Run for real, not by faking an error: as root (CI) the daemon runs as `nobody` (setpriv), since
+ * root reads whatever the mode says; as another user, as that user, with the files at mode 000.
+ */
+import { randomUUID } from 'node:crypto';
+import { chmod, chown, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { makeCteXml, makePdf } from '../support/builders.js';
+import { createE2eEnv, listFiles, type E2eEnv } from '../support/e2e-env.js';
+import { binArgv, killAllDaemons, spawnDaemon, waitUntilStarted } from '../support/process.js';
+import { waitFor } from '../support/wait.js';
+
+let env: E2eEnv | undefined;
+afterEach(async () => {
+  await killAllDaemons();
+  await env?.close();
+  env = undefined;
+});
+
+const isRoot = process.getuid?.() === 0;
+const WARNING = 'may not read the file (permission denied); looking again, then refusing it';
+const FOLDER_DENIED =
+  'may not move files out of the inbox (permission denied): give carrier-sync write access to the spool folders; files wait in the inbox meanwhile';
+
+describe('a file carrier-sync may not read', () => {
+  it('is said once, looked at again, and refused to failed/ with who owns it and who we are; one made readable meanwhile is sent; a folder it may not write in is said once', async () => {
+    const e = (env = await createE2eEnv({ sandbox: { autoCreateDeliveries: true }, settings: { spool: { unreadableRefuseMs: 3000 } } }));
+    const args = e.args('start');
+    let daemonUid = process.getuid?.() ?? 0;
+    if (isRoot) {
+      // The daemon's user must reach its config and own its spool.
+      daemonUid = Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' }).trim());
+      await chmod(e.dir, 0o755);
+      await mkdir(e.spool);
+      await chown(e.spool, daemonUid, Number(execFileSync('id', ['-g', 'nobody'], { encoding: 'utf8' }).trim()));
+    }
+    const daemon = isRoot
+      ? spawnDaemon(e.env, { file: 'setpriv', args: ['--reuid=nobody', '--regid=nogroup', '--clear-groups', process.execPath, ...binArgv(args)] })
+      : spawnDaemon(e.env, { args });
+    await waitUntilStarted(daemon, 30_000);
+
+    const inbox = join(e.spool, 'labels');
+    const drop = async (mode: number): Promise<string> => {
+      const id = randomUUID();
+      await writeFile(join(inbox, `.${id}.pdf.tmp`), await makePdf(id));
+      await chmod(join(inbox, `.${id}.pdf.tmp`), mode);
+      await rename(join(inbox, `.${id}.pdf.tmp`), join(inbox, `${id}.pdf`));
+      return id;
+    };
+    const closedMode = isRoot ? 0o600 : 0o000;
+    const never = await drop(closedMode);
+    const later = await drop(closedMode);
+    const readable = await drop(0o644);
+
+    await waitFor(() => daemon.logs().some((line) => line.msg === WARNING && line['file'] === `${later}.pdf`), {
+      what: 'the warning for the file made readable later',
+    });
+    await chmod(join(inbox, `${later}.pdf`), 0o644);
+
+    const archived = async (): Promise<string[]> => (await listFiles(join(e.spool, 'archive', 'labels'))).map((path) => path.split('/').at(-1)!);
+    await waitFor(async () => (await archived()).length === 2, { what: 'the readable label and the one made readable archived' });
+    expect((await archived()).sort()).toEqual([`${later}.pdf`, `${readable}.pdf`].sort());
+
+    const failed = join(e.spool, 'failed', 'labels', `${never}.pdf`);
+    await waitFor(async () => (await listFiles(join(e.spool, 'failed', 'labels'))).includes(`${never}.pdf`), { what: 'the unreadable label in failed/' });
+    const report = JSON.parse(await readFile(`${failed}.error.json`, 'utf8')) as { code: string; message: string; deliveryId: string | null };
+    expect(report.code).toBe('SPOOL_UNREADABLE');
+    expect(report.deliveryId).toBe(never);
+    expect(report.message).toContain(`mode ${closedMode.toString(8).padStart(4, '0')}`);
+    expect(report.message).toContain(`carrier-sync runs as user ${daemonUid}`);
+
+    // Said once a file, not at every look; no error lines with stacks.
+    expect(daemon.logs().filter((line) => line.msg === WARNING && line['file'] === `${never}.pdf`)).toHaveLength(1);
+    expect(daemon.logs().filter((line) => line.msg === 'claim failed; will try again')).toEqual([]);
+    expect(
+      e.sandbox
+        .requests()
+        .filter((r) => r.endpoint === 'label' && r.status === 200)
+        .map((r) => r.deliveryId)
+        .sort(),
+    ).toEqual([later, readable].sort());
+
+    // An inbox folder carrier-sync may not write in: its files wait, said once, and go once it may.
+    // Taking a folder away from the daemon's user takes root: this part runs where CI runs, as root.
+    if (!isRoot) return;
+    const cteInbox = join(e.spool, 'cte');
+    await chown(cteInbox, 0, 0);
+    await chmod(cteInbox, 0o755);
+    const ids = [randomUUID(), randomUUID()];
+    for (const id of ids) await writeFile(join(cteInbox, `${id}.xml`), makeCteXml({ nCT: '4242' }));
+    await waitFor(() => daemon.logs().some((line) => line.msg === FOLDER_DENIED && line['kind'] === 'cte'), { what: 'the folder refusing the move said' });
+    await chmod(cteInbox, 0o777);
+    await waitFor(async () => (await listFiles(join(e.spool, 'archive', 'cte'))).length === 2, { what: 'both CT-es archived once the folder lets them move' });
+    expect(daemon.logs().filter((line) => line.msg === FOLDER_DENIED)).toHaveLength(1);
+    expect(daemon.logs().some((line) => line.msg === 'files move out of the inbox again' && line['kind'] === 'cte')).toBe(true);
+    expect(daemon.logs().filter((line) => line.msg === 'claim failed; will try again')).toEqual([]);
+  }, 60_000);
+});

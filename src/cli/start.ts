@@ -7,6 +7,7 @@ import { createLogger, type Logger } from '../log.js';
 import { routeConsoleToLog } from '../runtime/console-to-log.js';
 import type { DaemonHandle, Role } from '../runtime/start.js';
 import { UsageError } from './usage-error.js';
+import { resolve, sep } from 'node:path';
 
 /** The daemon's roles (runtime/start.ts has the same list; kept here so --help loads nothing heavy). */
 export const ROLES: readonly Role[] = ['watcher', 'worker', 'scheduler', 'http'];
@@ -48,7 +49,7 @@ export function registerStart(program: Command): void {
         // Anything else is one log line, whole, and exit code 1: no second, plain-text line from
         // main.ts among the JSON ones.
         // A port already taken (a second start in the same folder) is a refusal too: one line saying who holds it.
-        const busy = await portTakenOf(first.error, config);
+        const busy = (await portTakenOf(first.error, config)) ?? spoolDeniedOf(first.error, config);
         const error = busy ?? first.error;
         const isRefusal = isSyncError(error) && error.code === 'CONFIG_INVALID';
         if (!isRefusal) logger.fatal({ err: error }, 'start failed');
@@ -80,6 +81,18 @@ async function portTakenOf(error: unknown, config: Readonly<Config>): Promise<Sy
       ? t('cli.start.portHolderUnknown')
       : t(isOurs ? 'cli.start.portHolderOurs' : 'cli.start.portHolder', { pid: holder.pid, command: holder.command });
   return new SyncError('CONFIG_INVALID', t('cli.start.portTaken', { address: `${config.http.host}:${port}`, holder: who }));
+}
+
+/**
+ * When the start failed because the spool may not be written in (EACCES, EPERM under the spool root:
+ * the daemon runs as a user the folders are not open to): a refusal naming the path, the user and
+ * what to do; else null. Before, a fatal line with the stack of a temporary file's open.
+ */
+function spoolDeniedOf(error: unknown, config: Readonly<Config>): SyncError | null {
+  const { code, path } = (error ?? {}) as NodeJS.ErrnoException;
+  const spool = resolve(config.spool.dir);
+  if ((code !== 'EACCES' && code !== 'EPERM') || typeof path !== 'string' || !(path === spool || path.startsWith(`${spool}${sep}`))) return null;
+  return new SyncError('CONFIG_INVALID', translator(config.lang)('cli.start.spoolDenied', { uid: String(process.getuid?.() ?? '?'), code, path, spool }));
 }
 
 /** Signals that stop the daemon: a terminal's Ctrl-C, an orchestrator's stop, a closed terminal. */

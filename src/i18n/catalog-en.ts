@@ -471,6 +471,8 @@ export const EN = {
   'notify.stalled.action': 'if it does not recover within the bound, the process exits 1 for its supervisor to restart it; read its log around the error line',
   'notify.stalled.resolved': 'carrier-sync moves again on {host} (pid {pid})',
   // i45-signals: a second start in one folder, a refused key fixed without a restart (issue 45).
+  'cli.start.spoolDenied':
+    'the user carrier-sync runs as ({uid}) may not write in the spool: {code} on {path}. Give that user write access to {spool} and its folders, or set CARRIER_SYNC_SPOOL_DIR to a folder it may write in',
   'cli.start.portTaken':
     'the ops port {address} is already taken by {holder}. Stop that one, or give this one another port with CARRIER_SYNC_HTTP_PORT (0 picks a free one)',
   'cli.start.portHolder': 'process {pid} ({command})',

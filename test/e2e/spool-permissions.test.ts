@@ -103,4 +103,21 @@ describe('a file carrier-sync may not read', () => {
     expect(daemon.logs().some((line) => line.msg === 'files move out of the inbox again' && line['kind'] === 'cte')).toBe(true);
     expect(daemon.logs().filter((line) => line.msg === 'claim failed; will try again')).toEqual([]);
   }, 60_000);
+
+  it.runIf(isRoot)('a spool the daemon may not write in refuses the start: one line naming the path and the user, exit 2', async () => {
+    const e = (env = await createE2eEnv());
+    await chmod(e.dir, 0o755);
+    await mkdir(e.spool, { mode: 0o755 });
+    const daemon = spawnDaemon(e.env, {
+      file: 'setpriv',
+      args: ['--reuid=nobody', '--regid=nogroup', '--clear-groups', process.execPath, ...binArgv(e.args('start'))],
+    });
+    const exit = await daemon.exited;
+    expect(exit.code).toBe(2);
+    const uid = execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' }).trim();
+    expect(daemon.stderrLines.at(-1)).toMatch(
+      new RegExp(`^carrier-sync: the user carrier-sync runs as \\(${uid}\\) may not write in the spool: EACCES on ${e.spool}/`),
+    );
+    expect(daemon.stderrLines.some((line) => line.includes('"stack"'))).toBe(false);
+  });
 });

@@ -23,6 +23,7 @@ const deliverySchema = z
     maxQueued: positiveInt,
     concurrency: positiveInt,
     maxRateLimitedMs: positiveInt,
+    maxUnavailableMs: positiveInt,
     completedRetentionSec: positiveInt,
     lockMs: positiveInt,
     authProbeMs: positiveInt,

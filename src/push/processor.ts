@@ -2,7 +2,11 @@
  * The job processor shared by the three item queues: push gate → API call → done, or a SyncError
  * whose disposition decides what happens next:
  *   retry        → BullMQ's exponential backoff with jitter, until maxAttempts (then dead-letter);
- *                  DELIVERY_NOT_FOUND only until notFoundAttempts (the delivery may arrive late)
+ *                  DELIVERY_NOT_FOUND only until notFoundAttempts (the delivery may arrive late);
+ *                  an API that is unavailable (5xx, network, timeout) past maxAttempts: retried
+ *                  at the backoff's next step (at most ~5 min) without spending, until
+ *                  maxUnavailableMs after the failure that spent the last attempt (an outage does
+ *                  not send the backlog to the dead letters)
  *   rate-limited → every process pauses for Retry-After; the job goes back to delayed without
  *                  spending an attempt, until it has been held back maxRateLimitedMs in all
  *   pause        → 401: the auth gate pauses the queues; the job waits without spending an attempt
@@ -441,7 +445,21 @@ async function onFailure(
 
   const maxAttempts = job.opts.attempts ?? deps.delivery.maxAttempts;
   const isNotFoundSpent = error.code === 'API_NOT_FOUND' && attempt >= deps.delivery.notFoundAttempts;
-  const isFinal = error.disposition === 'dead-letter' || error.disposition === 'reject-local' || isNotFoundSpent || attempt >= maxAttempts;
+  const isSpent = attempt >= maxAttempts;
+  const unavailableForMs = isSpent && isUnavailable(error) ? await unavailableFor(deps, jobId) : null;
+  if (unavailableForMs !== null && unavailableForMs < deps.delivery.maxUnavailableMs) {
+    // Its attempts are spent, but the API is unavailable, not refusing it: tried again later, no attempt spent.
+    await writeAnswer(deps, jobId, slot.slot, async () => {
+      await deps.gate.leave(item, jobId, slot, null, answer, { failure: deps.attempts.append(jobId, failure) });
+    });
+    const retryInMs = Math.round(Math.min(UNAVAILABLE_RETRY_MAX_MS, deps.delivery.backoffMs * 2 ** Math.min(maxAttempts, 20)) * (0.5 + Math.random()));
+    deps.logger.warn(
+      { ...context, message: error.message, unavailableForMs, retryInMs },
+      'item failed, its attempts spent: the API is unavailable, trying again later',
+    );
+    return stepAside(job, token, retryInMs);
+  }
+  const isFinal = error.disposition === 'dead-letter' || error.disposition === 'reject-local' || isNotFoundSpent || isSpent;
   // The attempt's record rides on the leave (one script: the answer and the record are one write).
   if (isFinal) {
     await writeAnswer(deps, jobId, slot.slot, () => finishItem(deps, job, 'dead-lettered', slot, error, answer, failure));
@@ -456,6 +474,24 @@ async function onFailure(
     });
   deps.logger.warn({ ...context, message: error.message }, 'item failed; will retry');
   throw error;
+}
+
+/** An item whose attempts are spent tries an unavailable API again after its backoff's next step, at most this (jittered ±50 %). */
+const UNAVAILABLE_RETRY_MAX_MS = 5 * 60_000;
+
+/** The API did not judge the request: a 5xx or an unreadable answer, a network failure, a timeout. */
+const isUnavailable = (error: SyncError): boolean => error.disposition === 'retry' && error.code !== 'API_NOT_FOUND';
+
+/**
+ * How long the item has met an unavailable API, from its first such failure past its attempts (kept
+ * in its held hash, which the item's end removes): one round trip, on the failure path only.
+ */
+async function unavailableFor(deps: PushDeps, jobId: string): Promise<number> {
+  const key = deps.keys.attempts(`${jobId}:held`);
+  const now = deps.clock.now();
+  const replies = await deps.redis.multi().hsetnx(key, 'unavailableSince', now).hget(key, 'unavailableSince').exec();
+  const since = Number(replies?.[1]?.[1] ?? now);
+  return Number.isFinite(since) ? Math.max(0, now - since) : 0;
 }
 
 /**

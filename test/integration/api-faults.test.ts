@@ -33,6 +33,42 @@ async function withCtx<T>(t: TestDaemon, run: (ctx: Awaited<ReturnType<typeof op
 }
 
 describe('API push-back', () => {
+  it('an API unavailable past the attempts keeps the items out of the dead letters for maxUnavailableMs: sent once it is back, dead-lettered only after', async () => {
+    const budgetMs = 2500;
+    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true }, settings: { delivery: { maxAttempts: 2, maxUnavailableMs: budgetMs } } });
+    const t = running;
+    // One label at a time: a 503 the sandbox injects comes before it reads the request (no delivery id in its log).
+    const labelRequests = () => t.sandbox.requests().filter((r) => r.endpoint === 'label');
+    t.sandbox.setFaults({ errorRate: 1 });
+    const back = randomUUID();
+    await writeFile(join(t.spool, 'labels', `${back}.pdf`), await makePdf(back));
+    // Past its two attempts, still tried (more requests than attempts), and not dead-lettered: the API is only unavailable.
+    await waitFor(() => labelRequests().length >= 4, { what: 'more requests than attempts' });
+    await withCtx(t, async (ctx) => expect(await listDeadLetters(ctx)).toEqual([]));
+    t.sandbox.setFaults({ errorRate: 0 });
+    await waitFor(async () => (await archivedCount(t)) === 1, { what: 'the label archived once the API is back' });
+    expect(
+      labelRequests()
+        .filter((r) => r.status === 200)
+        .map((r) => r.deliveryId),
+    ).toEqual([back]);
+
+    // The API never comes back for this one: dead-lettered, but not before the budget ran out.
+    t.sandbox.setFaults({ errorRate: 1 });
+    const before = labelRequests().length;
+    const never = randomUUID();
+    await writeFile(join(t.spool, 'labels', `${never}.pdf`), await makePdf(never));
+    await waitFor(async () => (await readdir(join(t.spool, 'failed', 'labels'))).includes(`${never}.pdf`), {
+      what: 'the label dead-lettered',
+      timeoutMs: 20_000,
+    });
+    const requests = labelRequests().slice(before);
+    // The attempts' two, then tries through the budget, the last one at least budgetMs after the second.
+    expect(requests.length).toBeGreaterThan(2);
+    expect(requests.at(-1)!.at - requests[1]!.at).toBeGreaterThanOrEqual(budgetMs);
+    await withCtx(t, async (ctx) => expect((await listDeadLetters(ctx)).map((d) => d.deliveryId)).toEqual([never]));
+  });
+
   it('a 429 storm with Retry-After: 1 holds every item back, spends no attempt and dead-letters nothing', async () => {
     running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true }, settings: { delivery: { maxAttempts: 2 } } });
     const t = running;

@@ -10,6 +10,7 @@ export const TEST_DELIVERY: DeliveryConfig = {
   maxQueued: 5000,
   concurrency: 1,
   maxRateLimitedMs: 60_000,
+  maxUnavailableMs: 60_000,
   completedRetentionSec: 3600,
   lockMs: 30_000,
   authProbeMs: 10_000,

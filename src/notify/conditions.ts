@@ -4,8 +4,9 @@
  * how long it must stay bad before it fires, and the words of its firing and resolved messages.
  *
  * - api-key-refused: the 401 gate is closed (`gate/auth-gate.ts`). At once.
- * - backlog-stuck: items waiting (waiting, prioritized, active; not delayed: events dated in the
- *   future wait there on purpose) and none finished (sent, dead-lettered, superseded, duplicate)
+ * - backlog-stuck: items waiting (waiting, prioritized, active; delayed only when requests were made
+ *   in the period — retries of an unavailable API wait there —, since events dated in the future wait
+ *   there on purpose) and none finished (sent, dead-lettered, superseded, duplicate)
  *   for `backlogStuckMinutes`. A 429 pause, a full rate-limit window or a 401 are normal holds: while
  *   one lasts, the clock starts again.
  * - spool-unwatched: a spool that was ever watched has no lease holder for `spoolUnwatchedSec`.
@@ -22,6 +23,7 @@ import type { RateLimiter } from '../gate/limiter.js';
 import type { QueueSet } from '../queue/queues.js';
 import type { RedisConnection } from '../store/redis.js';
 import type { Stats } from '../store/stats.js';
+import { readActivity } from '../store/activity.js';
 import type { Condition } from './message.js';
 
 export interface Words {
@@ -79,18 +81,25 @@ export async function checkBacklog(sources: ConditionSources, nowMs: number): Pr
   const minutes = sources.notify.backlogStuckMinutes;
   if (minutes === null) return null;
   const { redis, keys } = sources;
-  const [stats, waitingByKind, failure, pausedForMs, inWindow] = await Promise.all([
+  const [stats, countsByKind, failure, pausedForMs, inWindow, activity] = await Promise.all([
     sources.stats.read(),
     Promise.all(
-      ITEM_KINDS.map(async (kind) => {
-        const counts = await sources.queues.items[kind].getJobCounts('waiting', 'prioritized', 'waiting-children', 'active');
-        return [kind, Object.values(counts).reduce((sum, n) => sum + n, 0)] as const;
-      }),
+      ITEM_KINDS.map(
+        async (kind) => [kind, await sources.queues.items[kind].getJobCounts('waiting', 'prioritized', 'waiting-children', 'active', 'delayed')] as const,
+      ),
     ),
     sources.authGate.failure(),
     sources.limiter?.pausedForMs() ?? 0,
     sources.limiter?.inWindow() ?? 0,
+    readActivity(redis, keys, nowMs, minutes),
   ]);
+  // Delayed items count when requests were made in the period: items retried through an API that is
+  // unavailable wait there between tries (an outage then fires this, where nothing finishes). Without
+  // requests, what is delayed is events dated in the future, which wait there on purpose.
+  const isRequesting = activity.some((minute) => (minute.fields['requests'] ?? 0) > 0);
+  const waitingByKind = countsByKind.map(
+    ([kind, { delayed = 0, ...counts }]) => [kind, Object.values(counts).reduce((sum, n) => sum + n, 0) + (isRequesting ? delayed : 0)] as const,
+  );
   const finished = FINISHED.reduce((sum, counter) => sum + ITEM_KINDS.reduce((s, kind) => s + stats[counter][kind], 0), 0);
   const waiting = Object.fromEntries(waitingByKind) as Record<ItemKind, number>;
   const total = Object.values(waiting).reduce((sum, n) => sum + n, 0);

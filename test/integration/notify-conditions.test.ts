@@ -19,6 +19,7 @@ import { createLease } from '../../src/store/lease.js';
 import { createRateLimiter } from '../../src/gate/limiter.js';
 import { openQueues } from '../../src/queue/queues.js';
 import { closeRedis, connectRedis } from '../../src/store/redis.js';
+import { countActivity } from '../../src/store/activity.js';
 import { createStats } from '../../src/store/stats.js';
 import { checkApiKey, checkBacklog, checkDisk, checkSpools, type ConditionSources } from '../../src/notify/conditions.js';
 import { takeDeadLetterDigest, takeRefusalDigest } from '../../src/notify/digests.js';
@@ -210,6 +211,21 @@ describe('checks', () => {
     expect((await checkBacklog(sources, T0 + 47 * 60_000))?.isBad).toBe(true);
     await queues.items.label.obliterate({ force: true });
     expect((await checkBacklog(sources, T0 + 48 * 60_000))?.isBad).toBe(false);
+  });
+
+  it('backlog-stuck: items retried through an unavailable API wait delayed and count while requests are made; events dated in the future alone do not', async () => {
+    const t = T0 + 100 * 60_000;
+    await queues.items.collecting.add('collecting', { kind: 'collecting', deliveryId: 'd-2' } as never, { delay: 3_600_000 });
+    // Delayed, no request in the period: an event dated in the future, waiting on purpose.
+    expect((await checkBacklog(sources, t))?.isBad).toBe(false);
+    expect((await checkBacklog(sources, t + 16 * 60_000))?.isBad).toBe(false);
+    // Requests are made and none finishes (the API answers 503 to each): the delayed item counts.
+    await countActivity(redis, keys, 'requests', t + 17 * 60_000);
+    expect(await checkBacklog(sources, t + 17 * 60_000)).toMatchObject({ isBad: false, firing: { details: { waiting: { collecting: 1 } } } });
+    await countActivity(redis, keys, 'requests', t + 30 * 60_000);
+    expect((await checkBacklog(sources, t + 32 * 60_000))?.isBad).toBe(true);
+    await queues.items.collecting.obliterate({ force: true });
+    expect((await checkBacklog(sources, t + 33 * 60_000))?.isBad).toBe(false);
   });
 
   it('spool-unwatched: a known spool without a lease holder is bad, with one it is good', async () => {

@@ -479,8 +479,11 @@ async function onFailure(
 /** An item whose attempts are spent tries an unavailable API again after its backoff's next step, at most this (jittered ±50 %). */
 const UNAVAILABLE_RETRY_MAX_MS = 5 * 60_000;
 
-/** The API did not judge the request: a 5xx or an unreadable answer, a network failure, a timeout. */
-const isUnavailable = (error: SyncError): boolean => error.disposition === 'retry' && error.code !== 'API_NOT_FOUND';
+/**
+ * The API did not judge the request: a 5xx or an unreadable answer, a network failure, a timeout. Not
+ * a failure of our own code (`toSyncError`'s unexpected one): retrying that for hours hides it.
+ */
+const isUnavailable = (error: SyncError): boolean => error.disposition === 'retry' && error.code !== 'API_NOT_FOUND' && error.params?.['unexpected'] !== true;
 
 /**
  * How long the item has met an unavailable API, from its first such failure past its attempts (kept
@@ -517,7 +520,7 @@ async function stepAside(job: Job, token: string | undefined, delayMs: number): 
 function toSyncError(error: unknown): SyncError {
   if (isSyncError(error)) return error;
   const message = error instanceof Error ? error.message : String(error);
-  return new SyncError('NETWORK', `unexpected failure: ${message}`, { disposition: 'retry', cause: error });
+  return new SyncError('NETWORK', `unexpected failure: ${message}`, { disposition: 'retry', cause: error, params: { unexpected: true } });
 }
 
 /**

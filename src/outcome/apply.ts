@@ -17,7 +17,7 @@ import { deadLetterFactsOfOutcome, deadLetterReport, eventsFileReport, type Erro
 import { SPOOL_KIND_OF, type SpoolKind } from '../store/keys.js';
 import type { OutcomeMessage } from '../store/payloads.js';
 import { originalName, type SpoolPaths } from '../spool/paths.js';
-import { fileCallsOf, type Disk } from '../spool/file-calls.js';
+import { fileCallsOf, lstatOrNull, type Disk } from '../spool/file-calls.js';
 import { failInto, listDir, moveInto, noteArchived, REPORT } from './files.js';
 import { loggerOf } from '../trace.js';
 
@@ -44,6 +44,8 @@ export interface OutcomeDeps {
    * the overview's refusals and the digests: the claim's refusals are counted where they happen.
    */
   refused?(refusal: Refusal): Promise<void>;
+  /** Whether this process still holds the spool's lease: the archived events files' later looks move nothing once it does not. */
+  isHeld?(): boolean;
 }
 
 export interface FileEndJournal {
@@ -60,7 +62,8 @@ export interface Outcomes {
   archive(kind: SpoolKind, path: string, fileName: string): Promise<void>;
 }
 
-export function createOutcomes(deps: OutcomeDeps): Outcomes {
+export function createOutcomes(outcomeDeps: OutcomeDeps): Outcomes {
+  const deps: Deps = { ...outcomeDeps, archivedWatch: createArchivedWatch(outcomeDeps) };
   return {
     archive: async (kind, path, fileName) => {
       await archive(deps, kind, path, fileName);
@@ -72,6 +75,11 @@ export function createOutcomes(deps: OutcomeDeps): Outcomes {
 }
 
 const now = (deps: OutcomeDeps): Date => new Date(deps.clock.now());
+
+/** The outcome stage's own parts besides what it is given. */
+interface Deps extends OutcomeDeps {
+  archivedWatch: ArchivedWatch;
+}
 
 async function archive(deps: OutcomeDeps, kind: SpoolKind, path: string, fileName: string): Promise<string | null> {
   const target = await moveInto(path, deps.paths.archive(kind, now(deps)), fileName, deps.disk);
@@ -94,7 +102,7 @@ async function reject(deps: OutcomeDeps, kind: SpoolKind, path: string, fileName
 }
 
 /** One outcome message: an events file's line counts toward its batch; a document moves its file. */
-async function applyOutcome(deps: OutcomeDeps, message: OutcomeMessage): Promise<void> {
+async function applyOutcome(deps: Deps, message: OutcomeMessage): Promise<void> {
   const origin = message.origin;
   if (origin.source !== 'spool') return;
   if ('batchId' in origin) {
@@ -144,7 +152,7 @@ async function archiveReplayed(deps: OutcomeDeps, kind: SpoolKind, message: Outc
 }
 
 /** Every line of an events file has its outcome: the file moves, then its batch is dropped. */
-async function finishBatch(deps: OutcomeDeps, batchId: string): Promise<void> {
+async function finishBatch(deps: Deps, batchId: string): Promise<void> {
   const state = await deps.batches.read(batchId);
   if (state === null) return;
   const { info } = state;
@@ -170,17 +178,13 @@ async function finishBatch(deps: OutcomeDeps, batchId: string): Promise<void> {
  * too. Invalid lines beside valid records: a lines report in failed/, the file to archive/ (the API
  * accepted what it carried).
  */
-async function moveEventsFile(deps: OutcomeDeps, state: BatchState, path: string): Promise<void> {
+async function moveEventsFile(deps: Deps, state: BatchState, path: string): Promise<void> {
   const { info } = state;
   // Valid records: the batch's events, and those found already taken (duplicates: the API holds them).
   const valid = state.total + info.duplicates;
   const size = await sizeChangedSinceRead(deps, info, path);
-  if (size !== null) {
-    const reason = reasonOf('reason.events.changedInFlight', { read: String(info.fileBytes), now: String(size) });
-    const content = batchReport(state, refusal('EVENT_FILE_CHANGED', reason));
-    const target = await reject(deps, 'events', path, info.fileName, content);
-    if (target !== null) await countRefused(deps, info.fileName, basename(target), content);
-  } else if (state.deadLettered.length > 0) {
+  if (size !== null) await refuseChanged(deps, state, path, size);
+  else if (state.deadLettered.length > 0) {
     const reason = reasonOf('reason.events.deadLettered', { count: String(state.deadLettered.length), total: String(state.total) });
     const content = batchReport(state, refusal(deadLetteredCode(state), reason));
     await reject(deps, 'events', path, info.fileName, content);
@@ -203,7 +207,87 @@ async function moveEventsFile(deps: OutcomeDeps, state: BatchState, path: string
     // report then says where it went (a crash between the two leaves it saying null, the file beside it).
     const archived = target === null ? null : await archive(deps, 'events', target, info.fileName);
     if (target !== null && archived !== null) await noteArchived(`${target}${REPORT}`, relative(deps.paths.root, archived), deps.disk);
-  } else await archive(deps, 'events', path, info.fileName);
+    if (archived !== null) deps.archivedWatch.add(archived, state);
+  } else {
+    const archived = await archive(deps, 'events', path, info.fileName);
+    if (archived !== null) deps.archivedWatch.add(archived, state);
+  }
+}
+
+/** An events file whose size is no longer the one its records were read from: to failed/ with EVENT_FILE_CHANGED, counted with the refusals. */
+async function refuseChanged(deps: OutcomeDeps, state: BatchState, path: string, size: number): Promise<void> {
+  const { info } = state;
+  const reason = reasonOf('reason.events.changedInFlight', { read: String(info.fileBytes), now: String(size) });
+  const content = batchReport(state, refusal('EVENT_FILE_CHANGED', reason));
+  const target = await reject(deps, 'events', path, info.fileName, content);
+  if (target !== null) await countRefused(deps, info.fileName, basename(target), content);
+}
+
+/**
+ * An archived events file is looked at again 5 s after its move, then at three times the age each
+ * time (15 s, 45 s, 2¼ min, ~7 min), for ten minutes: ~5 lstats a file. At most this many at once.
+ */
+const ARCHIVED_WATCH_MS = 10 * 60_000;
+const ARCHIVED_FIRST_LOOK_MS = 5_000;
+const ARCHIVED_WATCHED_MAX = 10_000;
+
+interface ArchivedWatch {
+  add(path: string, state: BatchState): void;
+}
+
+/**
+ * Events files archived in the last ten minutes, looked at again now and then. A batch often
+ * ends within milliseconds of its claim, long before a writer that appends a line now and then
+ * writes its next one: that line lands in the archived file (a rename keeps an open file open), sent
+ * by no one. A file found another size than its records were read from goes to failed/ with
+ * EVENT_FILE_CHANGED, as one that changed in flight does; a file moved away by a person is left.
+ * Only while this process holds the spool's lease; a restart forgets the list (what it archived
+ * before is not looked at again).
+ */
+function createArchivedWatch(deps: OutcomeDeps): ArchivedWatch {
+  const entries = new Map<string, { state: BatchState; since: number; nextAt: number }>();
+  let timer: NodeJS.Timeout | undefined;
+  let isChecking = false;
+  const checkAll = async (): Promise<void> => {
+    for (const [path, entry] of entries) {
+      const now = deps.clock.now();
+      if (now - entry.since >= ARCHIVED_WATCH_MS) entries.delete(path);
+      if (now < entry.nextAt || now - entry.since >= ARCHIVED_WATCH_MS || deps.isHeld?.() === false) continue;
+      // Never the synchronous lstat of a local disk: up to thousands of files after a flood, off the loop.
+      const stat = await lstatOrNull(path);
+      const { info } = entry.state;
+      if (stat === null) entries.delete(path);
+      else if (stat.size !== info.fileBytes) {
+        entries.delete(path);
+        deps.logger.warn(
+          { kind: 'events', file: info.fileName, read: info.fileBytes, now: stat.size },
+          'an archived events file was written to after it was read',
+        );
+        await refuseChanged(deps, entry.state, path, stat.size);
+      } else entry.nextAt = now + 2 * (now - entry.since);
+    }
+    if (entries.size === 0) {
+      clearInterval(timer);
+      timer = undefined;
+    }
+  };
+  const tick = (): void => {
+    if (isChecking) return;
+    isChecking = true;
+    void checkAll()
+      .catch((error: unknown) => deps.logger.error({ err: error }, 'looking at archived events files again failed'))
+      .finally(() => {
+        isChecking = false;
+      });
+  };
+  return {
+    add(path, state) {
+      if (state.info.fileBytes === undefined || entries.size >= ARCHIVED_WATCHED_MAX) return;
+      const now = deps.clock.now();
+      entries.set(path, { state, since: now, nextAt: now + ARCHIVED_FIRST_LOOK_MS });
+      timer ??= setInterval(tick, ARCHIVED_FIRST_LOOK_MS).unref();
+    },
+  };
 }
 
 /** A refusal after sending, counted with the claim's (a Redis that is away loses the count, not the file: it is in failed/ already). */

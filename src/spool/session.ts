@@ -40,8 +40,8 @@ export interface SpoolOutcomes extends SpoolSink {
 }
 
 export interface OutcomeSide {
-  /** This spool's outcomes, finding in-flight files through `index`. */
-  open(index: InflightIndex): SpoolOutcomes;
+  /** This spool's outcomes, finding in-flight files through `index`; what they do later on their own (archived files looked at again) waits on `isHeld`. */
+  open(index: InflightIndex, isHeld: () => boolean): SpoolOutcomes;
   /** Clears what interrupted moves left in one failed/ folder; returns the names removed (outcome/files.ts). */
   sweepInterruptedMoves(failedDir: string, pending: { claims: ReadonlySet<string>; inbox: ReadonlySet<string> }): Promise<string[]>;
   /** Starts applying this spool's outcome messages with `apply`; nothing is applied or removed once `isHeld` says no. */
@@ -162,7 +162,7 @@ async function openSession(deps: SpoolSessionDeps, fence: Fence): Promise<Sessio
   await deps.redis.sadd(deps.keys.spools, paths.spoolId);
   for (const kind of SPOOL_KINDS) await mkdir(paths.inflight(kind), { recursive: true });
   const index = await loadInflightIndex(paths);
-  const outcomes = deps.outcomes.open(index);
+  const outcomes = deps.outcomes.open(index, () => fence.isHeld());
   const claimDeps: ClaimDeps = {
     paths,
     spool: deps.spool,

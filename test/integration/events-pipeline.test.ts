@@ -317,6 +317,29 @@ describe('collecting events', () => {
     expect(sent(t)).toHaveLength(4);
   });
 
+  it('a file a writer appends to after it was archived (the API fast, the batch ended before the next line): moved from archive/ to failed/ saying so', async () => {
+    running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true } });
+    const t = running;
+    const id = randomUUID();
+    const line = (minute: number): string => `${JSON.stringify({ delivery_id: id, event_at: `2026-04-02T10:0${minute}:00Z` })}\n`;
+    const archived = async (): Promise<string[]> =>
+      (await readdir(join(t.spool, 'archive', 'events'), { recursive: true })).map(String).filter((n) => n.endsWith('.ndjson'));
+    const writer = await open(join(t.spool, 'events', 'scanner.ndjson'), 'a');
+    try {
+      await writer.write(line(1));
+      await waitFor(async () => (await archived()).length === 1, { what: 'the file archived after its first line' });
+      await writer.write(line(2));
+    } finally {
+      await writer.close();
+    }
+    await waitFor(async () => (await readdir(join(t.spool, 'failed', 'events'))).includes('scanner.ndjson'), { what: 'the archived file moved to failed/' });
+    expect(await archived()).toEqual([]);
+    const report = JSON.parse(await readFile(join(t.spool, 'failed', 'events', 'scanner.ndjson.error.json'), 'utf8')) as { code: string; message: string };
+    expect(report.code).toBe('EVENT_FILE_CHANGED');
+    expect(report.message).toContain(`${Buffer.byteLength(line(1))} bytes were read`);
+    expect(accepted(t).map((r) => r.eventAt)).toEqual(['2026-04-02T10:01:00.000Z']);
+  });
+
   it('holds an event whose event_at lies in the future until it falls due', async () => {
     running = await startTestDaemon({ sandbox: { autoCreateDeliveries: true } });
     const t = running;

@@ -103,8 +103,9 @@ function sessionDepsOf(ctx: Context, paths: SpoolPaths, checks: CheckPool, log: 
     upgrade: () => runSpoolUpgrades(ctx.redis, ctx.keys, paths.spoolId, log),
     onRedisRecovered: (listener) => ctx.health.onWritable(listener),
     outcomes: {
-      open: (index) =>
+      open: (index, isHeld) =>
         createOutcomes({
+          isHeld,
           journey: fileEndJournal(journey, config.spool.dir),
           paths,
           disk: diskOf(config.spool),

@@ -251,8 +251,11 @@ function createArchivedWatch(deps: OutcomeDeps): ArchivedWatch {
   const checkAll = async (): Promise<void> => {
     for (const [path, entry] of entries) {
       const now = deps.clock.now();
-      if (now - entry.since >= ARCHIVED_WATCH_MS) entries.delete(path);
-      if (now < entry.nextAt || now - entry.since >= ARCHIVED_WATCH_MS || deps.isHeld?.() === false) continue;
+      if (now - entry.since >= ARCHIVED_WATCH_MS) {
+        entries.delete(path);
+        continue;
+      }
+      if (now < entry.nextAt || deps.isHeld?.() === false) continue;
       // Never the synchronous lstat of a local disk: up to thousands of files after a flood, off the loop.
       const stat = await lstatOrNull(path);
       const { info } = entry.state;

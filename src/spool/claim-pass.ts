@@ -130,13 +130,18 @@ async function claimNext(state: InboxState, kind: SpoolKind, ready: Array<[strin
   }
 }
 
-/** The longest wait between two looks at a file this process may not read (spool.unreadableRefuseMs says how long it is looked at). */
-const UNREADABLE_RETRY_MAX_MS = 16_000;
+/** The wait before the next look at a file a permission refused, after `failures` in a row: 1, 2, 4… s, at most 16 s. */
+const permissionRetryMs = (failures: number): number => Math.min(1_000 * 2 ** (failures - 1), 16_000);
+
+function isPermissionDenied(error: unknown): error is NodeJS.ErrnoException {
+  const { code } = error as NodeJS.ErrnoException;
+  return code === 'EACCES' || code === 'EPERM';
+}
 
 /** Permission denied on opening the file itself (not on a folder: a move that may not be made is no fault of the file). */
 function isUnreadable(error: unknown, path: string): error is NodeJS.ErrnoException {
-  const { code, syscall, path: where } = error as NodeJS.ErrnoException;
-  return (code === 'EACCES' || code === 'EPERM') && syscall === 'open' && where === path;
+  const { syscall, path: where } = error as NodeJS.ErrnoException;
+  return isPermissionDenied(error) && syscall === 'open' && where === path;
 }
 
 /**
@@ -158,13 +163,8 @@ async function onUnreadable(state: InboxState, kind: SpoolKind, name: string, ca
   if (candidate.unreadableFailures === 1) {
     deps.logger.warn({ kind, file: name, code: error.code, refusedInMs: refuseMs }, 'may not read the file (permission denied); looking again, then refusing it');
   }
-  candidate.retryAt = now + Math.min(1_000 * 2 ** (candidate.unreadableFailures - 1), UNREADABLE_RETRY_MAX_MS);
+  candidate.retryAt = now + permissionRetryMs(candidate.unreadableFailures);
   return false;
-}
-
-function isPermissionDenied(error: unknown): error is NodeJS.ErrnoException {
-  const { code } = error as NodeJS.ErrnoException;
-  return code === 'EACCES' || code === 'EPERM';
 }
 
 /**
@@ -176,7 +176,7 @@ function isPermissionDenied(error: unknown): error is NodeJS.ErrnoException {
 function onFolderDenied(state: InboxState, kind: SpoolKind, name: string, candidate: Candidate, error: NodeJS.ErrnoException): void {
   const { deps } = state;
   candidate.deniedFailures = (candidate.deniedFailures ?? 0) + 1;
-  candidate.retryAt = deps.clock.now() + Math.min(1_000 * 2 ** (candidate.deniedFailures - 1), UNREADABLE_RETRY_MAX_MS);
+  candidate.retryAt = deps.clock.now() + permissionRetryMs(candidate.deniedFailures);
   if (state.denied.has(kind)) return deps.logger.debug({ kind, file: name, err: error }, 'claim refused a move by permissions; will try again');
   state.denied.add(kind);
   deps.logger.warn(

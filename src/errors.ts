@@ -86,6 +86,18 @@ export const DISPOSITIONS: Readonly<Record<ErrorCode, Disposition>> = Object.fre
   CONFIG_INVALID: 'reject-local',
 });
 
+/**
+ * Local refusals of a file some of whose records were sent first: an events file written to after
+ * it was read (its records as read went out; what was written later did not). Every other local
+ * refusal was never sent. What a person reads about refusals ("never sent") must not say otherwise
+ * of these.
+ */
+const REFUSED_AFTER_SENDING: ReadonlySet<string> = new Set<ErrorCode>(['EVENT_FILE_CHANGED']);
+
+export function isRefusedAfterSending(code: string): boolean {
+  return REFUSED_AFTER_SENDING.has(code);
+}
+
 export interface SyncErrorOptions {
   disposition?: Disposition;
   status?: number;

@@ -181,6 +181,8 @@ export const EN = {
   'notify.deadLetters.summary': '{total, plural, one {# item} other {# items}} dead-lettered since {since}: the API refused them or their retries ran out',
   'notify.deadLetters.action': '`carrier-sync dlq list` shows them; `carrier-sync dlq retry` sends them again once fixed',
   'notify.refused.summary': '{total, plural, one {# file} other {# files}} refused locally (invalid, never sent) and moved to failed/',
+  'notify.refused.summarySent':
+    '{total, plural, one {# file} other {# files}} refused locally and moved to failed/; {sent, plural, one {# of them was an events file} other {# of them were events files}} written to after {sent, plural, one {its} other {their}} records were sent (drop {sent, plural, one {it} other {each}} again to send the rest)',
   'notify.refused.action': 'each file has a <file>.error.json next to it under failed/ saying why',
   'notify.test.summary': 'Test message from carrier-sync on {host}: this channel works',
   'notify.openOverview': 'open the overview',
@@ -325,7 +327,7 @@ export const EN = {
   'ui.tile.backlog': 'Backlog',
   'ui.tile.backlogNote': 'queued, sending, delayed',
   'ui.tile.refused': 'Refused locally',
-  'ui.tile.refusedNote': 'never sent: files in failed/',
+  'ui.tile.refusedNote': 'refused here, not by the API: files in failed/',
   'ui.tile.deadLetters': 'Dead letters',
   'ui.tile.deadLettersNote': 'refused by the API: replayable',
   'ui.backlog.title': 'Backlog per kind',
@@ -343,7 +345,7 @@ export const EN = {
   'ui.backlog.deadHint': "the queue's Failed tab",
   'ui.backlog.hint': "Numbers link to the queue's tab in bull-board. Delayed: future events and retries.",
   'ui.refusals.title': 'Refused locally',
-  'ui.refusals.note': 'never became a job; each file sits in failed/<kind>/ with its .error.json',
+  'ui.refusals.note': 'refused here, not by the API; each file sits in failed/<kind>/ with its .error.json',
   'ui.refusals.empty': 'no file refused',
   'ui.dead.title': 'Dead letters',
   'ui.dead.note': 'refused by the API or out of retries; the Failed tab of each queue',
@@ -494,6 +496,7 @@ export const EN = {
   'ui.state.pausedAction':
     'What to do: fix the key (CARRIER_SYNC_CARRIER_KEY, or the file CARRIER_SYNC_CARRIER_KEY_FILE names); sending resumes by itself once the API accepts it',
   'ui.tile.refusedNoteLines': '+{files, plural, one {# file} other {# files}} with lines refused',
+  'ui.refusals.sentTag': 'its records as read were sent',
   'ui.refusals.linesTag': 'file sent; {lines, plural, one {# line refused} other {# lines refused}}',
   'ui.refusals.kinds': '{files, plural, one {# file refused} other {# files refused}}, {lineFiles, plural, one {# file} other {# files}} with lines refused',
   'reason.label.encryptedHandler':

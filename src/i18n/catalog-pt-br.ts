@@ -180,6 +180,8 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'notify.deadLetters.action': '`carrier-sync dlq list` mostra-os; `carrier-sync dlq retry` envia-os de novo depois de corrigidos',
   'notify.refused.summary':
     '{total, plural, one {# arquivo recusado localmente (inválido, nunca enviado) e movido para failed/} other {# arquivos recusados localmente (inválidos, nunca enviados) e movidos para failed/}}',
+  'notify.refused.summarySent':
+    '{total, plural, one {# arquivo recusado localmente e movido para failed/} other {# arquivos recusados localmente e movidos para failed/}}; {sent, plural, one {# deles era um arquivo de eventos escrito depois que os seus registros foram enviados (solte-o de novo para enviar o resto)} other {# deles eram arquivos de eventos escritos depois que os seus registros foram enviados (solte cada um de novo para enviar o resto)}}',
   'notify.refused.action': 'cada arquivo tem ao lado, em failed/, um <arquivo>.error.json dizendo o motivo',
   'notify.test.summary': 'Mensagem de teste do carrier-sync em {host}: este canal funciona',
   'notify.openOverview': 'abrir o painel',
@@ -324,7 +326,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'ui.tile.backlog': 'Pendentes',
   'ui.tile.backlogNote': 'na fila, enviando, adiados',
   'ui.tile.refused': 'Recusados localmente',
-  'ui.tile.refusedNote': 'nunca enviados: em failed/',
+  'ui.tile.refusedNote': 'recusados aqui, não pela API: em failed/',
   'ui.tile.deadLetters': 'Falhas definitivas',
   'ui.tile.deadLettersNote': 'a API recusou: reenviáveis',
   'ui.backlog.title': 'Pendentes por tipo',
@@ -342,7 +344,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'ui.backlog.deadHint': 'a aba “Failed” da fila no bull-board',
   'ui.backlog.hint': 'Os números levam à aba da fila no bull-board. Adiados: eventos futuros e novas tentativas.',
   'ui.refusals.title': 'Recusados localmente',
-  'ui.refusals.note': 'nunca enviados; cada arquivo fica em failed/<tipo>/ com o seu .error.json',
+  'ui.refusals.note': 'recusados aqui, não pela API; cada arquivo fica em failed/<tipo>/ com o seu .error.json',
   'ui.refusals.empty': 'nenhum arquivo recusado',
   'ui.dead.title': 'Falhas definitivas',
   'ui.dead.note': 'recusados pela API ou sem mais tentativas; a aba “Failed” de cada fila no bull-board',
@@ -495,6 +497,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'ui.state.pausedAction':
     'O que fazer: corrija a chave (CARRIER_SYNC_CARRIER_KEY, ou o arquivo que CARRIER_SYNC_CARRIER_KEY_FILE indica); o envio retoma sozinho quando a API aceitá-la',
   'ui.tile.refusedNoteLines': '+{files, plural, one {# arquivo} other {# arquivos}} com linhas recusadas',
+  'ui.refusals.sentTag': 'os registros lidos foram enviados',
   'ui.refusals.linesTag': 'arquivo enviado; {lines, plural, one {# linha recusada} other {# linhas recusadas}}',
   'ui.refusals.kinds':
     '{files, plural, one {# arquivo recusado} other {# arquivos recusados}}, {lineFiles, plural, one {# arquivo} other {# arquivos}} com linhas recusadas',

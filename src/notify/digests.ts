@@ -8,6 +8,7 @@
  * scheduler, or this one after a restart, finds nothing left to report.
  */
 import { isFailedByRedis } from '../queue/redis-failures.js';
+import { isRefusedAfterSending } from '../errors.js';
 import type { Job } from 'bullmq';
 import { readRefusals } from '../store/activity.js';
 import type { AttemptLog } from '../queue/attempts.js';
@@ -185,8 +186,10 @@ export async function takeRefusalDigest(
     groups.push({ kind, code, count, sample: samples.slice(0, options.sampleIds).map((r) => r.file) });
   }
   groups.sort((a, b) => b.count - a.count || a.code.localeCompare(b.code));
+  // "never sent" is not true of a file refused after its records went out: the summary says how many those are.
+  const sentFirst = groups.filter((group) => isRefusedAfterSending(group.code)).reduce((sum, group) => sum + group.count, 0);
   return {
-    summary: sources.t('notify.refused.summary', { total }),
+    summary: sentFirst === 0 ? sources.t('notify.refused.summary', { total }) : sources.t('notify.refused.summarySent', { total, sent: sentFirst }),
     details: {
       total,
       from: new Date(sinceMs - options.lookBackMs).toISOString(),

@@ -10,6 +10,7 @@
  */
 import { describeAuthFailure } from '../i18n/auth-failure.js';
 import { describeFailure } from '../i18n/reason.js';
+import { isRefusedAfterSending } from '../errors.js';
 import { kindName } from '../i18n/kind-name.js';
 import { marksToHtml, markTime } from './text-marks.js';
 import { translator, type Lang, type Translate } from '../i18n/translate.js';
@@ -250,9 +251,13 @@ function renderRefusals(r: { total: number; lineFiles: number; byCode: CodeCount
   const rows = r.latest
     .map((x) => {
       const reason = describeFailure(lang, { code: x.code, message: x.reason, reason: x.reasonSource });
-      // A file archived with some lines refused is not a refused file: its row says so.
+      // A file archived with some lines refused is not a refused file, and a file refused after its records were sent was not "never sent": their rows say so.
       const isLines = typeof x.lines === 'number';
-      const what = isLines ? `<span class="tag" data-refusal="lines">${escape(t('ui.refusals.linesTag', { lines: x.lines ?? 0 }))}</span>` : '';
+      const what = isLines
+        ? `<span class="tag" data-refusal="lines">${escape(t('ui.refusals.linesTag', { lines: x.lines ?? 0 }))}</span>`
+        : isRefusedAfterSending(x.code)
+          ? `<span class="tag" data-refusal="sent">${escape(t('ui.refusals.sentTag'))}</span>`
+          : '';
       const where = isLines ? `failed/${escape(x.kind)}/${escape(x.file)}.error.json` : `failed/${escape(x.kind)}/${escape(x.file)}`;
       return `<tr${isLines ? ' class="lines"' : ''}><td class="when">${timeTag(x.at, shortTime(x.at))}</td><td class="file" title="${where}"><a href="${base}/history?q=${encodeURIComponent(x.droppedAs ?? x.file)}" data-link="journey">${escape(x.file)}</a></td><td><code>${escape(x.code)}</code></td><td class="reason">${what}${escape(reason)}</td></tr>`;
     })

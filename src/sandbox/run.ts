@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { defaultSeedPath } from './seed.js';
 import { startSandbox, type SandboxHandle } from './server.js';
 
 /**
@@ -26,11 +27,15 @@ export async function runSandbox(options: RunSandboxOptions = {}): Promise<Sandb
     logger: options.logger ?? false,
     ...(options.autoCreateDeliveries === undefined ? {} : { autoCreateDeliveries: options.autoCreateDeliveries }),
   });
-  options.logger
-    ?.child({ mod: 'sandbox' })
-    .info(
-      { url: handle.url, carrierKeys: Object.keys(handle.keys.carriers), sellerGroups: Object.keys(handle.keys.sellerGroups) },
-      'sandbox API ready; keys are in the seed file',
-    );
+  options.logger?.child({ mod: 'sandbox' }).info(
+    // Ids, not keys (a person once sent a carrier's id as its key): the keys are each entry's `key` in the seed.
+    {
+      url: handle.url,
+      carrierIds: Object.keys(handle.keys.carriers),
+      sellerGroupIds: Object.keys(handle.keys.sellerGroups),
+      seedFile: options.seedFile ?? defaultSeedPath(),
+    },
+    "sandbox API ready; each carrier's and seller group's key is its `key` in the seed file",
+  );
   return handle;
 }

@@ -73,13 +73,20 @@ it('no log line of a daemon run (managed Redis, embedded sandbox, files, ingest,
   expect(messages).toEqual(
     expect.arrayContaining([
       'started a managed redis-server (REDIS_URL is not set)',
-      'sandbox API ready; keys are in the seed file',
+      "sandbox API ready; each carrier's and seller group's key is its `key` in the seed file",
       'carrier-sync started',
       'events ingested',
       'shut down cleanly',
     ]),
   );
   expect(daemon.logs().some((line) => line['mod'] === 'sandbox')).toBe(true);
+  // The sandbox's ready line names ids as ids (a person read `carrierKeys: [<id>]` and sent an id as the key) and the seed holding the keys.
+  const ready = daemon.logs().find((line) => String(line.msg).startsWith('sandbox API ready'));
+  expect(ready).toMatchObject({
+    carrierIds: expect.arrayContaining(['ca000000-0000-4000-8000-000000000001']),
+    seedFile: expect.stringMatching(/config\/sandbox-seed\.json$/),
+  });
+  expect(Object.keys(ready ?? {}).filter((key) => /key/i.test(key))).toEqual([]);
   expect(lines.length).toBeGreaterThan(20);
   const problems = lines.flatMap((line) => {
     try {

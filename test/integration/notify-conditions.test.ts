@@ -114,6 +114,29 @@ describe('the refused-file digest', () => {
     expect(await takeRefusalDigest(own, options, T0 + 200_000)).toBeNull();
     await cleanupPrefix(own.keys.refusalCounts.split(':')[0]!);
   });
+
+  it('says how many of the files refused were events files written to after their records were sent, not "never sent"', async () => {
+    const own = { redis, keys: createKeys(uniquePrefix('refusals-sent')), t: translator('en') };
+    expect(await takeRefusalDigest(own, options, T0)).toBeNull();
+    for (const [i, code] of ['EVENT_FILE_CHANGED', 'LABEL_NOT_PDF'].entries()) {
+      await recordRefusal(
+        redis,
+        own.keys,
+        { at: new Date(T0 + 1000 + i).toISOString(), kind: code.startsWith('EVENT') ? 'events' : 'labels', file: `f${i}`, code, reason: 'r' },
+        T0 + 1000 + i,
+      );
+    }
+    expect(await takeRefusalDigest(own, options, T0 + 2000)).toBeNull();
+    const words = await takeRefusalDigest(own, options, T0 + 62_000);
+    expect(words?.summary).toBe(
+      '2 files refused locally and moved to failed/; 1 of them was an events file written to after its records were sent (drop it again to send the rest)',
+    );
+    expect(words?.summary).not.toContain('never sent');
+    expect(translator('pt-BR')('notify.refused.summarySent', { total: 2, sent: 2 })).toBe(
+      '2 arquivos recusados localmente e movidos para failed/; 2 deles eram arquivos de eventos escritos depois que os seus registros foram enviados (solte cada um de novo para enviar o resto)',
+    );
+    await cleanupPrefix(own.keys.refusalCounts.split(':')[0]!);
+  });
 });
 
 describe('the dead-letter digest', () => {

@@ -135,6 +135,28 @@ describe('the lists under the tiles', () => {
     expect(textOf(parts.refusals)).toContain('arquivo enviado; 1 linha recusada');
   });
 
+  it('does not say "never sent" of an events file refused after its records were sent', () => {
+    const refusal = (file: string, code: string) => ({ at: NOW, kind: 'events', file, code, reason: 'r' });
+    const d = details([row('label'), row('cte'), row('collecting')], 0, {
+      total: 2,
+      lineFiles: 0,
+      byCode: [
+        { code: 'EVENT_FILE_CHANGED', count: 1 },
+        { code: 'EVENT_BAD_TIME', count: 1 },
+      ],
+      latest: [refusal('scanner.ndjson', 'EVENT_FILE_CHANGED'), refusal('bad.csv', 'EVENT_BAD_TIME')],
+    });
+    for (const lang of ['en', 'pt-BR'] as const) {
+      const parts = renderParts(overviewOf(d), '/ui', lang);
+      const text = textOf(parts.refusals) + textOf(parts.figures);
+      expect(text).not.toMatch(/never|nunca/);
+      expect(parts.refusals.match(/data-refusal="sent"/g)).toHaveLength(1);
+      expect(/<tr[^>]*>(?:(?!<\/tr>).)*scanner\.ndjson(?:(?!<\/tr>).)*<\/tr>/s.exec(parts.refusals)?.[0]).toContain('data-refusal="sent"');
+    }
+    expect(textOf(renderParts(overviewOf(d), '/ui', 'en').refusals)).toContain('its records as read were sent');
+    expect(textOf(renderParts(overviewOf(d), '/ui', 'pt-BR').refusals)).toContain('os registros lidos foram enviados');
+  });
+
   it('shows a dead letter reason whole, wrapped in its cell, not cut to two lines', () => {
     const page = renderPage(overviewOf(details([row('label'), row('cte'), row('collecting')], 1)), '/ui', 'en');
     const cell = /<tr class="reason-row" data-dead-reason="label:0"><td><\/td><td colspan="3" class="reason">([^]*?)<\/td>/.exec(page)?.[1] ?? '';

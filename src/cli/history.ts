@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { InvalidLinesRecord } from '../journey/events-file-lines.js';
+import type { EventsFileRefusal, InvalidLinesRecord } from '../journey/events-file-lines.js';
 import type { JourneyStep } from '../journey/journey-read.js';
 import { ITEM_KINDS, type ItemKind } from '../store/keys.js';
 import type { Lang, Translate } from '../i18n/translate.js';
@@ -36,13 +36,20 @@ export function registerHistory(program: Command): void {
       const kind = kindOf(options.kind);
       let lang: Lang = 'en';
       let invalidLines: InvalidLinesRecord[] = [];
+      let fileRefusals: EventsFileRefusal[] = [];
       let traceUrl: string | null = null;
       const steps = await withContext(command, async (ctx) => {
         lang = ctx.config.lang;
         traceUrl = ctx.config.history.traceUrl;
         if (lookup.by === 'file' && options.json !== true) {
-          const { readInvalidLines } = await import('../journey/events-file-lines.js');
-          invalidLines = await readInvalidLines(ctx.redis, ctx.keys, lookup.name, ctx.config.history.retentionDays, Date.now());
+          const { readEventsFileRecords } = await import('../journey/events-file-lines.js');
+          ({ invalidLines, refusals: fileRefusals } = await readEventsFileRecords(
+            ctx.redis,
+            ctx.keys,
+            lookup.name,
+            ctx.config.history.retentionDays,
+            Date.now(),
+          ));
         }
         const read = await import('../journey/journey-read.js');
         const days = ctx.config.history.retentionDays;
@@ -65,9 +72,9 @@ export function registerHistory(program: Command): void {
       }
       const [{ describeStep, traceLinkOf }, { translator }] = await Promise.all([import('../journey/step-text.js'), import('../i18n/translate.js')]);
       const t = translator(lang);
-      if (invalidLines.length > 0) await write(await invalidLinesText(invalidLines, lang));
+      if (invalidLines.length > 0 || fileRefusals.length > 0) await write(await eventsFileText(invalidLines, fileRefusals, lang));
       if (shown.length === 0) {
-        if (invalidLines.length === 0) await write(`${nothingText(lookup, kind, t)}\n`);
+        if (invalidLines.length === 0 && fileRefusals.length === 0) await write(`${nothingText(lookup, kind, t)}\n`);
         return;
       }
       // An attempt's trace follows its answer: a link when CARRIER_SYNC_TRACE_URL is set, the id otherwise.
@@ -126,9 +133,13 @@ function nothingText(lookup: Lookup, kind: ItemKind | null, t: Translate): strin
   }
 }
 
-/** An events file's invalid lines (they have no delivery, so no journey): a heading and a line each, as kept. */
-async function invalidLinesText(records: readonly InvalidLinesRecord[], lang: Lang): Promise<string> {
-  const [{ lineReason }, { renderReason }, { translator }] = await Promise.all([
+/**
+ * What an events file left beside its events' journeys: its invalid lines (they have no delivery, so
+ * no journey; a heading and a line each, as kept) and its refusal after sending (its events' journeys
+ * say "accepted"; the file is in failed/ with later lines unsent).
+ */
+async function eventsFileText(records: readonly InvalidLinesRecord[], refusals: readonly EventsFileRefusal[], lang: Lang): Promise<string> {
+  const [{ lineReason }, { renderReason, describeFailure }, { translator }] = await Promise.all([
     import('../journey/events-file-lines.js'),
     import('../i18n/reason.js'),
     import('../i18n/translate.js'),
@@ -141,6 +152,10 @@ async function invalidLinesText(records: readonly InvalidLinesRecord[], lang: La
     );
     for (const line of record.lines) lines.push(`  ${renderReason(lang, lineReason(line))}`);
     if (record.count > record.lines.length) lines.push('  …');
+  }
+  for (const refusal of refusals) {
+    const reason = describeFailure(lang, { code: refusal.code, message: refusal.message, reason: refusal.reason });
+    lines.push(t('history.fileRefused', { file: refusal.file, at: localTime(refusal.at), code: refusal.code, failedAs: refusal.failedAs }), `  ${reason}`);
   }
   return `${lines.join('\n')}\n\n`;
 }

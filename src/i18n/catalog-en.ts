@@ -463,6 +463,7 @@ export const EN = {
   // i44-classify: an events file with no valid record (failed/, never "the valid records were sent"), a header split by another separator.
   'reason.events.noValidRecord': '{count, plural, one {# invalid line} other {# invalid lines}} and no valid record: nothing of the file was sent',
   'reason.events.linesNoneValid': '{count, plural, one {# invalid line} other {# invalid lines}} and no valid record: nothing of the file was sent: {first}',
+  'history.fileRefused': 'file {file}, refused {at} ({code}); it is in failed/events/{failedAs}',
   'history.invalidLinesNoneValid':
     'file {file}, read {at}: {count, plural, one {# invalid line} other {# invalid lines}} and no valid record: nothing of the file was sent',
   'reason.event.headerSeparator':

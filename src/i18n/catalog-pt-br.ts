@@ -461,6 +461,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'reason.events.noValidRecord': '{count, plural, one {# linha inválida} other {# linhas inválidas}} e nenhum registro válido: nada do arquivo foi enviado',
   'reason.events.linesNoneValid':
     '{count, plural, one {# linha inválida} other {# linhas inválidas}} e nenhum registro válido: nada do arquivo foi enviado: {first}',
+  'history.fileRefused': 'arquivo {file}, recusado em {at} ({code}); está em failed/events/{failedAs}',
   'history.invalidLinesNoneValid':
     'arquivo {file}, lido em {at}: {count, plural, one {# linha inválida} other {# linhas inválidas}} e nenhum registro válido: nada do arquivo foi enviado',
   'reason.event.headerSeparator':

@@ -5,6 +5,11 @@
  * JSON `{ at, file, count, lines }` with the first `LINES_KEPT` lines (number, code, English message,
  * reason key). It expires with the journeys of its day (`CARRIER_SYNC_HISTORY_DAYS` after the day
  * ends). A file dropped again under the same name the same day replaces its record.
+ *
+ * The same hash keeps an events file's refusal after its records were sent (EVENT_FILE_CHANGED: the
+ * events' own journeys say "accepted", and nothing else would tell that the file is in failed/ with
+ * later lines unsent), under `/refused/<file name>` (a `/` is in no file name, so no file's record
+ * is taken for another's).
  */
 import type { ChainableCommander } from 'ioredis';
 import type { StoredReason } from '../errors.js';
@@ -34,6 +39,29 @@ export interface InvalidLinesRecord {
   lines: InvalidLineRecord[];
 }
 
+/** An events file refused after its records were sent: when, its code and reason, and its name in failed/. */
+export interface EventsFileRefusal {
+  /** ISO time it was refused. */
+  at: string;
+  file: string;
+  /** Its name in failed/events/ (another when a file of its name was there already). */
+  failedAs: string;
+  code: string;
+  /** The reason in English, for a record without `reason`. */
+  message: string;
+  reason?: StoredReason | undefined;
+}
+
+const REFUSED_FIELD = '/refused/';
+
+/** Appends the record of `file`'s refusal to `chain`. */
+export function recordFileRefusal(chain: ChainableCommander, keys: Keys, record: EventsFileRefusal, atMs: number, ttlSec: number): ChainableCommander {
+  const day = epochDayOf(atMs);
+  return chain
+    .hset(keys.eventsFileLines(day), `${REFUSED_FIELD}${record.file}`, JSON.stringify(record))
+    .expireat(keys.eventsFileLines(day), (day + 1) * DAY_SEC + ttlSec);
+}
+
 /** Appends the record of `file`'s invalid lines to `chain`. */
 export function recordInvalidLines(chain: ChainableCommander, keys: Keys, record: InvalidLinesRecord, atMs: number, ttlSec: number): ChainableCommander {
   const day = epochDayOf(atMs);
@@ -41,20 +69,31 @@ export function recordInvalidLines(chain: ChainableCommander, keys: Keys, record
   return chain.hset(keys.eventsFileLines(day), record.file, JSON.stringify(kept)).expireat(keys.eventsFileLines(day), (day + 1) * DAY_SEC + ttlSec);
 }
 
-/** The records of files named `file` over the retention's days, oldest first. */
-export async function readInvalidLines(redis: RedisConnection, keys: Keys, file: string, retentionDays: number, nowMs: number): Promise<InvalidLinesRecord[]> {
+/** What events files named `file` left over the retention's days, oldest first: their invalid lines and their refusals after sending. One round trip. */
+export async function readEventsFileRecords(
+  redis: RedisConnection,
+  keys: Keys,
+  file: string,
+  retentionDays: number,
+  nowMs: number,
+): Promise<{ invalidLines: InvalidLinesRecord[]; refusals: EventsFileRefusal[] }> {
   const today = epochDayOf(nowMs);
   const pipeline = redis.pipeline();
-  for (let day = today - retentionDays; day <= today; day += 1) pipeline.hget(keys.eventsFileLines(day), file);
+  for (let day = today - retentionDays; day <= today; day += 1) pipeline.hmget(keys.eventsFileLines(day), file, `${REFUSED_FIELD}${file}`);
   const replies = (await pipeline.exec()) ?? [];
-  return replies.flatMap(([error, raw]) => {
-    if (error !== null || typeof raw !== 'string') return [];
+  const parsed = <T>(raw: unknown): T[] => {
+    if (typeof raw !== 'string') return [];
     try {
-      return [JSON.parse(raw) as InvalidLinesRecord];
+      return [JSON.parse(raw) as T];
     } catch {
       return [];
     }
-  });
+  };
+  const days = replies.flatMap(([error, pair]) => (error === null && Array.isArray(pair) ? [pair as unknown[]] : []));
+  return {
+    invalidLines: days.flatMap(([lines]) => parsed<InvalidLinesRecord>(lines)),
+    refusals: days.flatMap(([, refusal]) => parsed<EventsFileRefusal>(refusal)),
+  };
 }
 
 /** Lines whose reasons the overview's row names. */

@@ -7,8 +7,8 @@
 import { isMessageKey, translator, type Lang, type Translate } from '../i18n/translate.js';
 import type { JourneyStep } from '../journey/journey-read.js';
 import { describeStep, traceLinkOf } from '../journey/step-text.js';
-import { lineReason, type InvalidLinesRecord } from '../journey/events-file-lines.js';
-import { renderReason } from '../i18n/reason.js';
+import { lineReason, type EventsFileRefusal, type InvalidLinesRecord } from '../journey/events-file-lines.js';
+import { describeFailure, renderReason } from '../i18n/reason.js';
 import { escape, kindName, searchForm, timeTag, UTC_OFFSET } from './overview-page.js';
 import { REPLAY_HEADER } from './overview-assets.js';
 import { markLong, marksToHtml, markTime } from './text-marks.js';
@@ -42,6 +42,8 @@ export interface HistoryView {
   jsonHref: string | null;
   /** A file search: the invalid lines of events files of that name (they have no delivery, so no journey). */
   invalidLines?: readonly InvalidLinesRecord[];
+  /** A file search: events files of that name refused after their records were sent (their events' journeys say "accepted"). */
+  fileRefusals?: readonly EventsFileRefusal[];
   /** A delivery's page: where each of its items stands now. */
   current?: readonly ItemState[];
   /** CARRIER_SYNC_TRACE_URL: an attempt's trace id is a link through it; without one, the id as text. */
@@ -93,6 +95,22 @@ const STATE_TONE: Readonly<Record<ItemState['state'], string>> = {
   superseded: 'muted',
   duplicate: 'muted',
 };
+
+/** One card per events file refused after its records were sent: when, why, and where it is. */
+function fileRefusalCards(records: readonly EventsFileRefusal[], lang: Lang): string {
+  const t = translator(lang);
+  return records
+    .map((record) => {
+      const reason = describeFailure(lang, { code: record.code, message: record.message, reason: record.reason });
+      const heading = marksToHtml(
+        t('history.fileRefused', { file: record.file, at: markTime(record.at), code: record.code, failedAs: record.failedAs }),
+        escape,
+        timeTag,
+      );
+      return `<section class="card invalid-lines" data-events-file-refused="${escape(record.file)}" data-code="${escape(record.code)}"><h2>${heading}</h2><p>${escape(reason)}</p></section>`;
+    })
+    .join('\n');
+}
 
 /** One card per events file read with invalid lines: when, how many, the first lines and why. */
 function invalidLinesCards(records: readonly InvalidLinesRecord[], lang: Lang): string {
@@ -155,7 +173,8 @@ export function renderHistoryPage(view: HistoryView, base: string, lang: Lang = 
   <h1 class="page-title">${escape(title)} <small>${t('ui.history.title', { days: view.retentionDays })}${json}</small></h1>
   ${currentCard(view.current ?? [], lang)}
   ${invalidLinesCards(view.invalidLines ?? [], lang)}
-  ${view.steps.length === 0 && (view.invalidLines ?? []).length === 0 ? empty : groups}
+  ${fileRefusalCards(view.fileRefusals ?? [], lang)}
+  ${view.steps.length === 0 && (view.invalidLines ?? []).length === 0 && (view.fileRefusals ?? []).length === 0 ? empty : groups}
 </main>
 <script src="${base}/assets/local-time.js"></script>
 <script src="${base}/assets/history.js"></script>

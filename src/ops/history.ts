@@ -8,7 +8,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { langOfAcceptLanguage, type Lang } from '../i18n/translate.js';
 import { findByFile, readJourney } from '../journey/journey-read.js';
-import { readInvalidLines } from '../journey/events-file-lines.js';
+import { readEventsFileRecords } from '../journey/events-file-lines.js';
 import type { Keys } from '../store/keys.js';
 import type { RedisConnection } from '../store/redis.js';
 import { renderHistoryPage } from './history-page.js';
@@ -42,12 +42,16 @@ export function registerHistory(scope: FastifyInstance, options: HistoryRouteOpt
     const query = (request.query.q ?? '').trim();
     if (query === '') return reply.redirect(base);
     if (!FILE_NAME.test(query)) return reply.redirect(`${base}/history/${encodeURIComponent(query)}`);
-    const [steps, invalidLines] = await Promise.all([
+    const [steps, { invalidLines, refusals }] = await Promise.all([
       findByFile(redis, keys, [query], retentionDays, options.now()),
-      readInvalidLines(redis, keys, query, retentionDays, options.now()),
+      readEventsFileRecords(redis, keys, query, retentionDays, options.now()),
     ]);
     const page = html(
-      renderHistoryPage({ lookup: { by: 'file', name: query }, query, steps, retentionDays, jsonHref: null, invalidLines, traceUrl }, base, langOf(request)),
+      renderHistoryPage(
+        { lookup: { by: 'file', name: query }, query, steps, retentionDays, jsonHref: null, invalidLines, fileRefusals: refusals, traceUrl },
+        base,
+        langOf(request),
+      ),
     );
     return reply.type(page.type).header('cache-control', 'no-store').send(page.body);
   });

@@ -15,7 +15,10 @@ import { startDaemon } from '../../src/runtime/start.js';
 import { checkEventRecord } from '../../src/validate/event-record.js';
 import { readRefusals } from '../../src/store/activity.js';
 import { asReason, renderReason } from '../../src/i18n/reason.js';
-import { readInvalidLines } from '../../src/journey/events-file-lines.js';
+import { readEventsFileRecords } from '../../src/journey/events-file-lines.js';
+import { renderHistoryPage } from '../../src/ops/history-page.js';
+import { runCli } from '../support/process.js';
+import { testRedisUrl } from '../support/redis.js';
 import { say } from '../../src/i18n/translate.js';
 import { startTestDaemon, type TestDaemon } from '../support/daemon.js';
 import { waitFor } from '../support/wait.js';
@@ -252,7 +255,7 @@ describe('collecting events', () => {
         const row = (file: string): string => renderReason(lang, asReason(latest.find((entry) => entry.file === file)?.reasonSource)!);
         for (const file of ['tabs.csv', 'all-bad.ndjson']) expect(row(file), file).not.toMatch(claimsSent);
         expect(row('one-good.ndjson')).toMatch(claimsSent);
-        const [record] = await readInvalidLines(ctx.redis, ctx.keys, 'tabs.csv', 30, Date.now());
+        const [record] = (await readEventsFileRecords(ctx.redis, ctx.keys, 'tabs.csv', 30, Date.now())).invalidLines;
         expect(record?.valid).toBe(0);
         const historyLine = say(lang, record?.valid === 0 ? 'history.invalidLinesNoneValid' : 'history.invalidLines', {
           file: 'tabs.csv',
@@ -338,6 +341,45 @@ describe('collecting events', () => {
     expect(report.code).toBe('EVENT_FILE_CHANGED');
     expect(report.message).toContain(`${Buffer.byteLength(line(1))} bytes were read`);
     expect(accepted(t).map((r) => r.eventAt)).toEqual(['2026-04-02T10:01:00.000Z']);
+
+    // Looked for by its name, the file says it was refused and where it is: its event's own journey says "accepted".
+    const ctx = await openContext(t.config, createLogger({ level: 'silent' }), 'test-history');
+    try {
+      const { refusals } = await readEventsFileRecords(ctx.redis, ctx.keys, 'scanner.ndjson', 30, Date.now());
+      expect(refusals).toMatchObject([{ file: 'scanner.ndjson', failedAs: 'scanner.ndjson', code: 'EVENT_FILE_CHANGED' }]);
+      const view = {
+        lookup: { by: 'file', name: 'scanner.ndjson' },
+        query: 'scanner.ndjson',
+        steps: [],
+        retentionDays: 30,
+        jsonHref: null,
+        fileRefusals: refusals,
+        traceUrl: null,
+      } as const;
+      const page = renderHistoryPage(view, '/ui', 'pt-BR');
+      expect(page).toContain('data-events-file-refused="scanner.ndjson"');
+      expect(page).toContain('failed/events/scanner.ndjson');
+      expect(page).toContain('o arquivo mudou depois de lido');
+    } finally {
+      await ctx.closers.closeAll();
+    }
+    for (const [lang, says] of [
+      ['en', /file scanner\.ndjson, refused .* \(EVENT_FILE_CHANGED\); it is in failed\/events\/scanner\.ndjson\n {2}the file changed after it was read/],
+      ['pt-BR', /arquivo scanner\.ndjson, recusado em .* \(EVENT_FILE_CHANGED\); está em failed\/events\/scanner\.ndjson\n {2}o arquivo mudou depois de lido/],
+    ] as const) {
+      const cli = await runCli(['history', '--file', 'scanner.ndjson'], {
+        env: {
+          REDIS_URL: testRedisUrl(),
+          CARRIER_SYNC_PREFIX: t.prefix,
+          CARRIER_SYNC_API_URL: t.sandbox.url,
+          CARRIER_SYNC_CARRIER_KEY: 'unused-here',
+          CARRIER_SYNC_LANG: lang,
+        },
+      });
+      expect(cli.code, cli.stderr).toBe(0);
+      expect(cli.stdout).toMatch(says);
+      expect(cli.stdout).toContain('2026-04-02T10:01:00'); // its event's journey is there too
+    }
   });
 
   it('holds an event whose event_at lies in the future until it falls due', async () => {

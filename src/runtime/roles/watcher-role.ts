@@ -12,6 +12,8 @@ import { backlogOf } from '../../queue/queues.js';
 import type { Logger } from '../../log.js';
 import { createOutcomes } from '../../outcome/apply.js';
 import { addRefusal } from '../../store/activity.js';
+import { recordFileRefusal } from '../../journey/events-file-lines.js';
+import { historyTtlSec } from '../../journey/journey.js';
 import { sweepInterruptedMoves } from '../../outcome/files.js';
 import { spoolPaths, type SpoolPaths } from '../../spool/paths.js';
 import { attachSpoolDisk } from '../../spool/disk-state.js';
@@ -114,8 +116,13 @@ function sessionDepsOf(ctx: Context, paths: SpoolPaths, checks: CheckPool, log: 
           clock: ctx.clock,
           logger: outcomeLog,
           lang: config.lang,
+          // A refusal after sending (EVENT_FILE_CHANGED): counted, and kept by the file's name for `history --file` and the history page.
           refused: async (refusal) => {
-            await addRefusal(ctx.redis.multi(), ctx.keys, refusal, ctx.clock.now()).exec();
+            const atMs = ctx.clock.now();
+            const chain = addRefusal(ctx.redis.multi(), ctx.keys, refusal, atMs);
+            const file = { at: refusal.at, file: refusal.droppedAs ?? refusal.file, failedAs: refusal.file, code: refusal.code, message: refusal.reason };
+            recordFileRefusal(chain, ctx.keys, { ...file, reason: refusal.reasonSource }, atMs, historyTtlSec(config.history.retentionDays));
+            await chain.exec();
           },
         }),
       sweepInterruptedMoves,

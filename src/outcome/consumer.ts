@@ -15,6 +15,7 @@
  * shorter than a full one is settled no sooner than GATHER_MS after it was read, so that a trickle
  * of messages makes one call every GATHER_MS rather than one a message.
  */
+import { dirname } from 'node:path';
 import { isRedisUnavailable } from '../store/redis-health.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
@@ -43,6 +44,10 @@ const WAIT_MS = 1000;
 const STOP_WAIT_MS = 5000;
 /** After Redis errors, the next try waits this long (then again). */
 const ERROR_PAUSE_MS = 1000;
+/** A folder of the spool that may not be written in: every move into it fails alike until a person acts. */
+const DENIED_CODES: ReadonlySet<string> = new Set(['EACCES', 'EPERM', 'EROFS']);
+/** The spool's disk full: said once by spool/disk-state.ts. */
+const FULL_CODES: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT']);
 
 export interface OutcomeConsumerDeps {
   redis: RedisConnection;
@@ -87,6 +92,13 @@ class OutcomeLoop {
   private isFailing = false;
   private idleWaiters: Array<() => void> = [];
   private isIdle = false;
+  /**
+   * Folders the moves may not write in (code and folder → moves failed since it was said). Said
+   * once, not once a file and try: each failed move is tried again after 1, 2, 4… s (up to an
+   * hour), and a closed archive/ folder under a backlog made one error line with its stack a file
+   * and a try. Said again, at info, when a move works.
+   */
+  private readonly denied = new Map<string, number>();
   /** The batch the last call read, not applied yet, and when it was read (the clock's ms); null: the next pass reads one. */
   private next: ReadBatch | null = null;
 
@@ -226,14 +238,39 @@ class OutcomeLoop {
     }
     try {
       await this.deps.apply(entry.message);
+      if (this.denied.size > 0) this.movesAgain();
       return null;
     } catch (error) {
       const about = { jobId: entry.message.jobId, kind: entry.message.kind, failures: entry.failures + 1, err: error };
+      const { code, path, dest } = error as NodeJS.ErrnoException & { dest?: string };
       // Redis away, full or failing over: said once by redis-health.ts; the move is tried again.
       if (isRedisUnavailable(error)) this.log.debug(about, 'moving a file failed: Redis cannot take writes now; will retry');
+      else if (code !== undefined && FULL_CODES.has(code)) this.log.debug(about, "moving a file failed: the spool's disk is full; will retry");
+      else if (code !== undefined && DENIED_CODES.has(code)) this.deniedMove(about, code, dest ?? path);
       else this.log.error(about, 'moving a file failed; will retry');
       return (error as Error).message;
     }
+  }
+
+  private deniedMove(about: Record<string, unknown>, code: string, path: string | undefined): void {
+    const folder = path === undefined ? null : dirname(path);
+    const key = `${code} ${folder ?? ''}`;
+    const failed = this.denied.get(key);
+    this.denied.set(key, (failed ?? 0) + 1);
+    if (failed !== undefined) {
+      this.log.debug(about, 'moving a file failed: the spool may not be written there; will retry');
+      return;
+    }
+    this.log.error(
+      { ...about, code, folder },
+      'moving files failed: carrier-sync may not write in this spool folder; give it write access. Each file waits in .inflight/ and is moved again after 1, 2, 4… s (up to an hour); said once until a move works',
+    );
+  }
+
+  private movesAgain(): void {
+    const failedMoves = [...this.denied.values()].reduce((sum, n) => sum + n, 0);
+    this.log.info({ failedMoves, folders: [...this.denied.keys()] }, 'files move again');
+    this.denied.clear();
   }
 }
 

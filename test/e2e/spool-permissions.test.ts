@@ -104,6 +104,52 @@ describe('a file carrier-sync may not read', () => {
     expect(daemon.logs().filter((line) => line.msg === 'claim failed; will try again')).toEqual([]);
   }, 60_000);
 
+  it.runIf(isRoot)(
+    'an archive folder it may not write in: the moves wait, said once with the folder (not a line a file and a try), and go once it may',
+    async () => {
+      const e = (env = await createE2eEnv({ sandbox: { autoCreateDeliveries: true } }));
+      await chmod(e.dir, 0o755);
+      await mkdir(e.spool);
+      const nobody = {
+        uid: Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' }).trim()),
+        gid: Number(execFileSync('id', ['-g', 'nobody'], { encoding: 'utf8' }).trim()),
+      };
+      await chown(e.spool, nobody.uid, nobody.gid);
+      // archive/labels/ is root's: the day's folder under it cannot be made.
+      await mkdir(join(e.spool, 'archive', 'labels'), { recursive: true });
+      await chown(join(e.spool, 'archive'), nobody.uid, nobody.gid);
+      // At debug, each quiet try shows: the test counts them.
+      const daemon = spawnDaemon(
+        { ...e.env, LOG_LEVEL: 'debug' },
+        { file: 'setpriv', args: ['--reuid=nobody', '--regid=nogroup', '--clear-groups', process.execPath, ...binArgv(e.args('start'))] },
+      );
+      await waitUntilStarted(daemon, 30_000);
+      const ids = [randomUUID(), randomUUID(), randomUUID()];
+      for (const id of ids) {
+        await writeFile(join(e.spool, 'labels', `.${id}.pdf.tmp`), await makePdf(id));
+        await rename(join(e.spool, 'labels', `.${id}.pdf.tmp`), join(e.spool, 'labels', `${id}.pdf`));
+      }
+      const SAID = (msg: unknown): boolean => String(msg).startsWith('moving files failed: carrier-sync may not write in this spool folder');
+      await waitFor(() => e.sandbox.requests().filter((r) => r.endpoint === 'label' && r.status === 200).length === 3, { what: 'the three labels sent' });
+      // Each move is tried at least twice (after 1 s, then 2 s) before the folder is opened.
+      await waitFor(() => daemon.logs().filter((line) => line.msg === 'moving a file failed: the spool may not be written there; will retry').length >= 5, {
+        what: 'the moves tried again, quietly',
+        timeoutMs: 20_000,
+      });
+      expect(daemon.logs().filter((line) => SAID(line.msg))).toHaveLength(1);
+      expect(daemon.logs().find((line) => SAID(line.msg))).toMatchObject({ code: 'EACCES', folder: join(e.spool, 'archive', 'labels') });
+      expect(daemon.logs().filter((line) => line.msg === 'moving a file failed; will retry')).toEqual([]);
+      await chmod(join(e.spool, 'archive', 'labels'), 0o777);
+      await waitFor(async () => (await listFiles(join(e.spool, 'archive', 'labels'))).length === 3, {
+        what: 'the three labels archived once it may',
+        timeoutMs: 20_000,
+      });
+      expect(daemon.logs().find((line) => line.msg === 'files move again')?.['failedMoves']).toBeGreaterThanOrEqual(6);
+      expect(daemon.logs().filter((line) => SAID(line.msg))).toHaveLength(1);
+    },
+    60_000,
+  );
+
   it.runIf(isRoot)('a spool the daemon may not write in refuses the start: one line naming the path and the user, exit 2', async () => {
     const e = (env = await createE2eEnv());
     await chmod(e.dir, 0o755);

@@ -5,6 +5,7 @@
  * on demand and stop it when done, unless someone else (a running daemon) still uses it. Each run has its own temporary working folder, and every
  * redis-server a test caused is ended by its pid afterwards, whatever the outcome.
  */
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { endRedisServers, isAlive, managedDirOf, managedRedisPidIn } from '../support/managed-redis.js';
 import { killAllDaemons, runCli, spawnDaemon, waitUntilStarted, type DaemonProcess, type LogLine } from '../support/process.js';
 import { waitFor } from '../support/wait.js';
+import { makePdf } from '../support/builders.js';
+import { dropFile, listFiles } from '../support/e2e-env.js';
 
 const ENV = { CARRIER_SYNC_HTTP_PORT: '0', LOG_LEVEL: 'info' };
 const STARTED = 'started a managed redis-server (REDIS_URL is not set)';
@@ -103,6 +106,38 @@ describe('the managed redis-server', () => {
     expect(result.stdout).toMatch(/^redis: single, primary 127\.0\.0\.1:\d+; no replicas; no failover seen$/m);
     second.kill('SIGINT');
     expect(await second.exited, second.tail()).toEqual({ code: 0, signal: null });
+  });
+
+  it('one that exits under a running daemon (kill -9, as the OOM killer does) is started again on its port with its data; files go on', async () => {
+    const dir = await workDir();
+    const daemon = await startIn(dir);
+    const firstPid = await redisPidOf(dir);
+    const port = daemon.logs().find((line) => line.msg === STARTED)?.['port'];
+    const archived = async (): Promise<string[]> => (await listFiles(join(dir, 'spool', 'archive', 'labels'))).map((path) => path.split('/').at(-1)!);
+    const before = `${randomUUID()}.pdf`;
+    await dropFile(join(dir, 'spool', 'labels'), before, await makePdf(before));
+    await waitFor(async () => (await archived()).includes(before), { timeoutMs: 20_000, what: 'a label archived before' });
+
+    process.kill(firstPid, 'SIGKILL');
+    const back = await daemon.waitForLog((line) => line.msg === 'started the managed redis-server again', {
+      timeoutMs: 20_000,
+      what: 'the server started again',
+    });
+    expect(back['port']).toBe(port);
+    expect(await redisPidOf(dir)).not.toBe(firstPid);
+    expect(daemon.logs().filter((line) => line.msg === 'the managed redis-server exited: starting it again on its port with its data')).toHaveLength(1);
+
+    const after = `${randomUUID()}.pdf`;
+    await dropFile(join(dir, 'spool', 'labels'), after, await makePdf(after));
+    await waitFor(async () => (await archived()).includes(after), { timeoutMs: 30_000, what: 'a label archived after' }).catch((error: unknown) => {
+      throw new Error(`${String(error)}\n${daemon.tail(40)}`);
+    });
+    // Its data came back with it: the first label's journey is there.
+    const history = await runCli(['history', before.replace('.pdf', '')], { env: ENV, cwd: dir, timeoutMs: 30_000 });
+    expect(history.stdout).toContain('accepted by the API');
+    daemon.kill('SIGINT');
+    expect(await daemon.exited, daemon.tail()).toEqual({ code: 0, signal: null });
+    expect(messagesOf(daemon.logs())).toContain('stopped the managed redis-server');
   });
 
   it('a CLI command starts it on demand and stops it when done', async () => {

@@ -12,6 +12,12 @@
  * still open, are told from other clients by their ports (runtime/managed-redis/proc-net.ts). Only a `kill -9`
  * leaves it running with its data, and the next process reuses it. SHUTDOWN writes the AOF out
  * first, so a stop loses nothing; the next start reads the data back from `managedDir`.
+ *
+ * While a process uses it, the server is kept (`keepServer`): one that exits under it (the kernel's
+ * OOM killer, a `kill -9`, a crash) is started again on its port with its data within a second or
+ * two, so every connection finds it where it was. Before, the daemon waited for it for ever, its
+ * spool lease lost and /healthz ok. Its AOF is fsynced every second: what the last second wrote
+ * may be gone, which the daemon's reconciles take as any Redis restart (docs/operations.md).
  */
 import { spawn } from 'node:child_process';
 import { constants } from 'node:fs';
@@ -40,6 +46,10 @@ const OTHERS_GRACE_MS = 2000;
 const STOP_TIMEOUT_MS = 15_000;
 /** How long an at-once exit may spend stopping the managed redis-server. */
 const STOP_NOW_MS = 5000;
+/** How often the kept server's pid is looked at. */
+const KEEP_EVERY_MS = 1000;
+/** A server that will not start again is tried again this often (said once until it starts). */
+const KEEP_RETRY_MS = 5000;
 
 /** The managed redis-server this process uses (started or reused here), for the at-once stop. */
 let inUse: { dataDir: string; port: number; isStartedHere: boolean; logger: Logger } | null = null;
@@ -51,17 +61,26 @@ export async function ensureManagedRedis(dir: string, port: number, logger: Logg
   if (known > 0 && (await answers(known))) {
     logger.info({ dir: dataDir, port: known }, 'using the managed redis-server already running (REDIS_URL is not set)');
     inUse = { dataDir, port: known, isStartedHere: false, logger };
-    return handleOf(dataDir, known, false, logger);
+    return handleOf(dataDir, known, false, logger, await serverPid(known));
   }
   await refuseWithoutRedisServer();
-  await mkdir(dataDir, { recursive: true });
-
   const chosen = port > 0 ? port : await freePort();
+  // From the spawn on, an at-once exit stops it (even while it is still starting).
+  inUse = { dataDir, port: chosen, isStartedHere: true, logger };
+  const redisPid = await startServer(dataDir, chosen);
+  await writeFile(join(dataDir, 'port'), `${chosen}\n`);
+  logger.info({ dir: dataDir, port: chosen, redisPid }, 'started a managed redis-server (REDIS_URL is not set)');
+  return handleOf(dataDir, chosen, true, logger, redisPid);
+}
+
+/** Starts redis-server on `port` with its data in `dataDir` and waits until it answers; its pid. */
+async function startServer(dataDir: string, port: number): Promise<number> {
+  await mkdir(dataDir, { recursive: true });
   const child = spawn(
     'redis-server',
     [
       '--port',
-      String(chosen),
+      String(port),
       '--bind',
       '127.0.0.1',
       '--dir',
@@ -86,16 +105,78 @@ export async function ensureManagedRedis(dir: string, port: number, logger: Logg
     child.once('spawn', () => resolvePromise());
   });
   child.unref();
-  // From here on, an at-once exit stops it (even while it is still starting).
-  inUse = { dataDir, port: chosen, isStartedHere: true, logger };
   const deadline = Date.now() + 15_000;
-  while (!(await answers(chosen))) {
+  while (!(await answers(port))) {
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`managed redis-server did not start; see ${join(dataDir, 'redis.log')}`);
     await new Promise((r) => setTimeout(r, 50));
   }
-  await writeFile(portFile, `${chosen}\n`);
-  logger.info({ dir: dataDir, port: chosen, redisPid: child.pid }, 'started a managed redis-server (REDIS_URL is not set)');
-  return handleOf(dataDir, chosen, true, logger);
+  return child.pid ?? 0;
+}
+
+/**
+ * Looks at the server's pid every second while this process uses it; one that is gone is started
+ * again on its port with its data (or, when another process of the folder did so first, the one that
+ * answers there is kept). One warning when it went, one info line when it is back; a start that fails
+ * is one error line, tried again every 5 s. Stopped by the handle's `stop` and by an at-once exit.
+ */
+function keepServer(dataDir: string, port: number, firstPid: number, logger: Logger): { stop(): void } {
+  let pid = firstPid;
+  let isStopped = false;
+  let isFailing = false;
+  let nextTryAt = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const look = async (): Promise<void> => {
+    if (pid > 0 && isProcessRunning(pid)) return;
+    if (Date.now() < nextTryAt) return;
+    const answering = await serverPid(port);
+    if (isStopped) return;
+    if (answering > 0) {
+      pid = answering;
+      return;
+    }
+    if (!isFailing) logger.warn({ port, redisPid: pid, dir: dataDir }, 'the managed redis-server exited: starting it again on its port with its data');
+    try {
+      pid = await startServer(dataDir, port);
+      isFailing = false;
+      logger.info({ port, redisPid: pid }, 'started the managed redis-server again');
+    } catch (error) {
+      nextTryAt = Date.now() + KEEP_RETRY_MS;
+      if (!isFailing) logger.error({ port, err: error, retryMs: KEEP_RETRY_MS }, 'could not start the managed redis-server again; trying again');
+      isFailing = true;
+    }
+  };
+  const schedule = (): void => {
+    if (isStopped) return;
+    timer = setTimeout(
+      () =>
+        void look()
+          .catch((error: unknown) => logger.warn({ port, err: error }, 'looking at the managed redis-server failed'))
+          .finally(schedule),
+      KEEP_EVERY_MS,
+    );
+    timer.unref();
+  };
+  if (firstPid > 0) schedule();
+  return {
+    stop() {
+      isStopped = true;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** The pid of the redis-server answering on `port`, or 0 when none answers. */
+async function serverPid(port: number): Promise<number> {
+  const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 500 });
+  probe.on('error', () => {});
+  try {
+    await probe.connect();
+    return infoNumber(parseInfo(await probe.info('server')), 'process_id') ?? 0;
+  } catch {
+    return 0;
+  } finally {
+    probe.disconnect();
+  }
 }
 
 /**
@@ -114,17 +195,25 @@ async function refuseWithoutRedisServer(): Promise<void> {
   throw configRefusal('config.error.noRedisServer');
 }
 
-function handleOf(dataDir: string, port: number, isStartedHere: boolean, logger: Logger): ManagedRedis {
+function handleOf(dataDir: string, port: number, isStartedHere: boolean, logger: Logger, redisPid: number): ManagedRedis {
   let stopping: Promise<void> | undefined;
+  const keeper = keepServer(dataDir, port, redisPid, logger);
+  keepers.add(keeper);
   return {
     url: `redis://127.0.0.1:${port}`,
     isStartedHere,
-    stop: () =>
-      (stopping ??= stopUnlessShared(dataDir, port, logger).catch((error: unknown) =>
+    stop: () => {
+      keeper.stop();
+      keepers.delete(keeper);
+      return (stopping ??= stopUnlessShared(dataDir, port, logger).catch((error: unknown) =>
         logger.warn({ port, err: error }, 'could not stop the managed redis-server'),
-      )),
+      ));
+    },
   };
 }
+
+/** The keepers of this process's handles: an at-once exit stops them before it stops the server. */
+const keepers = new Set<{ stop(): void }>();
 
 async function stopUnlessShared(dataDir: string, port: number, logger: Logger): Promise<void> {
   const admin = stopConnection(port);
@@ -169,6 +258,8 @@ async function stopUnlessShared(dataDir: string, port: number, logger: Logger): 
  * whoever started it. Never throws.
  */
 export async function stopManagedRedisNow(): Promise<void> {
+  for (const keeper of keepers) keeper.stop();
+  keepers.clear();
   const current = inUse;
   if (current === null) return;
   const { logger, port } = current;

@@ -266,6 +266,9 @@ export const EN = {
   'ui.state.idle': 'Working: nothing waiting to be sent',
   'ui.state.paused': 'Paused: the API refused our key (401)',
   'ui.state.diskFull': 'Spool disk full: files wait in the inbox until there is room',
+  'ui.state.movesRefused': 'Files sent but not moved: carrier-sync may not write in a spool folder; they wait in .inflight/',
+  'ui.state.movesRefusedDetail':
+    '{code} on {folder} since {since}; {failed, plural, one {# move} other {# moves}} failed. Give carrier-sync write access there: each file is moved again after 1, 2, 4… s (up to an hour)',
   'ui.state.diskFullDetail': 'writes in the spool fail (disk full); files wait in the inbox until there is room',
   'ui.state.diskFullDetailSince': 'writes in the spool fail (disk full) since {since}; files wait in the inbox until there is room',
   'ui.state.redisDown': 'Redis unreachable: nothing is taken in or sent until it answers',

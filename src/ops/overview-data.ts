@@ -45,6 +45,8 @@ export interface OverviewSources {
   inboxCounts(): Promise<Partial<Record<SpoolKind, number>>>;
   /** This process's spool disk (watcher role); absent elsewhere. */
   spoolDisk?: () => SpoolDiskReadiness;
+  /** Files sent whose moves the spool refuses (outcome/consumer.ts, watcher role); absent elsewhere. */
+  movesRefused?: () => MovesRefusedView | null;
   /** Redis refuses writes (store/redis-health.ts): the banner. */
   redisWritesRefused?: () => { code: string; since: number; message: string } | null;
   isDraining(): boolean;
@@ -56,7 +58,16 @@ export interface OverviewSources {
   topology?: () => Promise<Topology>;
 }
 
-export type StateCode = 'working' | 'idle' | 'attention' | 'paused' | 'disk-full' | 'redis-full' | 'redis-down' | 'draining';
+/** Files sent whose moves the spool refuses (outcome/consumer.ts `movesRefused`). */
+export interface MovesRefusedView {
+  code: string;
+  folder: string | null;
+  /** ms since the epoch. */
+  since: number;
+  failedMoves: number;
+}
+
+export type StateCode = 'working' | 'idle' | 'attention' | 'paused' | 'disk-full' | 'moves-refused' | 'redis-full' | 'redis-down' | 'draining';
 
 export interface OverviewState {
   code: StateCode;
@@ -75,6 +86,8 @@ export interface OverviewState {
   authFailure?: AuthFailure;
   /** Redis' refusal (redis-full): its code and message, for the detail in the page's language. */
   refusal?: { code: string; message: string };
+  /** Moves the spool refuses (moves-refused): the code, the folder, since when, how many failed. */
+  moves?: MovesRefusedView;
 }
 
 export interface StateCounts {
@@ -178,7 +191,7 @@ export async function readOverview(sources: OverviewSources): Promise<Overview> 
 
 /** The state line from the numbers read (exported for its test). */
 export function stateOf(
-  sources: Pick<OverviewSources, 'isDraining' | 'redisWritesRefused' | 'spoolDisk'>,
+  sources: Pick<OverviewSources, 'isDraining' | 'redisWritesRefused' | 'spoolDisk' | 'movesRefused'>,
   failure: Awaited<ReturnType<AuthGate['failure']>>,
   details: OverviewDetails,
 ): OverviewState {
@@ -210,6 +223,17 @@ export function stateOf(
       headline: 'Spool disk full: files wait in the inbox until there is room',
       detail: spoolDiskFullReason(disk),
       since: disk.fullSince === null ? null : new Date(disk.fullSince).toISOString(),
+    };
+  }
+  const moves = sources.movesRefused?.() ?? null;
+  if (moves !== null) {
+    const since = new Date(moves.since).toISOString();
+    return {
+      code: 'moves-refused',
+      headline: 'Files sent but not moved: carrier-sync may not write in a spool folder; they wait in .inflight/',
+      detail: `${moves.code} on ${moves.folder ?? 'a spool folder'} since ${since}; ${moves.failedMoves} moves failed; give carrier-sync write access there: each move is tried again with a backoff`,
+      since,
+      moves,
     };
   }
   const counts = stateCounts(details);

@@ -160,6 +160,8 @@ function headlineOf(o: Overview, t: Translate): string {
       return t('ui.state.paused');
     case 'disk-full':
       return t('ui.state.diskFull');
+    case 'moves-refused':
+      return t('ui.state.movesRefused');
     case 'redis-full':
       return t('ui.state.redisFull');
     case 'redis-down':
@@ -175,6 +177,9 @@ function detailOf(o: Overview, t: Translate): string {
   const refusal = o.state.refusal;
   if (o.state.code === 'paused' && o.state.authFailure !== undefined) return describeAuthFailure(t, o.state.authFailure);
   if (o.state.code === 'redis-full' && refusal !== undefined) return t('ui.state.redisFullDetail', { ...refusal, since: o.state.since ?? '' });
+  const moves = o.state.moves;
+  if (o.state.code === 'moves-refused' && moves !== undefined)
+    return t('ui.state.movesRefusedDetail', { code: moves.code, folder: moves.folder ?? '?', since: o.state.since ?? '', failed: moves.failedMoves });
   if (o.state.code !== 'disk-full') return o.state.detail ?? '';
   return t(o.state.since === null ? 'ui.state.diskFullDetail' : 'ui.state.diskFullDetailSince', { since: o.state.since ?? '' });
 }

@@ -49,6 +49,22 @@ const DENIED_CODES: ReadonlySet<string> = new Set(['EACCES', 'EPERM', 'EROFS']);
 /** The spool's disk full: said once by spool/disk-state.ts. */
 const FULL_CODES: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT']);
 
+/** What the overview shows of moves refused: the first folder and code said, since when, and the failed moves since. */
+export interface MovesRefused {
+  code: string;
+  folder: string | null;
+  /** ms since the epoch. */
+  since: number;
+  failedMoves: number;
+}
+
+/** The moves this process's consumer finds refused now (one process holds one spool), or null. */
+let movesRefusedNow: MovesRefused | null = null;
+
+export function movesRefused(): MovesRefused | null {
+  return movesRefusedNow === null ? null : { ...movesRefusedNow };
+}
+
 export interface OutcomeConsumerDeps {
   redis: RedisConnection;
   keys: Keys;
@@ -127,6 +143,8 @@ class OutcomeLoop {
 
   async stop(): Promise<void> {
     this.isStopped = true;
+    // Not this process's to say once it stops holding the spool: the next holder says its own.
+    if (this.denied.size > 0) movesRefusedNow = null;
     await this.inbox.close();
     // A pass waiting on Redis (away: its commands wait for the reconnect) is not waited for long;
     // what it did not settle stays in the list for the next holder.
@@ -257,6 +275,8 @@ class OutcomeLoop {
     const key = `${code} ${folder ?? ''}`;
     const failed = this.denied.get(key);
     this.denied.set(key, (failed ?? 0) + 1);
+    movesRefusedNow ??= { code, folder, since: this.deps.clock.now(), failedMoves: 0 };
+    movesRefusedNow.failedMoves += 1;
     if (failed !== undefined) {
       this.log.debug(about, 'moving a file failed: the spool may not be written there; will retry');
       return;
@@ -271,6 +291,7 @@ class OutcomeLoop {
     const failedMoves = [...this.denied.values()].reduce((sum, n) => sum + n, 0);
     this.log.info({ failedMoves, folders: [...this.denied.keys()] }, 'files move again');
     this.denied.clear();
+    movesRefusedNow = null;
   }
 }
 

@@ -139,12 +139,20 @@ describe('a file carrier-sync may not read', () => {
       expect(daemon.logs().filter((line) => SAID(line.msg))).toHaveLength(1);
       expect(daemon.logs().find((line) => SAID(line.msg))).toMatchObject({ code: 'EACCES', folder: join(e.spool, 'archive', 'labels') });
       expect(daemon.logs().filter((line) => line.msg === 'moving a file failed; will retry')).toEqual([]);
+      // The overview says it too: its state, in the reader's language.
+      const opsUrl = String(daemon.logs().find((line) => line.msg === 'carrier-sync started')?.['opsUrl']);
+      const overview = (await (await fetch(`${opsUrl}/ui/overview.json`)).json()) as { state: { code: string; moves?: { code: string; folder: string } } };
+      expect(overview.state).toMatchObject({ code: 'moves-refused', moves: { code: 'EACCES', folder: join(e.spool, 'archive', 'labels') } });
+      const page = await (await fetch(`${opsUrl}/ui`, { headers: { 'accept-language': 'pt-BR' } })).text();
+      expect(page).toContain('Arquivos enviados mas não movidos');
       await chmod(join(e.spool, 'archive', 'labels'), 0o777);
       await waitFor(async () => (await listFiles(join(e.spool, 'archive', 'labels'))).length === 3, {
         what: 'the three labels archived once it may',
         timeoutMs: 20_000,
       });
       expect(daemon.logs().find((line) => line.msg === 'files move again')?.['failedMoves']).toBeGreaterThanOrEqual(6);
+      const after = (await (await fetch(`${opsUrl}/ui/overview.json`)).json()) as { state: { code: string } };
+      expect(after.state.code).not.toBe('moves-refused');
       expect(daemon.logs().filter((line) => SAID(line.msg))).toHaveLength(1);
     },
     60_000,

@@ -7,6 +7,7 @@ import type { Metrics } from '../../ops/metrics.js';
 import type { ReadinessState } from '../../ops/readiness.js';
 import type { OpsServer } from '../../ops/server.js';
 import { spoolDisk } from '../../spool/disk-state.js';
+import { movesRefused } from '../../outcome/consumer.js';
 import { readTopology } from '../../store/topology.js';
 import { liveSecret } from '../../config/secret-file.js';
 import type { Context } from '../context.js';
@@ -45,7 +46,7 @@ export async function startHttpRole(ctx: Context, deps: HttpRoleDeps): Promise<O
       spoolId: await spoolIdOf(config.spool),
       inboxCounts: inboxCounter(config.spool),
       topology: () => readTopology(ctx.redis, ctx.redisTarget, ctx.keys.topology, config.prefix),
-      ...(deps.hasWatcher ? { spoolDisk } : {}),
+      ...(deps.hasWatcher ? { spoolDisk, movesRefused } : {}),
       redisWritesRefused: () => ctx.health.writesRefused(),
     },
     logger: logger.child({ mod: 'ops' }),

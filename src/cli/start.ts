@@ -49,7 +49,7 @@ export function registerStart(program: Command): void {
         // Anything else is one log line, whole, and exit code 1: no second, plain-text line from
         // main.ts among the JSON ones.
         // A port already taken (a second start in the same folder) is a refusal too: one line saying who holds it.
-        const busy = (await portTakenOf(first.error, config)) ?? spoolDeniedOf(first.error, config);
+        const busy = (await portTakenOf(first.error, config)) ?? spoolDeniedOf(first.error, config) ?? managedRedisDeniedOf(first.error, config);
         const error = busy ?? first.error;
         const isRefusal = isSyncError(error) && error.code === 'CONFIG_INVALID';
         if (!isRefusal) logger.fatal({ err: error }, 'start failed');
@@ -93,6 +93,21 @@ function spoolDeniedOf(error: unknown, config: Readonly<Config>): SyncError | nu
   const spool = resolve(config.spool.dir);
   if ((code !== 'EACCES' && code !== 'EPERM') || typeof path !== 'string' || !(path === spool || path.startsWith(`${spool}${sep}`))) return null;
   return new SyncError('CONFIG_INVALID', translator(config.lang)('cli.start.spoolDenied', { uid: String(process.getuid?.() ?? '?'), code, path, spool }));
+}
+
+/**
+ * When the start failed because the managed redis-server's folder may not be made or written in
+ * (REDIS_URL unset, the daemon running as a service user in a folder of root's: `./var/redis` under
+ * it): a refusal naming the path, the user and the three ways out; else null. Before, a fatal line
+ * with the stack of the folder's mkdir.
+ */
+function managedRedisDeniedOf(error: unknown, config: Readonly<Config>): SyncError | null {
+  const { code, path } = (error ?? {}) as NodeJS.ErrnoException;
+  if (config.redis.url !== null || config.redis.sentinels.length > 0 || (code !== 'EACCES' && code !== 'EPERM') || typeof path !== 'string') return null;
+  const dir = resolve(config.redis.managedDir);
+  // A recursive mkdir fails on the first folder it may not make: the folder itself, or one above it.
+  if (!(path === dir || dir.startsWith(`${path}${sep}`) || path.startsWith(`${dir}${sep}`))) return null;
+  return new SyncError('CONFIG_INVALID', translator(config.lang)('cli.start.managedRedisDenied', { uid: String(process.getuid?.() ?? '?'), code, path, dir }));
 }
 
 /** Signals that stop the daemon: a terminal's Ctrl-C, an orchestrator's stop, a closed terminal. */

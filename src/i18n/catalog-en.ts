@@ -477,6 +477,8 @@ export const EN = {
   'notify.stalled.action': 'if it does not recover within the bound, the process exits 1 for its supervisor to restart it; read its log around the error line',
   'notify.stalled.resolved': 'carrier-sync moves again on {host} (pid {pid})',
   // i45-signals: a second start in one folder, a refused key fixed without a restart (issue 45).
+  'cli.start.managedRedisDenied':
+    "the user carrier-sync runs as ({uid}) may not write the managed redis-server's data: {code} on {path}. Give that user write access to {dir}, set CARRIER_SYNC_REDIS_DIR to a folder it may write in, or give a Redis with REDIS_URL",
   'cli.start.spoolDenied':
     'the user carrier-sync runs as ({uid}) may not write in the spool: {code} on {path}. Give that user write access to {spool} and its folders, or set CARRIER_SYNC_SPOOL_DIR to a folder it may write in',
   'cli.start.portTaken':

@@ -476,6 +476,8 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
     'se não se recuperar dentro do prazo, o processo sai com código 1 para que o supervisor o reinicie; leia o log dele em torno da linha de erro',
   'notify.stalled.resolved': 'O carrier-sync voltou a andar em {host} (pid {pid})',
   // i45-signals: a second start in one folder, a refused key fixed without a restart (issue 45).
+  'cli.start.managedRedisDenied':
+    'o usuário com que o carrier-sync roda ({uid}) não tem permissão para gravar os dados do redis-server gerenciado: {code} em {path}. Dê a esse usuário permissão de gravação em {dir}, aponte CARRIER_SYNC_REDIS_DIR para uma pasta em que ele possa gravar, ou informe um Redis com REDIS_URL',
   'cli.start.spoolDenied':
     'o usuário com que o carrier-sync roda ({uid}) não tem permissão para gravar no spool: {code} em {path}. Dê a esse usuário permissão de gravação em {spool} e nas suas pastas, ou aponte CARRIER_SYNC_SPOOL_DIR para uma pasta em que ele possa gravar',
   'cli.start.portTaken':

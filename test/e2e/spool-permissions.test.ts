@@ -158,6 +158,33 @@ describe('a file carrier-sync may not read', () => {
     60_000,
   );
 
+  it.runIf(isRoot)(
+    'a managed redis-server folder the daemon may not make refuses the start: one line naming the path, the user and what to do, exit 2',
+    async () => {
+      const e = (env = await createE2eEnv());
+      await chmod(e.dir, 0o755);
+      await mkdir(e.spool);
+      await chown(
+        e.spool,
+        Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' }).trim()),
+        Number(execFileSync('id', ['-g', 'nobody'], { encoding: 'utf8' }).trim()),
+      );
+      // No REDIS_URL: the daemon would run its own redis-server, with its data under a folder of root's.
+      const dir = join(e.dir, 'var', 'redis');
+      const daemon = spawnDaemon(
+        { ...e.env, REDIS_URL: undefined, CARRIER_SYNC_REDIS_DIR: dir },
+        { file: 'setpriv', args: ['--reuid=nobody', '--regid=nogroup', '--clear-groups', process.execPath, ...binArgv(e.args('start'))] },
+      );
+      const exit = await daemon.exited;
+      expect(exit.code, daemon.tail()).toBe(2);
+      const uid = execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' }).trim();
+      expect(daemon.stderrLines.at(-1)).toBe(
+        `carrier-sync: the user carrier-sync runs as (${uid}) may not write the managed redis-server's data: EACCES on ${join(e.dir, 'var')}. Give that user write access to ${dir}, set CARRIER_SYNC_REDIS_DIR to a folder it may write in, or give a Redis with REDIS_URL`,
+      );
+      expect(daemon.stderrLines.some((line) => line.includes('"stack"'))).toBe(false);
+    },
+  );
+
   it.runIf(isRoot)('a spool the daemon may not write in refuses the start: one line naming the path and the user, exit 2', async () => {
     const e = (env = await createE2eEnv());
     await chmod(e.dir, 0o755);

@@ -268,7 +268,7 @@ export const EN = {
   'ui.state.diskFull': 'Spool disk full: files wait in the inbox until there is room',
   'ui.state.movesRefused': 'Files sent but not moved: carrier-sync may not write in a spool folder; they wait in .inflight/',
   'ui.state.movesRefusedDetail':
-    '{code} on {folder} since {since}; {failed, plural, one {# move} other {# moves}} failed. Give carrier-sync write access there: each file is moved again after 1, 2, 4… s (up to an hour)',
+    '{code} on {folder}; {failed, plural, one {# move} other {# moves}} failed. Give carrier-sync write access there: each file is moved again after 1, 2, 4… s (up to an hour)',
   'ui.state.diskFullDetail': 'writes in the spool fail (disk full); files wait in the inbox until there is room',
   'ui.state.diskFullDetailSince': 'writes in the spool fail (disk full) since {since}; files wait in the inbox until there is room',
   'ui.state.redisDown': 'Redis unreachable: nothing is taken in or sent until it answers',

@@ -267,7 +267,7 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'ui.state.diskFull': 'Disco do spool cheio: os arquivos aguardam na pasta de entrada até haver espaço',
   'ui.state.movesRefused': 'Arquivos enviados mas não movidos: o carrier-sync não pode gravar numa pasta do spool; eles aguardam em .inflight/',
   'ui.state.movesRefusedDetail':
-    '{code} em {folder} desde {since}; {failed, plural, one {# movimentação falhou} other {# movimentações falharam}}. Dê ao carrier-sync permissão de gravação ali: cada arquivo é movido de novo após 1, 2, 4… s (até uma hora)',
+    '{code} em {folder}; {failed, plural, one {# movimentação falhou} other {# movimentações falharam}}. Dê ao carrier-sync permissão de gravação ali: cada arquivo é movido de novo após 1, 2, 4… s (até uma hora)',
   'ui.state.diskFullDetail': 'as gravações no spool falham (disco cheio); os arquivos aguardam na pasta de entrada até haver espaço',
   'ui.state.diskFullDetailSince': 'as gravações no spool falham (disco cheio) desde {since}; os arquivos aguardam na pasta de entrada até haver espaço',
   'ui.state.redisDown': 'Redis inacessível: nada é recebido nem enviado até ele responder',

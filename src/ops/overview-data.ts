@@ -231,7 +231,7 @@ export function stateOf(
     return {
       code: 'moves-refused',
       headline: 'Files sent but not moved: carrier-sync may not write in a spool folder; they wait in .inflight/',
-      detail: `${moves.code} on ${moves.folder ?? 'a spool folder'} since ${since}; ${moves.failedMoves} moves failed; give carrier-sync write access there: each move is tried again with a backoff`,
+      detail: `${moves.code} on ${moves.folder ?? 'a spool folder'}; ${moves.failedMoves} moves failed; give carrier-sync write access there: each move is tried again with a backoff`,
       since,
       moves,
     };

@@ -179,7 +179,7 @@ function detailOf(o: Overview, t: Translate): string {
   if (o.state.code === 'redis-full' && refusal !== undefined) return t('ui.state.redisFullDetail', { ...refusal, since: o.state.since ?? '' });
   const moves = o.state.moves;
   if (o.state.code === 'moves-refused' && moves !== undefined)
-    return t('ui.state.movesRefusedDetail', { code: moves.code, folder: moves.folder ?? '?', since: o.state.since ?? '', failed: moves.failedMoves });
+    return t('ui.state.movesRefusedDetail', { code: moves.code, folder: moves.folder ?? '?', failed: moves.failedMoves });
   if (o.state.code !== 'disk-full') return o.state.detail ?? '';
   return t(o.state.since === null ? 'ui.state.diskFullDetail' : 'ui.state.diskFullDetailSince', { since: o.state.since ?? '' });
 }

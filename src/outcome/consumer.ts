@@ -15,6 +15,7 @@
  * shorter than a full one is settled no sooner than GATHER_MS after it was read, so that a trickle
  * of messages makes one call every GATHER_MS rather than one a message.
  */
+import { access, constants } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { isRedisUnavailable } from '../store/redis-health.js';
 import type { Clock } from '../clock.js';
@@ -48,6 +49,15 @@ const ERROR_PAUSE_MS = 1000;
 const DENIED_CODES: ReadonlySet<string> = new Set(['EACCES', 'EPERM', 'EROFS']);
 /** The spool's disk full: said once by spool/disk-state.ts. */
 const FULL_CODES: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT']);
+/**
+ * While moves are refused, the folders are looked at this often (then at twice the wait, up to
+ * PROBE_MAX_MS, while a look that found them open did not make a move work): once a person opens
+ * them, the files waiting are moved at once, not at their retry's time (up to an hour away).
+ */
+const PROBE_FIRST_MS = 2000;
+const PROBE_MAX_MS = 10 * 60_000;
+/** The most retries one `take` moves back to the list (its script's LIMIT). */
+const RETRIES_MOVED_MAX = 256;
 
 /** What the overview shows of moves refused: the first folder and code said, since when, and the failed moves since. */
 export interface MovesRefused {
@@ -115,6 +125,11 @@ class OutcomeLoop {
    * and a try. Said again, at info, when a move works.
    */
   private readonly denied = new Map<string, number>();
+  /** The look at the refused folders (see PROBE_FIRST_MS), and its wait now. */
+  private probe: NodeJS.Timeout | undefined;
+  private probeMs = PROBE_FIRST_MS;
+  /** The next call brings every waiting retry forward (a refused folder is open again). */
+  private isRetryAllDue = false;
   /** The batch the last call read, not applied yet, and when it was read (the clock's ms); null: the next pass reads one. */
   private next: ReadBatch | null = null;
 
@@ -145,6 +160,7 @@ class OutcomeLoop {
     this.isStopped = true;
     // Not this process's to say once it stops holding the spool: the next holder says its own.
     if (this.denied.size > 0) movesRefusedNow = null;
+    clearTimeout(this.probe);
     await this.inbox.close();
     // A pass waiting on Redis (away: its commands wait for the reconnect) is not waited for long;
     // what it did not settle stays in the list for the next holder.
@@ -201,13 +217,16 @@ class OutcomeLoop {
     const now = this.deps.clock.now();
     const isDueCheck = now >= this.nextDueCheck;
     if (isDueCheck) this.nextDueCheck = now + WAIT_MS;
-    const { batch } = await this.inbox.take({
+    // A refused folder open again: every waiting retry is due now (a call moves up to 256; the rest with the next).
+    const isRetryAll = this.isRetryAllDue;
+    const { batch, movedDue } = await this.inbox.take({
       settled,
       journey: this.deps.takeJourneySteps?.() ?? null,
-      dueBy: isDueCheck ? now : undefined,
+      dueBy: isRetryAll ? Number.MAX_SAFE_INTEGER : isDueCheck ? now : undefined,
       read: BATCH,
       now,
     });
+    if (isRetryAll && movedDue < RETRIES_MOVED_MAX) this.isRetryAllDue = false;
     return { batch, readAt: now };
   }
 
@@ -277,6 +296,7 @@ class OutcomeLoop {
     this.denied.set(key, (failed ?? 0) + 1);
     movesRefusedNow ??= { code, folder, since: this.deps.clock.now(), failedMoves: 0 };
     movesRefusedNow.failedMoves += 1;
+    this.probeFolders();
     if (failed !== undefined) {
       this.log.debug(about, 'moving a file failed: the spool may not be written there; will retry');
       return;
@@ -292,6 +312,41 @@ class OutcomeLoop {
     this.log.info({ failedMoves, folders: [...this.denied.keys()] }, 'files move again');
     this.denied.clear();
     movesRefusedNow = null;
+    clearTimeout(this.probe);
+    this.probe = undefined;
+    this.probeMs = PROBE_FIRST_MS;
+  }
+
+  /** Looks at the refused folders after `probeMs` (unless a look is set already): open again, every waiting retry comes due. */
+  private probeFolders(): void {
+    if (this.probe !== undefined || this.isStopped) return;
+    this.probe = setTimeout(() => {
+      void this.lookAtFolders().finally(() => {
+        this.probe = undefined;
+        if (this.denied.size > 0 && !this.isRetryAllDue) this.probeFolders();
+      });
+    }, this.probeMs);
+    this.probe.unref();
+  }
+
+  private async lookAtFolders(): Promise<void> {
+    const folders = [...new Set([...this.denied.keys()].map((key) => key.slice(key.indexOf(' ') + 1)).filter((folder) => folder !== ''))];
+    const open = await Promise.all(
+      folders.map((folder) =>
+        access(folder, constants.W_OK).then(
+          () => true,
+          () => false,
+        ),
+      ),
+    );
+    if (this.denied.size === 0 || !open.some(Boolean)) return;
+    this.log.info(
+      { folders: folders.filter((_, i) => open[i]) },
+      'a spool folder that refused moves may be written in again: the files waiting for it are moved now',
+    );
+    this.isRetryAllDue = true;
+    // Moves that fail again (a folder open to writes that still refuses a rename) make the next look wait longer.
+    this.probeMs = Math.min(this.probeMs * 2, PROBE_MAX_MS);
   }
 }
 

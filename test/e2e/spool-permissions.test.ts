@@ -151,6 +151,11 @@ describe('a file carrier-sync may not read', () => {
         timeoutMs: 20_000,
       });
       expect(daemon.logs().find((line) => line.msg === 'files move again')?.['failedMoves']).toBeGreaterThanOrEqual(6);
+      // Seen open again by the look at the folder, not at the retries' own time (1, 2, 4… s on, up to an hour).
+      const messages = daemon.logs().map((line) => line.msg);
+      const reopened = messages.indexOf('a spool folder that refused moves may be written in again: the files waiting for it are moved now');
+      expect(reopened).toBeGreaterThan(-1);
+      expect(reopened).toBeLessThan(messages.indexOf('files move again'));
       const after = (await (await fetch(`${opsUrl}/ui/overview.json`)).json()) as { state: { code: string } };
       expect(after.state.code).not.toBe('moves-refused');
       expect(daemon.logs().filter((line) => SAID(line.msg))).toHaveLength(1);

@@ -216,6 +216,15 @@ describe('collecting events', () => {
       await waitFor(async () => (await readdir(join(t.spool, 'archive'), { recursive: true })).map(String).some((f) => f.endsWith('one-good.ndjson')), {
         what: 'the file with a valid record archived',
       });
+      // Its lines report, in failed/, then says where the file went: a write of its own (a temporary
+      // file renamed), just after the move. Listed before it ends, failed/ showed the temporary file
+      // (a full CI run, four files at once on two busy cores).
+      await waitFor(
+        async () =>
+          ((JSON.parse(await readFile(join(failedDir, 'one-good.ndjson.error.json'), 'utf8')) as { archivedTo: string | null }).archivedTo ?? null) !== null &&
+          !(await listFailed()).some((name) => name.endsWith('.tmp')),
+        { what: 'the lines report saying where the file went' },
+      );
       expect(await listFailed()).toEqual(['all-bad.ndjson', 'all-bad.ndjson.error.json', 'one-good.ndjson.error.json', 'tabs.csv', 'tabs.csv.error.json']);
       const archived = (await readdir(join(t.spool, 'archive'), { recursive: true })).map(String);
       expect(archived.filter((f) => f.endsWith('.csv') || f.endsWith('all-bad.ndjson'))).toEqual([]);

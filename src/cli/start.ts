@@ -89,10 +89,16 @@ async function portTakenOf(error: unknown, config: Readonly<Config>): Promise<Sy
  * what to do; else null. Before, a fatal line with the stack of a temporary file's open.
  */
 function spoolDeniedOf(error: unknown, config: Readonly<Config>): SyncError | null {
-  const { code, path } = (error ?? {}) as NodeJS.ErrnoException;
+  const denied = permissionDeniedOf(error);
   const spool = resolve(config.spool.dir);
-  if ((code !== 'EACCES' && code !== 'EPERM') || typeof path !== 'string' || !(path === spool || path.startsWith(`${spool}${sep}`))) return null;
-  return new SyncError('CONFIG_INVALID', translator(config.lang)('cli.start.spoolDenied', { uid: String(process.getuid?.() ?? '?'), code, path, spool }));
+  if (denied === null || !(denied.path === spool || denied.path.startsWith(`${spool}${sep}`))) return null;
+  return new SyncError('CONFIG_INVALID', translator(config.lang)('cli.start.spoolDenied', { ...denied, uid: String(process.getuid?.() ?? '?'), spool }));
+}
+
+/** The code and path of a permission refusal (EACCES, EPERM) that names a path; null for any other error. */
+function permissionDeniedOf(error: unknown): { code: string; path: string } | null {
+  const { code, path } = (error ?? {}) as NodeJS.ErrnoException;
+  return (code === 'EACCES' || code === 'EPERM') && typeof path === 'string' ? { code, path } : null;
 }
 
 /**
@@ -102,12 +108,13 @@ function spoolDeniedOf(error: unknown, config: Readonly<Config>): SyncError | nu
  * with the stack of the folder's mkdir.
  */
 function managedRedisDeniedOf(error: unknown, config: Readonly<Config>): SyncError | null {
-  const { code, path } = (error ?? {}) as NodeJS.ErrnoException;
-  if (config.redis.url !== null || config.redis.sentinels.length > 0 || (code !== 'EACCES' && code !== 'EPERM') || typeof path !== 'string') return null;
+  const denied = permissionDeniedOf(error);
+  if (config.redis.url !== null || config.redis.sentinels.length > 0 || denied === null) return null;
+  const { path } = denied;
   const dir = resolve(config.redis.managedDir);
   // A recursive mkdir fails on the first folder it may not make: the folder itself, or one above it.
   if (!(path === dir || dir.startsWith(`${path}${sep}`) || path.startsWith(`${dir}${sep}`))) return null;
-  return new SyncError('CONFIG_INVALID', translator(config.lang)('cli.start.managedRedisDenied', { uid: String(process.getuid?.() ?? '?'), code, path, dir }));
+  return new SyncError('CONFIG_INVALID', translator(config.lang)('cli.start.managedRedisDenied', { ...denied, uid: String(process.getuid?.() ?? '?'), dir }));
 }
 
 /** Signals that stop the daemon: a terminal's Ctrl-C, an orchestrator's stop, a closed terminal. */

@@ -124,7 +124,7 @@ class OutcomeLoop {
    * hour), and a closed archive/ folder under a backlog made one error line with its stack a file
    * and a try. Said again, at info, when a move works.
    */
-  private readonly denied = new Map<string, number>();
+  private readonly denied = new Map<string, { folder: string | null; failed: number }>();
   /** The look at the refused folders (see PROBE_FIRST_MS), and its wait now. */
   private probe: NodeJS.Timeout | undefined;
   private probeMs = PROBE_FIRST_MS;
@@ -292,8 +292,8 @@ class OutcomeLoop {
   private deniedMove(about: Record<string, unknown>, code: string, path: string | undefined): void {
     const folder = path === undefined ? null : dirname(path);
     const key = `${code} ${folder ?? ''}`;
-    const failed = this.denied.get(key);
-    this.denied.set(key, (failed ?? 0) + 1);
+    const failed = this.denied.get(key)?.failed;
+    this.denied.set(key, { folder, failed: (failed ?? 0) + 1 });
     movesRefusedNow ??= { code, folder, since: this.deps.clock.now(), failedMoves: 0 };
     movesRefusedNow.failedMoves += 1;
     this.probeFolders();
@@ -308,7 +308,7 @@ class OutcomeLoop {
   }
 
   private movesAgain(): void {
-    const failedMoves = [...this.denied.values()].reduce((sum, n) => sum + n, 0);
+    const failedMoves = [...this.denied.values()].reduce((sum, { failed }) => sum + failed, 0);
     this.log.info({ failedMoves, folders: [...this.denied.keys()] }, 'files move again');
     this.denied.clear();
     movesRefusedNow = null;
@@ -330,7 +330,7 @@ class OutcomeLoop {
   }
 
   private async lookAtFolders(): Promise<void> {
-    const folders = [...new Set([...this.denied.keys()].map((key) => key.slice(key.indexOf(' ') + 1)).filter((folder) => folder !== ''))];
+    const folders = [...new Set([...this.denied.values()].flatMap(({ folder }) => (folder === null ? [] : [folder])))];
     const open = await Promise.all(
       folders.map((folder) =>
         access(folder, constants.W_OK).then(

@@ -446,12 +446,15 @@ async function onFailure(
   const maxAttempts = job.opts.attempts ?? deps.delivery.maxAttempts;
   const isNotFoundSpent = error.code === 'API_NOT_FOUND' && attempt >= deps.delivery.notFoundAttempts;
   const isSpent = attempt >= maxAttempts;
+  // A failure that is not the item's end: the attempt's record rides on the leave (one script).
+  const leaveFailed = (): Promise<unknown> =>
+    writeAnswer(deps, jobId, slot.slot, async () => {
+      await deps.gate.leave(item, jobId, slot, null, answer, { failure: deps.attempts.append(jobId, failure) });
+    });
   const unavailableForMs = isSpent && isUnavailable(error) ? await unavailableFor(deps, jobId) : null;
   if (unavailableForMs !== null && unavailableForMs < deps.delivery.maxUnavailableMs) {
     // Its attempts are spent, but the API is unavailable, not refusing it: tried again later, no attempt spent.
-    await writeAnswer(deps, jobId, slot.slot, async () => {
-      await deps.gate.leave(item, jobId, slot, null, answer, { failure: deps.attempts.append(jobId, failure) });
-    });
+    await leaveFailed();
     const retryInMs = Math.round(Math.min(UNAVAILABLE_RETRY_MAX_MS, deps.delivery.backoffMs * 2 ** Math.min(maxAttempts, 20)) * (0.5 + Math.random()));
     deps.logger.warn(
       { ...context, message: error.message, unavailableForMs, retryInMs },
@@ -468,10 +471,7 @@ async function onFailure(
   }
   // A 429 that held this item too long: its leave is written already (above).
   if (error.disposition === 'rate-limited') await deps.attempts.record(jobId, failure);
-  else
-    await writeAnswer(deps, jobId, slot.slot, async () => {
-      await deps.gate.leave(item, jobId, slot, null, answer, { failure: deps.attempts.append(jobId, failure) });
-    });
+  else await leaveFailed();
   deps.logger.warn({ ...context, message: error.message }, 'item failed; will retry');
   throw error;
 }

@@ -166,17 +166,8 @@ function keepServer(dataDir: string, port: number, firstPid: number, logger: Log
 }
 
 /** The pid of the redis-server answering on `port`, or 0 when none answers. */
-async function serverPid(port: number): Promise<number> {
-  const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 500 });
-  probe.on('error', () => {});
-  try {
-    await probe.connect();
-    return infoNumber(parseInfo(await probe.info('server')), 'process_id') ?? 0;
-  } catch {
-    return 0;
-  } finally {
-    probe.disconnect();
-  }
+function serverPid(port: number): Promise<number> {
+  return askServer(port, async (probe) => infoNumber(parseInfo(await probe.info('server')), 'process_id') ?? 0, 0);
 }
 
 /**
@@ -371,14 +362,19 @@ function otherClients(list: string, ownId: number): Array<Record<string, string>
     .filter((fields) => Number(fields['id']) !== ownId);
 }
 
-async function answers(port: number): Promise<boolean> {
+function answers(port: number): Promise<boolean> {
+  return askServer(port, async (probe) => (await probe.ping()) === 'PONG', false);
+}
+
+/** One question to whatever listens on `port`, on a connection of its own (one try, no retry); `otherwise` when nothing answers it. */
+async function askServer<T>(port: number, ask: (probe: Redis) => Promise<T>, otherwise: T): Promise<T> {
   const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 500 });
   probe.on('error', () => {});
   try {
     await probe.connect();
-    return (await probe.ping()) === 'PONG';
+    return await ask(probe);
   } catch {
-    return false;
+    return otherwise;
   } finally {
     probe.disconnect();
   }

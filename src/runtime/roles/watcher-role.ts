@@ -120,8 +120,9 @@ function sessionDepsOf(ctx: Context, paths: SpoolPaths, checks: CheckPool, log: 
           refused: async (refusal) => {
             const atMs = ctx.clock.now();
             const chain = addRefusal(ctx.redis.multi(), ctx.keys, refusal, atMs);
-            const file = { at: refusal.at, file: refusal.droppedAs ?? refusal.file, failedAs: refusal.file, code: refusal.code, message: refusal.reason };
-            recordFileRefusal(chain, ctx.keys, { ...file, reason: refusal.reasonSource }, atMs, historyTtlSec(config.history.retentionDays));
+            const { at, droppedAs, file, code, reason, reasonSource } = refusal;
+            const record = { at, file: droppedAs ?? file, failedAs: file, code, message: reason, reason: reasonSource };
+            recordFileRefusal(chain, ctx.keys, record, atMs, historyTtlSec(config.history.retentionDays));
             await chain.exec();
           },
         }),

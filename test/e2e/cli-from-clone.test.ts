@@ -6,7 +6,7 @@
  * as a new user's first run, and from a subfolder of the clone too.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -46,9 +46,14 @@ describe("the README's commands, run with npx from the clone", () => {
 
   it("npx carrier-sync --version prints carrier-sync's version, not npm's", async () => {
     const { stdout: npmVersion } = await promisify(execFile)('npm', ['--version']);
+    const built = statSync(join(ROOT, 'dist', 'src', 'main.js')).mtimeMs;
     const { stdout } = await npx(['carrier-sync', '--version']);
     expect(stdout).toBe(`${VERSION}\n`);
     expect(stdout.trim()).not.toBe(npmVersion.trim());
+    // npx's first run links the clone into its cache and runs its `prepare`: an up-to-date build is
+    // not built again (a whole tsc build, ~35 s of CPU before the version, rewriting dist/ under
+    // whatever is running it).
+    expect(statSync(join(ROOT, 'dist', 'src', 'main.js')).mtimeMs).toBe(built);
   });
 
   it("npx carrier-sync --help prints carrier-sync's commands; a command's --help its own", async () => {

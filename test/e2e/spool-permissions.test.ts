@@ -150,6 +150,8 @@ describe('a file carrier-sync may not read', () => {
         what: 'the three labels archived once it may',
         timeoutMs: 20_000,
       });
+      // The line follows the move that worked (the file is in archive/ before it is logged).
+      await waitFor(() => daemon.logs().some((line) => line.msg === 'files move again'), { what: "'files move again' said" });
       expect(daemon.logs().find((line) => line.msg === 'files move again')?.['failedMoves']).toBeGreaterThanOrEqual(6);
       // Seen open again by the look at the folder, not at the retries' own time (1, 2, 4… s on, up to an hour).
       const messages = daemon.logs().map((line) => line.msg);

@@ -135,7 +135,17 @@ export async function expectToldOnceAndRecovered(run: Running, reasonStart: stri
   );
   const recovered = await daemon.waitForLog((l) => l.msg === 'stall recovered', { timeoutMs: 15_000, what: 'stall recovered' });
   await waitFor(() => stalledNotifications(hook).some((n) => n.state === 'resolved'), { timeoutMs: 15_000, what: 'the stalled notification resolved' });
-  expect(stalledNotifications(hook).map((n) => n.state)).toEqual(['firing', 'resolved']);
+  const stallLines = (): string =>
+    JSON.stringify(
+      daemon
+        .logs()
+        .filter((l) => String(l.msg).startsWith('stall'))
+        .map((l) => [l.time, l.msg]),
+    );
+  expect(
+    stalledNotifications(hook).map((n) => n.state),
+    stallLines(),
+  ).toEqual(['firing', 'resolved']);
   expect(stalledNotifications(hook)[0]?.details['what']).toEqual(expect.stringContaining(reasonStart));
   // /readyz says the stall while it lasts: every poll made wholly between the stall line and the
   // recovery says it. The stall can be shorter than one poll on a loaded machine (a frozen check

@@ -24,7 +24,7 @@ export default tseslint.config(
   {
     files: ['**/*.ts'],
     languageOptions: {
-      parserOptions: { project: ['./tsconfig.json', './test/tsconfig.json'], tsconfigRootDir: `${import.meta.dirname}/..` },
+      parserOptions: { project: ['./test/tsconfig.json'], tsconfigRootDir: `${import.meta.dirname}/..` },
     },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',

@@ -1,8 +1,8 @@
 /**
  * Vitest global setup: the e2e tests spawn the built binary, so `dist/` must match `src/`. (`npm ci`
  * builds it in its `prepare`, so this finds it fresh.) Builds once per run, and only when dist/ is
- * older than a source it is built from: test/tools/build.mjs, `npm ci`'s `prepare` too, with
- * `--lenient` (type errors outside src/ only warn: the typecheck step reports them).
+ * older than a source it is built from: test/tools/build.mjs, `npm ci`'s `prepare` too (type errors
+ * outside src/ only warn there: the typecheck step reports them).
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
@@ -12,7 +12,7 @@ const ROOT = new URL('../..', import.meta.url).pathname;
 
 export default async function setup(): Promise<void> {
   try {
-    const { stderr } = await promisify(execFile)(process.execPath, [join(ROOT, 'test', 'tools', 'build.mjs'), '--lenient'], {
+    const { stderr } = await promisify(execFile)(process.execPath, [join(ROOT, 'test', 'tools', 'build.mjs')], {
       cwd: ROOT,
       maxBuffer: 64 * 1024 * 1024,
     });

@@ -12,10 +12,12 @@ import { randomUUID } from 'node:crypto';
 import { chmod, chown, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeCteXml, makePdf } from '../support/builders.js';
 import { createE2eEnv, listFiles, type E2eEnv } from '../support/e2e-env.js';
 import { binArgv, killAllDaemons, spawnDaemon, waitUntilStarted } from '../support/process.js';
+import { testRedisUrl } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
 let env: E2eEnv | undefined;
@@ -145,6 +147,22 @@ describe('a file carrier-sync may not read', () => {
       expect(overview.state).toMatchObject({ code: 'moves-refused', moves: { code: 'EACCES', folder: join(e.spool, 'archive', 'labels') } });
       const page = await (await fetch(`${opsUrl}/ui`, { headers: { 'accept-language': 'pt-BR' } })).text();
       expect(page).toContain('Arquivos enviados mas não movidos');
+      // Opened while every waiting move's own retry is at least 6 s away (the folders are looked at
+      // every 2 s): moved sooner, they were moved by the look. Opened at any moment, a retry came due
+      // before the look in some runs (1 of 3 clean-clone CI runs) and moved the files itself.
+      const admin = new Redis(testRedisUrl(), { maxRetriesPerRequest: 3 });
+      try {
+        const retries = `${e.prefix}:outcomes:${(await admin.smembers(`${e.prefix}:spools`))[0] ?? ''}:retry`;
+        await waitFor(
+          async () => {
+            const [count, first] = await Promise.all([admin.zcard(retries), admin.zrange(retries, 0, 0, 'WITHSCORES')]);
+            return count === 3 && Number(first[1]) >= Date.now() + 6000;
+          },
+          { what: "every waiting move's retry 6 s away", timeoutMs: 40_000, intervalMs: 50 },
+        );
+      } finally {
+        admin.disconnect();
+      }
       await chmod(join(e.spool, 'archive', 'labels'), 0o777);
       await waitFor(async () => (await listFiles(join(e.spool, 'archive', 'labels'))).length === 3, {
         what: 'the three labels archived once it may',

@@ -7,8 +7,7 @@
  * The catalog's text replaces the one a command file gives in English (kept there for reading): change both.
  */
 import { Help, type Argument, type Command, type Option } from 'commander';
-import { localeLang } from '../config/load.js';
-import { langOf, type Lang } from '../i18n/langs.js';
+import { langOf, localeLang, type Lang } from '../i18n/langs.js';
 import { isMessageKey, say, type MessageValues } from '../i18n/translate.js';
 
 /** The language of the terminal: CARRIER_SYNC_LANG (any spelling langOf reads), else LC_ALL/LC_MESSAGES/LANG pt_BR*, else English. */

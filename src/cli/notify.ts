@@ -25,7 +25,7 @@ export function registerNotify(program: Command): void {
       if (wanted !== undefined && !(CHANNEL_NAMES as readonly string[]).includes(wanted)) {
         throw usageError('cli.usage.notify.channel', { channels: CHANNEL_NAMES.join(', '), value: wanted });
       }
-      const config = configOf(command);
+      const config = await configOf(command);
       // Imported here: nodemailer and the runtime load only when the command runs.
       const { channelsOf } = await import('../notify/configured.js');
       const { originOf } = await import('../runtime/roles/notify-role.js');

@@ -20,7 +20,7 @@ export function registerResume(program: Command): void {
     .command('resume')
     .description('after a 401 pause: test the key now with the next item, and say whether the API accepts it')
     .action(async (_options: unknown, command: Command) => {
-      const t = translator(configOf(command).lang);
+      const t = translator((await configOf(command)).lang);
       const outcome = await withContext(command, async (ctx): Promise<Outcome> => {
         const was = await ctx.authGate.failure();
         if (was === null) {

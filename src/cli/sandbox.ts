@@ -13,7 +13,7 @@ export function registerSandbox(program: Command): void {
     .action(async (options: { port: string; host: string; seed?: string }, command: Command) => {
       const port = Number(options.port);
       if (!Number.isInteger(port) || port < 0 || port > 65535) throw usageError('cli.usage.sandbox.port', { value: options.port });
-      const config = configOf(command);
+      const config = await configOf(command);
       const logger = createLogger({ level: config.log.level, isPretty: process.stderr.isTTY === true });
       const { runSandbox } = await import('../sandbox/run.js');
       const handle = await runSandbox({ port, host: options.host, ...(options.seed === undefined ? {} : { seedFile: options.seed }), logger });

@@ -26,7 +26,7 @@ export function registerStart(program: Command): void {
         .filter(Boolean);
       const unknown = roles.filter((role) => !(ROLES as readonly string[]).includes(role));
       if (roles.length === 0 || unknown.length > 0) throw rolesError(unknown);
-      const config = configOf(command);
+      const config = await configOf(command);
       const logger = createLogger({ level: config.log.level, isPretty: process.stderr.isTTY === true });
       // Libraries' console lines and Node's warnings become log lines too (runtime/console-to-log.ts).
       const restoreConsole = routeConsoleToLog(logger);

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { loadConfig } from '../config/load.js';
 
 export function registerValidate(program: Command): void {
   program
@@ -8,6 +7,7 @@ export function registerValidate(program: Command): void {
     .argument('<file...>', 'files to check (.pdf, .xml, .ndjson, .jsonl, .csv)')
     .option('--json', 'print JSON')
     .action(async (files: string[], options: { json?: boolean }, command: Command) => {
+      const { loadConfig } = await import('../config/load.js');
       const config = loadConfig({ env: process.env, configPath: command.optsWithGlobals<{ config?: string }>().config });
       const { printVerdicts } = await import('./validate-verdicts.js');
       await printVerdicts(files, config, options.json === true);

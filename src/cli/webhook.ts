@@ -28,7 +28,7 @@ export function registerWebhook(program: Command): void {
           .map((e) => e.trim())
           .filter(Boolean),
       };
-      const config = configOf(command);
+      const config = await configOf(command);
       const [{ apiClientFor }, { rateLimiterFor }, { resolveApiTarget }, { applyWebhook }] = await Promise.all([
         import('../runtime/api-client.js'),
         import('../gate/limiter.js'),

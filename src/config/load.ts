@@ -5,6 +5,9 @@ import { parse as parseYaml } from 'yaml';
 import { ptBR as zodPtBr } from 'zod/v4/locales';
 import { SyncError } from '../errors.js';
 import { configSchema, configSchemaPtBr, type Config } from './schema.js';
+import { localeLang } from '../i18n/langs.js';
+
+export { localeLang };
 
 /** The package's own folder, found from this file whether it runs from src/ or dist/src/. */
 export const PACKAGE_ROOT = findPackageRoot(dirname(fileURLToPath(import.meta.url)));
@@ -175,17 +178,6 @@ export function loadConfigWithSources(options: LoadOptions): LoadedConfig {
     });
   }
   return { config: deepFreeze(result.data), sources };
-}
-
-/**
- * The locale variable that asks for Portuguese (pt_BR.UTF-8, pt-BR…) when neither
- * CARRIER_SYNC_LANG nor a --config file chose a language: LC_ALL, then LC_MESSAGES, then LANG, the
- * first one set deciding (as POSIX reads them), or null.
- */
-export function localeLang(env: Env): string | null {
-  const variable = ['LC_ALL', 'LC_MESSAGES', 'LANG'].find((name) => (env[name] ?? '') !== '');
-  if (variable === undefined) return null;
-  return /^pt[_-]br\b/i.test(env[variable] ?? '') ? variable : null;
 }
 
 /** An unrecognized key is blamed on itself (where it was written), not on the object holding it. */

@@ -21,3 +21,15 @@ export function langOf(text: string): Lang | null {
   if (tag === 'en' || /^en-[a-z0-9]+$/.test(tag)) return 'en';
   return null;
 }
+
+/**
+ * The locale variable that asks for Portuguese (pt_BR.UTF-8, pt-BR…) when neither
+ * CARRIER_SYNC_LANG nor a --config file chose a language: LC_ALL, then LC_MESSAGES, then LANG, the
+ * first one set deciding (as POSIX reads them), or null. Here rather than in config/load.ts: the
+ * command line's help reads it, and `--help` need not load the settings' schema (zod, yaml).
+ */
+export function localeLang(env: Readonly<Record<string, string | undefined>>): string | null {
+  const variable = ['LC_ALL', 'LC_MESSAGES', 'LANG'].find((name) => (env[name] ?? '') !== '');
+  if (variable === undefined) return null;
+  return /^pt[_-]br\b/i.test(env[variable] ?? '') ? variable : null;
+}

@@ -6,9 +6,9 @@
  * variables are only named), 2 when they are not.
  */
 import { isSyncError } from '../errors.js';
-import { loadConfigWithSources, localeLang, SECRET_VARIABLES, type SettingSource } from '../config/load.js';
+import { loadConfigWithSources, SECRET_VARIABLES, type SettingSource } from '../config/load.js';
 import { unknownVariables, type UnknownVariable } from '../config/unknown-variables.js';
-import { langOf, type Lang } from '../i18n/langs.js';
+import { langOf, localeLang, type Lang } from '../i18n/langs.js';
 import { translator, type Translate } from '../i18n/translate.js';
 import { print } from './shared.js';
 

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { configOf } from './shared.js';
 
 export function registerValidate(program: Command): void {
   program
@@ -7,8 +8,7 @@ export function registerValidate(program: Command): void {
     .argument('<file...>', 'files to check (.pdf, .xml, .ndjson, .jsonl, .csv)')
     .option('--json', 'print JSON')
     .action(async (files: string[], options: { json?: boolean }, command: Command) => {
-      const { loadConfig } = await import('../config/load.js');
-      const config = loadConfig({ env: process.env, configPath: command.optsWithGlobals<{ config?: string }>().config });
+      const config = await configOf(command);
       const { printVerdicts } = await import('./validate-verdicts.js');
       await printVerdicts(files, config, options.json === true);
     });

@@ -7,8 +7,6 @@ import { SyncError } from '../errors.js';
 import { configSchema, configSchemaPtBr, type Config } from './schema.js';
 import { localeLang } from '../i18n/langs.js';
 
-export { localeLang };
-
 /** The package's own folder, found from this file whether it runs from src/ or dist/src/. */
 export const PACKAGE_ROOT = findPackageRoot(dirname(fileURLToPath(import.meta.url)));
 export const DEFAULT_CONFIG_PATH = join(PACKAGE_ROOT, 'config', 'default.yaml');

@@ -25,38 +25,20 @@
  *
  * Exit status: 0 built (or up to date); tsc's status when src/ has errors or nothing was emitted.
  */
-/**
- * `npm ci`'s `prepare`: builds dist/ with `tsc -p tsconfig.json`, unless the last build is newer
- * than everything it is built from (src/, test/bench/, tsconfig.json, package.json,
- * package-lock.json): then it says so and does nothing.
- *
- * Why not tsc every time: npm runs `prepare` in more places than `npm ci`. `npx carrier-sync …`
- * from the clone (the README's command line) installs the clone into npx's cache as a link on its
- * first run, and npm runs the linked package's `prepare` there: a whole tsc build, ~35 s of CPU,
- * before `--version` answers (issue 46, sixteenth session: 73–92 s on a busy machine, and its
- * output rewritten under the tests that were using it). An up-to-date build answers in
- * milliseconds.
- *
- * A build writes dist/.build-stamp once tsc has succeeded, dated at the build's start; a build that
- * failed leaves no stamp, so the next `prepare` builds again. `--lenient` (the tests' global setup): type errors outside src/
- * (test/bench is in the same program) only warn, as long as dist/src/main.js was emitted: they do
- * not change the binary under test, and the typecheck step reports them.
- *
- * Exit status: 0 built or up to date; tsc's status when the build failed.
- */
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
-const STAMP = join(ROOT, 'dist', '.build-stamp');
+const stampOf = (root) => join(root, 'dist', '.build-stamp');
+const binaryOf = (root) => join(root, 'dist', 'src', 'main.js');
 const SOURCES = ['src', 'test/bench'];
 const FILES = ['tsconfig.json', 'test/tsconfig.json', 'package.json', 'package-lock.json'];
 
 /** Whether `root`'s dist/ was built, successfully, after the newest of its sources changed. */
 export function isBuildFresh(root = ROOT) {
-  const built = mtimeOf(join(root, 'dist', '.build-stamp'));
-  if (built === null || mtimeOf(join(root, 'dist', 'src', 'main.js')) === null) return false;
+  const built = mtimeOf(stampOf(root));
+  if (built === null || mtimeOf(binaryOf(root)) === null) return false;
   const newest = Math.max(...SOURCES.map((dir) => newestTs(join(root, dir))), ...FILES.map((file) => mtimeOf(join(root, file)) ?? 0));
   return built >= newest;
 }
@@ -92,12 +74,12 @@ function build() {
   const result = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'test', 'tsconfig.json')], { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   const output = `${result.stdout ?? ''}${result.stderr ?? ''}`;
   if (result.status === 0) {
-    writeFileSync(STAMP, `${started.toISOString()}\n`);
-    utimesSync(STAMP, started, started);
+    writeFileSync(stampOf(ROOT), `${started.toISOString()}\n`);
+    utimesSync(stampOf(ROOT), started, started);
     return 0;
   }
   const srcErrors = (result.stdout ?? '').split('\n').filter((line) => line.startsWith('src/'));
-  const isEmitted = mtimeOf(join(ROOT, 'dist', 'src', 'main.js')) !== null;
+  const isEmitted = mtimeOf(binaryOf(ROOT)) !== null;
   if (result.status !== null && srcErrors.length === 0 && (result.stderr ?? '').trim() === '' && isEmitted) {
     process.stderr.write(`build: tsc reported errors outside src/ (dist/ was still emitted):\n${output}`);
     return 0;

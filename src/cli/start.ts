@@ -85,13 +85,18 @@ async function portTakenOf(error: unknown, config: Readonly<Config>): Promise<Sy
 
 /**
  * When the start failed because the spool may not be written in (EACCES, EPERM under the spool root:
- * the daemon runs as a user the folders are not open to): a refusal naming the path, the user and
- * what to do; else null. Before, a fatal line with the stack of a temporary file's open.
+ * the daemon runs as a user the folders are not open to; EROFS: its file system is mounted
+ * read-only): a refusal naming the path, the user and what to do; else null. Before, a fatal line with the stack of a temporary file's open.
  */
 function spoolDeniedOf(error: unknown, config: Readonly<Config>): SyncError | null {
-  const denied = permissionDeniedOf(error);
   const spool = resolve(config.spool.dir);
-  if (denied === null || !(denied.path === spool || denied.path.startsWith(`${spool}${sep}`))) return null;
+  const under = (path: string): boolean => path === spool || path.startsWith(`${spool}${sep}`);
+  const { code, path } = (error ?? {}) as NodeJS.ErrnoException;
+  // A read-only file system is no one's permission to give: the message says what to mount.
+  if (code === 'EROFS' && typeof path === 'string' && under(path))
+    return new SyncError('CONFIG_INVALID', translator(config.lang)('cli.start.spoolReadOnly', { path }));
+  const denied = permissionDeniedOf(error);
+  if (denied === null || !under(denied.path)) return null;
   return new SyncError('CONFIG_INVALID', translator(config.lang)('cli.start.spoolDenied', { ...denied, uid: String(process.getuid?.() ?? '?'), spool }));
 }
 

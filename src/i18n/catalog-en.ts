@@ -481,6 +481,9 @@ export const EN = {
     "the user carrier-sync runs as ({uid}) may not write the managed redis-server's data: {code} on {path}. Give that user write access to {dir}, set CARRIER_SYNC_REDIS_DIR to a folder it may write in, or give a Redis with REDIS_URL",
   'cli.start.spoolDenied':
     'the user carrier-sync runs as ({uid}) may not write in the spool: {code} on {path}. Give that user write access to {spool} and its folders, or set CARRIER_SYNC_SPOOL_DIR to a folder it may write in',
+  // A spool on a file system mounted read-only (a volume marked readOnly, ext4 remounted so after a disk error).
+  'cli.start.spoolReadOnly':
+    "the spool's file system is read-only: EROFS on {path}. Mount it read-write (after a disk error, check the disk first), or set CARRIER_SYNC_SPOOL_DIR to a folder on one that is",
   'cli.start.portTaken':
     'the ops port {address} is already taken by {holder}. Stop that one, or give this one another port with CARRIER_SYNC_HTTP_PORT (0 picks a free one)',
   'cli.start.portHolder': 'process {pid} ({command})',

@@ -480,6 +480,8 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
     'o usuário com que o carrier-sync roda ({uid}) não tem permissão para gravar os dados do redis-server gerenciado: {code} em {path}. Dê a esse usuário permissão de gravação em {dir}, aponte CARRIER_SYNC_REDIS_DIR para uma pasta em que ele possa gravar, ou informe um Redis com REDIS_URL',
   'cli.start.spoolDenied':
     'o usuário com que o carrier-sync roda ({uid}) não tem permissão para gravar no spool: {code} em {path}. Dê a esse usuário permissão de gravação em {spool} e nas suas pastas, ou aponte CARRIER_SYNC_SPOOL_DIR para uma pasta em que ele possa gravar',
+  'cli.start.spoolReadOnly':
+    'o sistema de arquivos do spool está somente leitura: EROFS em {path}. Monte-o com leitura e gravação (depois de um erro de disco, verifique o disco antes), ou aponte CARRIER_SYNC_SPOOL_DIR para uma pasta em um que esteja',
   'cli.start.portTaken':
     'a porta de operação {address} já está ocupada por {holder}. Pare aquele, ou dê a este outra porta com CARRIER_SYNC_HTTP_PORT (0 escolhe uma livre)',
   'cli.start.portHolder': 'o processo {pid} ({command})',

@@ -303,7 +303,9 @@ class OutcomeLoop {
     }
     this.log.error(
       { ...about, code, folder },
-      'moving files failed: carrier-sync may not write in this spool folder; give it write access. Each file waits in .inflight/ and is moved again after 1, 2, 4… s (up to an hour); said once until a move works',
+      code === 'EROFS'
+        ? "moving files failed: the spool's file system is read-only (mounted so, or remounted so after a disk error). Each file waits in .inflight/ and is moved again after 1, 2, 4… s (up to an hour); said once until a move works"
+        : 'moving files failed: carrier-sync may not write in this spool folder; give it write access. Each file waits in .inflight/ and is moved again after 1, 2, 4… s (up to an hour); said once until a move works',
     );
   }
 

@@ -138,6 +138,11 @@ function isPermissionDenied(error: unknown): error is NodeJS.ErrnoException {
   return code === 'EACCES' || code === 'EPERM';
 }
 
+/** The spool's file system is mounted read-only (a volume marked so, or ext4 remounted read-only after a disk error). */
+function isReadOnly(error: unknown): error is NodeJS.ErrnoException {
+  return (error as NodeJS.ErrnoException).code === 'EROFS';
+}
+
 /** Permission denied on opening the file itself (not on a folder: a move that may not be made is no fault of the file). */
 function isUnreadable(error: unknown, path: string): error is NodeJS.ErrnoException {
   const { syscall, path: where } = error as NodeJS.ErrnoException;
@@ -169,7 +174,7 @@ async function onUnreadable(state: InboxState, kind: SpoolKind, name: string, ca
 
 /**
  * A move this process may not make (a folder of the spool it may not write in: a deployment's
- * permissions): said once a kind, until a claim of it works again; each file looked at again after
+ * permissions; or a file system mounted read-only: EROFS): said once a kind, until a claim of it works again; each file looked at again after
  * 1, 2, 4… s (at most 16 s apart), not at every pass — before, every file of the inbox logged an
  * error with its stack twice a second.
  */
@@ -177,11 +182,13 @@ function onFolderDenied(state: InboxState, kind: SpoolKind, name: string, candid
   const { deps } = state;
   candidate.deniedFailures = (candidate.deniedFailures ?? 0) + 1;
   candidate.retryAt = deps.clock.now() + permissionRetryMs(candidate.deniedFailures);
-  if (state.denied.has(kind)) return deps.logger.debug({ kind, file: name, err: error }, 'claim refused a move by permissions; will try again');
+  if (state.denied.has(kind)) return deps.logger.debug({ kind, file: name, err: error }, 'claim refused a move (permissions, or a read-only file system); will try again');
   state.denied.add(kind);
   deps.logger.warn(
     { kind, file: name, code: error.code, syscall: error.syscall, path: error.path, dest: (error as { dest?: string }).dest, uid: process.getuid?.() },
-    'may not move files out of the inbox (permission denied): give carrier-sync write access to the spool folders; files wait in the inbox meanwhile',
+    isReadOnly(error)
+      ? "may not move files out of the inbox: the spool's file system is read-only (mounted so, or remounted so after a disk error); files wait in the inbox until it may be written again"
+      : 'may not move files out of the inbox (permission denied): give carrier-sync write access to the spool folders; files wait in the inbox meanwhile',
   );
 }
 
@@ -209,7 +216,7 @@ async function claimOne(state: InboxState, kind: SpoolKind, name: string, candid
       deps.logger.debug({ kind, file: name, err: error, retryInMs }, `claim failed: ${why}; will try again`);
     } else if (isUnreadable(error, join(deps.paths.inbox(kind), name))) {
       if (await onUnreadable(state, kind, name, candidate, error)) queue.delete(name);
-    } else if (isPermissionDenied(error)) {
+    } else if (isPermissionDenied(error) || isReadOnly(error)) {
       onFolderDenied(state, kind, name, candidate, error);
     } else if (isChecksRestart(error)) {
       // The watchdog restarted the check threads (a thread stopped answering): said once by its stall line.

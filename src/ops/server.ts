@@ -106,7 +106,10 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : options.port;
   const url = `http://${reachableHost(options.host)}:${port}`;
-  logger.info({ url, isUiProtected: options.uiPassword !== null, isIngestProtected: options.ingestToken !== null }, 'ops server listening');
+  // `url` is where this host reaches it (loopback for a wildcard address); `boundTo` what it listens on:
+  // on 0.0.0.0 the line said only 127.0.0.1, and a person read it as closed to the network.
+  const boundTo = `${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
+  logger.info({ url, boundTo, isUiProtected: options.uiPassword !== null, isIngestProtected: options.ingestToken !== null }, 'ops server listening');
   let closing: Promise<void> | undefined;
   return {
     url,

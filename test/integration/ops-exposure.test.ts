@@ -158,6 +158,16 @@ describe('bound to 0.0.0.0 without credentials', () => {
     const warnings = logLines.map((line) => JSON.parse(line) as { level: number; set?: string }).filter((line) => line.level === 40);
     expect(warnings.map((line) => line.set).sort()).toEqual(['CARRIER_SYNC_INGEST_TOKEN', 'CARRIER_SYNC_UI_PASSWORD']);
   });
+
+  it('its listening line says it is bound to every address, beside the loopback URL this host reaches it at', async () => {
+    logLines.length = 0;
+    const ops = await start('0.0.0.0', {});
+    const listening = logLines
+      .map((line) => JSON.parse(line) as { msg: string; url?: string; boundTo?: string })
+      .find((line) => line.msg === 'ops server listening');
+    expect(listening).toMatchObject({ url: ops.url, boundTo: `0.0.0.0:${ops.port}` });
+    expect(ops.url).toBe(`http://127.0.0.1:${ops.port}`);
+  });
 });
 
 describe('bound to 0.0.0.0 with credentials', () => {

@@ -41,7 +41,7 @@ export function registerHistory(program: Command): void {
       const steps = await withContext(command, async (ctx) => {
         lang = ctx.config.lang;
         traceUrl = ctx.config.history.traceUrl;
-        if (lookup.by === 'file' && options.json !== true) {
+        if (lookup.by === 'file') {
           const { readEventsFileRecords } = await import('../journey/events-file-lines.js');
           ({ invalidLines, refusals: fileRefusals } = await readEventsFileRecords(
             ctx.redis,
@@ -67,7 +67,10 @@ export function registerHistory(program: Command): void {
       });
       const shown = kind === null ? steps : steps.filter((step) => step.kind === kind);
       if (options.json === true) {
-        for (const step of shown) await write(`${JSON.stringify(step)}\n`);
+        // An events file's own records (its invalid lines, its refusal after sending) are lines too,
+        // in time order among its events' steps: before, --json left them out and said less than the text.
+        const records = kind === null || kind === 'collecting' ? eventsFileSteps(invalidLines, fileRefusals) : [];
+        for (const step of mergedByTime(shown, records)) await write(`${JSON.stringify(step)}\n`);
         return;
       }
       const [{ describeStep, traceLinkOf }, { translator }] = await Promise.all([import('../journey/step-text.js'), import('../i18n/translate.js')]);
@@ -88,6 +91,35 @@ export function registerHistory(program: Command): void {
         ),
       );
     });
+}
+
+/** An events file's records as NDJSON steps: `invalid-lines` and `file-refused`, of no one delivery. */
+function eventsFileSteps(records: readonly InvalidLinesRecord[], refusals: readonly EventsFileRefusal[]): Array<Record<string, unknown> & { at: string }> {
+  return [
+    ...records.map(({ at, file, count, valid, lines }) => ({ at, delivery_id: null, kind: 'collecting', step: 'invalid-lines', file, count, valid, lines })),
+    ...refusals.map(({ at, file, failedAs, code, message }) => ({
+      at,
+      delivery_id: null,
+      kind: 'collecting',
+      step: 'file-refused',
+      file,
+      path: `failed/events/${failedAs}`,
+      code,
+      message,
+    })),
+  ];
+}
+
+/** Both lists oldest first (each is already; ISO times of one zone compare as strings), `steps` first on a tie. */
+function mergedByTime<A extends { at: string }, B extends { at: string }>(steps: readonly A[], records: readonly B[]): Array<A | B> {
+  const sorted = [...records].sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  const out: Array<A | B> = [];
+  let r = 0;
+  for (const step of steps) {
+    while (r < sorted.length && sorted[r]!.at < step.at) out.push(sorted[r++]!);
+    out.push(step);
+  }
+  return out.concat(sorted.slice(r));
 }
 
 function lookupOf(deliveryId: string | undefined, options: HistoryOptions): Lookup {

@@ -114,6 +114,19 @@ describe('CARRIER_SYNC_LANG=pt-BR', () => {
     );
     expect(lines.stdout).toContain('\n  linha 2: event_at "2026-03-01T10:00:00" não tem fuso horário (UTC)');
     expect(lines.stdout).toContain('recebido de coletas.ndjson linha 1');
+    // --json keeps English keys and values, and has the file's record too.
+    const json = await runCli(env.args('history', '--file', 'coletas.ndjson', '--json'), { env: { ...env.env, ...PT } });
+    const steps = json.stdout
+      .trim()
+      .split('\n')
+      .map((text) => JSON.parse(text) as Record<string, unknown>);
+    expect(steps.find((step) => step['step'] === 'invalid-lines')).toMatchObject({
+      delivery_id: null,
+      kind: 'collecting',
+      file: 'coletas.ndjson',
+      count: 1,
+      lines: [{ line: 2, code: 'EVENT_BAD_TIME' }],
+    });
 
     const overview = (await (await fetch(`${opsUrl}/ui/overview.json`)).json()) as { details: { refusals: { latest: Array<Record<string, unknown>> } } };
     const row = overview.details.refusals.latest.find((refusal) => refusal['file'] === 'coletas.ndjson');

@@ -389,6 +389,27 @@ describe('collecting events', () => {
       expect(cli.stdout).toMatch(says);
       expect(cli.stdout).toContain('2026-04-02T10:01:00'); // its event's journey is there too
     }
+    // --json says it too: a line of its own, in time order after the event's steps.
+    const json = await runCli(['history', '--file', 'scanner.ndjson', '--json'], {
+      env: { REDIS_URL: testRedisUrl(), CARRIER_SYNC_PREFIX: t.prefix, CARRIER_SYNC_API_URL: t.sandbox.url, CARRIER_SYNC_CARRIER_KEY: 'unused-here' },
+    });
+    expect(json.code, json.stderr).toBe(0);
+    const steps = json.stdout
+      .trim()
+      .split('\n')
+      .map((text) => JSON.parse(text) as { at: string; step: string });
+    expect(steps.at(-1)).toEqual({
+      at: expect.any(String),
+      delivery_id: null,
+      kind: 'collecting',
+      step: 'file-refused',
+      file: 'scanner.ndjson',
+      path: 'failed/events/scanner.ndjson',
+      code: 'EVENT_FILE_CHANGED',
+      message: expect.stringContaining('bytes were read'),
+    });
+    expect(steps.map((step) => step.step)).toContain('accepted');
+    expect(steps.map((step) => step.at)).toEqual(steps.map((step) => step.at).sort());
   });
 
   it('holds an event whose event_at lies in the future until it falls due', async () => {

@@ -10,7 +10,7 @@ import { isSyncError } from './errors.js';
 import { flushLogLines } from './log.js';
 import { buildProgram } from './cli/program.js';
 import { UsageError, usageErrorText } from './cli/usage-error.js';
-import { cliLang } from './cli/help-text.js';
+import { cliLang } from './i18n/langs.js';
 import { configErrorText, contactGaveUpText } from './cli/error-text.js';
 
 async function main(argv: readonly string[]): Promise<number> {

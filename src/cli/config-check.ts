@@ -8,7 +8,7 @@
 import { isSyncError } from '../errors.js';
 import { loadConfigWithSources, SECRET_VARIABLES, type SettingSource } from '../config/load.js';
 import { unknownVariables, type UnknownVariable } from '../config/unknown-variables.js';
-import { langOf, localeLang, type Lang } from '../i18n/langs.js';
+import { cliLang, type Lang } from '../i18n/langs.js';
 import { translator, type Translate } from '../i18n/translate.js';
 import { print } from './shared.js';
 
@@ -33,7 +33,7 @@ export function checkConfig(configPath: string | undefined, isJson: boolean): vo
     rows = leavesOf(config).map(([setting, value]) => rowOf(setting, value, sources));
   } catch (error) {
     if (!isSyncError(error) || error.code !== 'CONFIG_INVALID') throw error;
-    const t = translator(guessedLang());
+    const t = translator(cliLang(process.env));
     if (!isJson) {
       for (const line of unknownLines(unknown, t)) process.stderr.write(`carrier-sync: ${line}\n`);
       throw error;
@@ -58,10 +58,6 @@ function unknownLines(unknown: readonly UnknownVariable[], t: Translate): string
 }
 
 /** The language when the settings could not be read: CARRIER_SYNC_LANG, else a pt_BR locale, else English. */
-function guessedLang(): Lang {
-  return langOf(process.env['CARRIER_SYNC_LANG'] ?? '') ?? (localeLang(process.env) === null ? 'en' : 'pt-BR');
-}
-
 function shown(row: SettingRow): string {
   return typeof row.value === 'string' && row.value === MASK ? MASK : JSON.stringify(row.value);
 }

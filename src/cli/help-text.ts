@@ -7,15 +7,8 @@
  * The catalog's text replaces the one a command file gives in English (kept there for reading): change both.
  */
 import { Help, type Argument, type Command, type Option } from 'commander';
-import { langOf, localeLang, type Lang } from '../i18n/langs.js';
+import type { Lang } from '../i18n/langs.js';
 import { isMessageKey, say, type MessageValues } from '../i18n/translate.js';
-
-/** The language of the terminal: CARRIER_SYNC_LANG (any spelling langOf reads), else LC_ALL/LC_MESSAGES/LANG pt_BR*, else English. */
-export function cliLang(env: NodeJS.ProcessEnv): Lang {
-  const chosen = env['CARRIER_SYNC_LANG'];
-  if (chosen !== undefined && chosen !== '') return langOf(chosen) ?? 'en';
-  return localeLang(env) === null ? 'en' : 'pt-BR';
-}
 
 const PT_TITLES: Readonly<Record<string, string>> = {
   'Usage:': 'Uso:',

@@ -15,7 +15,8 @@ import { registerValidate } from './validate.js';
 import { registerWebhook } from './webhook.js';
 import { CHANNEL_NAMES } from '../notify/channel.js';
 import { appVersion } from '../version.js';
-import { cliLang, localizeHelp } from './help-text.js';
+import { cliLang } from '../i18n/langs.js';
+import { localizeHelp } from './help-text.js';
 import { localizeCommanderErrors, usageLine } from './commander-errors.js';
 
 export function buildProgram(lang = cliLang(process.env)): Command {

@@ -33,3 +33,14 @@ export function localeLang(env: Readonly<Record<string, string | undefined>>): s
   if (variable === undefined) return null;
   return /^pt[_-]br\b/i.test(env[variable] ?? '') ? variable : null;
 }
+
+/**
+ * The language of the terminal, before (or without) the settings: `--help`, a usage error, the
+ * refusal of settings that do not load. The settings' own rule read early: CARRIER_SYNC_LANG (any
+ * spelling langOf reads; one it cannot read is English), else LC_ALL/LC_MESSAGES/LANG pt_BR*, else English.
+ */
+export function cliLang(env: NodeJS.ProcessEnv): Lang {
+  const chosen = env['CARRIER_SYNC_LANG'];
+  if (chosen !== undefined && chosen !== '') return langOf(chosen) ?? 'en';
+  return localeLang(env) === null ? 'en' : 'pt-BR';
+}

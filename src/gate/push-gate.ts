@@ -211,6 +211,12 @@ class RedisPushGate implements PushGate {
   readonly #journeyTtlSec: number;
   readonly #authKeys: string[];
   readonly #activityArgs: Array<string | number>;
+  /**
+   * A document's record key and field, made once a run of its job (its data object) for the enter
+   * and the leave: both hash the delivery id (SHA-256), and the two calls' hashes were ~1.7 % of the
+   * delivery thread's samples on the large drop (BENCHMARKS.md, the seventeenth session).
+   */
+  readonly #documentPlaces = new WeakMap<LabelJob | CteJob, { stem: string; field: Buffer }>();
 
   constructor(
     private readonly redis: RedisConnection,
@@ -223,6 +229,15 @@ class RedisPushGate implements PushGate {
     this.#journeyTtlSec = options.historyTtlSec ?? DEFAULT_HISTORY_TTL_SEC;
     this.#authKeys = [keys.authFailure, keys.authProbe, keys.limiter(keyId), keys.pause(keyId), keys.authEpoch];
     this.#activityArgs = [keys.activityStem, ACTIVITY_TTL_SEC];
+  }
+
+  #documentPlace(item: LabelJob | CteJob): { stem: string; field: Buffer } {
+    let place = this.#documentPlaces.get(item);
+    if (place === undefined) {
+      place = { stem: this.keys.documentRecords(item.deliveryId), field: documentField(item.kind, item.deliveryId) };
+      this.#documentPlaces.set(item, place);
+    }
+    return place;
   }
 
   async enter(item: ItemJob, jobId: string, attempt?: number, member = attemptMember(jobId)): Promise<GateVerdict> {
@@ -315,20 +330,15 @@ class RedisPushGate implements PushGate {
   #enterDocumentCall(item: LabelJob | CteJob, jobId: string, member: string, attempt: number | undefined, recordPeriodSec: number): EnterCall {
     const { keys } = this;
     const base = stepBase(item);
+    const place = this.#documentPlace(item);
     return {
       script: ENTER_DOCUMENT,
-      keys: [
-        keys.documentRecords(item.deliveryId),
-        keys.documentLock(item.kind, item.deliveryId),
-        ...this.#authKeys,
-        keys.attemptOwner(jobId),
-        keys.answerCounts,
-      ],
+      keys: [place.stem, keys.documentLock(item.kind, item.deliveryId), ...this.#authKeys, keys.attemptOwner(jobId), keys.answerCounts],
       args: [
         jobId,
         compactContentId(item.origin.contentId),
         compactGeneration(item.generation ?? ''),
-        documentField(item.kind, item.deliveryId),
+        place.field,
         recordPeriodSec,
         this.options.retentionSec,
         ...this.#slotArgs(member),
@@ -385,22 +395,16 @@ class RedisPushGate implements PushGate {
   ): Promise<void> {
     const { keys } = this;
     const recordPeriodSec = this.#recordPeriodSec ?? (await this.#readRecordPeriod());
+    const place = this.#documentPlace(item);
     await LEAVE_DOCUMENT(
       this.redis,
-      [
-        keys.documentRecords(item.deliveryId),
-        keys.documentLock(item.kind, item.deliveryId),
-        keys.limiter(this.keyId),
-        keys.stats,
-        keys.attempts(`${jobId}:held`),
-        ...answerKeys,
-      ],
+      [place.stem, keys.documentLock(item.kind, item.deliveryId), keys.limiter(this.keyId), keys.stats, keys.attempts(`${jobId}:held`), ...answerKeys],
       [
         jobId,
         compactContentId(item.origin.contentId),
         ...ending,
         item.kind,
-        documentField(item.kind, item.deliveryId),
+        place.field,
         recordPeriodSec,
         this.options.retentionSec,
         ...this.#activityArgs,

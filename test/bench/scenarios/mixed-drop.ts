@@ -27,7 +27,8 @@ import { cpuByThread, cpuSeconds, ioCalls, systemSeconds, threadCpu } from '../s
 import { loadBenchConfig, loopDelayProbe, spawnDaemon, type DaemonSetup } from '../support/daemon.js';
 import { buildDrop, type DropFile, type Kind } from '../support/drop-files.js';
 import { dropAll, stageFiles } from '../support/inputs.js';
-import { benchPrefix, callsBetween, cleanupPrefix, commandCalls, redisCpuSeconds } from '../support/redis.js';
+import { benchPrefix, callsBetween, cleanupPrefix, commandCalls, commandUsec, redisCpuSeconds } from '../support/redis.js';
+import { scriptNames } from '../support/monitor.js';
 import type { Figure, Scenario } from '../support/report.js';
 import { MB, readRssPeak, sampleRss } from '../support/rss.js';
 import { setAside } from '../support/work-folder.js';
@@ -104,7 +105,16 @@ async function runDrop(env: Parameters<Scenario['run']>[0], name: string, scale:
     await daemon.ready;
     // Let the start-up settle (reconcile, first passes) so the CPU counted is the drop's.
     await sleep(1000);
+    // BENCH_REDIS_SLOWLOG=1: every top-level command's time in Redis, by script (a profile of Redis'
+    // side: the log costs Redis CPU itself, so a run with it is no figure to compare).
+    const slowlog = process.env['BENCH_REDIS_SLOWLOG'] === '1';
+    if (slowlog) {
+      await redis.config('SET', 'slowlog-max-len', String(200 * files.length));
+      await redis.slowlog('RESET');
+      await redis.config('SET', 'slowlog-log-slower-than', '0');
+    }
     const callsBefore = await commandCalls(redis);
+    const usecBefore = await commandUsec(redis);
     const redisCpuBefore = await redisCpuSeconds(redis);
     const benchCpuBefore = await cpuSeconds(process.pid);
     const cpuBefore = await cpuSeconds(daemon.pid);
@@ -137,6 +147,8 @@ async function runDrop(env: Parameters<Scenario['run']>[0], name: string, scale:
     const benchCpuUsed = (await cpuSeconds(process.pid)) - benchCpuBefore;
     const redisCpuUsed = (await redisCpuSeconds(redis)) - redisCpuBefore;
     const callsAfter = await commandCalls(redis);
+    const usecIn = callsBetween(usecBefore, await commandUsec(redis));
+    const byScript = slowlog ? await slowlogByScript(redis) : [];
     const seenAt = Date.now();
     // The exact end: the last rename (or report written) under archive/ and failed/ sets its ctime.
     const outcomes = [...(await listFiles(join(spool, 'archive'))), ...(await listFiles(join(spool, 'failed')))];
@@ -288,6 +300,16 @@ async function runDrop(env: Parameters<Scenario['run']>[0], name: string, scale:
             .join(', '),
         },
         {
+          metric: "Redis' time in commands over the drain (INFO commandstats usec: a script's evalsha holds its inner calls)",
+          value: round((usecIn.find(([name]) => name === 'evalsha')?.[1] ?? 0) / 1e6, 2),
+          unit: `s in evalsha (${Math.round((usecIn.find(([name]) => name === 'evalsha')?.[1] ?? 0) / files.length)} µs a file) of ${round(redisCpuUsed, 2)} s of Redis CPU; the rest is its networking and event loop`,
+          reference: usecIn
+            .filter(([name]) => name !== 'evalsha')
+            .slice(0, 8)
+            .map(([name, usec]) => `${name} ${round(usec / 1e6, 2)} s`)
+            .join(', '),
+        },
+        {
           metric: 'daemon CPU in the kernel (system time) over the drain',
           value: round(systemUsed, 2),
           unit: 's',
@@ -326,6 +348,13 @@ async function runDrop(env: Parameters<Scenario['run']>[0], name: string, scale:
         `daemon watcher+worker, writeStableMs 100, backoffMs 100, notFoundAttempts 4, concurrency 8 per kind; ${requests} API requests (${byEndpoint('label').length} label, ${byEndpoint('cte').length} CT-e, ${collecting.length} collecting); error log lines (dead letters log at error): ${daemon.errorCount()}`,
         `drain = the drop's start to the last ctime under archive/ and failed/ (the settle was seen ${seenAt - lastAt} ms later by a 50 ms poll); CPU = /proc/<pid>/stat utime+stime from the drop to the settle`,
         `Redis calls by command over the drain: ${commands.map(([name, calls]) => `${name} ${calls}`).join(', ')}`,
+        ...(slowlog
+          ? [
+              `Redis' time by top-level command (SLOWLOG at 0 µs; scripts by name): ${byScript
+                .map(({ name, calls, usec, medianUsec }) => `${name} ${calls}× ${round(usec / calls, 1)} µs (median ${medianUsec}) = ${round(usec / 1e6, 2)} s`)
+                .join(', ')}`,
+            ]
+          : []),
       ],
       measures: {
         'drain (s)': drainMs / 1000,
@@ -369,4 +398,25 @@ async function runDrop(env: Parameters<Scenario['run']>[0], name: string, scale:
     // Deleted with the work folder when the bench ends, not now: support/work-folder.ts.
     await setAside(env, spool, ...staged.map((s) => s.dir));
   }
+}
+
+/** The slow log's entries (every command, at a 0 µs threshold) summed by command, a script by its name; most time first. */
+async function slowlogByScript(redis: Redis): Promise<Array<{ name: string; calls: number; usec: number; medianUsec: number }>> {
+  await redis.config('SET', 'slowlog-log-slower-than', '10000');
+  const names = await scriptNames();
+  const entries = (await redis.slowlog('GET', -1)) as Array<[number, number, number, string[]]>;
+  const sums = new Map<string, { calls: number; usec: number; each: number[] }>();
+  for (const [, , usec, args] of entries) {
+    const command = (args[0] ?? '').toLowerCase();
+    const name = command === 'evalsha' ? (names.get(args[1] ?? '') ?? `evalsha ${args[1]?.slice(0, 8) ?? ''}`) : command;
+    const sum = sums.get(name) ?? { calls: 0, usec: 0, each: [] };
+    sum.calls += 1;
+    sum.usec += usec;
+    sum.each.push(usec);
+    sums.set(name, sum);
+  }
+  await redis.slowlog('RESET');
+  // The median beside the mean: a script the kernel took the core from mid-call counts milliseconds.
+  const median = (values: number[]): number => values.sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+  return [...sums].map(([name, { calls, usec, each }]) => ({ name, calls, usec, medianUsec: median(each) })).sort((a, b) => b.usec - a.usec);
 }

@@ -148,6 +148,17 @@ export async function commandCalls(redis: Redis): Promise<Record<string, number>
   return out;
 }
 
+/**
+ * `INFO commandstats`: microseconds spent per command (lower case). A script's `evalsha` holds the
+ * time of the calls inside it, which are also counted under their own names.
+ */
+export async function commandUsec(redis: Redis): Promise<Record<string, number>> {
+  const info = await redis.info('commandstats');
+  const out: Record<string, number> = {};
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=\d+,usec=(\d+)/gm)) out[match[1]!] = Number(match[2]);
+  return out;
+}
+
 /** Calls per command between two `commandCalls` readings, largest first, zeros left out. */
 export function callsBetween(before: Record<string, number>, after: Record<string, number>): Array<[string, number]> {
   return Object.entries(after)

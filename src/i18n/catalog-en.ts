@@ -269,6 +269,13 @@ export const EN = {
   'ui.state.movesRefused': 'Files sent but not moved: carrier-sync may not write in a spool folder; they wait in .inflight/',
   'ui.state.movesRefusedDetail':
     '{code} on {folder}; {failed, plural, one {# move} other {# moves}} failed. Give carrier-sync write access there: each file is moved again after 1, 2, 4… s (up to an hour)',
+  'ui.state.movesReadOnlyDetail':
+    "{code} on {folder}; {failed, plural, one {# move} other {# moves}} failed. The spool's file system is read-only: mount it read-write (after a disk error, check the disk first); each file is moved again after 1, 2, 4… s (up to an hour)",
+  'ui.state.claimsRefused': 'Files wait in the inbox: carrier-sync may not move them out of it; nothing of them is sent meanwhile',
+  'ui.state.claimsRefusedDetail':
+    '{code} on {folder}. Give carrier-sync write access to the spool folders: each file is looked at again after 1, 2, 4… s (at most 16 s apart)',
+  'ui.state.claimsReadOnlyDetail':
+    "{code} on {folder}. The spool's file system is read-only: mount it read-write (after a disk error, check the disk first); each file is looked at again after 1, 2, 4… s (at most 16 s apart)",
   'ui.state.diskFullDetail': 'writes in the spool fail (disk full); files wait in the inbox until there is room',
   'ui.state.diskFullDetailSince': 'writes in the spool fail (disk full) since {since}; files wait in the inbox until there is room',
   'ui.state.redisDown': 'Redis unreachable: nothing is taken in or sent until it answers',

@@ -268,6 +268,13 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'ui.state.movesRefused': 'Arquivos enviados mas não movidos: o carrier-sync não pode gravar numa pasta do spool; eles aguardam em .inflight/',
   'ui.state.movesRefusedDetail':
     '{code} em {folder}; {failed, plural, one {# movimentação falhou} other {# movimentações falharam}}. Dê ao carrier-sync permissão de gravação ali: cada arquivo é movido de novo após 1, 2, 4… s (até uma hora)',
+  'ui.state.movesReadOnlyDetail':
+    '{code} em {folder}; {failed, plural, one {# movimentação falhou} other {# movimentações falharam}}. O sistema de arquivos do spool está somente leitura: monte-o com leitura e gravação (depois de um erro de disco, verifique o disco antes); cada arquivo é movido de novo após 1, 2, 4… s (até uma hora)',
+  'ui.state.claimsRefused': 'Arquivos aguardam na pasta de entrada: o carrier-sync não pode tirá-los de lá; nada deles é enviado enquanto isso',
+  'ui.state.claimsRefusedDetail':
+    '{code} em {folder}. Dê ao carrier-sync permissão de gravação nas pastas do spool: cada arquivo é olhado de novo após 1, 2, 4… s (no máximo 16 s entre um e outro)',
+  'ui.state.claimsReadOnlyDetail':
+    '{code} em {folder}. O sistema de arquivos do spool está somente leitura: monte-o com leitura e gravação (depois de um erro de disco, verifique o disco antes); cada arquivo é olhado de novo após 1, 2, 4… s (no máximo 16 s entre um e outro)',
   'ui.state.diskFullDetail': 'as gravações no spool falham (disco cheio); os arquivos aguardam na pasta de entrada até haver espaço',
   'ui.state.diskFullDetailSince': 'as gravações no spool falham (disco cheio) desde {since}; os arquivos aguardam na pasta de entrada até haver espaço',
   'ui.state.redisDown': 'Redis inacessível: nada é recebido nem enviado até ele responder',

@@ -31,8 +31,8 @@ h2 { font-size:14px; margin:0 0 6px; } h2 small { font-weight:400; color:var(--m
 .state .detail { color:var(--muted); font-size:13px; margin-top:1px; }
 .state .detail.action { color:var(--ink); }
 .dot { width:14px; height:14px; border-radius:50%; background:var(--green); box-shadow:0 0 0 4px #1f9d5522; flex:none; }
-.state-paused .dot, .state-redis-down .dot, .state-disk-full .dot, .state-moves-refused .dot, .state-redis-full .dot { background:var(--red); box-shadow:0 0 0 4px #d6454522; }
-.state-paused .headline, .state-redis-down .headline, .state-disk-full .headline, .state-moves-refused .headline, .state-redis-full .headline { color:var(--red); }
+.state-paused .dot, .state-redis-down .dot, .state-disk-full .dot, .state-moves-refused .dot, .state-claims-refused .dot, .state-redis-full .dot { background:var(--red); box-shadow:0 0 0 4px #d6454522; }
+.state-paused .headline, .state-redis-down .headline, .state-disk-full .headline, .state-moves-refused .headline, .state-claims-refused .headline, .state-redis-full .headline { color:var(--red); }
 .state-unreachable .dot { background:#8a93a6; box-shadow:0 0 0 4px #8a93a622; }
 .state-unreachable .headline { color:#5d6880; }
 .state-draining .dot, .state-attention .dot { background:var(--amber); box-shadow:0 0 0 4px #b97f0022; }

@@ -47,6 +47,8 @@ export interface OverviewSources {
   spoolDisk?: () => SpoolDiskReadiness;
   /** Files sent whose moves the spool refuses (outcome/consumer.ts, watcher role); absent elsewhere. */
   movesRefused?: () => MovesRefusedView | null;
+  /** Files that may not be moved out of the inbox (spool/claim-pass.ts, watcher role); absent elsewhere. */
+  claimsRefused?: () => ClaimsRefusedView | null;
   /** Redis refuses writes (store/redis-health.ts): the banner. */
   redisWritesRefused?: () => { code: string; since: number; message: string } | null;
   isDraining(): boolean;
@@ -67,7 +69,17 @@ export interface MovesRefusedView {
   failedMoves: number;
 }
 
-export type StateCode = 'working' | 'idle' | 'attention' | 'paused' | 'disk-full' | 'moves-refused' | 'redis-full' | 'redis-down' | 'draining';
+/** Moves out of the inbox the spool refuses (spool/claim-pass.ts `claimsRefused`): the first refusal's code and folder, the kinds. */
+export interface ClaimsRefusedView {
+  code: string;
+  folder: string | null;
+  /** ms since the epoch. */
+  since: number;
+  kinds: string[];
+}
+
+export type StateCode =
+  'working' | 'idle' | 'attention' | 'paused' | 'disk-full' | 'moves-refused' | 'claims-refused' | 'redis-full' | 'redis-down' | 'draining';
 
 export interface OverviewState {
   code: StateCode;
@@ -88,6 +100,8 @@ export interface OverviewState {
   refusal?: { code: string; message: string };
   /** Moves the spool refuses (moves-refused): the code, the folder, since when, how many failed. */
   moves?: MovesRefusedView;
+  /** Moves out of the inbox the spool refuses (claims-refused): the code, the folder, since when, the kinds. */
+  claims?: ClaimsRefusedView;
 }
 
 export interface StateCounts {
@@ -191,7 +205,7 @@ export async function readOverview(sources: OverviewSources): Promise<Overview> 
 
 /** The state line from the numbers read (exported for its test). */
 export function stateOf(
-  sources: Pick<OverviewSources, 'isDraining' | 'redisWritesRefused' | 'spoolDisk' | 'movesRefused'>,
+  sources: Pick<OverviewSources, 'isDraining' | 'redisWritesRefused' | 'spoolDisk' | 'movesRefused' | 'claimsRefused'>,
   failure: Awaited<ReturnType<AuthGate['failure']>>,
   details: OverviewDetails,
 ): OverviewState {
@@ -231,9 +245,19 @@ export function stateOf(
     return {
       code: 'moves-refused',
       headline: 'Files sent but not moved: carrier-sync may not write in a spool folder; they wait in .inflight/',
-      detail: `${moves.code} on ${moves.folder ?? 'a spool folder'}; ${moves.failedMoves} moves failed; give carrier-sync write access there: each move is tried again with a backoff`,
+      detail: `${moves.code} on ${moves.folder ?? 'a spool folder'}; ${moves.failedMoves} moves failed; ${moves.code === 'EROFS' ? 'the file system is read-only: mount it read-write' : 'give carrier-sync write access there'}: each move is tried again with a backoff`,
       since,
       moves,
+    };
+  }
+  const claims = sources.claimsRefused?.() ?? null;
+  if (claims !== null) {
+    return {
+      code: 'claims-refused',
+      headline: 'Files wait in the inbox: carrier-sync may not move them out of it; nothing of them is sent meanwhile',
+      detail: `${claims.code} on ${claims.folder ?? 'the spool'}; ${claims.code === 'EROFS' ? 'the file system is read-only: mount it read-write' : 'give carrier-sync write access to the spool folders'}: each file is looked at again with a backoff`,
+      since: new Date(claims.since).toISOString(),
+      claims,
     };
   }
   const counts = stateCounts(details);

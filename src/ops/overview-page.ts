@@ -162,6 +162,8 @@ function headlineOf(o: Overview, t: Translate): string {
       return t('ui.state.diskFull');
     case 'moves-refused':
       return t('ui.state.movesRefused');
+    case 'claims-refused':
+      return t('ui.state.claimsRefused');
     case 'redis-full':
       return t('ui.state.redisFull');
     case 'redis-down':
@@ -179,7 +181,14 @@ function detailOf(o: Overview, t: Translate): string {
   if (o.state.code === 'redis-full' && refusal !== undefined) return t('ui.state.redisFullDetail', { ...refusal, since: o.state.since ?? '' });
   const moves = o.state.moves;
   if (o.state.code === 'moves-refused' && moves !== undefined)
-    return t('ui.state.movesRefusedDetail', { code: moves.code, folder: moves.folder ?? '?', failed: moves.failedMoves });
+    return t(moves.code === 'EROFS' ? 'ui.state.movesReadOnlyDetail' : 'ui.state.movesRefusedDetail', {
+      code: moves.code,
+      folder: moves.folder ?? '?',
+      failed: moves.failedMoves,
+    });
+  const claims = o.state.claims;
+  if (o.state.code === 'claims-refused' && claims !== undefined)
+    return t(claims.code === 'EROFS' ? 'ui.state.claimsReadOnlyDetail' : 'ui.state.claimsRefusedDetail', { code: claims.code, folder: claims.folder ?? '?' });
   if (o.state.code !== 'disk-full') return o.state.detail ?? '';
   return t(o.state.since === null ? 'ui.state.diskFullDetail' : 'ui.state.diskFullDetailSince', { since: o.state.since ?? '' });
 }

@@ -10,7 +10,7 @@
  */
 import { isRedisUnavailable, redisRecoveries } from '../store/redis-health.js';
 import { lstat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { loopTurn } from '../loop-turn.js';
 import { SPOOL_KINDS, type SpoolKind } from '../store/keys.js';
 import { isChecksRestart } from '../validate/pool/check-pool.js';
@@ -130,6 +130,23 @@ async function claimNext(state: InboxState, kind: SpoolKind, ready: Array<[strin
   }
 }
 
+/** Moves out of the inbox this process may not make, for the overview: the first refusal's code and folder, since when. */
+export interface ClaimsRefused {
+  code: string;
+  folder: string | null;
+  /** ms since the epoch. */
+  since: number;
+  kinds: SpoolKind[];
+}
+
+/** Set while a kind's moves out of the inbox are refused (a permission, a read-only file system); null once every kind's move works. */
+let claimsRefusedNow: ClaimsRefused | null = null;
+
+/** What the overview shows while files wait in the inbox because they may not be moved out of it (the watcher's process). */
+export function claimsRefused(): ClaimsRefused | null {
+  return claimsRefusedNow === null ? null : { ...claimsRefusedNow, kinds: [...claimsRefusedNow.kinds] };
+}
+
 /** The wait before the next look at a file a permission refused, after `failures` in a row: 1, 2, 4… s, at most 16 s. */
 const permissionRetryMs = (failures: number): number => Math.min(1_000 * 2 ** (failures - 1), 16_000);
 
@@ -184,6 +201,8 @@ function onFolderDenied(state: InboxState, kind: SpoolKind, name: string, candid
   candidate.retryAt = deps.clock.now() + permissionRetryMs(candidate.deniedFailures);
   if (state.denied.has(kind)) return deps.logger.debug({ kind, file: name, err: error }, 'claim refused a move (permissions, or a read-only file system); will try again');
   state.denied.add(kind);
+  claimsRefusedNow ??= { code: error.code ?? 'EACCES', folder: typeof error.path === 'string' ? dirname(error.path) : null, since: deps.clock.now(), kinds: [] };
+  claimsRefusedNow.kinds.push(kind);
   deps.logger.warn(
     { kind, file: name, code: error.code, syscall: error.syscall, path: error.path, dest: (error as { dest?: string }).dest, uid: process.getuid?.() },
     isReadOnly(error)
@@ -199,7 +218,11 @@ async function claimOne(state: InboxState, kind: SpoolKind, name: string, candid
   const ended = deps.claimProgress?.begin();
   try {
     const result = await claimFile(deps, kind, name, candidate);
-    if (result !== 'changed' && state.denied.delete(kind)) deps.logger.info({ kind }, 'files move out of the inbox again');
+    if (result !== 'changed' && state.denied.delete(kind)) {
+      deps.logger.info({ kind }, 'files move out of the inbox again');
+      if (claimsRefusedNow !== null) claimsRefusedNow.kinds = claimsRefusedNow.kinds.filter((refused) => refused !== kind);
+      if (claimsRefusedNow?.kinds.length === 0) claimsRefusedNow = null;
+    }
     if (result !== 'changed') queue.delete(name);
     else {
       const stat = await lstat(join(deps.paths.inbox(kind), name)).catch(() => null);

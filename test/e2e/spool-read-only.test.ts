@@ -72,12 +72,21 @@ describe.runIf(canMount)('a spool on a read-only file system', () => {
     expect((await listFiles(join(e.spool, 'labels'))).sort()).toEqual(ids.map((id) => `${id}.pdf`).sort());
     expect(e.sandbox.requests().filter((r) => r.endpoint === 'label')).toEqual([]);
     await waitFor(() => daemon.logs().filter((line) => line.msg === QUIET_LOOK).length >= 2, { what: 'the files looked at again, quietly', timeoutMs: 15_000 });
+    // The overview says it too, in the reader's language: before, it said "Working: 2 items to send".
+    const opsUrl = String(daemon.logs().find((line) => line.msg === 'carrier-sync started')?.['opsUrl']);
+    const overview = async (): Promise<{ state: { code: string; claims?: unknown } }> =>
+      (await (await fetch(`${opsUrl}/ui/overview.json`)).json()) as { state: { code: string; claims?: unknown } };
+    expect((await overview()).state).toMatchObject({ code: 'claims-refused', claims: { code: 'EROFS', folder: join(e.spool, 'labels'), kinds: ['labels'] } });
+    const page = await (await fetch(`${opsUrl}/ui`, { headers: { 'accept-language': 'pt-BR' } })).text();
+    expect(page).toContain('Arquivos aguardam na pasta de entrada');
+    expect(page).toContain('O sistema de arquivos do spool está somente leitura');
     remount(e.spool, 'rw');
     await waitFor(async () => (await listFiles(join(e.spool, 'archive', 'labels'))).length === 2, {
       what: 'both labels archived once the spool may be written',
       timeoutMs: 30_000,
     });
     expect(looks()).toBe(1);
+    expect((await overview()).state.code).not.toBe('claims-refused');
     expect(daemon.logs().some((line) => line.msg === 'files move out of the inbox again' && line['kind'] === 'labels')).toBe(true);
     expect(daemon.logs().filter((line) => (line.level ?? 0) >= 50)).toEqual([]);
     expect(e.sandbox.requests().filter((r) => r.endpoint === 'label' && r.status === 200)).toHaveLength(2);

@@ -8,6 +8,7 @@ import type { ReadinessState } from '../../ops/readiness.js';
 import type { OpsServer } from '../../ops/server.js';
 import { spoolDisk } from '../../spool/disk-state.js';
 import { movesRefused } from '../../outcome/consumer.js';
+import { claimsRefused } from '../../spool/claim-pass.js';
 import { readTopology } from '../../store/topology.js';
 import { liveSecret } from '../../config/secret-file.js';
 import type { Context } from '../context.js';
@@ -46,7 +47,7 @@ export async function startHttpRole(ctx: Context, deps: HttpRoleDeps): Promise<O
       spoolId: await spoolIdOf(config.spool),
       inboxCounts: inboxCounter(config.spool),
       topology: () => readTopology(ctx.redis, ctx.redisTarget, ctx.keys.topology, config.prefix),
-      ...(deps.hasWatcher ? { spoolDisk, movesRefused } : {}),
+      ...(deps.hasWatcher ? { spoolDisk, movesRefused, claimsRefused } : {}),
       redisWritesRefused: () => ctx.health.writesRefused(),
     },
     logger: logger.child({ mod: 'ops' }),

@@ -142,6 +142,11 @@ export interface ClaimsRefused {
 /** Set while a kind's moves out of the inbox are refused (a permission, a read-only file system); null once every kind's move works. */
 let claimsRefusedNow: ClaimsRefused | null = null;
 
+/** Not this process's to say once it stops watching the spool (its watcher closed): the next holder says its own. */
+export function forgetClaimsRefused(): void {
+  claimsRefusedNow = null;
+}
+
 /** What the overview shows while files wait in the inbox because they may not be moved out of it (the watcher's process). */
 export function claimsRefused(): ClaimsRefused | null {
   return claimsRefusedNow === null ? null : { ...claimsRefusedNow, kinds: [...claimsRefusedNow.kinds] };

@@ -17,7 +17,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SPOOL_KINDS, type SpoolKind } from '../store/keys.js';
 import type { SpoolPaths } from './paths.js';
-import { claimPass } from './claim-pass.js';
+import { claimPass, forgetClaimsRefused } from './claim-pass.js';
 import { watchInboxes } from './inbox-events.js';
 import { createInboxState, scanInbox, type InboxState, type WatcherDeps } from './inbox-state.js';
 
@@ -62,6 +62,7 @@ export async function startSpoolWatcher(deps: WatcherDeps): Promise<SpoolWatcher
         clearInterval(rescanTimer);
         await events.close();
         await passes.settled();
+        forgetClaimsRefused();
       })();
       return closing;
     },

@@ -5,7 +5,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Queue } from 'bullmq';
-import { ITEM_KINDS, type ItemKind } from '../store/keys.js';
+import { ITEM_KINDS, SPOOL_KINDS, type ItemKind } from '../store/keys.js';
 import type { Stats } from '../store/stats.js';
 import { appVersion } from '../version.js';
 
@@ -30,6 +30,8 @@ export interface MetricsSources {
   outcomeBacklog(): Promise<Array<{ spoolId: string; waiting: number; retrying: number; failed: number }>>;
   /** The spool this process watches and whether its disk is full; absent or null without the watcher role. */
   spoolDisk?: () => { spoolId: string | null; isFull: boolean };
+  /** The inbox kinds whose files may not be moved out of it now (`spool/claim-pass.ts`), or null; absent without the watcher role. */
+  claimsRefused?: () => { kinds: readonly string[] } | null;
   /** What `/readyz` would answer; null in a process without the ops server. */
   isReady: (() => Promise<boolean>) | null;
   ratePerMinute: number;
@@ -242,6 +244,20 @@ function spoolMetrics(registry: Registry, read: ReadSources): void {
       const disk = read()?.spoolDisk?.() ?? null;
       this.reset();
       if (disk !== null && disk.spoolId !== null) this.set({ spool: disk.spoolId }, disk.isFull ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'carrier_sync_spool_inbox_refused',
+    help: "1 while files of this inbox may not be moved out of it (a permission, a read-only file system): they wait there, nothing of them is sent (this process's spool).",
+    labelNames: ['spool', 'kind'],
+    registers: [registry],
+    collect() {
+      const sources = read();
+      const spoolId = sources?.spoolDisk?.().spoolId ?? null;
+      this.reset();
+      if (sources?.claimsRefused === undefined || spoolId === null) return;
+      const refused = sources.claimsRefused()?.kinds ?? [];
+      for (const kind of SPOOL_KINDS) this.set({ spool: spoolId, kind }, refused.includes(kind) ? 1 : 0);
     },
   });
 }

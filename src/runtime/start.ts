@@ -33,6 +33,7 @@ import type { Metrics } from '../ops/metrics.js';
 import { createReadiness, type ReadinessState, type SpoolReadiness } from '../ops/readiness.js';
 import type { OpsServer } from '../ops/server.js';
 import { spoolDisk } from '../spool/disk-state.js';
+import { claimsRefused } from '../spool/claims-refused.js';
 import { resolveApiTarget, type ApiTarget } from './api-target.js';
 import { isDeliveryThreaded, type DeliveryThread } from './delivery-thread/delivery-thread.js';
 import { checkRedisDurability, openContext, type Context } from './context.js';
@@ -260,7 +261,7 @@ async function watchHealth(state: DaemonState, ctx: Context): Promise<{ metrics:
     isReady: async () => (await readiness()).isReady,
     ratePerMinute: config.delivery.ratePerMinute,
     maxQueued: config.delivery.maxQueued,
-    ...(roles.includes('watcher') ? { spoolDisk } : {}),
+    ...(roles.includes('watcher') ? { spoolDisk, claimsRefused } : {}),
     redisOutages: () => ctx.health.outages(),
     ...(tracing === null ? {} : { spansDropped: () => addDropped(tracing.dropped(), state.deliveryThread?.spansDropped()) }),
     redisWritesRefused: () => ctx.health.writesRefused() !== null,

@@ -11,6 +11,7 @@
 import { isRedisUnavailable, redisRecoveries } from '../store/redis-health.js';
 import { lstat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { noteClaimsMoveAgain, noteClaimsRefused } from './claims-refused.js';
 import { loopTurn } from '../loop-turn.js';
 import { SPOOL_KINDS, type SpoolKind } from '../store/keys.js';
 import { isChecksRestart } from '../validate/pool/check-pool.js';
@@ -130,28 +131,6 @@ async function claimNext(state: InboxState, kind: SpoolKind, ready: Array<[strin
   }
 }
 
-/** Moves out of the inbox this process may not make, for the overview: the first refusal's code and folder, since when. */
-export interface ClaimsRefused {
-  code: string;
-  folder: string | null;
-  /** ms since the epoch. */
-  since: number;
-  kinds: SpoolKind[];
-}
-
-/** Set while a kind's moves out of the inbox are refused (a permission, a read-only file system); null once every kind's move works. */
-let claimsRefusedNow: ClaimsRefused | null = null;
-
-/** Not this process's to say once it stops watching the spool (its watcher closed): the next holder says its own. */
-export function forgetClaimsRefused(): void {
-  claimsRefusedNow = null;
-}
-
-/** What the overview shows while files wait in the inbox because they may not be moved out of it (the watcher's process). */
-export function claimsRefused(): ClaimsRefused | null {
-  return claimsRefusedNow === null ? null : { ...claimsRefusedNow, kinds: [...claimsRefusedNow.kinds] };
-}
-
 /** The wait before the next look at a file a permission refused, after `failures` in a row: 1, 2, 4… s, at most 16 s. */
 const permissionRetryMs = (failures: number): number => Math.min(1_000 * 2 ** (failures - 1), 16_000);
 
@@ -206,8 +185,7 @@ function onFolderDenied(state: InboxState, kind: SpoolKind, name: string, candid
   candidate.retryAt = deps.clock.now() + permissionRetryMs(candidate.deniedFailures);
   if (state.denied.has(kind)) return deps.logger.debug({ kind, file: name, err: error }, 'claim refused a move (permissions, or a read-only file system); will try again');
   state.denied.add(kind);
-  claimsRefusedNow ??= { code: error.code ?? 'EACCES', folder: typeof error.path === 'string' ? dirname(error.path) : null, since: deps.clock.now(), kinds: [] };
-  claimsRefusedNow.kinds.push(kind);
+  noteClaimsRefused(kind, error.code ?? 'EACCES', typeof error.path === 'string' ? dirname(error.path) : null, deps.clock.now());
   deps.logger.warn(
     { kind, file: name, code: error.code, syscall: error.syscall, path: error.path, dest: (error as { dest?: string }).dest, uid: process.getuid?.() },
     isReadOnly(error)
@@ -225,8 +203,7 @@ async function claimOne(state: InboxState, kind: SpoolKind, name: string, candid
     const result = await claimFile(deps, kind, name, candidate);
     if (result !== 'changed' && state.denied.delete(kind)) {
       deps.logger.info({ kind }, 'files move out of the inbox again');
-      if (claimsRefusedNow !== null) claimsRefusedNow.kinds = claimsRefusedNow.kinds.filter((refused) => refused !== kind);
-      if (claimsRefusedNow?.kinds.length === 0) claimsRefusedNow = null;
+      noteClaimsMoveAgain(kind);
     }
     if (result !== 'changed') queue.delete(name);
     else {

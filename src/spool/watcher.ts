@@ -17,7 +17,8 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SPOOL_KINDS, type SpoolKind } from '../store/keys.js';
 import type { SpoolPaths } from './paths.js';
-import { claimPass, forgetClaimsRefused } from './claim-pass.js';
+import { claimPass } from './claim-pass.js';
+import { forgetClaimsRefused } from './claims-refused.js';
 import { watchInboxes } from './inbox-events.js';
 import { createInboxState, scanInbox, type InboxState, type WatcherDeps } from './inbox-state.js';
 

@@ -80,6 +80,9 @@ describe.runIf(canMount)('a spool on a read-only file system', () => {
     const page = await (await fetch(`${opsUrl}/ui`, { headers: { 'accept-language': 'pt-BR' } })).text();
     expect(page).toContain('Arquivos aguardam na pasta de entrada');
     expect(page).toContain('O sistema de arquivos do spool está somente leitura');
+    const refusedGauge = async (): Promise<string | undefined> =>
+      (await (await fetch(`${opsUrl}/metrics`)).text()).match(/^carrier_sync_spool_inbox_refused\{spool="[^"]+",kind="labels"\} (\d)$/m)?.[1];
+    expect(await refusedGauge()).toBe('1');
     remount(e.spool, 'rw');
     await waitFor(async () => (await listFiles(join(e.spool, 'archive', 'labels'))).length === 2, {
       what: 'both labels archived once the spool may be written',
@@ -87,6 +90,7 @@ describe.runIf(canMount)('a spool on a read-only file system', () => {
     });
     expect(looks()).toBe(1);
     expect((await overview()).state.code).not.toBe('claims-refused');
+    expect(await refusedGauge()).toBe('0');
     expect(daemon.logs().some((line) => line.msg === 'files move out of the inbox again' && line['kind'] === 'labels')).toBe(true);
     expect(daemon.logs().filter((line) => (line.level ?? 0) >= 50)).toEqual([]);
     expect(e.sandbox.requests().filter((r) => r.endpoint === 'label' && r.status === 200)).toHaveLength(2);

@@ -8,7 +8,7 @@ import type { ReadinessState } from '../../ops/readiness.js';
 import type { OpsServer } from '../../ops/server.js';
 import { spoolDisk } from '../../spool/disk-state.js';
 import { movesRefused } from '../../outcome/consumer.js';
-import { claimsRefused } from '../../spool/claim-pass.js';
+import { claimsRefused } from '../../spool/claims-refused.js';
 import { readTopology } from '../../store/topology.js';
 import { liveSecret } from '../../config/secret-file.js';
 import type { Context } from '../context.js';

@@ -210,6 +210,7 @@ function notifySchemaIn(lang: Lang) {
       backlogStuckMinutes: z.number().positive().nullable(),
       redisUnreachableSec: z.number().positive().nullable(),
       spoolUnwatchedSec: z.number().positive().nullable(),
+      movesFailingMinutes: z.number().positive().nullable(),
       diskLow: z
         .object({ minFreePercent: z.number().min(0).max(100), minFreeBytes: z.number().int().nonnegative() })
         .strict()

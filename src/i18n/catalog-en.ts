@@ -172,6 +172,11 @@ export const EN = {
   'notify.spool.firing': 'No process watches spool {spool}: files dropped there are not picked up',
   'notify.spool.action': 'start a process with the watcher role on this spool',
   'notify.spool.resolved': 'Spool {spool} is watched again',
+  'notify.moves.firing':
+    'Files of spool {spool} could not be moved to archive/ or failed/ for {minutes} minutes: {files, plural, one {# file waits} other {# files wait}} in .inflight/',
+  'notify.moves.action':
+    'the log of the spool\'s holder says why, once ("moving files failed: …"): give carrier-sync write access to that folder, or mount the spool read-write; the files move by themselves then',
+  'notify.moves.resolved': 'Files of spool {spool} move again',
   'notify.disk.firing': "The spool's disk is nearly full: {free} free ({percent}%); files cannot be archived when it is full",
   'notify.disk.action': 'free space on the spool filesystem (archive/ can be moved elsewhere)',
   'notify.disk.resolved': "The spool's disk has room again: {free} free ({percent}%)",

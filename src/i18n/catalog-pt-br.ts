@@ -169,6 +169,11 @@ export const PT_BR: Readonly<Record<MessageKey, string>> = {
   'notify.spool.firing': 'Nenhum processo vigia o spool {spool}: os arquivos colocados lá não são lidos',
   'notify.spool.action': 'inicie um processo com o papel watcher neste spool',
   'notify.spool.resolved': 'O spool {spool} voltou a ser vigiado',
+  'notify.moves.firing':
+    'Arquivos do spool {spool} não puderam ser movidos para archive/ ou failed/ por {minutes} minutos: {files, plural, one {# arquivo aguarda} other {# arquivos aguardam}} em .inflight/',
+  'notify.moves.action':
+    'o log do processo que detém o spool diz o porquê, uma vez (a linha de erro que começa por "moving"): dê ao carrier-sync permissão de gravação nessa pasta, ou monte o spool com leitura e gravação; os arquivos se movem sozinhos então',
+  'notify.moves.resolved': 'Os arquivos do spool {spool} voltaram a ser movidos',
   'notify.disk.firing': 'O disco do spool está quase cheio: {free} livres ({percent}%); com ele cheio, os arquivos não podem ser arquivados',
   'notify.disk.action': 'libere espaço no sistema de arquivos do spool (archive/ pode ser movido para outro lugar)',
   'notify.disk.resolved': 'O disco do spool voltou a ter espaço: {free} livres ({percent}%)',

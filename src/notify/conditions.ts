@@ -11,6 +11,10 @@
  *   one lasts, the clock starts again.
  * - spool-unwatched: a spool that was ever watched has no lease holder for `spoolUnwatchedSec`.
  * - spool-disk-low: the spool's filesystem has less free than `minFreeBytes` or `minFreePercent`.
+ * - spool-moves-failing: files of a spool sent (or refused) whose moves to archive/ or failed/ wait
+ *   for a retry, or were given up, for `movesFailingMinutes` (the outcome lists in Redis: what the
+ *   shipped alert CarrierSyncFileMovesFailing reads). A folder carrier-sync may not write in, a
+ *   read-only file system, a share gone: before, only the holder's log, the overview and Prometheus said it.
  */
 import { statfs } from 'node:fs/promises';
 import type { NotifyConfig } from '../config/schema.js';
@@ -24,6 +28,7 @@ import type { QueueSet } from '../queue/queues.js';
 import type { RedisConnection } from '../store/redis.js';
 import type { Stats } from '../store/stats.js';
 import { readActivity } from '../store/activity.js';
+import { readOutcomeBacklog } from '../queue/outcome-list.js';
 import type { Condition } from './message.js';
 
 export interface Words {
@@ -152,6 +157,26 @@ export async function checkSpools(sources: ConditionSources): Promise<Observatio
       };
     }),
   );
+}
+
+export async function checkMoves(sources: ConditionSources): Promise<Observation[]> {
+  const minutes = sources.notify.movesFailingMinutes;
+  if (minutes === null) return [];
+  const backlog = await readOutcomeBacklog(sources.redis, sources.keys);
+  return backlog.map(({ spoolId, retrying, failed }): Observation => {
+    const details = { spoolId, retrying, failed };
+    return {
+      condition: 'spool-moves-failing',
+      subject: spoolId,
+      isBad: retrying + failed > 0,
+      forMs: minutes * 60_000,
+      firing: {
+        summary: sources.t('notify.moves.firing', { spool: spoolId, files: retrying + failed, minutes }),
+        details: { ...details, action: sources.t('notify.moves.action') },
+      },
+      resolved: { summary: sources.t('notify.moves.resolved', { spool: spoolId }), details },
+    };
+  });
 }
 
 export async function checkDisk(sources: ConditionSources): Promise<Observation | null> {

@@ -7,7 +7,7 @@
  */
 import type { Translate } from '../i18n/translate.js';
 import type { Logger } from '../log.js';
-import { checkApiKey, checkBacklog, checkDisk, checkSpools, type ConditionSources, type Observation, type Words } from './conditions.js';
+import { checkApiKey, checkBacklog, checkDisk, checkMoves, checkSpools, type ConditionSources, type Observation, type Words } from './conditions.js';
 import { takeDeadLetterDigest, takeRefusalDigest, type DigestOptions, type DigestSources } from './digests.js';
 import type { Episodes, Transition } from './episodes.js';
 import { makeNotification, type Condition, type Origin } from './message.js';
@@ -70,6 +70,9 @@ export function startNotifyLoop(deps: NotifyLoopDeps): NotifyLoop {
     });
     await guarded('spool-unwatched', async () => {
       for (const observation of await checkSpools(sources)) await apply(observation, nowMs);
+    });
+    await guarded('spool-moves-failing', async () => {
+      for (const observation of await checkMoves(sources)) await apply(observation, nowMs);
     });
     await guarded('spool-disk-low', async () => {
       const observation = await checkDisk(sources);

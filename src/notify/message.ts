@@ -19,6 +19,7 @@ export const CONDITIONS = [
   'redis-failover',
   'spool-unwatched',
   'spool-disk-low',
+  'spool-moves-failing',
   'stalled',
   'test',
 ] as const;

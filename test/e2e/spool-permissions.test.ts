@@ -16,15 +16,19 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeCteXml, makePdf } from '../support/builders.js';
 import { createE2eEnv, listFiles, type E2eEnv } from '../support/e2e-env.js';
+import { startHttpReceiver, type HttpReceiver } from '../support/notify-receivers.js';
 import { binArgv, killAllDaemons, spawnDaemon, waitUntilStarted } from '../support/process.js';
 import { testRedisUrl } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
 let env: E2eEnv | undefined;
+let receiver: HttpReceiver | undefined;
 afterEach(async () => {
   await killAllDaemons();
   await env?.close();
   env = undefined;
+  await receiver?.close();
+  receiver = undefined;
 });
 
 const isRoot = process.getuid?.() === 0;
@@ -109,7 +113,12 @@ describe('a file carrier-sync may not read', () => {
   it.runIf(isRoot)(
     'an archive folder it may not write in: the moves wait, said once with the folder (not a line a file and a try), and go once it may',
     async () => {
-      const e = (env = await createE2eEnv({ sandbox: { autoCreateDeliveries: true } }));
+      // The spool-moves-failing notification after 3 s (15 minutes by default), to a webhook.
+      const webhook = (receiver = await startHttpReceiver());
+      const e = (env = await createE2eEnv({
+        sandbox: { autoCreateDeliveries: true },
+        settings: { notify: { movesFailingMinutes: 0.05, checkIntervalMs: 200 } },
+      }));
       await chmod(e.dir, 0o755);
       await mkdir(e.spool);
       const nobody = {
@@ -122,7 +131,7 @@ describe('a file carrier-sync may not read', () => {
       await chown(join(e.spool, 'archive'), nobody.uid, nobody.gid);
       // At debug, each quiet try shows: the test counts them.
       const daemon = spawnDaemon(
-        { ...e.env, LOG_LEVEL: 'debug' },
+        { ...e.env, LOG_LEVEL: 'debug', CARRIER_SYNC_NOTIFY_WEBHOOK_URL: webhook.url },
         { file: 'setpriv', args: ['--reuid=nobody', '--regid=nogroup', '--clear-groups', process.execPath, ...binArgv(e.args('start'))] },
       );
       await waitUntilStarted(daemon, 30_000);
@@ -147,6 +156,13 @@ describe('a file carrier-sync may not read', () => {
       expect(overview.state).toMatchObject({ code: 'moves-refused', moves: { code: 'EACCES', folder: join(e.spool, 'archive', 'labels') } });
       const page = await (await fetch(`${opsUrl}/ui`, { headers: { 'accept-language': 'pt-BR' } })).text();
       expect(page).toContain('Arquivos enviados mas não movidos');
+      // And a person without the page or Prometheus is told: once, with how many wait.
+      const told = (state: string): unknown[] =>
+        webhook.received
+          .map((delivery) => delivery.json as { condition: string; state: string })
+          .filter((n) => n.condition === 'spool-moves-failing' && n.state === state);
+      await waitFor(() => told('firing').length === 1, { what: 'spool-moves-failing firing on the webhook' });
+      expect(told('firing')[0]).toMatchObject({ details: { retrying: 3, failed: 0 } });
       // Opened while every waiting move's own retry is at least 6 s away (the folders are looked at
       // every 2 s): moved sooner, they were moved by the look. Opened at any moment, a retry came due
       // before the look in some runs (1 of 3 clean-clone CI runs) and moved the files itself.
@@ -178,6 +194,8 @@ describe('a file carrier-sync may not read', () => {
       expect(reopened).toBeLessThan(messages.indexOf('files move again'));
       const after = (await (await fetch(`${opsUrl}/ui/overview.json`)).json()) as { state: { code: string } };
       expect(after.state.code).not.toBe('moves-refused');
+      await waitFor(() => told('resolved').length === 1, { what: 'spool-moves-failing resolved on the webhook' });
+      expect(told('firing')).toHaveLength(1);
       expect(daemon.logs().filter((line) => SAID(line.msg))).toHaveLength(1);
     },
     60_000,

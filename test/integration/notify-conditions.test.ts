@@ -21,7 +21,7 @@ import { openQueues } from '../../src/queue/queues.js';
 import { closeRedis, connectRedis } from '../../src/store/redis.js';
 import { countActivity } from '../../src/store/activity.js';
 import { createStats } from '../../src/store/stats.js';
-import { checkApiKey, checkBacklog, checkDisk, checkSpools, type ConditionSources } from '../../src/notify/conditions.js';
+import { checkApiKey, checkBacklog, checkDisk, checkMoves, checkSpools, type ConditionSources } from '../../src/notify/conditions.js';
 import { takeDeadLetterDigest, takeRefusalDigest } from '../../src/notify/digests.js';
 import { createEpisodes } from '../../src/notify/episodes.js';
 import { watchRedis, type RedisOutage } from '../../src/notify/redis-watch.js';
@@ -258,6 +258,24 @@ describe('checks', () => {
     await createLease(redis, keys.spoolLease('spool-x')).acquire({ id: 'p1', host: 'wh-box-2', pid: 42, since: new Date(T0).toISOString() }, 10_000);
     const [watched] = await checkSpools(sources);
     expect(watched).toMatchObject({ isBad: false, resolved: { details: { spoolId: 'spool-x', host: 'wh-box-2', pid: 42 } } });
+  });
+
+  it('spool-moves-failing: a spool with files waiting for a move retry, or given up, is bad; with none it is good', async () => {
+    await redis.sadd(keys.spools, 'spool-m');
+    const retry = `${keys.outcomes('spool-m')}:retry`;
+    const good = (await checkMoves(sources)).find((observation) => observation.subject === 'spool-m');
+    expect(good).toMatchObject({ condition: 'spool-moves-failing', isBad: false, forMs: 15 * 60_000 });
+    await redis.zadd(retry, T0 + 60_000, JSON.stringify({ jobId: 'j-1' }), T0 + 120_000, JSON.stringify({ jobId: 'j-2' }));
+    const bad = (await checkMoves(sources)).find((observation) => observation.subject === 'spool-m');
+    expect(bad).toMatchObject({ isBad: true, firing: { details: { spoolId: 'spool-m', retrying: 2, failed: 0 } } });
+    expect(bad?.firing.summary).toBe('Files of spool spool-m could not be moved to archive/ or failed/ for 15 minutes: 2 files wait in .inflight/');
+    const pt = (await checkMoves({ ...sources, t: translator('pt-BR') })).find((observation) => observation.subject === 'spool-m');
+    expect(pt?.firing.summary).toBe(
+      'Arquivos do spool spool-m não puderam ser movidos para archive/ ou failed/ por 15 minutos: 2 arquivos aguardam em .inflight/',
+    );
+    await redis.del(retry);
+    expect((await checkMoves(sources)).find((observation) => observation.subject === 'spool-m')?.isBad).toBe(false);
+    expect(await checkMoves({ ...sources, notify: { ...sources.notify, movesFailingMinutes: null } })).toEqual([]);
   });
 
   it('spool-disk-low compares statfs with both bounds, and says nothing where the spool is not mounted', async () => {

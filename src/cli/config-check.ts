@@ -57,7 +57,6 @@ function unknownLines(unknown: readonly UnknownVariable[], t: Translate): string
   return unknown.map(({ variable, closest }) => t('cli.config.unknown', { variable, closest }));
 }
 
-/** The language when the settings could not be read: CARRIER_SYNC_LANG, else a pt_BR locale, else English. */
 function shown(row: SettingRow): string {
   return typeof row.value === 'string' && row.value === MASK ? MASK : JSON.stringify(row.value);
 }

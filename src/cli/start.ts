@@ -86,7 +86,8 @@ async function portTakenOf(error: unknown, config: Readonly<Config>): Promise<Sy
 /**
  * When the start failed because the spool may not be written in (EACCES, EPERM under the spool root:
  * the daemon runs as a user the folders are not open to; EROFS: its file system is mounted
- * read-only): a refusal naming the path, the user and what to do; else null. Before, a fatal line with the stack of a temporary file's open.
+ * read-only): a refusal naming the path, the user and what to do; else null. Before, a fatal line
+ * with the stack of a temporary file's open.
  */
 function spoolDeniedOf(error: unknown, config: Readonly<Config>): SyncError | null {
   const spool = resolve(config.spool.dir);

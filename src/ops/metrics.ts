@@ -30,7 +30,7 @@ export interface MetricsSources {
   outcomeBacklog(): Promise<Array<{ spoolId: string; waiting: number; retrying: number; failed: number }>>;
   /** The spool this process watches and whether its disk is full; absent or null without the watcher role. */
   spoolDisk?: () => { spoolId: string | null; isFull: boolean };
-  /** The inbox kinds whose files may not be moved out of it now (`spool/claim-pass.ts`), or null; absent without the watcher role. */
+  /** The inbox kinds whose files may not be moved out of it now (`spool/claims-refused.ts`), or null; absent without the watcher role. */
   claimsRefused?: () => { kinds: readonly string[] } | null;
   /** What `/readyz` would answer; null in a process without the ops server. */
   isReady: (() => Promise<boolean>) | null;

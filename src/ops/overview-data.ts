@@ -20,6 +20,7 @@ import { redisRefusedReason, spoolDiskFullReason, type SpoolDiskReadiness } from
 import { readChannelReports, type ChannelReport } from '../store/notify-record.js';
 import { readSpoolHolder, type SpoolHolder } from './spool-holder.js';
 import type { Topology } from '../store/topology.js';
+import type { ClaimsRefused } from '../spool/claims-refused.js';
 
 export const CHART_MINUTES = 60;
 const LATEST_KEPT = 20;
@@ -47,7 +48,7 @@ export interface OverviewSources {
   spoolDisk?: () => SpoolDiskReadiness;
   /** Files sent whose moves the spool refuses (outcome/consumer.ts, watcher role); absent elsewhere. */
   movesRefused?: () => MovesRefusedView | null;
-  /** Files that may not be moved out of the inbox (spool/claim-pass.ts, watcher role); absent elsewhere. */
+  /** Files that may not be moved out of the inbox (spool/claims-refused.ts, watcher role); absent elsewhere. */
   claimsRefused?: () => ClaimsRefusedView | null;
   /** Redis refuses writes (store/redis-health.ts): the banner. */
   redisWritesRefused?: () => { code: string; since: number; message: string } | null;
@@ -69,14 +70,8 @@ export interface MovesRefusedView {
   failedMoves: number;
 }
 
-/** Moves out of the inbox the spool refuses (spool/claim-pass.ts `claimsRefused`): the first refusal's code and folder, the kinds. */
-export interface ClaimsRefusedView {
-  code: string;
-  folder: string | null;
-  /** ms since the epoch. */
-  since: number;
-  kinds: string[];
-}
+/** Moves out of the inbox the spool refuses (spool/claims-refused.ts): the first refusal's code and folder, since when, the kinds. */
+export type ClaimsRefusedView = ClaimsRefused;
 
 export type StateCode =
   'working' | 'idle' | 'attention' | 'paused' | 'disk-full' | 'moves-refused' | 'claims-refused' | 'redis-full' | 'redis-down' | 'draining';

@@ -175,17 +175,17 @@ async function onUnreadable(state: InboxState, kind: SpoolKind, name: string, ca
 
 /**
  * A move this process may not make (a folder of the spool it may not write in: a deployment's
- * permissions; or a file system mounted read-only: EROFS): said once a kind, until a claim of it works again; each file looked at again after
- * 1, 2, 4… s (at most 16 s apart), not at every pass — before, every file of the inbox logged an
- * error with its stack twice a second.
+ * permissions; or a file system mounted read-only: EROFS): said once a kind, until a claim of it
+ * works again (claims-refused.ts keeps which kinds); each file looked at again after 1, 2, 4… s (at
+ * most 16 s apart), not at every pass — before, every file of the inbox logged an error with its
+ * stack twice a second.
  */
 function onFolderDenied(state: InboxState, kind: SpoolKind, name: string, candidate: Candidate, error: NodeJS.ErrnoException): void {
   const { deps } = state;
   candidate.deniedFailures = (candidate.deniedFailures ?? 0) + 1;
   candidate.retryAt = deps.clock.now() + permissionRetryMs(candidate.deniedFailures);
-  if (state.denied.has(kind)) return deps.logger.debug({ kind, file: name, err: error }, 'claim refused a move (permissions, or a read-only file system); will try again');
-  state.denied.add(kind);
-  noteClaimsRefused(kind, error.code ?? 'EACCES', typeof error.path === 'string' ? dirname(error.path) : null, deps.clock.now());
+  const isFirst = noteClaimsRefused(kind, error.code ?? 'EACCES', typeof error.path === 'string' ? dirname(error.path) : null, deps.clock.now());
+  if (!isFirst) return deps.logger.debug({ kind, file: name, err: error }, 'claim refused a move (permissions, or a read-only file system); will try again');
   deps.logger.warn(
     { kind, file: name, code: error.code, syscall: error.syscall, path: error.path, dest: (error as { dest?: string }).dest, uid: process.getuid?.() },
     isReadOnly(error)
@@ -201,10 +201,7 @@ async function claimOne(state: InboxState, kind: SpoolKind, name: string, candid
   const ended = deps.claimProgress?.begin();
   try {
     const result = await claimFile(deps, kind, name, candidate);
-    if (result !== 'changed' && state.denied.delete(kind)) {
-      deps.logger.info({ kind }, 'files move out of the inbox again');
-      noteClaimsMoveAgain(kind);
-    }
+    if (result !== 'changed' && noteClaimsMoveAgain(kind)) deps.logger.info({ kind }, 'files move out of the inbox again');
     if (result !== 'changed') queue.delete(name);
     else {
       const stat = await lstat(join(deps.paths.inbox(kind), name)).catch(() => null);

@@ -1,7 +1,8 @@
 /**
  * Moves out of the inbox this process may not make (a permission, a read-only file system), as the
- * claim pass (claim-pass.ts) saw them: for the overview's state and the metrics. A module of its
- * own, with no runtime imports, so the ops server and the metrics can read it without loading the claim.
+ * claim pass (claim-pass.ts) saw them: what it says once a kind, the overview's state and the
+ * metrics. A module of its own, with no runtime imports, so the ops server and the metrics can read
+ * it without loading the claim.
  */
 import type { SpoolKind } from '../store/keys.js';
 
@@ -27,15 +28,18 @@ export function claimsRefused(): ClaimsRefused | null {
   return claimsRefusedNow === null ? null : { ...claimsRefusedNow, kinds: [...claimsRefusedNow.kinds] };
 }
 
-/** The claim pass's first refusal of a kind's move out of the inbox (said once a kind). */
-export function noteClaimsRefused(kind: SpoolKind, code: string, folder: string | null, now: number): void {
+/** A refusal of a kind's move out of the inbox; true when the kind was not refused before (the claim pass says it then, once). */
+export function noteClaimsRefused(kind: SpoolKind, code: string, folder: string | null, now: number): boolean {
   claimsRefusedNow ??= { code, folder, since: now, kinds: [] };
-  if (!claimsRefusedNow.kinds.includes(kind)) claimsRefusedNow.kinds.push(kind);
+  if (claimsRefusedNow.kinds.includes(kind)) return false;
+  claimsRefusedNow.kinds.push(kind);
+  return true;
 }
 
-/** A kind's move out of the inbox works again: the state ends once no kind is refused. */
-export function noteClaimsMoveAgain(kind: SpoolKind): void {
-  if (claimsRefusedNow === null) return;
+/** A kind's move out of the inbox works; true when it was refused until now. The state ends once no kind is refused. */
+export function noteClaimsMoveAgain(kind: SpoolKind): boolean {
+  if (claimsRefusedNow?.kinds.includes(kind) !== true) return false;
   claimsRefusedNow.kinds = claimsRefusedNow.kinds.filter((refused) => refused !== kind);
   if (claimsRefusedNow.kinds.length === 0) claimsRefusedNow = null;
+  return true;
 }

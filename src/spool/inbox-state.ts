@@ -74,8 +74,6 @@ export interface InboxState {
    * than a window's worth; the next refill lists the inbox).
    */
   heard: Record<SpoolKind, Set<string> | null>;
-  /** Kinds whose files this process may not move (permission denied on a folder): said once, and when they move again. */
-  denied: Set<SpoolKind>;
 }
 
 /** The next oldest untracked files a listing found, for the window's next refills. */
@@ -105,7 +103,6 @@ export function createInboxState(deps: WatcherDeps): InboxState {
     recoveriesSeen: spoolDiskRecoveries(),
     reserves: { labels: null, cte: null, events: null },
     heard: { labels: new Set(), cte: new Set(), events: new Set() },
-    denied: new Set(),
   };
 }
 

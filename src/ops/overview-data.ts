@@ -20,7 +20,6 @@ import { redisRefusedReason, spoolDiskFullReason, type SpoolDiskReadiness } from
 import { readChannelReports, type ChannelReport } from '../store/notify-record.js';
 import { readSpoolHolder, type SpoolHolder } from './spool-holder.js';
 import type { Topology } from '../store/topology.js';
-import type { ClaimsRefused } from '../spool/claims-refused.js';
 
 export const CHART_MINUTES = 60;
 const LATEST_KEPT = 20;
@@ -70,8 +69,18 @@ export interface MovesRefusedView {
   failedMoves: number;
 }
 
-/** Moves out of the inbox the spool refuses (spool/claims-refused.ts): the first refusal's code and folder, since when, the kinds. */
-export type ClaimsRefusedView = ClaimsRefused;
+/**
+ * Moves out of the inbox the spool refuses (spool/claims-refused.ts `claimsRefused`): the first
+ * refusal's code and folder, since when, the kinds. Its own shape here, as MovesRefusedView: ops/
+ * may not import spool/ (STYLE.md §1), the watcher role hands the function in.
+ */
+export interface ClaimsRefusedView {
+  code: string;
+  folder: string | null;
+  /** ms since the epoch. */
+  since: number;
+  kinds: string[];
+}
 
 export type StateCode =
   'working' | 'idle' | 'attention' | 'paused' | 'disk-full' | 'moves-refused' | 'claims-refused' | 'redis-full' | 'redis-down' | 'draining';

@@ -249,7 +249,7 @@ export function stateOf(
     return {
       code: 'moves-refused',
       headline: 'Files sent but not moved: carrier-sync may not write in a spool folder; they wait in .inflight/',
-      detail: `${moves.code} on ${moves.folder ?? 'a spool folder'}; ${moves.failedMoves} moves failed; ${moves.code === 'EROFS' ? 'the file system is read-only: mount it read-write' : 'give carrier-sync write access there'}: each move is tried again with a backoff`,
+      detail: `${moves.code} on ${moves.folder ?? 'a spool folder'}; ${moves.failedMoves} moves failed; ${moves.code === 'EROFS' ? 'the file system is read-only, mount it read-write' : 'give carrier-sync write access there'}: each move is tried again with a backoff`,
       since,
       moves,
     };
@@ -259,7 +259,7 @@ export function stateOf(
     return {
       code: 'claims-refused',
       headline: 'Files wait in the inbox: carrier-sync may not move them out of it; nothing of them is sent meanwhile',
-      detail: `${claims.code} on ${claims.folder ?? 'the spool'}; ${claims.code === 'EROFS' ? 'the file system is read-only: mount it read-write' : 'give carrier-sync write access to the spool folders'}: each file is looked at again with a backoff`,
+      detail: `${claims.code} on ${claims.folder ?? 'the spool'}; ${claims.code === 'EROFS' ? 'the file system is read-only, mount it read-write' : 'give carrier-sync write access to the spool folders'}: each file is looked at again with a backoff`,
       since: new Date(claims.since).toISOString(),
       claims,
     };
